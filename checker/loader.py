@@ -1,0 +1,193 @@
+"""Find a spec from the command line's SPEC argument and build its model.
+
+SPEC is a registered name (`lockstep list`), `package.module:Object`, `path/to/file.py`
+or `path/to/file.py:Object`. The object is a `Spec` subclass (typed) or anything with
+`init()` and `next(state)` (plain: a module, an instance, or a class instantiated with the
+parameters).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+import traceback
+from types import ModuleType
+from typing import Any
+
+from specs.lang.errors import SpecError
+from specs.lang.spec import Spec, build_program, declared_params
+from specs.registry import SPECS
+
+from .model import Model
+
+
+class LoadError(Exception):
+    """The SPEC argument does not lead to a spec."""
+
+
+def parse_params(items: list[str]) -> dict[str, int]:
+    """`["n=3", "f=1"]` -> {"n": 3, "f": 1}."""
+    out: dict[str, int] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise LoadError(f"--param {item!r}: expected name=value, e.g. --param n=3")
+        try:
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise LoadError(f"--param {item!r}: the value must be an integer") from None
+    return out
+
+
+def resolve(ref: str) -> tuple[Any, str]:
+    """The object a SPEC argument names, and its canonical reference."""
+    target = SPECS.get(ref, ref)
+    path, _, attr = target.partition(":") if not _is_windows_drive(target) else (target, "", "")
+    if path.endswith(".py") or os.sep in path or os.path.exists(path):
+        module = _import_path(path)
+    else:
+        module = _import_module(path)
+    if attr:
+        if not hasattr(module, attr):
+            raise LoadError(f"{path} has no object {attr!r}" + _candidates(module))
+        return getattr(module, attr), ref
+    return _default_object(module, path), ref
+
+
+def _is_windows_drive(s: str) -> bool:
+    return len(s) > 2 and s[1] == ":" and s[0].isalpha() and s[2] in "\\/"
+
+
+def _import_module(name: str) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name and name.startswith(e.name):
+            known = ", ".join(sorted(SPECS))
+            raise LoadError(f"no spec named {name!r}: not a registered name ({known}), "
+                            "an importable module, or a file") from None
+        raise LoadError(_import_failure(name, e)) from None
+    except SpecError:
+        raise
+    except Exception as e:
+        raise LoadError(_import_failure(name, e)) from None
+
+
+def _import_path(path: str) -> ModuleType:
+    if not os.path.exists(path):
+        raise LoadError(f"spec file {path} does not exist")
+    full = os.path.abspath(path)
+    mod_name = "lockstep_user_" + str(abs(hash(full)))
+    if mod_name in sys.modules:
+        return sys.modules[mod_name]
+    spec = importlib.util.spec_from_file_location(mod_name, full)
+    if spec is None or spec.loader is None:
+        raise LoadError(f"{path} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    sys.path.insert(0, os.path.dirname(full))
+    try:
+        spec.loader.exec_module(module)
+    except SpecError:
+        del sys.modules[mod_name]
+        raise
+    except BaseException as e:
+        del sys.modules[mod_name]
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise LoadError(_import_failure(path, e)) from None
+    finally:
+        sys.path.remove(os.path.dirname(full))
+    return module
+
+
+def _import_failure(what: str, e: BaseException) -> str:
+    if isinstance(e, SyntaxError):
+        return f"cannot import spec {what}: syntax error at {e.filename}:{e.lineno}: {e.msg}"
+    frames = traceback.extract_tb(e.__traceback__)
+    user = [f for f in frames if "importlib" not in f.filename]
+    where = f" at {user[-1].filename}:{user[-1].lineno}" if user else ""
+    return f"cannot import spec {what}: {type(e).__name__}: {e}{where}"
+
+
+def _candidates(module: ModuleType) -> str:
+    names = [n for n, v in vars(module).items() if _is_spec_object(v)]
+    return f" (specs in it: {', '.join(names)})" if names else ""
+
+
+def _is_spec_object(v: Any) -> bool:
+    if inspect.isclass(v) and issubclass(v, Spec) and v is not Spec:
+        return True
+    return callable(getattr(v, "init", None)) and callable(getattr(v, "next", None)) and not inspect.ismodule(v)
+
+
+def _default_object(module: ModuleType, path: str) -> Any:
+    if callable(getattr(module, "init", None)) and callable(getattr(module, "next", None)):
+        return module
+    specs = [v for v in vars(module).values()
+             if inspect.isclass(v) and issubclass(v, Spec) and v is not Spec and v.__module__ == module.__name__]
+    if len(specs) == 1:
+        return specs[0]
+    if not specs:
+        raise LoadError(f"{path} defines no spec: expected a Spec subclass, or module-level init() and next(state)")
+    names = ", ".join(s.__name__ for s in specs)
+    raise LoadError(f"{path} defines several specs ({names}); name one, e.g. {path}:{specs[0].__name__}")
+
+
+def load_model(ref: str, params: dict[str, int] | None = None, symmetry: bool = False,
+               invariants: list[str] | None = None) -> Model:
+    """Build the model named by `ref` for the given parameter values."""
+    obj, ref = resolve(ref)
+    params = params or {}
+    if inspect.isclass(obj) and issubclass(obj, Spec):
+        from .typed_model import TypedModel
+
+        prog = build_program(obj, params)
+        if invariants:
+            _select(prog.invariants, invariants, obj.__name__)
+        return TypedModel(prog, ref, symmetry=symmetry)
+    if callable(getattr(obj, "init", None)) and callable(getattr(obj, "next", None)) or inspect.isclass(obj):
+        from .plain_model import PlainModel
+
+        name = getattr(obj, "__name__", type(obj).__name__)
+        if inspect.isclass(obj):
+            try:
+                obj = obj(**params)
+            except TypeError as e:
+                raise LoadError(f"plain spec {name} does not accept these parameters: {e}") from None
+        elif params:
+            raise LoadError(f"plain spec {name} takes no parameters (it is not a class)")
+        if not (callable(getattr(obj, "init", None)) and callable(getattr(obj, "next", None))):
+            raise LoadError(f"{name} is neither a Spec subclass nor a plain spec with init() and next(state)")
+        if symmetry:
+            raise LoadError(f"plain spec {name}: --symmetry needs a typed spec with a symmetric Range")
+        model = PlainModel(obj, ref, name.rsplit(".", 1)[-1], params)
+        if invariants:
+            keep = dict(model._invariants)
+            missing = [n for n in invariants if n not in keep]
+            if missing:
+                raise LoadError(f"plain spec {name} has no invariant {missing[0]!r} "
+                                f"(its invariants: {', '.join(keep) or 'none'})")
+            model._invariants = [(n, keep[n]) for n in invariants]
+            model.invariant_names = list(invariants)
+        return model
+    raise LoadError(f"{ref} is neither a Spec subclass nor a plain spec with init() and next(state)")
+
+
+def _select(preds: list, names: list[str], spec: str) -> None:
+    known = {p.name: p for p in preds}
+    for n in names:
+        if n not in known:
+            raise LoadError(f"spec {spec} has no invariant {n!r} (its invariants: {', '.join(known) or 'none'})")
+    preds[:] = [known[n] for n in names]
+
+
+def spec_summary(ref: str) -> tuple[str, dict[str, int]]:
+    """(first docstring line, parameter defaults) of a registered spec, for `lockstep list`."""
+    obj, _ = resolve(ref)
+    doc = (inspect.getdoc(obj) or "").strip().splitlines()
+    params = {n: p.default for n, p in declared_params(obj).items()} if inspect.isclass(obj) and issubclass(obj, Spec) else {}
+    return (doc[0] if doc else ""), params

@@ -1,0 +1,139 @@
+"""Replay: re-execute a trace against its spec, step by step, and confirm what it claims."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from specs.lang.errors import SpecError
+
+from .loader import LoadError, load_model, resolve
+from .model import Model
+from .trace import Trace, TraceError
+
+
+@dataclass
+class ReplayResult:
+    """The states the spec produced for the trace, and what the last one shows."""
+
+    model: Model
+    states: list[Any]
+    labels: list[str]
+    conclusion: str
+    lines: list[str] = field(default_factory=list)
+
+
+def _differences(model: Model, produced: dict[str, Any], recorded: dict[str, Any]) -> str:
+    diffs = []
+    for k in model.vars:
+        if k not in recorded:
+            diffs.append(f"{k} is missing from the trace")
+        elif produced.get(k) != recorded[k]:
+            diffs.append(f"{k}: spec gives {_compact(produced.get(k))}, trace has {_compact(recorded[k])}")
+    extra = [k for k in recorded if k not in model.vars]
+    if extra:
+        diffs.append("the trace has variables the spec does not: " + ", ".join(extra))
+    return "; ".join(diffs[:4]) + (" ..." if len(diffs) > 4 else "")
+
+
+def _compact(v: Any) -> str:
+    text = json.dumps(v, separators=(",", ":"))
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def replay(trace: Trace, say: Callable[[str], None] = lambda _s: None) -> ReplayResult:
+    """Re-run `trace`; raise TraceError at the first step the spec cannot reproduce."""
+    try:
+        obj, _ = resolve(trace.spec)
+    except (LoadError, SpecError) as e:
+        raise TraceError(f"the trace names spec {trace.spec!r}, which cannot be loaded: {e}") from None
+    name = getattr(obj, "__name__", type(obj).__name__).rsplit(".", 1)[-1]
+    if trace.spec_name and trace.spec_name != name:
+        raise TraceError(f"the trace belongs to spec {trace.spec_name}, but {trace.spec!r} is spec {name}")
+    try:
+        model = load_model(trace.spec, trace.params, symmetry=False)
+    except (LoadError, SpecError) as e:
+        raise TraceError(f"the trace's parameters {trace.params} do not fit spec {name}: {e}") from None
+    inits = model.initial_states()
+    if sorted(trace.vars) != sorted(model.vars):
+        raise TraceError(f"the trace's variables ({', '.join(trace.vars)}) are not spec {model.name}'s "
+                         f"({', '.join(model.vars)}): it belongs to another spec")
+    first = trace.steps[0].state
+    cur = next((s for s in inits if model.encode_state(s) == first), None)
+    if cur is None:
+        near = _differences(model, model.encode_state(inits[0]), first) if inits else "the spec has no initial state"
+        raise TraceError(f"step 0: not an initial state of {model.name} {trace.params}: {near}")
+    states, labels = [cur], ["init"]
+    _show(say, model, 0, "init", None, cur)
+    for i, step in enumerate(trace.steps[1:], start=1):
+        try:
+            succs = model.successors(cur)
+        except Exception:
+            f = model.diagnose(cur)
+            raise TraceError(f"step {i}: the spec fails before this step: {f.describe()}") from None
+        same_label = [(lid, t) for lid, t in succs if model.label_json(lid) == step.action]
+        if not same_label:
+            raise TraceError(f"step {i} ({_label(step.action)}): {model.explain_disabled(cur, step.action or {})}")
+        match = next(((lid, t) for lid, t in same_label if model.encode_state(t) == step.state), None)
+        if match is None:
+            produced = model.encode_state(same_label[0][1])
+            raise TraceError(f"step {i} ({model.label(same_label[0][0])}): the spec's step gives another state: "
+                             + _differences(model, produced, step.state))
+        _show(say, model, i, model.label(match[0]), cur, match[1])
+        cur = match[1]
+        states.append(cur)
+        labels.append(model.label(match[0]))
+    conclusion = _confirm(trace, model, cur)
+    say(conclusion)
+    return ReplayResult(model, states, labels, conclusion)
+
+
+def _label(action: dict[str, Any] | None) -> str:
+    if not action:
+        return "?"
+    args = action.get("args") or {}
+    if not args:
+        return str(action.get("action"))
+    return f"{action.get('action')}(" + ", ".join(f"{k}={_compact(v)}" for k, v in args.items()) + ")"
+
+
+def _show(say: Callable[[str], None], model: Model, i: int, label: str, prev: Any, st: Any) -> None:
+    shown = model.show_state(st)
+    before = model.show_state(prev) if prev is not None else {}
+    say(f"  {i:>3}  {label}")
+    changed = [k for k in shown if prev is None or before.get(k) != shown[k]]
+    for k in changed:
+        say(f"         {k} = {shown[k]}")
+    if prev is not None and not changed:
+        say("         (no change)")
+
+
+def _confirm(trace: Trace, model: Model, last: Any) -> str:
+    """Check that the final state shows what the trace claims (a violation, a deadlock, a failure)."""
+    prop = trace.property or {}
+    kind, name = prop.get("kind"), prop.get("name")
+    n = len(trace.steps) - 1
+    if trace.loop is not None:
+        target = trace.steps[trace.loop].state
+        if not any(model.encode_state(t) == target for _, t in model.successors(last)):
+            raise TraceError(f"the trace's loop does not close: no step leads from state {n} back to state {trace.loop}")
+        return f"replayed {n} steps; the loop back to state {trace.loop} closes"
+    if kind == "invariant":
+        i = model.violated(last)
+        if i < 0 or model.invariant_names[i] != name:
+            raise TraceError(f"the trace claims invariant {name} is violated at step {n}, but it holds there")
+        return f"replayed {n} steps; invariant {name} is violated in the last state, as recorded"
+    if kind == "deadlock":
+        if model.successors(last):
+            raise TraceError(f"the trace claims a deadlock at step {n}, but actions are enabled there")
+        return f"replayed {n} steps; the last state is a deadlock, as recorded"
+    if kind == "step":
+        try:
+            model.successors(last)
+        except Exception:
+            f = model.diagnose(last)
+            return f"replayed {n} steps; then {f.describe()}, as recorded"
+        raise TraceError(f"the trace claims a step fails after state {n}, but no step fails there")
+    return f"replayed {n} steps"

@@ -1,0 +1,48 @@
+"""Outcomes of a check: verdict, statistics, and the violation with its trace."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .trace import Trace
+
+HOLDS, VIOLATION, INCONCLUSIVE = "holds", "violation", "inconclusive"
+EXIT_CODES = {HOLDS: 0, VIOLATION: 1, INCONCLUSIVE: 3}
+
+
+@dataclass
+class Violation:
+    """What failed: an invariant, a deadlock, or a step (assertion, error, out-of-type value)."""
+
+    kind: str  # "invariant" | "deadlock" | "assertion" | "error" | "type"
+    name: str  # invariant name or action label
+    message: str
+    location: str | None
+    trace: Trace
+
+
+@dataclass
+class CheckResult:
+    """The result of one explicit-state search."""
+
+    verdict: str
+    distinct: int
+    generated: int
+    depth: int
+    seconds: float
+    queued: int = 0
+    violation: Violation | None = None
+    cut: str | None = None  # why the search stopped early (inconclusive)
+    workers: int = 1
+    visited_bytes: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    @property
+    def collision_probability(self) -> float:
+        """TLC's optimistic estimate of a fingerprint collision: d·(g−d) / 2^64."""
+        d, g = self.distinct, self.generated
+        return d * max(g - d, 0) / 2.0**64

@@ -1,0 +1,1 @@
+"""Reference specs checked against published results (TLC's counts, known counterexamples)."""

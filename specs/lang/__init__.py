@@ -1,0 +1,46 @@
+"""Lockstep's modelling language: typed state, guarded actions, invariants.
+
+Write a protocol once as a `Spec` subclass; every engine interprets the same code:
+
+    from specs.lang import *
+
+    RM = Range("rm", default=3, symmetric=True)
+
+    class Commit(Spec):
+        state = Map(RM, Enum("working", "prepared", "committed"), init="working")
+
+        @action
+        def prepare(s, r: RM):
+            require(s.state[r] == "working")
+            s.state[r] = "prepared"
+
+        @invariant
+        def sane(s):
+            return ForAll(RM, lambda r: s.state[r] != "committed")
+
+Rules that follow from "one spec, several interpreters" (the functions run on terms, not
+on Python values):
+
+- guards are `require(cond, ...)`, not `if`; conditional values are `If(c, a, b)`;
+- boolean logic is `And/Or/Not/Implies` (or `&`, `|`, `~`), not `and/or/not`;
+- membership is `s.field.contains(x)`, not `x in s.field`; sets are values:
+  `s.f = s.f.add(x)`;
+- Python control flow over *parameters* (`for r in RM`, `if p == 0` on an action's
+  parameter) is fine: parameters are concrete while a spec is built.
+
+A misuse fails when the spec is loaded, naming the line and the fix.
+"""
+
+from .errors import Location, SpecError
+from .params import Param
+from .program import Program
+from .spec import Assert, Spec, action, build_program, constraint, declared_params, initial, invariant, require
+from .terms import And, Card, Count, Exists, ForAll, If, Implies, Max, Min, Not, Or, Sum, Term
+from .types import ANY, Bool, Enum, Int, Map, Option, Range, Record, RecordValue, Set, Union, Var
+
+__all__ = [
+    "ANY", "And", "Assert", "Bool", "Card", "Count", "Enum", "Exists", "ForAll", "If", "Implies", "Int",
+    "Location", "Map", "Max", "Min", "Not", "Option", "Or", "Param", "Program", "Range", "Record",
+    "RecordValue", "Set", "Spec", "SpecError", "Sum", "Term", "Union", "Var", "action", "build_program",
+    "constraint", "declared_params", "initial", "invariant", "require",
+]

@@ -1,0 +1,58 @@
+"""Errors raised for malformed specs, and the source locations they point at."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+_LANG_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in a spec's source file."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def user_location(skip: int = 1) -> Location | None:
+    """The innermost frame of the caller's stack that lies outside the language package."""
+    frame = sys._getframe(skip)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not os.path.abspath(path).startswith(_LANG_DIR):
+            return Location(path, frame.f_lineno)
+        frame = frame.f_back
+    return None
+
+
+def user_frame(skip: int = 1):
+    """Like `user_location`, but the frame itself (for bytecode inspection)."""
+    frame = sys._getframe(skip)
+    while frame is not None:
+        if not os.path.abspath(frame.f_code.co_filename).startswith(_LANG_DIR):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+class SpecError(Exception):
+    """A spec is malformed: the message says what, where, and how to fix it."""
+
+    def __init__(self, message: str, location: Location | None = None, hint: str | None = None):
+        self.message = message
+        self.location = location
+        self.hint = hint
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        text = f"{where}{self.message}"
+        if self.hint:
+            text += f"\n  fix: {self.hint}"
+        return text

@@ -1,0 +1,424 @@
+"""The `Spec` base class and its decorators: typed state, guarded actions, invariants.
+
+A spec class declares state fields (`Var`, `Map`, `Set`), parameters (`Param`, named
+`Range`s), and functions marked `@action`, `@invariant`, `@constraint` or `@initial`. Building
+a spec for given parameter values (`build_program`) runs each function once per value of its
+parameters on a tracing view of the state, which yields the `Program` that engines read.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from .errors import Location, SpecError, user_location
+from .params import Binding, Param, ParamLike, bound
+from .program import Check, Field, Predicate, Program, Transition
+from .terms import (
+    Term,
+    as_bool,
+    check_pending,
+    mark_used,
+    start_pending,
+)
+from .tracing import Disabled, TraceState, current_tracer, tracing
+from .types import ANY, Map, MapDomain, Range, Set, Type, Var, domain_values
+
+_KIND = "_lockstep_kind"
+
+
+def _marker(kind: str, fn: Callable | None, **meta: Any):
+    def mark(f: Callable) -> Callable:
+        if not callable(f):
+            raise SpecError(f"@{kind} decorates a function", user_location())
+        setattr(f, _KIND, kind)
+        f._lockstep_meta = meta  # type: ignore[attr-defined]
+        return f
+
+    return mark(fn) if fn is not None else mark
+
+
+def action(fn: Callable | None = None, **meta: Any):
+    """Mark `def name(s, p: T, ...)` as an action; its parameters range over finite types.
+
+    Keyword options are kept for engines (for example `fairness="weak"`).
+    """
+    return _marker("action", fn, **meta)
+
+
+def invariant(fn: Callable | None = None, **meta: Any):
+    """Mark `def name(s) -> bool` as a state invariant."""
+    return _marker("invariant", fn, **meta)
+
+
+def constraint(fn: Callable | None = None, **meta: Any):
+    """Mark `def name(s) -> bool` as a state constraint (TLC's CONSTRAINT): states outside it are
+    checked against the invariants but neither stored nor expanded."""
+    return _marker("constraint", fn, **meta)
+
+
+def initial(fn: Callable | None = None, **meta: Any):
+    """Mark `def name(s, p: T, ...)` as an initial-state function: it starts from the fields'
+    `init` values, may `require(...)` and assign; each enabled parameter choice is an initial state."""
+    return _marker("initial", fn, **meta)
+
+
+def require(*conds: Any) -> None:
+    """Guard of the action being built: the action is enabled only where every condition holds."""
+    tracer = current_tracer("require()")
+    for c in conds:
+        b = as_bool(c)
+        if b is False:
+            raise Disabled()
+        if b is not True:
+            mark_used(b)
+            tracer.checks.append(Check("require", b, None, b.loc))
+
+
+def Assert(cond: Any, message: str = "assertion failed") -> None:
+    """An assertion inside an action: where the action runs and `cond` fails, that is a violation."""
+    tracer = current_tracer("Assert()")
+    b = as_bool(cond)
+    if b is True:
+        return
+    loc = user_location()
+    if b is False:
+        tracer.checks.append(Check("error", None, message, loc))
+        raise _Stop()
+    mark_used(b)
+    tracer.checks.append(Check("assert", b, message, loc))
+
+
+class _Stop(Exception):
+    """Tracing of an action stops: what follows an unconditional failure never runs."""
+
+
+class Spec:
+    """Base class of typed specs. Subclass it and declare fields, parameters and actions."""
+
+    _decls: dict[str, Any] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        decls: dict[str, Any] = {}
+        for base in reversed(cls.__mro__[1:]):
+            decls.update(getattr(base, "_decls", {}) if issubclass(base, Spec) else {})
+        for name, value in cls.__dict__.items():
+            if name.startswith("__"):
+                continue
+            if name in decls and not _is_decl(value):
+                del decls[name]  # a subclass may remove an inherited declaration
+            if _is_decl(value):
+                decls[name] = value
+        cls._decls = decls
+
+    def __init__(self, **params: Any) -> None:
+        self.program = build_program(type(self), params)
+
+
+def _is_decl(value: Any) -> bool:
+    return isinstance(value, (Var, Map, Set, Param)) or (isinstance(value, Range) and isinstance(value.size, Param)) \
+        or (callable(value) and hasattr(value, _KIND))
+
+
+def kind_of(fn: Any) -> str | None:
+    return getattr(fn, _KIND, None)
+
+
+# ----------------------------------------------------------------------------- parameters
+
+
+def declared_params(cls: type) -> dict[str, Param]:
+    """Every parameter a spec depends on, by name, in declaration order."""
+    found: dict[str, Param] = {}
+
+    def add(p: Any) -> None:
+        if isinstance(p, Param):
+            other = found.get(p.name)
+            if other is not None and other is not p and other.default != p.default:
+                raise SpecError(f"spec {cls.__name__} declares parameter {p.name!r} twice with different defaults",
+                                p.location)
+            found.setdefault(p.name, p)
+        elif isinstance(p, ParamLike):
+            for a in getattr(p, "args", ()):
+                add(a)
+
+    for d in cls._decls.values():
+        if isinstance(d, Param):
+            add(d)
+        elif isinstance(d, Range):
+            add(d.size)
+        elif isinstance(d, Var):
+            for p in d.type.params():
+                add(p)
+        elif isinstance(d, (Map, Set)):
+            for p in d.params():
+                add(p)
+        elif callable(d):
+            for t in _annotations(cls, d).values():
+                if isinstance(t, Type):
+                    for p in t.params():
+                        add(p)
+    return found
+
+
+def _annotations(cls: type, fn: Callable) -> dict[str, Any]:
+    sig = inspect.signature(fn)
+    params = list(sig.parameters.values())[1:]
+    module = sys.modules.get(fn.__module__)
+    ns = dict(vars(module)) if module else {}
+    ns.update(vars(cls))
+    out = {}
+    for p in params:
+        ann = p.annotation
+        if ann is inspect.Parameter.empty:
+            raise SpecError(f"parameter {p.name!r} of {fn.__name__} has no type", _def_location(fn),
+                            f"annotate it with a finite type, e.g. `{p.name}: Proc`")
+        if isinstance(ann, str):
+            try:
+                ann = eval(ann, ns)  # noqa: S307 - annotations are the spec author's own code
+            except Exception as e:
+                raise SpecError(f"cannot resolve the type {ann!r} of parameter {p.name!r}: {e}",
+                                _def_location(fn)) from None
+        out[p.name] = ann
+    return out
+
+
+def _def_location(fn: Callable) -> Location | None:
+    """Where `def fn` is (after its decorators)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return Location(code.co_filename, code.co_firstlineno)
+    offset = next((i for i, text in enumerate(lines) if text.lstrip().startswith(("def ", "async def "))), 0)
+    return Location(code.co_filename, start + offset)
+
+
+def bind_params(cls: type, values: dict[str, Any]) -> Binding:
+    """Check parameter values against the spec's declarations; fill in defaults."""
+    declared = declared_params(cls)
+    for name in values:
+        if name not in declared:
+            known = ", ".join(declared) or "none"
+            raise SpecError(f"spec {cls.__name__} has no parameter {name!r} (its parameters: {known})")
+    full = {}
+    for name, p in declared.items():
+        full[name] = p.check(values[name], "value") if name in values else p.default
+    return Binding(cls.__name__, full)
+
+
+# --------------------------------------------------------------------------------- build
+
+
+def build_program(cls: type, values: dict[str, Any] | None = None) -> Program:
+    """Trace a spec class under parameter values into the `Program` engines interpret."""
+    if not (isinstance(cls, type) and issubclass(cls, Spec)):
+        raise SpecError(f"{cls!r} is not a Spec subclass")
+    binding = bind_params(cls, values or {})
+    with bound(binding):
+        return _Builder(cls, binding).build()
+
+
+class _Builder:
+    def __init__(self, cls: type, binding: Binding):
+        self.cls = cls
+        self.binding = binding
+        self.decls = cls._decls
+
+    def build(self) -> Program:
+        fields = self._fields()
+        if not fields:
+            raise SpecError(f"spec {self.cls.__name__} declares no state fields", None,
+                            "declare fields with Var(...), Map(...) or Set(...) in the class body")
+        prog = Program(self.cls, dict(self.binding.values), fields)
+        prog.symmetric = _symmetric_domains(fields)
+        defaults, choices = self._initial_values(prog)
+        prog.init_defaults = defaults
+        prog.init_choices = choices
+        for name, fn in self._functions("initial"):
+            prog.init_transitions.extend(self._trace(prog, name, fn))
+        for name, fn in self._functions("action"):
+            prog.transitions.extend(self._trace(prog, name, fn))
+        for name, fn in self._functions("invariant"):
+            prog.invariants.append(self._predicate(prog, name, fn))
+        for name, fn in self._functions("constraint"):
+            prog.constraints.append(self._predicate(prog, name, fn))
+        if not self._functions("action"):
+            raise SpecError(f"spec {self.cls.__name__} declares no actions", None, "mark functions with @action")
+        return prog
+
+    def _functions(self, kind: str) -> list[tuple[str, Callable]]:
+        return [(n, f) for n, f in self.decls.items() if callable(f) and kind_of(f) == kind]
+
+    def _fields(self) -> list[Field]:
+        fields, base = [], 0
+        for name, d in self.decls.items():
+            if isinstance(d, Var):
+                dom, init, loc = d.type.dom(), d.init, d.location
+            elif isinstance(d, (Map, Set)):
+                dom, init, loc = d.dom(), d.init, d.location
+            else:
+                continue
+            if self._is_param_name(name):
+                raise SpecError(f"{name!r} is both a field and a parameter", loc)
+            f = Field(name, dom, base, init, loc)
+            fields.append(f)
+            base += f.count
+        return fields
+
+    def _is_param_name(self, name: str) -> bool:
+        return name in self.binding.values
+
+    def _initial_values(self, prog: Program) -> tuple[list, dict[int, list]]:
+        defaults: list[Any] = [None] * prog.nslots
+        choices: dict[int, list] = {}
+        for f in prog.fields:
+            for i, (key, dom) in enumerate(f.leaves()):
+                s = f.base + i
+                init = f.init
+                for k in key:  # a Map's init: one value, a dict, or a function of the key
+                    if init is ANY or init is None:
+                        break
+                    if isinstance(init, dict):
+                        if k not in init:
+                            raise SpecError(f"init of field {f.name!r} has no value for key {k!r}", f.location)
+                        init = init[k]
+                    elif callable(init) and not isinstance(init, Type):
+                        init = init(k)
+                if init is ANY:
+                    choices[s] = [dom.rep_of_index(j) for j in range(dom.size)]
+                    defaults[s] = choices[s][0]
+                    continue
+                if init is None or (isinstance(f.dom, Set) and init == ()):
+                    init = dom.default()
+                try:
+                    defaults[s] = dom.rep(init)
+                except SpecError as e:
+                    raise SpecError(f"init of field {f.name!r}: {e.message}", f.location, e.hint) from None
+        return defaults, choices
+
+    def _trace(self, prog: Program, name: str, fn: Callable) -> list[Transition]:
+        anns = _annotations(self.cls, fn)
+        for pname, t in anns.items():
+            if not isinstance(t, Type):
+                raise SpecError(
+                    f"parameter {pname!r} of {name} has type {getattr(t, '__name__', t)!r}, which is not a finite domain",
+                    _def_location(fn), "use a Lockstep type: Range(...), Enum(...), Int(lo, hi), Bool, a Record or Union")
+            if isinstance(t.dom(), MapDomain):
+                raise SpecError(f"parameter {pname!r} of {name} is a Map", _def_location(fn), "use a scalar type")
+        doms = tuple(t.dom() for t in anns.values())
+        out = []
+        for values in domain_values(doms):
+            t = self._trace_one(prog, name, fn, tuple(zip(anns, values)))
+            if t is not None:
+                t.arg_doms = doms
+                out.append(t)
+        return out
+
+    def _trace_one(self, prog: Program, name: str, fn: Callable, args: tuple) -> Transition | None:
+        view = TraceState(prog, self.binding, writable=True)
+        with tracing(view) as tracer:
+            start_pending()
+            try:
+                fn(view, *(v for _, v in args))
+            except Disabled:
+                check_pending_quietly()
+                return None
+            except _Stop:
+                pass
+            except SpecError:
+                check_pending_quietly()
+                raise
+            except Exception as e:  # the action raises wherever its guards so far hold
+                _reraise_internal(e)
+                tracer.checks.append(Check("error", None, f"{type(e).__name__}: {e}", _exception_location(e)))
+            check_pending()
+        updates = {s: t for s, t in view.writes.items() if not (isinstance(t, Term) and t.op == "slot" and t.args[0] == s)}
+        return Transition(name, args, tracer.checks, updates, _def_location(fn), getattr(fn, "_lockstep_meta", {}))
+
+    def _predicate(self, prog: Program, name: str, fn: Callable) -> Predicate:
+        if len(inspect.signature(fn).parameters) != 1:
+            raise SpecError(f"{kind_of(fn)} {name} takes exactly one argument (the state)", _def_location(fn))
+        view = TraceState(prog, self.binding, writable=False)
+        with tracing(view) as tracer:
+            start_pending()
+            try:
+                result = fn(view)
+                value = as_bool(result) if result is not None else None
+                if value is None:
+                    raise SpecError(f"{kind_of(fn)} {name} returns nothing", _def_location(fn),
+                                    "return the condition, e.g. `return s.x != 4`")
+            except SpecError:
+                check_pending_quietly()
+                raise
+            except Exception as e:
+                check_pending_quietly()
+                _reraise_internal(e)
+                return Predicate(name, None, _def_location(fn), (f"{type(e).__name__}: {e}", _exception_location(e)),
+                                 getattr(fn, "_lockstep_meta", {}))
+            check_pending()
+        if tracer.checks:
+            raise SpecError(f"{kind_of(fn)} {name} calls require() or Assert()", _def_location(fn),
+                            "return a condition instead")
+        return Predicate(name, value, _def_location(fn), None, getattr(fn, "_lockstep_meta", {}))
+
+
+def check_pending_quietly() -> None:
+    try:
+        check_pending()
+    except SpecError:
+        pass
+
+
+def _reraise_internal(e: Exception) -> None:
+    """A programming error inside the language itself is a bug to report, not spec behaviour."""
+    import os
+
+    from . import errors
+
+    lang_dir = os.path.dirname(os.path.abspath(errors.__file__))
+    frames = traceback.extract_tb(e.__traceback__)
+    if frames and os.path.abspath(frames[-1].filename).startswith(lang_dir) \
+            and isinstance(e, (AttributeError, TypeError, NameError, AssertionError, KeyError)):
+        raise e
+
+
+def _exception_location(e: BaseException) -> Location | None:
+    import os
+
+    from . import errors
+
+    lang_dir = os.path.dirname(os.path.abspath(errors.__file__))
+    loc = None
+    for fs in traceback.extract_tb(e.__traceback__):
+        if not os.path.abspath(fs.filename).startswith(lang_dir):
+            loc = Location(fs.filename, fs.lineno or 0)
+    return loc
+
+
+def _symmetric_domains(fields: list[Field]) -> list:
+    """The symmetric Range domains that state fields mention (directly or nested)."""
+    from .types import RangeDomain
+
+    seen: dict[int, Any] = {}
+
+    def walk(d: Any) -> None:
+        if isinstance(d, RangeDomain):
+            if d.symmetric:
+                seen.setdefault(id(d), d)
+            return
+        for attr in ("key", "val", "elem", "inner"):
+            if hasattr(d, attr):
+                walk(getattr(d, attr))
+        for sub in getattr(d, "field_doms", []) + getattr(d, "member_doms", []):
+            walk(sub)
+
+    for f in fields:
+        walk(f.dom)
+    return list(seen.values())

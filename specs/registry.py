@@ -1,0 +1,11 @@
+"""Registered specs: short names for `lockstep check NAME`, each `module:Object`."""
+
+SPECS: dict[str, str] = {
+    "two_phase": "specs.examples.two_phase:TwoPhase",
+    "tcommit": "specs.examples.tcommit:TCommit",
+    "diehard": "specs.examples.diehard:DieHard",
+    "peterson": "specs.examples.peterson:Peterson",
+    "peterson_buggy": "specs.examples.peterson:PetersonSwapped",
+    "filter_lock": "specs.examples.filter_lock:FilterLock",
+    "filter_lock_buggy": "specs.examples.filter_lock:FilterLockSwapped",
+}
