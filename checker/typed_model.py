@@ -154,13 +154,16 @@ class TypedModel(Model):
             if image_succ != {apply(t) for t in succ}:
                 raise SpecError(
                     f"spec {self.name} is declared symmetric, but its steps are not: from state "
-                    f"{self.show_state(st)} and its permuted image the successors differ",
+                    f"[{self._fmt(st)}] and its permuted image [{self._fmt(image)}] the successors differ",
                     None, "remove symmetric=True from the Range, or treat all its values alike "
                     "(no constants like `p == 0` on a symmetric process id)")
             if self.violated(image) != bad:
                 raise SpecError(
                     f"spec {self.name} is declared symmetric, but an invariant distinguishes processes "
-                    f"(state {self.show_state(st)})", None, "remove symmetric=True or make the invariant symmetric")
+                    f"(state [{self._fmt(st)}])", None, "remove symmetric=True or make the invariant symmetric")
+
+    def _fmt(self, st: tuple) -> str:
+        return ", ".join(f"{k} = {v}" for k, v in self.show_state(st).items())
 
 
 def _label_json(t: Transition) -> dict[str, Any]:

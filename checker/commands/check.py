@@ -15,24 +15,21 @@ NAME = "check"
 HELP = "model-check a spec: invariants, deadlocks and step failures"
 
 
-def positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} is not positive")
-    return v
+def _at_least(minimum: int, what: str):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"{v} is {what}")
+        return v
+
+    return parse
 
 
-def natural(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"{v} is negative")
-    return v
+positive = _at_least(1, "not positive")
+natural = _at_least(0, "negative")
 
 
 def add_spec_arguments(p: argparse.ArgumentParser) -> None:
