@@ -1,10 +1,12 @@
 """The symbolic interpreter: a `Program`'s terms as z3 formulas over one z3 value per slot.
 
 A state is a `SymState`: Bool slots are z3 Bools, integer-like slots (Int, Range, Enum,
-records, unions, options) are z3 Ints constrained to their domain, and a Set slot is one z3
-Bool per element. Each `Transition` (one action at one parameter choice) is one disjunct of
-the transition relation: its `require` checks are the guard, the slots it does not update
-keep their value (frame), and every slot of every state is constrained to its type.
+records, unions, options) are signed bit-vectors constrained to their domain, and a Set slot
+is one z3 Bool per element. Each `Transition` (one action at one parameter choice) is one
+choice of the transition relation: a transition number picks it, its `require` checks are the
+guard, each slot's next value is the update of the chosen transition or, for the transitions
+that do not update it, its old value (frame), and every slot of every state is constrained to
+its type.
 
 Failures follow the reference evaluator (`checker.interpret`): every term is encoded as a
 value and the condition under which evaluating it raises (an index outside a `select`, a
@@ -13,15 +15,20 @@ An enabled transition *fails* where an `assert` is false, an `error` check is re
 expression raises, or an Int/Range slot is assigned a value outside its type; such a step has
 no successor, and `failure()` is the condition that one happens.
 
-Encodings, chosen by measurement (`bench/smt.py`, which reruns the comparison): integers as
-z3 Ints beat signed bit-vectors wide enough for every term by a factor of about 2 on BMC and
-on induction, because the specs' arithmetic is small comparisons and sums that z3's linear
-arithmetic solves without bit-blasting; sets as one Bool per element beat a bit-vector bitmask
-(membership with a state-dependent element and `card` become plain Boolean structure instead
-of extracts and bit sums). Both alternatives stay selectable through `Encoding` for that
-comparison. One difference from the explicit engine, by design: adding an element outside a
-set's type (possible only with Int elements computed by arithmetic) is a failure here, where
-the concrete engine stores a bit outside the type.
+Encodings, chosen by measurement (`python -m bench.smt`, which reruns the comparison):
+- steps: a transition number selecting each slot's new value (an if-then-else chain per slot)
+  beats one disjunct per transition with a full copy of the frame, 3.5 to 8 times on BMC of
+  TwoPhase — the frame is shared instead of repeated for every transition;
+- sets: one Bool per element beats a bit-vector bitmask 2 to 5 times — membership, `card` and
+  equality become plain Boolean structure instead of extracts and bit sums;
+- integers: bit-vectors as wide as the largest value any term can take (from sound interval
+  bounds) tie with z3 Ints on TwoPhase to depth 12, whose integers are only enum indices, win
+  2 times when the completeness check runs too, and 4 times on BMC of the filter lock, whose
+  levels are compared and incremented.
+All eight combinations stay selectable through `Encoding` for that comparison and are checked
+against the explicit engine by the conformance tests. One difference from the explicit engine, by
+design: adding an element outside a set's type (possible only with Int elements computed by
+arithmetic) is a failure here, where the concrete engine stores a bit outside the type.
 """
 
 from __future__ import annotations
@@ -131,13 +138,12 @@ class Symbolic:
         self.prog = prog
         self.encoding = encoding
         self.kinds = [_kind(d) for d in prog.slot_doms]
-        self._ranges: dict[int, tuple[int, int]] = {}
-        self._keep: list[Term] = []  # terms whose ids key the range memo
-        for p in prog.invariants + prog.constraints:
+        self._ranges: dict[int, tuple[int, int]] = {}  # by id: the program holds every term it traced
+        for p in prog.constraints:
             if p.error is not None:
                 msg, loc = p.error
-                raise SpecError(f"{p.name} cannot be built: {msg}", loc,
-                                "the symbolic engine needs every invariant and constraint to be a formula")
+                raise SpecError(f"constraint {p.name} cannot be built: {msg}", loc,
+                                "a state constraint must be a formula over the state")
         self.width = self._bv_width() if encoding.ints == "bv" else 0
 
     # -- states ---------------------------------------------------------------------------------
@@ -254,7 +260,9 @@ class Symbolic:
                         for e in (self.effect(t, st) for t in self.prog.transitions)))
 
     def holds(self, pred: Predicate, st: SymState) -> Cond:
-        """`pred` evaluates, without error, to true on `st`."""
+        """`pred` evaluates, without error, to true on `st` (one that failed to build holds nowhere)."""
+        if pred.error is not None:
+            return False
         if not isinstance(pred.term, Term):
             return bool(pred.term)
         v, undef = self.ev(pred.term, st)
@@ -323,7 +331,6 @@ class Symbolic:
             return hit
         out = self._ev(t, st)
         st.memo[id(t)] = out
-        self._keep.append(t)
         return out
 
     def _ev(self, t: Term, st: SymState) -> tuple[Any, Cond]:
@@ -421,7 +428,6 @@ class Symbolic:
             return hit
         out = self._range(t)
         self._ranges[id(t)] = out
-        self._keep.append(t)
         return out
 
     def _range(self, t: Term) -> tuple[int, int]:

@@ -19,7 +19,7 @@ from ..typed_model import TypedModel
 from .encode import Symbolic, SymState
 
 
-class Disagreement(RuntimeError):
+class Mismatch(RuntimeError):
     """A symbolic path that the concrete interpreter does not reproduce (a bug in an interpreter)."""
 
 
@@ -40,7 +40,7 @@ def labelled(model: TypedModel, states: list[tuple]) -> list[tuple[Any, tuple]]:
             except interpret.Failure:
                 continue
         else:
-            raise Disagreement(f"no action of {model.name} leads from {model.show_state(a)} to {model.show_state(b)}")
+            raise Mismatch(f"no action of {model.name} leads from {model.show_state(a)} to {model.show_state(b)}")
     return out
 
 
@@ -62,7 +62,7 @@ def violation(model: TypedModel, path: list[tuple[Any, tuple]], deadlock: bool) 
         return _violation(model, path, f.kind, f.action, f.describe(), f.location, "step")
     if not succs and deadlock:
         return _violation(model, path, "deadlock", "", "deadlock: no action is enabled", None, "deadlock")
-    raise Disagreement(f"the symbolic counterexample ends in {model.show_state(last)}, where nothing is wrong")
+    raise Mismatch(f"the symbolic counterexample ends in {model.show_state(last)}, where nothing is wrong")
 
 
 def _violation(model: TypedModel, path: list, kind: str, name: str, message: str, location: str | None,

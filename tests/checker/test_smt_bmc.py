@@ -9,6 +9,7 @@ from checker.loader import load_model
 from checker.replay import replay
 from checker.smt.bmc import bmc
 from checker.trace import Trace
+from specs.lang import SpecError
 
 
 def both(ref: str, depth: int, deadlock: bool = True, **params: int):
@@ -101,3 +102,16 @@ def test_initial_states_from_initial_functions():
 def test_filter_lock_seeded_bug_in_fourteen_steps():
     explicit, res = both("filter_lock_buggy", 16, n=3)
     assert steps(res.violation) == steps(explicit.violation) == 14
+
+
+def test_an_invariant_that_cannot_be_built_fails_on_the_first_state():
+    explicit, res = both("tests/models/broken_predicates.py:BrokenInvariant", 3)
+    v, e = res.violation, explicit.violation
+    assert (v.kind, v.message, v.location, steps(v)) == (e.kind, e.message, e.location, 0)
+    assert "IndexError" in v.message and v.location.endswith("broken_predicates.py:15")
+
+
+def test_a_constraint_that_cannot_be_built_is_refused():
+    with pytest.raises(SpecError) as e:
+        bmc(load_model("tests/models/broken_predicates.py:BrokenConstraint"), 3)
+    assert "constraint broken cannot be built: IndexError" in str(e.value) and e.value.location.line == 30
