@@ -26,9 +26,13 @@ Encodings, chosen by measurement (`python -m bench.smt`, which reruns the compar
   2 times when the completeness check runs too, and 4 times on BMC of the filter lock, whose
   levels are compared and incremented.
 All eight combinations stay selectable through `Encoding` for that comparison and are checked
-against the explicit engine by the conformance tests. One difference from the explicit engine, by
-design: adding an element outside a set's type (possible only with Int elements computed by
-arithmetic) is a failure here, where the concrete engine stores a bit outside the type.
+against the explicit engine by the conformance tests.
+
+Two differences from the explicit engine, both about values it stores without checking and that
+a z3 state of the declared type cannot hold: adding an element outside a set's type (possible
+only with Int elements computed by arithmetic), and assigning a computed value outside an Enum,
+record, union or option type (possible only through arithmetic on such values, e.g. `x.as_(M)`
+of a value that is not an M). Both are step failures here.
 """
 
 from __future__ import annotations
