@@ -8,11 +8,12 @@ import sys
 from ..explicit import Options, check
 from ..loader import load_model, parse_params
 from ..progress import NoProgress, Progress
-from ..result import CheckResult
+from ..result import CheckResult, Violation
 from ..trace import render
 
 NAME = "check"
 HELP = "model-check a spec: invariants, deadlocks and step failures"
+SMT_DEPTH = 10  # --engine smt without --depth
 
 
 def _at_least(minimum: int, what: str):
@@ -49,6 +50,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-depth", type=natural, metavar="D", help="explore at most D steps from an initial state")
     p.add_argument("--max-states", type=positive, metavar="S", help="store at most S distinct states")
     p.add_argument("--dfs", action="store_true", help="depth-first instead of breadth-first")
+    p.add_argument("--engine", choices=["explicit", "smt"], default="explicit",
+                   help="explicit-state search (default), or bounded model checking with z3")
+    p.add_argument("--depth", type=natural, metavar="K",
+                   help=f"--engine smt: look for violations within K steps (default {SMT_DEPTH})")
     p.add_argument("--out", metavar="FILE", help="write the counterexample trace (JSON, ITF) to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
@@ -56,6 +61,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..cli import UsageError
 
+    if args.engine == "smt":
+        return check_smt(args)
+    if args.depth is not None:
+        raise UsageError("--depth bounds the SMT engine (--engine smt); the explicit engine's bound is --max-depth")
     if args.dfs and args.workers > 1:
         raise UsageError("--dfs runs on one worker; drop --workers or --dfs")
     params = parse_params(args.param)
@@ -75,17 +84,63 @@ def run(args: argparse.Namespace) -> int:
     return res.exit_code
 
 
+def check_smt(args: argparse.Namespace) -> int:
+    """`check --engine smt`: bounded model checking of a typed spec."""
+    from ..cli import UsageError
+    from ..smt.bmc import bmc
+
+    explicit_only = {"--symmetry": args.symmetry, "--workers": args.workers > 1, "--dfs": args.dfs,
+                     "--max-depth": args.max_depth is not None, "--max-states": args.max_states is not None}
+    given = [flag for flag, on in explicit_only.items() if on]
+    if given:
+        raise UsageError(f"{', '.join(given)}: only for the explicit engine; the SMT engine's bound is --depth K")
+    model = load_typed(args.spec, parse_params(args.param), "--engine smt", invariants=args.invariant or None)
+    depth = SMT_DEPTH if args.depth is None else args.depth
+    ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
+    print(f"Checking {model.name}" + (f" ({ps})" if ps else "") + f": SMT bounded model checking to depth {depth}")
+    print(f"  invariants: {', '.join(model.invariant_names) or 'none'}; "
+          f"deadlock: {'not checked' if args.no_deadlock else 'checked'}; step failures: checked")
+    say = None if args.quiet else (lambda text: print("progress: " + text, file=sys.stderr, flush=True))
+    res = bmc(model, depth, deadlock=not args.no_deadlock, say=say)
+    if res.violation is not None:
+        print_violation(res.violation, args.out)
+    elif res.complete:
+        print(f"\nNo violation: {res.reason}.")
+    else:
+        print(f"\nInconclusive: {res.reason}.")
+    print(f"  searched to depth {res.depth}, {res.seconds:.2f} s")
+    sys.stdout.flush()
+    return res.exit_code
+
+
+def load_typed(ref: str, params: dict[str, int], what: str, invariants: list[str] | None = None):
+    """The typed model named by `ref`; plain specs (init/next) are refused with a clear message."""
+    from ..loader import LoadError
+    from ..typed_model import TypedModel
+
+    model = load_model(ref, params, invariants=invariants)
+    if not isinstance(model, TypedModel):
+        raise LoadError(f"{model.name} is a plain spec (init/next): {what} needs a typed spec, a Spec subclass "
+                        "whose actions the symbolic interpreter can read")
+    return model
+
+
+def print_violation(v: Violation, out: str | None) -> None:
+    """Print a violation and its counterexample (and save it)."""
+    steps = len(v.trace.steps) - 1
+    print(f"\nViolation: {v.message}" + (f" at {v.location}" if v.location and v.location not in v.message else ""))
+    print(f"Counterexample ({steps} step{'s' if steps != 1 else ''}):")
+    print(render(v.trace))
+    if out:
+        v.trace.save(out)
+        print(f"Trace written to {out} (replay it: lockstep replay {out})")
+
+
 def report(res: CheckResult, out: str | None) -> None:
     """Print a check's outcome (and save its counterexample)."""
     v = res.violation
     if v is not None:
-        steps = len(v.trace.steps) - 1
-        print(f"\nViolation: {v.message}" + (f" at {v.location}" if v.location and v.location not in v.message else ""))
-        print(f"Counterexample ({steps} step{'s' if steps != 1 else ''}):")
-        print(render(v.trace))
-        if out:
-            v.trace.save(out)
-            print(f"Trace written to {out} (replay it: lockstep replay {out})")
+        print_violation(v, out)
     elif res.verdict == "inconclusive":
         print(f"\nInconclusive: {res.cut}; no violation among the states explored.")
     else:

@@ -828,14 +828,33 @@ def misuse_error() -> SpecError:
     loc = None
     if frame is not None:
         loc = Location(frame.f_code.co_filename, frame.f_lineno)
-        offset = frame.f_lasti
-        for ins in dis.get_instructions(frame.f_code):
-            if ins.offset == offset:
-                name = ins.opname
-                if name in _CONSTRUCTS:
-                    construct, fix = _CONSTRUCTS[name]
-                break
+        construct, fix = _construct(frame.f_code, frame.f_lasti) or (construct, fix)
     return SpecError(f"{construct} on a state-dependent value: Python needs a concrete bool here", loc, fix)
+
+
+_COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+
+
+def _construct(code: Any, offset: int) -> tuple[str, str] | None:
+    """The Python construct whose bytecode at `offset` asked for a truth value, and what to write instead."""
+    ins = list(dis.get_instructions(code))
+    at = next((i for i, x in enumerate(ins) if x.offset == offset), None)
+    if at is None:
+        return None
+    name = ins[at].opname
+    if "JUMP" in name and "IF" in name:
+        before = [x.opname for x in ins[max(at - 2, 0):at]]
+        if before == ["COPY", "COMPARE_OP"]:
+            return "a chained comparison (a < b < c)", "And(a < b, b < c)"
+        if at + 1 < len(ins) and ins[at + 1].opname == "LOAD_ASSERTION_ERROR":
+            return "`assert`", 'Assert(cond, "message") inside an action'
+        if code.co_name in _COMPREHENSIONS:
+            return "an `if` filter in a comprehension", \
+                "ForAll/Exists/Count over the type, with Implies/And on each element's condition"
+        line = ins[at].positions.lineno if ins[at].positions else None
+        if any(x.opname.startswith("POP_JUMP_BACKWARD_IF") and x.positions and x.positions.lineno == line for x in ins):
+            return "`while`", "state-dependent loops are not expressible; use ForAll/Exists over a type"
+    return _CONSTRUCTS.get(name)
 
 
 __all__ = [
