@@ -28,11 +28,9 @@ Encodings, chosen by measurement (`python -m bench.smt`, which reruns the compar
 All eight combinations stay selectable through `Encoding` for that comparison and are checked
 against the explicit engine by the conformance tests.
 
-Two differences from the explicit engine, both about values it stores without checking and that
-a z3 state of the declared type cannot hold: adding an element outside a set's type (possible
-only with Int elements computed by arithmetic), and assigning a computed value outside an Enum,
-record, union or option type (possible only through arithmetic on such values, e.g. `x.as_(M)`
-of a value that is not an M). Both are step failures here.
+A value outside its type — an Int set element or record field computed out of range, an
+Enum, record, union or option field assigned an out-of-range index — is a step failure here,
+as in the explicit engine (the `within` checks and assignment checks of the term language).
 """
 
 from __future__ import annotations
@@ -376,6 +374,12 @@ class Symbolic:
             return self._member(args[0].dom, vals[0], args[1], vals[1], undef)
         if op == "single":
             return self._single(t.dom, args[0], vals[0], undef)
+        if op == "within":
+            n = args[1].args[0]
+            lo, hi = self.range(args[0])
+            if lo < 0 or hi >= n:
+                undef = any_of(undef, negate(self._in_range(vals[0], 0, n - 1)))
+            return vals[0], undef
         if op in ("union", "inter", "diff"):
             return self._set_op(op, vals[0], vals[1]), undef
         if op == "card":
@@ -448,6 +452,9 @@ class Symbolic:
             return 0, args[0].dom.elem.size
         if _kind(t.dom) == "set":
             return 0, 0
+        if op == "within":
+            lo, hi = self.range(args[0])
+            return max(lo, 0), min(hi, args[1].args[0] - 1)
         if op in ("ite", "select"):  # the value is one of args[1:]
             rs = [self.range(x) for x in args[1:]]
             return min(r[0] for r in rs), max(r[1] for r in rs)
