@@ -136,9 +136,9 @@ def explore(model: Model, fair: Fairness, opts: Options, progress: Progress, g: 
         g.expanded[i] = True
         mask = 0
         for lid, t in succs:
+            c = fair.of(lid)
             if t == st:
                 continue  # a step that changes nothing is a stuttering step
-            c = fair.of(lid)
             bit = 1 << c if c >= 0 else 0
             mask |= bit
             j = g.index.get(t)
