@@ -73,14 +73,14 @@ def _traces(args: argparse.Namespace) -> int:
                          "listing must be bounded (e.g. --depth 3)")
     command = parse(args.command, args.states)
     auto = CommandAutomaton(Semantics(args.states), command)
-    counts = {"done": 0, "abort": 0, "infinite": 0}
+    counts = {"done": 0, "abort": 0, "infinite": 0, "prefix": 0}
     print(f"Traces of {command} over Σ = {{0..{args.states - 1}}} with at most {args.depth} steps "
-          "(complete: ✓ terminated, ↯ aborted; infinite: stem (loop)^ω):")
+          "(✓ terminated, ↯ aborted, … infeasible beyond this point, stem (loop)^ω infinite):")
     for end, word, loop in enumerate_traces(auto, args.depth):
         counts[end] += 1
         print("  " + show_word(word, end, loop))
-    print(f"{counts['done']} terminated, {counts['abort']} aborted, {counts['infinite']} infinite "
-          f"(bounded by depth {args.depth})")
+    print(f"{counts['done']} terminated, {counts['abort']} aborted, {counts['prefix']} infeasible, "
+          f"{counts['infinite']} infinite (bounded by depth {args.depth})")
     return 0
 
 

@@ -88,7 +88,7 @@ STAR, OMEGA, INF = "*", "^ω", "^∞"
 PRECEDENCE = {CHOICE: 1, PAR: 2, FAIR_PAR: 2, CONJ: 2, SEQ: 3}
 
 
-def _show(c: Command, outer: int) -> str:
+def _show(c: Command, outer: float) -> str:
     if isinstance(c, Const):
         return c.name
     if isinstance(c, Var):
@@ -100,7 +100,8 @@ def _show(c: Command, outer: int) -> str:
     assert isinstance(c, Binary)
     p = PRECEDENCE[c.op]
     sep = "; " if c.op == SEQ else f" {c.op} "
-    text = _show(c.left, p) + sep + _show(c.right, p + 1)
+    inner = 3.5 if p == 2 else p  # a sequence inside ∥, ∥_f or ⋒ is bracketed, for the reader
+    text = _show(c.left, inner) + sep + _show(c.right, max(inner, p + 1))
     return f"({text})" if p < outer else text
 
 

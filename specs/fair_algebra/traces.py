@@ -24,9 +24,20 @@ def show_word(word: list[Hashable], end: str, loop: list[Hashable] | None = None
     return text + ENDS[end]
 
 
-def enumerate_traces(a: CommandAutomaton, depth: int) -> Iterator[tuple[str, list, list | None]]:
-    """Every complete trace (✓ or ↯) with at most `depth` steps, and every infinite trace stem·loop^ω
-    with |stem| + |loop| ≤ depth whose loop repeats a configuration through an accepting step."""
+def enumerate_traces(a: CommandAutomaton, depth: int) -> list[tuple[str, list, list | None]]:
+    """Every complete trace (✓ or ↯) with at most `depth` steps, every infeasible one (a prefix that no
+    trace continues, shown with …), and every infinite trace stem·loop^ω with |stem| + |loop| ≤ depth
+    whose loop repeats a configuration through an accepting step."""
+    found = list(_explore(a, depth))
+    continued: set[tuple] = set()
+    for end, word, loop in found:
+        full = word + (loop or [])
+        continued.update(tuple(full[:k]) for k in range(1, len(full) + (end != "prefix")))
+    return [(end, word, loop) for end, word, loop in found
+            if end != "more" and (end != "prefix" or tuple(word) not in continued)]
+
+
+def _explore(a: CommandAutomaton, depth: int) -> Iterator[tuple[str, list, list | None]]:
     seen: set[str] = set()
     stack: list[tuple[list, list, list]] = [([letter], [config], []) for letter, config in reversed(a.initial())]
     while stack:
@@ -35,14 +46,19 @@ def enumerate_traces(a: CommandAutomaton, depth: int) -> Iterator[tuple[str, lis
         if a.aborts(c):
             yield from _new(seen, ("abort", word, None))
             continue
+        steps = a.steps(c)
         if a.done(c):
             yield from _new(seen, ("done", word, None))
+        elif not steps:
+            yield from _new(seen, ("prefix", word, None))
         for i in range(len(configs) - 1):
             if configs[i] == c and any(marks[i:]):
                 yield from _new(seen, ("infinite", word[:i + 1], word[i + 1:]))
         if len(word) - 1 >= depth:
+            if steps:
+                yield ("more", word, None)  # continues beyond the depth: not an infeasible prefix
             continue
-        for letter, c2, m in reversed(a.steps(c)):
+        for letter, c2, m in reversed(steps):
             stack.append((word + [letter], configs + [c2], marks + [m]))
 
 
