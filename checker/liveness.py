@@ -372,6 +372,9 @@ def _witness_cycle(g: Graph, entry: int, comp: frozenset[int], fair: Fairness,
 def check_properties(model: Model, props: list[Property], fair: Fairness, opts: Options,
                      progress: Progress | None = None) -> CheckResult:
     """Explore `model` once and decide each of `props` under `fair`; the first violation comes with a lasso."""
+    if model.symmetry:
+        raise SpecError(f"spec {model.name}: temporal properties are checked without symmetry reduction "
+                        "(it is not sound for per-process fairness); load the model with symmetry=False")
     progress = progress or NoProgress()
     t0 = time.monotonic()
     g = Graph()
