@@ -119,10 +119,10 @@ LAWS: list[Law] = [
     Law("absorb_fair_skip", "((c ∥_f d) ⋒ fair) ; skip", "=", "c ∥_f d", "S2 absorb_fair_skip"),
     Law("fair_par_interchange", "(c0 ∥_f d0) ⋒ (c1 ∥_f d1)", "⊑", "(c0 ⋒ c1) ∥_f (d0 ⋒ d1)", "S2 fair_par_interchange"),
     Law("fair_par_distrib", "c ∥_f (d ⊓ e)", "=", "(c ∥_f d) ⊓ (c ∥_f e)", "S2 fair_par_distrib"),
-    Law("par_fair_par", "c ∥ d", "⊑", "c ∥_f d", "brief; holds for skip-closed c, d (notes §5.1)",
+    Law("par_fair_par", "c ∥ d", "⊑", "c ∥_f d", "derived from S2 introduce_fair with ; and ∥ monotone",
         where=(("c", "c ; skip"), ("d", "d ; skip"))),
     # laws the algebra does not have: each must be refuted
-    Law("par_fair_par_unrestricted", "c ∥ d", "⊑", "c ∥_f d", "false without skip-closure: c = nil, d = π",
+    Law("par_fair_par_unrestricted", "c ∥ d", "⊑", "c ∥_f d", "false unless c, d are skip-closed: c = nil, d = π",
         expect=False),
     Law("fair_par_par", "c ∥_f d", "⊑", "c ∥ d", "false: c = d = ε^∞", expect=False),
     Law("par_seq", "c ∥ d", "⊑", "c ; d", "a deliberately false law", expect=False),
@@ -264,7 +264,8 @@ def table(results: list[LawResult]) -> str:
     if results:
         r0 = next((r for r in results if r.law.expect), results[0])
         lines += [f"Bound: Σ = {{0..{r0.n - 1}}}, commands of at most {r0.max_leaves} leaves, "
-                  f"up to {r0.examples} examples per law (more to refute a law marked false; derandomised); a refinement check that needs more than "
+                  f"up to {r0.examples} examples per law (more to refute a law marked false; derandomised); "
+                  f"a refinement check that needs more than "
                   f"{SECONDS_PER_CHECK:g} s counts as inconclusive for its example.", ""]
     lines += ["| law | statement | source | expected | outcome |", "|---|---|---|---|---|"]
     for r in results:

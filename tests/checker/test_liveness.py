@@ -340,3 +340,12 @@ def test_fair_cycle_search_agrees_with_brute_force(g):
         shape = ([u for u in region if u in p], region), lambda u: True
     expected = brute_force_violated(n, edges, spec.fairness, shape[1], shape[0])
     assert (res.verdict == "violation") == expected
+
+
+@pytest.mark.slow
+def test_ewd840_larger_rings():
+    """N = 4: 1566 distinct states (as TLC on the TLA+ Examples' JSON model); N = 5: 7742. Liveness holds."""
+    for n, distinct in ((4, 1566), (5, 7742)):
+        res = verdict("ewd840", "Liveness", deadlock=False, n=n)
+        assert (res.verdict, res.distinct) == ("holds", distinct)
+        assert verdict("ewd840", "Liveness", {"system": "none"}, deadlock=False, n=n).verdict == "violation"
