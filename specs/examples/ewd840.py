@@ -3,9 +3,12 @@
 Source: github.com/tlaplus/Examples, specifications/ewd840/EWD840.tla (Stephan Merz). Nodes
 0..N-1 form a ring; a token travels from node N-1 down to node 0. Active nodes may activate
 others (a message to a higher-numbered node blackens the sender) or become passive. Node 0
-detects termination when it holds a white token, is white and is passive. With N = 3 TLC
-explores 302 distinct states (2001 generated, depth 10) with deadlock checking off: the state
-where termination is detected has no successor.
+detects termination when it holds a white token, is white and is passive. With N = 3 there are
+302 distinct reachable states, as TLC reports (check with deadlock checking off: the state
+where termination is detected has no successor). Lockstep counts 1,817 generated states and
+depth 9 (an independent tuple BFS agrees); the Examples manifest lists 2,001 and 10 for a run
+whose configuration it does not record. With N = 4: 1,566 distinct states and depth 12, as the
+manifest's JSON model.
 
 Properties, with the TLA+ names: `TerminationDetection` and `Inv` (Dijkstra's invariant) are
 invariants; `Liveness`, (∀ i: ¬active[i]) ↝ terminationDetected, holds under the spec's

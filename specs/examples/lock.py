@@ -1,4 +1,8 @@
-"""A lock shared by N processes, for liveness under fairness (after Lamport, Specifying Systems, ch. 8).
+"""A lock shared by N processes: liveness under weak and strong fairness.
+
+Fairness as defined in Lamport, *Specifying Systems* (2002), ch. 8: WF(A) forbids A to stay
+enabled for ever without being taken, SF(A) forbids A to be enabled infinitely often without
+being taken.
 
 Each process cycles: `request` (idle -> waiting), `acquire` (waiting -> cs, when the lock is
 free), `release` (cs -> idle). Mutual exclusion holds whatever the scheduling. Whether a
@@ -11,8 +15,8 @@ can wait for ever while the others keep taking the lock — unless acquiring is 
 - `LockWeak`: the seeded bug, `acquire` only weakly fair; a process starves while another
   loops through request, acquire, release (the checker's lasso shows it).
 
-Deviations: the book states the weak/strong distinction on a one-lock scheduler; this spec is a
-direct N-process version of that example, not a transcription of a module from it.
+Deviations: the book gives the definitions, not this spec; the spec is Lockstep's own minimal
+example of the difference between them (a test-and-set lock with no queue).
 """
 
 from specs.lang import (
