@@ -75,6 +75,35 @@ def test_ewd840_liveness_needs_the_token_to_move():
     assert last["active"] == "{0: False, 1: False, 2: False}" and v.trace.loop == len(v.trace.steps) - 1
 
 
+def handwritten_ewd840(n: int) -> tuple[int, int, int]:
+    """EWD840 as a hand-written tuple BFS (shares no code with Lockstep): (active, color, tpos, tcolor), 1 = black."""
+    from bench.handwritten import bfs
+
+    def successors(s):
+        act, col, t, tc = s
+        if t == 0 and (tc or col[0]):
+            yield (act, (0,) + col[1:], n - 1, 0)
+        if t != 0 and (not act[t] or col[t] or tc):
+            yield (act, col[:t] + (0,) + col[t + 1:], t - 1, 1 if col[t] else tc)
+        for i in range(n):
+            if act[i]:
+                for j in range(n):
+                    if j != i:
+                        c = col[:i] + (1,) + col[i + 1:] if j > i else col
+                        yield (act[:j] + (1,) + act[j + 1:], c, t, tc)
+                yield (act[:i] + (0,) + act[i + 1:], col, t, tc)
+
+    bits = list(itertools.product((0, 1), repeat=n))
+    return bfs([(a, c, t, 1) for a in bits for c in bits for t in range(n)], successors)
+
+
+def test_ewd840_counts_agree_with_a_handwritten_bfs():
+    for n in (3, 4):
+        res = check(load_model("ewd840", {"n": n}), Options(deadlock=False))
+        assert (res.distinct, res.generated, res.depth) == handwritten_ewd840(n)
+    assert handwritten_ewd840(3)[0] == 302
+
+
 def test_ewd840_with_per_node_fairness_instead_of_the_family():
     """Weak fairness of each token-passing action separately is as good as WF(System) here."""
     res = verdict("ewd840", "Liveness", {"initiate_probe": "weak", "pass_token": "weak"}, deadlock=False)
