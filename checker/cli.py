@@ -22,6 +22,7 @@ COMMANDS = [
     "checker.commands.check",
     "checker.commands.replay",
     "checker.commands.prove",
+    "checker.commands.algebra",
 ]
 """Modules defining `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`."""
 

@@ -362,6 +362,14 @@ class Compiled:
         self.outside: Callable[[tuple], int] = ns["outside"]
         self.fingerprint: Callable[[tuple], int] = ns["fingerprint"]
 
+    def condition(self, term: Term | bool, name: str) -> Callable[[tuple], bool]:
+        """A Bool term of the program (a temporal property's operand, say) compiled to a test on states."""
+        if isinstance(term, bool):
+            return (lambda st: True) if term else (lambda st: False)
+        src = predicates_source(self.prog, [Predicate(name, term, None)], "cond")
+        test = _exec(src, _namespace(self.z), f"<lockstep:{self.prog.name}:{name}>")["cond"]
+        return lambda st: test(st) < 0
+
     def expander(self, **flags: bool) -> Callable[..., Any]:
         """Compile `expand_source` for the given flags (see its docstring)."""
         src = expand_source(self.prog, self.z, **flags)

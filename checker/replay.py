@@ -72,8 +72,8 @@ def replay(trace: Trace, say: Callable[[str], None] = lambda _s: None) -> Replay
     if cur is None:
         near = _differences(model, model.encode_state(inits[0]), first) if inits else "the spec has no initial state"
         raise TraceError(f"step 0: not an initial state of {model.name} {trace.params}: {near}")
-    states, labels = [cur], ["init"]
-    _show(say, model, 0, "start" if anywhere else "init", None, cur)
+    states, labels, lids = [cur], ["init"], [None]
+    _show(say, model, 0, "start" if anywhere else "init", None, cur, trace.loop == 0)
     for i, step in enumerate(trace.steps[1:], start=1):
         try:
             succs = model.successors(cur)
@@ -88,13 +88,32 @@ def replay(trace: Trace, say: Callable[[str], None] = lambda _s: None) -> Replay
             produced = model.encode_state(same_label[0][1])
             raise TraceError(f"step {i} ({model.label(same_label[0][0])}): the spec's step gives another state: "
                              + _differences(model, produced, step.state))
-        _show(say, model, i, model.label(match[0]), cur, match[1])
+        _show(say, model, i, model.label(match[0]), cur, match[1], trace.loop == i)
         cur = match[1]
         states.append(cur)
         labels.append(model.label(match[0]))
-    conclusion = _confirm(trace, model, states)
+        lids.append(match[0])
+    conclusion = _confirm(trace, model, states, lids)
     say(conclusion)
     return ReplayResult(model, states, labels, conclusion)
+
+
+def _confirm_temporal(trace: Trace, model: Model, states: list[Any], lids: list[Any]) -> str:
+    """Check that the lasso is a fair behaviour that violates the temporal property it names."""
+    from .liveness import lasso_violates
+    from .temporal import fairness, select
+
+    prop = trace.property
+    try:
+        formula = select(model, str(prop.get("name")))
+        overrides = prop.get("overrides") or {}
+        fair = fairness(model, {str(k): str(v) for k, v in overrides.items()} if isinstance(overrides, dict) else {})
+    except SpecError as e:
+        raise TraceError(f"the trace's property cannot be checked: {e}") from None
+    why = lasso_violates(model, formula, fair, states, lids, trace.loop)
+    if why is not None:
+        raise TraceError(f"the trace claims that it violates {formula.name} ({formula.formula}), but it does not: {why}")
+    return f"a fair behaviour ({fair.describe()}) that violates {formula.name} ({formula.formula}), as recorded"
 
 
 def _label(action: dict[str, Any] | None) -> str:
@@ -106,10 +125,10 @@ def _label(action: dict[str, Any] | None) -> str:
     return f"{action.get('action')}(" + ", ".join(f"{k}={_compact(v)}" for k, v in args.items()) + ")"
 
 
-def _show(say: Callable[[str], None], model: Model, i: int, label: str, prev: Any, st: Any) -> None:
+def _show(say: Callable[[str], None], model: Model, i: int, label: str, prev: Any, st: Any, loop: bool) -> None:
     shown = model.show_state(st)
     before = model.show_state(prev) if prev is not None else {}
-    say(f"  {i:>3}  {label}")
+    say(f"  {i:>3}  {label}" + ("  <- loop starts here" if loop else ""))
     changed = [k for k in shown if prev is None or before.get(k) != shown[k]]
     for k in changed:
         say(f"         {k} = {shown[k]}")
@@ -117,7 +136,7 @@ def _show(say: Callable[[str], None], model: Model, i: int, label: str, prev: An
         say("         (no change)")
 
 
-def _confirm(trace: Trace, model: Model, states: list[Any]) -> str:
+def _confirm(trace: Trace, model: Model, states: list[Any], lids: list[Any]) -> str:
     """Check that the final state shows what the trace claims (a violation, a deadlock, a failure)."""
     prop = trace.property or {}
     kind, name = prop.get("kind"), prop.get("name")
@@ -126,10 +145,16 @@ def _confirm(trace: Trace, model: Model, states: list[Any]) -> str:
     if kind == "induction":
         return _confirm_induction(model, states, name, prop.get("assumed") or [name])
     if trace.loop is not None:
-        target = trace.steps[trace.loop].state
-        if not any(model.encode_state(t) == target for _, t in model.successors(last)):
-            raise TraceError(f"the trace's loop does not close: no step leads from state {n} back to state {trace.loop}")
-        return f"replayed {n} steps; the loop back to state {trace.loop} closes"
+        if trace.loop == n:
+            shape = f"the behaviour stutters in state {n} for ever"
+        else:
+            target = trace.steps[trace.loop].state
+            if not any(model.encode_state(t) == target for _, t in model.successors(last)):
+                raise TraceError(f"the trace's loop does not close: no step leads from state {n} back to state {trace.loop}")
+            shape = f"the loop back to state {trace.loop} closes"
+        if kind == "temporal":
+            return f"replayed {n} steps; {shape}; " + _confirm_temporal(trace, model, states, lids)
+        return f"replayed {n} steps; {shape}"
     if kind == "invariant":
         i = model.violated(last)
         if i < 0 or model.invariant_names[i] != name:

@@ -36,6 +36,7 @@ class CheckResult:
     workers: int = 1
     visited_bytes: int | None = None
     notes: list[str] = field(default_factory=list)
+    fingerprinted: bool = True  # states were stored as fingerprints (False: kept whole, no collisions)
 
     @property
     def exit_code(self) -> int:

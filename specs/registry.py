@@ -8,4 +8,8 @@ SPECS: dict[str, str] = {
     "peterson_buggy": "specs.examples.peterson:PetersonSwapped",
     "filter_lock": "specs.examples.filter_lock:FilterLock",
     "filter_lock_buggy": "specs.examples.filter_lock:FilterLockSwapped",
+    "ewd840": "specs.examples.ewd840:EWD840",
+    "ewd840_unstained": "specs.examples.ewd840:EWD840Unstained",
+    "lock": "specs.examples.lock:Lock",
+    "lock_weak": "specs.examples.lock:LockWeak",
 }

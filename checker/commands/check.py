@@ -12,7 +12,7 @@ from ..result import CheckResult, Violation
 from ..trace import render
 
 NAME = "check"
-HELP = "model-check a spec: invariants, deadlocks and step failures"
+HELP = "model-check a spec: invariants, deadlocks, step failures and temporal properties"
 SMT_DEPTH = 10  # --engine smt without --depth
 
 
@@ -44,6 +44,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_spec_arguments(p)
     p.add_argument("--invariant", action="append", default=[], metavar="NAME",
                    help="check only this invariant (repeatable; default: all)")
+    p.add_argument("--property", action="append", default=[], metavar="NAME",
+                   help="check this temporal property (repeatable), under the spec's fairness")
+    p.add_argument("--fairness", action="append", default=[], metavar="ACTION=KIND",
+                   help="with --property: make an action or family weakly or strongly fair, or not fair "
+                        "(KIND is weak, strong or none; repeatable)")
     p.add_argument("--no-deadlock", action="store_true", help="do not report states without successors")
     p.add_argument("--symmetry", action="store_true", help="reduce by the spec's symmetric Ranges")
     p.add_argument("--workers", type=positive, default=1, metavar="N", help="worker processes (breadth-first only)")
@@ -67,10 +72,19 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--depth bounds the SMT engine (--engine smt); the explicit engine's bound is --max-depth")
     if args.dfs and args.workers > 1:
         raise UsageError("--dfs runs on one worker; drop --workers or --dfs")
+    if args.fairness and not args.property:
+        raise UsageError("--fairness applies to temporal properties; name one with --property")
+    if args.property and (args.symmetry or args.workers > 1 or args.dfs):
+        option = "--symmetry" if args.symmetry else ("--workers" if args.workers > 1 else "--dfs")
+        raise UsageError(f"{option} is not available with --property: temporal properties are checked on the "
+                         "whole state graph, breadth-first, by one worker (symmetry reduction is not sound for "
+                         "per-process fairness); drop " + option)
     params = parse_params(args.param)
     model = load_model(args.spec, params, symmetry=args.symmetry, invariants=args.invariant or None)
     opts = Options(deadlock=not args.no_deadlock, max_depth=args.max_depth, max_states=args.max_states,
                    dfs=args.dfs, workers=args.workers)
+    if args.property:
+        return _check_properties(args, model, opts)
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
     mode = "depth-first" if args.dfs else "breadth-first"
     print(f"Checking {model.name}" + (f" ({ps})" if ps else "") +
@@ -126,14 +140,36 @@ def load_typed(ref: str, params: dict[str, int], what: str, invariants: list[str
 
 
 def print_violation(v: Violation, out: str | None) -> None:
-    """Print a violation and its counterexample (and save it)."""
+    """Print a violation and its counterexample (a lasso: where it loops) and save it."""
     steps = len(v.trace.steps) - 1
     print(f"\nViolation: {v.message}" + (f" at {v.location}" if v.location and v.location not in v.message else ""))
     print(f"Counterexample ({steps} step{'s' if steps != 1 else ''}):")
     print(render(v.trace))
+    if v.trace.loop is not None:
+        print(f"  {'':>3}  (stutters in state {steps} for ever)" if v.trace.loop == steps
+              else f"  {'':>3}  (back to state {v.trace.loop}; the loop repeats for ever)")
     if out:
         v.trace.save(out)
         print(f"Trace written to {out} (replay it: lockstep replay {out})")
+
+
+def _check_properties(args: argparse.Namespace, model, opts: Options) -> int:
+    from ..liveness import check_properties
+    from ..temporal import fairness, parse_overrides, select
+
+    props = [select(model, name) for name in args.property]
+    fair = fairness(model, parse_overrides(args.fairness))
+    ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
+    print(f"Checking {model.name}" + (f" ({ps})" if ps else "") + ": explicit breadth-first, whole state graph")
+    for p in props:
+        print(f"  property {p.name}: {p.formula}")
+    print(f"  fairness: {fair.describe()}")
+    print(f"  invariants: {', '.join(model.invariant_names) or 'none'}; deadlock: "
+          f"{'checked' if opts.deadlock else 'not checked'}")
+    progress = NoProgress() if args.quiet else Progress()
+    res = check_properties(model, props, fair, opts, progress)
+    report(res, args.out)
+    return res.exit_code
 
 
 def report(res: CheckResult, out: str | None) -> None:
@@ -150,5 +186,8 @@ def report(res: CheckResult, out: str | None) -> None:
           f"{res.seconds:.2f} s ({rate:,.0f} distinct states/s)")
     if res.queued:
         print(f"  {res.queued:,} states left unexplored")
-    print(f"  fingerprint collision probability (optimistic, as TLC): {res.collision_probability:.1e}")
+    for note in res.notes:
+        print(f"  {note}")
+    if res.fingerprinted:
+        print(f"  fingerprint collision probability (optimistic, as TLC): {res.collision_probability:.1e}")
     sys.stdout.flush()
