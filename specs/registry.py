@@ -8,4 +8,10 @@ SPECS: dict[str, str] = {
     "peterson_buggy": "specs.examples.peterson:PetersonSwapped",
     "filter_lock": "specs.examples.filter_lock:FilterLock",
     "filter_lock_buggy": "specs.examples.filter_lock:FilterLockSwapped",
+    "two_phase_commit": "specs.two_phase_commit:TwoPhaseCommit",
+    "two_phase_commit_eager": "specs.two_phase_commit:TwoPhaseCommitEager",
+    "bracha": "specs.bracha:Bracha",
+    "bracha_equivocating_sender": "specs.bracha:BrachaEquivocatingSender",
+    "bracha_byzantine_relay": "specs.bracha:BrachaByzantineRelay",
+    "bracha_low_echo_quorum": "specs.bracha:BrachaLowEchoQuorum",
 }
