@@ -371,3 +371,10 @@ class Compiled:
 def compile_program(prog: Program) -> Compiled:
     """Generate and compile the successor, predicate and fingerprint functions of `prog`."""
     return Compiled(prog)
+
+
+def compile_transitions(prog: Program, transitions: list[Transition]) -> list[Callable[[tuple], list]]:
+    """One compiled function per transition: state -> [(0, successor)] if enabled there, else []."""
+    src = "\n".join(transitions_source(prog, [t], f"step{i}") for i, t in enumerate(transitions))
+    ns = _exec(src, _namespace([]), f"<lockstep:{prog.name}:steps>")
+    return [ns[f"step{i}"] for i in range(len(transitions))]

@@ -1,0 +1,302 @@
+"""One actor as an OS process: TCP on 127.0.0.1, real timers, a JSONL trace with Lamport clocks.
+
+The process runs the spec's compiled handlers (`LocalExec`) on its local state. A message
+whose handler is not enabled (a `require` fails) is kept and retried after each later step, as
+the spec keeps it in flight. A malformed frame is recorded as `rejected` and dropped; the
+process keeps running. In controlled mode (replay) timers fire only when the runner says so,
+and every event is also reported to the runner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from checker.loader import load_model
+from specs.lang.jsonvalues import to_json
+
+from .local import LocalExec, Outcome, StepFailed
+from .wire import LENGTH, FrameError, FrameReader, MessageCodec, frame, parse
+
+
+@dataclass
+class NodeConfig:
+    """What a spawned process is told (plain data)."""
+
+    spec: str
+    params: dict[str, int]
+    pid: int
+    control_port: int
+    trace: str | None
+    seed: int = 0
+    controlled: bool = False
+    restore: bool = False
+
+
+def main(cfg: dict[str, Any]) -> None:
+    """Entry point of a spawned process."""
+    try:
+        asyncio.run(Node(NodeConfig(**cfg)).run())
+    except (KeyboardInterrupt, ConnectionError):
+        pass
+
+
+class _DataIn(asyncio.Protocol):
+    """Frames arriving from peers (or the relay)."""
+
+    def __init__(self, node: Node):
+        self.node = node
+        self.reader = FrameReader()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        for body in self.reader.feed(data):
+            self.node.on_frame(body)
+        if self.reader.broken:
+            self.node.reject(self.reader.broken + "; connection closed")
+            self.transport.close()
+
+
+class Node:
+    """The state and event loop of one process."""
+
+    def __init__(self, cfg: NodeConfig):
+        self.cfg = cfg
+        self.pid = cfg.pid
+        model = load_model(cfg.spec, cfg.params)
+        self.system = model.prog.system
+        self.exec = LocalExec(self.system, cfg.pid, cfg.seed * 1000 + cfg.pid)
+        self.codec = MessageCodec(self.system)
+        self.state = self.system.init_locals[cfg.pid]
+        self.timer_field = self.system.local.field("timers") if self.system.timer is not None else None
+        self.clock = 0
+        self.seq = 0
+        self.t0 = time.monotonic()
+        self.deferred: list[tuple[int, int, Any]] = []
+        self.handles: dict[str, asyncio.TimerHandle] = {}
+        self.out: dict[int, asyncio.Transport] = {}
+        self.failed = False
+        self.stats = {"events": 0, "sent": 0, "received": 0, "rejected": 0, "deferred": 0, "lost": 0}
+        self._state_json: dict[tuple, Any] = {}
+        self.trace = None
+        if cfg.trace:
+            self.trace = open(cfg.trace, "a" if cfg.restore else "w", encoding="utf-8", buffering=1 << 16)
+
+    # -- control ---------------------------------------------------------------------------------
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: _DataIn(self), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, self.ctl = await asyncio.open_connection("127.0.0.1", self.cfg.control_port)
+        if self.trace is not None and not self.cfg.restore:
+            self._write({"kind": "header", "spec": self.cfg.spec, "spec_name": self.system.name,
+                         "params": self.cfg.params, "pid": self.pid})
+        self.report({"op": "hello", "pid": self.pid, "port": port})
+        try:
+            while True:
+                head = await reader.readexactly(LENGTH.size)
+                body = await reader.readexactly(LENGTH.unpack(head)[0])
+                cmd = parse(body)
+                op = cmd.get("op")
+                if op == "peers":
+                    await self._connect({int(k): v for k, v in cmd["ports"].items()})
+                elif op == "go":
+                    self.t0 = time.monotonic() - float(cmd.get("elapsed", 0.0))
+                    self._restore() if self.cfg.restore else self._start()
+                elif op == "fire":
+                    self.fire(cmd["timer"])
+                elif op == "stop":
+                    self._close_trace()
+                    self.report({"op": "bye", "pid": self.pid, "stats": self.stats, "deferred": len(self.deferred),
+                                 "state": self._json_state(self.state)})
+                    await self.ctl.drain()
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the runner went away: stop
+        finally:
+            self._close_trace()
+            server.close()
+            for t in set(self.out.values()):
+                t.close()
+
+    async def _connect(self, ports: dict[int, int]) -> None:
+        loop = asyncio.get_running_loop()
+        by_port: dict[int, asyncio.Transport] = {}
+        for dst, port in sorted(ports.items()):
+            if port not in by_port:
+                transport, _ = await loop.create_connection(asyncio.Protocol, "127.0.0.1", port)
+                by_port[port] = transport
+            self.out[dst] = by_port[port]
+
+    def report(self, obj: dict[str, Any]) -> None:
+        self.ctl.write(frame(obj))
+
+    # -- events ----------------------------------------------------------------------------------
+    def _start(self) -> None:
+        if not self.handle("start"):
+            self.reject("the start handler is not enabled in the initial state")
+
+    def _restore(self) -> None:
+        """Continue from the last state this process recorded before it was killed."""
+        from checker.runtrace import STEP_KINDS, read_jsonl
+
+        last = None
+        if self.cfg.trace:
+            events, _ = read_jsonl(self.cfg.trace, tolerate_torn_end=True)
+            last = next((e for e in reversed(events) if e.get("kind") in (*STEP_KINDS, "restart")), None)
+        if last is not None:
+            self.state = self.system.local_from_json(last["state"])
+            self.clock, self.seq = last["clock"], last["seq"]
+        self.seq += 1
+        self._log({"kind": "restart", "pid": self.pid, "clock": self.clock, "seq": self.seq, "time": self._now(),
+                   "state": self._json_state(self.state)})
+        self._timers([])
+
+    def on_frame(self, body: bytes) -> None:
+        self.stats["received"] += 1
+        try:
+            src, dst, clock, msg = self.codec.decode(body)
+        except FrameError as e:
+            self.reject(str(e))
+            return
+        if dst != self.pid:
+            self.reject(f"a frame for process {dst} arrived at process {self.pid}")
+            return
+        self.deliver(src, clock, msg)
+
+    def deliver(self, src: int, clock: int, msg: Any) -> None:
+        if self.failed:
+            return
+        if self.handle("message", src, msg, None, clock):
+            self._retry()
+        else:
+            self.deferred.append((src, clock, msg))
+            self.stats["deferred"] += 1
+            if self.cfg.controlled:
+                self.report({"op": "deferred", "pid": self.pid, "src": src, "msg": self.codec.msg_json(msg)})
+
+    def _retry(self) -> None:
+        progress = True
+        while progress and self.deferred and not self.failed:
+            progress = False
+            for i, (src, clock, msg) in enumerate(self.deferred):
+                if self.handle("message", src, msg, None, clock):
+                    del self.deferred[i]
+                    progress = True
+                    break
+
+    def fire(self, timer: str) -> None:
+        self.handles.pop(timer, None)
+        if not self.failed and self.handle("timeout", timer=timer):
+            self._retry()
+        elif self.cfg.controlled:
+            self.report({"op": "deferred", "pid": self.pid, "timer": timer})
+
+    def handle(self, kind: str, src: int | None = None, msg: Any = None, timer: str | None = None,
+               in_clock: int = 0) -> bool:
+        """Run the handler for one input; False if it is not enabled in the current state."""
+        try:
+            out = self.exec.run(self.state, kind, src, msg, timer)
+        except StepFailed as e:
+            self._fail(kind, src, msg, timer, in_clock, str(e))
+            return True
+        if out is None:
+            return False
+        self.clock = max(self.clock, in_clock) + 1
+        self.seq += 1
+        self.state = out.state
+        for dst, m in out.sends:
+            self._send(dst, m)
+        self._timers(out.restarts)
+        self.stats["events"] += 1
+        if self.trace is not None or self.cfg.controlled:
+            self._log(self._event(kind, src, msg, timer, out))
+        return True
+
+    def _send(self, dst: int, msg: Any) -> None:
+        t = self.out.get(dst)
+        if t is None or t.is_closing():
+            self.stats["lost"] += 1
+            return
+        t.write(self.codec.encode(self.pid, dst, self.clock, msg))
+        self.stats["sent"] += 1
+
+    def _timers(self, restarts: list[str]) -> None:
+        if self.timer_field is None or self.cfg.controlled:
+            return
+        armed = self.timer_field.decode(self.state)
+        loop = asyncio.get_running_loop()
+        for name, on in armed.items():
+            h = self.handles.get(name)
+            if not on:
+                if h is not None:
+                    h.cancel()
+                    del self.handles[name]
+            elif name in restarts or h is None:
+                if h is not None:
+                    h.cancel()
+                self.handles[name] = loop.call_later(self.system.timeouts_ms[name] / 1000, self.fire, name)
+
+    def _fail(self, kind: str, src: int | None, msg: Any, timer: str | None, in_clock: int, message: str) -> None:
+        self.failed = True
+        self.clock = max(self.clock, in_clock) + 1
+        self.seq += 1
+        ev = {"kind": "failure", "pid": self.pid, "clock": self.clock, "seq": self.seq, "time": self._now(),
+              "input": kind, "message": message}
+        if src is not None:
+            ev["src"], ev["msg"] = src, self.codec.msg_json(msg)
+        if timer is not None:
+            ev["timer"] = timer
+        self._log(ev)
+        for h in self.handles.values():
+            h.cancel()
+
+    def reject(self, reason: str) -> None:
+        self.stats["rejected"] += 1
+        self._log({"kind": "rejected", "pid": self.pid, "time": self._now(), "reason": reason})
+
+    # -- the trace -------------------------------------------------------------------------------
+    def _event(self, kind: str, src: int | None, msg: Any, timer: str | None, out: Outcome) -> dict[str, Any]:
+        ev: dict[str, Any] = {"kind": kind, "pid": self.pid, "clock": self.clock, "seq": self.seq, "time": self._now()}
+        if kind == "message":
+            ev["src"], ev["msg"] = src, self.codec.msg_json(msg)
+        elif kind == "timeout":
+            ev["timer"] = timer
+        if out.step.choice:
+            ev["choice"] = {n: to_json(d, v) for (n, v), d in zip(out.step.choice, out.step.choice_doms)}
+        ev["sends"] = [[d, self.codec.msg_json(m)] for d, m in out.sends]
+        ev["timers"] = out.restarts
+        ev["state"] = self._json_state(out.state)
+        return ev
+
+    def _json_state(self, state: tuple) -> Any:
+        j = self._state_json.get(state)
+        if j is None:
+            if len(self._state_json) > 100_000:
+                self._state_json.clear()
+            j = self._state_json[state] = self.system.local_json(state)
+        return j
+
+    def _log(self, ev: dict[str, Any]) -> None:
+        if self.trace is not None:
+            self._write(ev)
+        if self.cfg.controlled:
+            self.report({"op": "event", "event": ev})
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        assert self.trace is not None
+        self.trace.write(json.dumps(obj, separators=(",", ":")) + "\n")
+
+    def _close_trace(self) -> None:
+        if self.trace is not None:
+            self.trace.close()
+            self.trace = None
+
+    def _now(self) -> float:
+        return round(time.monotonic() - self.t0, 6)
+
