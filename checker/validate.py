@@ -165,13 +165,14 @@ class Validator:
             if pid in by_pid:
                 raise Mismatch(e, f"process {pid} starts twice")
             by_pid[pid] = e
-        missing = [p for p in self.system.pids if p not in by_pid]
+        starting = sorted({s.pid for s in self.system.steps if s.kind == "start"})
+        missing = [p for p in starting if p not in by_pid]
         if missing:
             raise TraceError(f"the trace has no start event for process {missing[0]}: a process that never "
                              "started cannot be validated")
         pre = tuple(self.prog.init_defaults)
         args: list[tuple[str, Any]] = []
-        for pid in self.system.pids:
+        for pid in starting:
             e = by_pid[pid]
             key, step = self._local_step(e, "start", pid, None, None, None)
             self._check_effects(e, key, self._locals(pre, pid))

@@ -53,8 +53,8 @@ class Cluster:
     def trace_path(self, pid: int) -> str | None:
         return os.path.join(self.trace_dir, f"process-{pid}.jsonl") if self.trace_dir else None
 
-    async def start(self) -> None:
-        """Spawn every process, connect them to each other and tell them to start."""
+    async def start(self, choices: dict[int, dict[str, Any] | None] | None = None) -> None:
+        """Spawn every process, connect them to each other and tell them to start (with these start choices)."""
         self.server = await asyncio.start_server(self._on_control, "127.0.0.1", 0)
         self.control_port = self.server.sockets[0].getsockname()[1]
         if self.relay is not None:
@@ -69,7 +69,7 @@ class Cluster:
         for pid in range(self.nproc):
             self.send(pid, {"op": "peers", "ports": ports})
         for pid in range(self.nproc):
-            self.send(pid, {"op": "go"})
+            self.send(pid, {"op": "go", "choice": (choices or {}).get(pid)})
         self.loop_time0 = asyncio.get_running_loop().time()
 
     def _peer_ports(self) -> dict[str, int]:

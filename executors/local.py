@@ -14,6 +14,7 @@ from typing import Any
 from checker import interpret
 from checker.codegen import compile_transitions
 from specs.lang.actors import ActorSystem, LocalStep
+from specs.lang.jsonvalues import to_json
 
 
 @dataclass
@@ -44,6 +45,7 @@ class LocalExec:
         steps = [s for s in system.steps if s.pid == pid]
         fns = compile_transitions(system.local, [s.transition for s in steps])
         self.table: dict[tuple, list[tuple[LocalStep, Any]]] = {}
+        self.choice_json = {id(s): {n: to_json(d, v) for (n, v), d in zip(s.choice, s.choice_doms)} for s in steps}
         for s, fn in zip(steps, fns):
             self.table.setdefault(self._input(s.kind, s.src, s.msg, s.timer), []).append((s, fn))
 
@@ -55,10 +57,10 @@ class LocalExec:
         return self._input(kind, src, msg, timer) in self.table
 
     def run(self, state: tuple, kind: str, src: int | None = None, msg: Any = None, timer: str | None = None,
-            choice: tuple | None = None) -> Outcome | None:
+            choice: dict[str, Any] | None = None) -> Outcome | None:
         """Run the handler for this input on `state`; None if no choice of it is enabled.
 
-        `choice` (the choice values) forces one variant, as replay and validation need.
+        `choice` (the JSON form of the choice values, by name) forces one variant, as replay needs.
         """
         options = self.table.get(self._input(kind, src, msg, timer))
         if not options:
@@ -66,7 +68,7 @@ class LocalExec:
         padded = self.system.pad(state)
         enabled = []
         for step, fn in options:
-            if choice is not None and tuple(v for _, v in step.choice) != choice:
+            if choice is not None and self.choice_json[id(step)] != choice:
                 continue
             try:
                 out = fn(padded)

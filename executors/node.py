@@ -107,9 +107,9 @@ class Node:
                     await self._connect({int(k): v for k, v in cmd["ports"].items()})
                 elif op == "go":
                     self.t0 = time.monotonic() - float(cmd.get("elapsed", 0.0))
-                    self._restore() if self.cfg.restore else self._start()
+                    self._restore() if self.cfg.restore else self._start(cmd.get("choice"))
                 elif op == "fire":
-                    self.fire(cmd["timer"])
+                    self.fire(cmd["timer"], cmd.get("choice"))
                 elif op == "stop":
                     self._close_trace()
                     self.report({"op": "bye", "pid": self.pid, "stats": self.stats, "deferred": len(self.deferred),
@@ -137,8 +137,8 @@ class Node:
         self.ctl.write(frame(obj))
 
     # -- events ----------------------------------------------------------------------------------
-    def _start(self) -> None:
-        if not self.handle("start"):
+    def _start(self, choice: dict[str, Any] | None = None) -> None:
+        if self.exec.handles("start") and not self.handle("start", choice=choice):
             self.reject("the start handler is not enabled in the initial state")
 
     def _restore(self) -> None:
@@ -167,12 +167,15 @@ class Node:
         if dst != self.pid:
             self.reject(f"a frame for process {dst} arrived at process {self.pid}")
             return
-        self.deliver(src, clock, msg)
+        choice = None
+        if self.cfg.controlled and b'"choice"' in body:  # the scheduler names the nondeterministic choice
+            choice = parse(body).get("choice")
+        self.deliver(src, clock, msg, choice)
 
-    def deliver(self, src: int, clock: int, msg: Any) -> None:
+    def deliver(self, src: int, clock: int, msg: Any, choice: dict[str, Any] | None = None) -> None:
         if self.failed:
             return
-        if self.handle("message", src, msg, None, clock):
+        if self.handle("message", src, msg, None, clock, choice):
             self._retry()
         else:
             self.deferred.append((src, clock, msg))
@@ -190,18 +193,18 @@ class Node:
                     progress = True
                     break
 
-    def fire(self, timer: str) -> None:
+    def fire(self, timer: str, choice: dict[str, Any] | None = None) -> None:
         self.handles.pop(timer, None)
-        if not self.failed and self.handle("timeout", timer=timer):
+        if not self.failed and self.handle("timeout", timer=timer, choice=choice):
             self._retry()
         elif self.cfg.controlled:
             self.report({"op": "deferred", "pid": self.pid, "timer": timer})
 
     def handle(self, kind: str, src: int | None = None, msg: Any = None, timer: str | None = None,
-               in_clock: int = 0) -> bool:
+               in_clock: int = 0, choice: dict[str, Any] | None = None) -> bool:
         """Run the handler for one input; False if it is not enabled in the current state."""
         try:
-            out = self.exec.run(self.state, kind, src, msg, timer)
+            out = self.exec.run(self.state, kind, src, msg, timer, choice)
         except StepFailed as e:
             self._fail(kind, src, msg, timer, in_clock, str(e))
             return True

@@ -112,11 +112,18 @@ class Relay:
         t.write(len(body).to_bytes(4, "big") + body)
         self.stats["forwarded"] += 1
 
-    def release(self, src: int, dst: int, msg: Any) -> bool:
-        """Forward the oldest held frame from src to dst carrying `msg` (its JSON form); False if none."""
+    def release(self, src: int, dst: int, msg: Any, choice: dict[str, Any] | None = None) -> bool:
+        """Forward the oldest held frame from src to dst carrying `msg` (its JSON form); False if none.
+
+        `choice` is added to the frame: the receiver takes that nondeterministic choice of its handler.
+        """
         for i, (s, d, m, body) in enumerate(self.held):
             if s == src and d == dst and m == msg:
                 del self.held[i]
+                if choice:
+                    obj = json.loads(body)
+                    obj["choice"] = choice
+                    body = json.dumps(obj, separators=(",", ":")).encode()
                 self._forward(dst, body)
                 return True
         return False

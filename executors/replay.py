@@ -1,0 +1,277 @@
+"""Replay a counterexample on real processes: a controlled scheduler imposes the trace's order.
+
+The processes run as in `lockstep run`, but every message waits in the relay until the
+scheduler releases it, and timers fire only when the scheduler says so. Step by step the
+scheduler does what the counterexample did (deliver this message, fire that timer, crash that
+process) and compares the local state each real process reports with the trace's. At the end
+it assembles the global state from what the real processes hold — their reported local states
+and the messages really in flight in the relay — and evaluates the spec's invariants on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from checker.replay import replay
+from checker.runtrace import merge
+from checker.trace import Trace, TraceError
+from checker.validate import Mismatch, validate
+from specs.lang.actors import ActorProgram, in_flight
+from specs.lang.jsonvalues import from_json, to_json
+
+from .cluster import Cluster
+from .relay import Relay
+
+STEP_TIMEOUT = 10.0
+
+
+@dataclass
+class ProcessReplay:
+    """What the real processes showed."""
+
+    steps: int
+    violated: str | None  # the invariant the processes' final global state violates
+    conclusion: str
+    validated: bool
+
+
+async def replay_async(trace: Trace, say: Callable[[str], None]) -> ProcessReplay:
+    checked = replay(trace)  # the trace is a behaviour of the spec: check before running anything
+    model = checked.model
+    prog = getattr(model, "prog", None)
+    if not isinstance(prog, ActorProgram):
+        raise TraceError(f"spec {model.name} is not an actor spec: only actor specs run as processes")
+    system = prog.system
+    actions = [s.action for s in trace.steps[1:]]
+    for a in actions:
+        if a and a.get("action") == "forge":
+            raise TraceError("the trace has a forged message (forge): Byzantine forging is not run on processes")
+    n = system.proc.size
+    relay = Relay(None, controlled=True)
+    with tempfile.TemporaryDirectory(prefix="lockstep-replay-") as tmp:
+        cluster = Cluster(trace.spec, dict(model.params), n, tmp, 0, relay, controlled=True)
+        try:
+            result = await _drive(cluster, relay, model, checked.states, actions, say)
+            await cluster.stop()
+        finally:
+            cluster.close()
+        merged = merge({p: cluster.trace_path(p) for p in range(n)}, f"{tmp}/run.jsonl", trace.spec, model.name,
+                       dict(model.params))  # type: ignore[arg-type]
+        try:
+            validate(merged)
+            result.validated = True
+        except (Mismatch, TraceError) as e:
+            say(f"  the processes' own trace does not validate: {e}")
+    return result
+
+
+async def _drive(cluster: Cluster, relay: Relay, model: Any, states: list[tuple], actions: list[Any],
+                 say: Callable[[str], None]) -> ProcessReplay:
+    prog: ActorProgram = model.prog
+    system = prog.system
+    local = {p: system.init_locals[p] for p in system.pids}
+    start_choice = _start_choices(prog, states[0])
+    await cluster.start(start_choice)
+    for p in system.pids:
+        if start_choice.get(p) is not None:
+            ev = await _next_event(cluster, p, "start")
+            local[p] = system.local_from_json(ev["state"])
+    _compare(prog, states[0], local, 0, "init")
+    say("  0  init: every process started")
+    killed: set[int] = set()
+    for i, action in enumerate(actions, start=1):
+        name, args = action["action"], action.get("args", {})
+        label = _label(name, args)
+        if name == "deliver":
+            src, dst = _int(args["src"]), _int(args["dst"])
+            msg = to_json(system.message, _itf_msg(prog, args["msg"]))
+            choice = {k: v for k, v in args.items() if k not in ("src", "dst", "msg")}
+            await _wait_held(relay, src, dst, msg)
+            relay.release(src, dst, msg, _decode_choice(prog, name, args) if choice else None)
+            ev = await _next_event(cluster, dst, label)
+            local[dst] = system.local_from_json(ev["state"])
+            say(f"  {i}  {label}: process {dst} received it and ran its handler")
+        elif name == "timeout":
+            p, timer = _int(args["p"]), args["timer"]
+            choice = {k: v for k, v in args.items() if k not in ("p", "timer")}
+            cluster.send(p, {"op": "fire", "timer": timer, "choice": _decode_choice(prog, name, args) if choice else None})
+            ev = await _next_event(cluster, p, label)
+            local[p] = system.local_from_json(ev["state"])
+            say(f"  {i}  {label}: process {p}'s timer fired")
+        elif name == "crash":
+            p = _int(args["p"])
+            await cluster.kill(p)
+            killed.add(p)
+            say(f"  {i}  {label}: process {p} killed (SIGKILL)")
+        elif name == "drop":
+            src, dst = _int(args["src"]), _int(args["dst"])
+            msg = to_json(system.message, _itf_msg(prog, args["msg"]))
+            await _wait_held(relay, src, dst, msg)
+            relay.discard(src, dst, msg)
+            say(f"  {i}  {label}: the relay dropped it")
+        else:
+            raise TraceError(f"step {i}: {name} steps cannot be replayed on processes")
+        _compare(prog, states[i], local, i, label)
+    expected = len(in_flight(prog, states[-1]))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STEP_TIMEOUT
+    while len(relay.held) < expected and loop.time() < deadline:
+        await asyncio.sleep(0.01)
+    real = _assemble(prog, local, relay, killed)
+    say("  the real processes' global state (local states reported, messages held in the relay):")
+    for k, v in model.show_state(real).items():
+        say(f"         {k} = {v}")
+    bad = prog_violated(prog, real)
+    steps = len(actions)
+    if bad is None:
+        conclusion = f"replayed {steps} steps on {len(system.pids)} processes; the invariants hold in their final state"
+    else:
+        conclusion = (f"replayed {steps} steps on {len(system.pids)} processes; their final state violates "
+                      f"invariant {bad}, as in the counterexample")
+    say(conclusion)
+    return ProcessReplay(steps, bad, conclusion, False)
+
+
+def _start_choices(prog: ActorProgram, init: tuple) -> dict[int, dict[str, Any] | None]:
+    """For each process, the choice of its start handler that leads to the trace's initial state."""
+    system = prog.system
+    from checker import interpret
+
+    out: dict[int, dict[str, Any] | None] = {}
+    want = {p: tuple(init[i] for i in system.gslots[p]) for p in system.pids}
+    for p in system.pids:
+        options = [s for s in system.steps if s.kind == "start" and s.pid == p]
+        out[p] = None
+        for s in options:
+            full = interpret.run_transition(system.local, s.transition, system.pad(system.init_locals[p]))
+            if full is not None and full[:system.nstate] == want[p]:
+                out[p] = {n: to_json(d, v) for (n, v), d in zip(s.choice, s.choice_doms)}
+                break
+        if options and out[p] is None:
+            raise TraceError(f"no start of process {p} leads to the trace's initial state")
+        if options and not options[0].choice:
+            out[p] = {}
+    return out
+
+
+def _decode_choice(prog: ActorProgram, action: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The JSON form of a step's choice arguments (from their ITF form in the trace)."""
+    t = next(t for t in prog.transitions if t.action == action)
+    doms = dict(zip((n for n, _ in t.args), t.arg_doms))
+    fixed = ("src", "dst", "msg") if action == "deliver" else ("p", "timer")
+    return {k: to_json(doms[k], _itf_value(doms[k], v)) for k, v in args.items() if k not in fixed}
+
+
+def _itf_value(dom: Any, v: Any) -> Any:
+    from checker.itf import encode_typed
+
+    for x in dom.values():
+        if encode_typed(dom, x) == v:
+            return x
+    raise TraceError(f"{v!r} is not a value of {dom.describe()}")
+
+
+def _itf_msg(prog: ActorProgram, v: Any) -> Any:
+    return _itf_value(prog.system.message, v)
+
+
+def _int(v: Any) -> int:
+    if isinstance(v, dict) and "#bigint" in v:
+        return int(v["#bigint"])
+    if isinstance(v, int):
+        return v
+    raise TraceError(f"expected an integer, got {v!r}")
+
+
+def _label(name: str, args: dict[str, Any]) -> str:
+    from checker.itf import show
+
+    return f"{name}(" + ", ".join(f"{k}={show(_plain(v))}" for k, v in args.items()) + ")"
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, dict) and "#bigint" in v:
+        return int(v["#bigint"])
+    if isinstance(v, dict) and "tag" in v and "value" in v:
+        inner = ", ".join(f"{k}={_plain(x)!r}" for k, x in v["value"].items())
+        return _Shown(f"{v['tag']}({inner})")
+    return v
+
+
+class _Shown(str):
+    def __repr__(self) -> str:
+        return str(self)
+
+
+async def _wait_held(relay: Relay, src: int, dst: int, msg: Any) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STEP_TIMEOUT
+    while not any(s == src and d == dst and m == msg for s, d, m, _ in relay.held):
+        if loop.time() > deadline:
+            raise TraceError(f"process {src} never sent {msg} to process {dst}: the real processes diverge "
+                             "from the counterexample")
+        await asyncio.sleep(0.005)
+
+
+async def _next_event(cluster: Cluster, pid: int, label: str) -> dict[str, Any]:
+    q = cluster.members[pid].reports
+    try:
+        while True:
+            msg = await asyncio.wait_for(q.get(), STEP_TIMEOUT)
+            op = msg.get("op")
+            if op == "event":
+                ev = msg["event"]
+                if ev.get("kind") == "failure":
+                    raise TraceError(f"{label}: process {pid} failed: {ev.get('message')}")
+                if ev.get("kind") in ("start", "message", "timeout"):
+                    return ev
+            elif op == "deferred":
+                raise TraceError(f"{label}: process {pid} did not take this step: its handler is not enabled")
+            elif op == "gone":
+                raise TraceError(f"{label}: process {pid} exited")
+    except TimeoutError:
+        raise TraceError(f"{label}: process {pid} did not report within {STEP_TIMEOUT:.0f} s") from None
+
+
+def _compare(prog: ActorProgram, state: tuple, local: dict[int, tuple], i: int, label: str) -> None:
+    system = prog.system
+    for p in system.pids:
+        want = tuple(state[j] for j in system.gslots[p])
+        if local[p] != want:
+            raise TraceError(f"step {i} ({label}): process {p}'s real state {system.local_json(local[p])} "
+                             f"is not the counterexample's {system.local_json(want)}")
+
+
+def _assemble(prog: ActorProgram, local: dict[int, tuple], relay: Relay, killed: set[int]) -> tuple:
+    """The global state made of the real processes' local states and the messages held in the relay."""
+    system = prog.system
+    state = list(prog.init_defaults)
+    for p, values in local.items():
+        for j, v in zip(system.gslots[p], values):
+            state[j] = v
+    envelopes = [(s, d, from_json(system.message, m, "msg")) for s, d, m, _ in relay.held]
+    net = prog.field("network")
+    state[net.base:net.base + net.count] = net.encode(system.net.value_of(envelopes))
+    if "crashed" in {f.name for f in prog.fields}:
+        c = prog.field("crashed")
+        state[c.base:c.base + c.count] = c.encode(frozenset(killed))
+    return tuple(state)
+
+
+def prog_violated(prog: ActorProgram, state: tuple) -> str | None:
+    """The first invariant false on `state` (evaluated by the reference evaluator), or None."""
+    from checker import interpret
+
+    for p in prog.invariants:
+        if p.term is not None and not interpret.evaluate(p.term, state):
+            return p.name
+    return None
+
+
+def replay_on_processes(trace: Trace, say: Callable[[str], None] = print) -> ProcessReplay:
+    """Replay a counterexample of an actor spec on real processes (see the module docstring)."""
+    return asyncio.run(replay_async(trace, say))
