@@ -41,6 +41,13 @@ class Mismatch(Exception):
         return text
 
 
+def _flat_key(j: Any) -> frozenset | None:
+    """A hashable key for a JSON object whose values are all scalars (None otherwise)."""
+    if not isinstance(j, dict) or any(isinstance(v, (dict, list)) for v in j.values()):
+        return None
+    return frozenset((k, (type(v), v)) for k, v in j.items())
+
+
 def _compact(v: Any) -> str:
     text = json.dumps(v, separators=(",", ":"), default=str)
     return text if len(text) <= 300 else text[:297] + "..."
@@ -80,12 +87,13 @@ class Validator:
         self.index: dict[tuple, list] = {}
         for s in self.system.steps:
             self.index.setdefault((s.kind, s.pid, s.src, s.msg, s.timer), []).append((s.key, self.local[s.key]))
-        self._msg_cache: dict[str, Any] = {}
+        self._msg_cache: dict[Any, Any] = {}
+        self._msg_jsons: dict[Any, Any] = {}
         self._state_json: dict[tuple, Any] = {}
 
     # -- decoding --------------------------------------------------------------------------------
     def _msg(self, e: dict[str, Any], j: Any, where: str) -> Any:
-        key = json.dumps(j, sort_keys=True)
+        key = _flat_key(j) or json.dumps(j, sort_keys=True)
         hit = self._msg_cache.get(key)
         if hit is None:
             try:
@@ -93,6 +101,12 @@ class Validator:
             except ValueError as err:
                 raise Mismatch(e, f"not a message of the spec: {err}") from None
         return hit
+
+    def _msg_json(self, msg: Any) -> Any:
+        j = self._msg_jsons.get(msg)
+        if j is None:
+            j = self._msg_jsons[msg] = to_json(self.system.message, msg)
+        return j
 
     def _json_state(self, local: tuple) -> Any:
         j = self._state_json.get(local)
@@ -107,6 +121,10 @@ class Validator:
         if not isinstance(raw, dict):
             raise Mismatch(e, "\"choice\" is not an object")
         candidates = [s for k, (s, _) in self._candidates(kind, pid, src, msg, timer)]
+        if not raw:
+            for s in candidates:
+                if not s.choice:
+                    return s.key, s
         for s in candidates:
             names = [n for n, _ in s.choice]
             if sorted(names) != sorted(raw):
@@ -137,11 +155,11 @@ class Validator:
                               f"({step.transition.label})", None, self._json_state(local))
         full = out[0][1]
         after = full[:self.system.nstate]
-        sends, restarts = self.system.outputs(full)
+        sends, restarts = self.system.outputs(full, len(step.sends))
         want_state = self._json_state(after)
         if e.get("state") != want_state:
             raise Mismatch(e, "the local state after the handler differs from the spec's", want_state, e.get("state"))
-        want_sends = [[d, to_json(self.system.message, m)] for d, m in sends]
+        want_sends = [[d, self._msg_json(m)] for d, m in sends]
         if e.get("sends", []) != want_sends:
             raise Mismatch(e, "the messages sent differ from the spec's", want_sends, e.get("sends"))
         want_timers = sorted(t for t, on in restarts.items() if on)

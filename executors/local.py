@@ -79,7 +79,7 @@ class LocalExec:
         if not enabled:
             return None
         step, full = enabled[0] if len(enabled) == 1 else self.rng.choice(enabled)
-        sends, restarts = self.system.outputs(full)
+        sends, restarts = self.system.outputs(full, len(step.sends))
         return Outcome(step, full[:self.system.nstate], sends, [t for t, on in restarts.items() if on])
 
     def _diagnose(self, step: LocalStep, padded: tuple) -> str:

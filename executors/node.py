@@ -82,7 +82,8 @@ class Node:
         self.out: dict[int, asyncio.Transport] = {}
         self.failed = False
         self.stats = {"events": 0, "sent": 0, "received": 0, "rejected": 0, "deferred": 0, "lost": 0}
-        self._state_json: dict[tuple, Any] = {}
+        self._msg_texts: dict[Any, str] = {}
+        self._state_texts: dict[tuple, str] = {}
         self.trace = None
         if cfg.trace:
             self.trace = open(cfg.trace, "a" if cfg.restore else "w", encoding="utf-8", buffering=1 << 16)
@@ -264,32 +265,43 @@ class Node:
         self._log({"kind": "rejected", "pid": self.pid, "time": self._now(), "reason": reason})
 
     # -- the trace -------------------------------------------------------------------------------
-    def _event(self, kind: str, src: int | None, msg: Any, timer: str | None, out: Outcome) -> dict[str, Any]:
-        ev: dict[str, Any] = {"kind": kind, "pid": self.pid, "clock": self.clock, "seq": self.seq, "time": self._now()}
+    def _event(self, kind: str, src: int | None, msg: Any, timer: str | None, out: Outcome) -> str:
+        """The event as one JSON line, assembled from cached JSON texts of messages and states."""
+        parts = [f'{{"kind":"{kind}","pid":{self.pid},"clock":{self.clock},"seq":{self.seq},"time":{self._now()}']
         if kind == "message":
-            ev["src"], ev["msg"] = src, self.codec.msg_json(msg)
+            parts.append(f',"src":{src},"msg":{self._msg_text(msg)}')
         elif kind == "timeout":
-            ev["timer"] = timer
+            parts.append(f',"timer":{json.dumps(timer)}')
         if out.step.choice:
-            ev["choice"] = {n: to_json(d, v) for (n, v), d in zip(out.step.choice, out.step.choice_doms)}
-        ev["sends"] = [[d, self.codec.msg_json(m)] for d, m in out.sends]
-        ev["timers"] = out.restarts
-        ev["state"] = self._json_state(out.state)
-        return ev
+            choice = {n: to_json(d, v) for (n, v), d in zip(out.step.choice, out.step.choice_doms)}
+            parts.append(f',"choice":{json.dumps(choice, separators=(",", ":"))}')
+        sends = ",".join(f"[{d},{self._msg_text(m)}]" for d, m in out.sends)
+        parts.append(f',"sends":[{sends}],"timers":{json.dumps(out.restarts)},"state":{self._state_text(out.state)}}}')
+        return "".join(parts)
+
+    def _msg_text(self, msg: Any) -> str:
+        t = self._msg_texts.get(msg)
+        if t is None:
+            t = self._msg_texts[msg] = json.dumps(self.codec.msg_json(msg), separators=(",", ":"))
+        return t
+
+    def _state_text(self, state: tuple) -> str:
+        t = self._state_texts.get(state)
+        if t is None:
+            if len(self._state_texts) > 100_000:
+                self._state_texts.clear()
+            t = self._state_texts[state] = json.dumps(self._json_state(state), separators=(",", ":"))
+        return t
 
     def _json_state(self, state: tuple) -> Any:
-        j = self._state_json.get(state)
-        if j is None:
-            if len(self._state_json) > 100_000:
-                self._state_json.clear()
-            j = self._state_json[state] = self.system.local_json(state)
-        return j
+        return self.system.local_json(state)
 
-    def _log(self, ev: dict[str, Any]) -> None:
+    def _log(self, ev: dict[str, Any] | str) -> None:
+        line = ev if isinstance(ev, str) else json.dumps(ev, separators=(",", ":"))
         if self.trace is not None:
-            self._write(ev)
+            self.trace.write(line + "\n")
         if self.cfg.controlled:
-            self.report({"op": "event", "event": ev})
+            self.report({"op": "event", "event": json.loads(line)})
 
     def _write(self, obj: dict[str, Any]) -> None:
         assert self.trace is not None

@@ -74,6 +74,7 @@ class MessageCodec:
         self.system = system
         self.nproc = system.proc.size
         self._json: dict[Any, Any] = {}
+        self._decoded: dict[frozenset, Any] = {}  # already validated messages, by their JSON fields
 
     def msg_json(self, msg: Any) -> Any:
         j = self._json.get(msg)
@@ -95,8 +96,24 @@ class MessageCodec:
             raise FrameError(f"clock {clock!r} is not a non-negative integer")
         if "msg" not in obj:
             raise FrameError("no \"msg\"")
-        try:
-            msg = from_json(self.system.message, obj["msg"], "msg")
-        except ValueError as e:
-            raise FrameError(str(e)) from None
+        j = obj["msg"]
+        key = _flat_key(j)
+        msg = self._decoded.get(key) if key is not None else None
+        if msg is None:
+            try:
+                msg = from_json(self.system.message, j, "msg")
+            except ValueError as e:
+                raise FrameError(str(e)) from None
+            if key is not None:
+                self._decoded[key] = msg
         return src, dst, clock, msg
+
+
+def _flat_key(j: Any) -> frozenset | None:
+    """A hashable key for a message object whose fields are all scalars (None otherwise)."""
+    if not isinstance(j, dict):
+        return None
+    for v in j.values():
+        if isinstance(v, (dict, list)):
+            return None
+    return frozenset((k, (type(v), v)) for k, v in j.items())

@@ -14,4 +14,5 @@ SPECS: dict[str, str] = {
     "bracha_equivocating_sender": "specs.bracha:BrachaEquivocatingSender",
     "bracha_byzantine_relay": "specs.bracha:BrachaByzantineRelay",
     "bracha_low_echo_quorum": "specs.bracha:BrachaLowEchoQuorum",
+    "token_ring": "specs.token_ring:TokenRing",
 }

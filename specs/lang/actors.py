@@ -395,6 +395,7 @@ class ActorSystem:
     forge: bool
     timeouts_ms: dict[str, int]
     state_fields: list[Field] = field(default_factory=list)
+    _sends: dict[int, tuple[int, Any]] = field(default_factory=dict, repr=False)  # output slot value -> send
 
     @property
     def pids(self) -> list[int]:
@@ -404,13 +405,19 @@ class ActorSystem:
     def timer_names(self) -> list[str]:
         return list(self.timer.values()) if self.timer is not None else []
 
-    def outputs(self, full: tuple) -> tuple[list[tuple[int, Any]], dict[str, bool]]:
-        """(sends as (dst, msg), timer restarts) from the output slots of a local step's result."""
+    def outputs(self, full: tuple, nsends: int | None = None) -> tuple[list[tuple[int, Any]], dict[str, bool]]:
+        """(sends as (dst, msg), timer restarts) from the output slots of a local step's result
+        (`nsends`: how many send slots the step uses, if known)."""
         sends = []
-        for s in self.send_slots:
-            v = self.send_dom.unrep(full[s])
-            if v is not None:
-                sends.append((v.dst, v.msg))
+        cache = self._sends
+        for s in self.send_slots[:nsends]:
+            r = full[s]
+            if r:  # 0 is None: nothing sent from this slot
+                hit = cache.get(r)
+                if hit is None:
+                    v = self.send_dom.unrep(r)
+                    hit = cache[r] = (v.dst, v.msg)
+                sends.append(hit)
         return sends, {t: bool(full[s]) for t, s in self.restart_slots.items()}
 
     def pad(self, local: tuple) -> tuple:

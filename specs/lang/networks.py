@@ -17,7 +17,7 @@ from typing import Any
 from .errors import Location
 from .program import Check
 from .spec import _Stop
-from .terms import And, If, Not, Term, as_bool, compare
+from .terms import And, If, Not, Term, as_bool, compare, const, mk
 from .tracing import TraceState, current_tracer
 from .types import Int, Map, Option, Range, Record, Set, Type
 
@@ -101,7 +101,7 @@ class SetNetwork(NetworkKind):
         if not self.duplicating:
             self.check_room(And(when, g.network.contains(env)), self.overflow())
         if when is True:
-            g.network = g.network.add(env)
+            g.network = _add_constant(g.network, env)
         elif when is not False:
             g.network = If(when, g.network.add(env), g.network)
 
@@ -174,6 +174,14 @@ class FifoNetwork(NetworkKind):
             free = next(i for i in range(self.capacity) if q[i] is None)
             q[free] = m
         return out
+
+
+def _add_constant(net: Term, env: Any) -> Term:
+    """`net.add(env)`, with constant additions gathered into one mask (no deep nesting of unions)."""
+    if isinstance(env, Term) or not (net.op == "union" and net.args[1].op == "const"):
+        return net.add(env)
+    bit = 1 << net.dom.elem.index(env)
+    return mk("union", (net.args[0], const(net.args[1].args[0] | bit, net.dom)), net.dom, 0, net.dom.hi)
 
 
 def choose(proc: Range, message: Type, envelope: Record, ordered: bool, duplicating: bool,
