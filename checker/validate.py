@@ -89,6 +89,7 @@ class Validator:
             self.index.setdefault((s.kind, s.pid, s.src, s.msg, s.timer), []).append((s.key, self.local[s.key]))
         self._msg_cache: dict[Any, Any] = {}
         self._msg_jsons: dict[Any, Any] = {}
+        self._effects: dict[tuple, tuple] = {}  # (local step, local state before) -> expected effects
         self._state_json: dict[tuple, Any] = {}
 
     # -- decoding --------------------------------------------------------------------------------
@@ -145,6 +146,20 @@ class Validator:
 
     def _check_effects(self, e: dict[str, Any], key: tuple, local: tuple) -> None:
         """The event's state, sends and timers against the local step run on the process's state before."""
+        want = self._effects.get((key, local))
+        if want is None:
+            want = self._effects[(key, local)] = self._expected(e, key, local)
+        want_state, want_sends, want_timers = want
+        if e.get("state") != want_state:
+            raise Mismatch(e, "the local state after the handler differs from the spec's", want_state, e.get("state"))
+        if e.get("sends", []) != want_sends:
+            raise Mismatch(e, "the messages sent differ from the spec's", want_sends, e.get("sends"))
+        timers = e.get("timers", [])
+        if (timers or want_timers) and sorted(timers) != want_timers:
+            raise Mismatch(e, "the timers started differ from the spec's", want_timers, timers)
+
+    def _expected(self, e: dict[str, Any], key: tuple, local: tuple) -> tuple:
+        """(state, sends, timers started), in JSON form, of a local step run on `local`."""
         step, fn = self.local[key]
         try:
             out = fn(self.system.pad(local))
@@ -154,17 +169,9 @@ class Validator:
             raise Mismatch(e, f"the spec's handler is not enabled in the process's state before this event "
                               f"({step.transition.label})", None, self._json_state(local))
         full = out[0][1]
-        after = full[:self.system.nstate]
         sends, restarts = self.system.outputs(full, len(step.sends))
-        want_state = self._json_state(after)
-        if e.get("state") != want_state:
-            raise Mismatch(e, "the local state after the handler differs from the spec's", want_state, e.get("state"))
-        want_sends = [[d, self._msg_json(m)] for d, m in sends]
-        if e.get("sends", []) != want_sends:
-            raise Mismatch(e, "the messages sent differ from the spec's", want_sends, e.get("sends"))
-        want_timers = sorted(t for t, on in restarts.items() if on)
-        if sorted(e.get("timers", [])) != want_timers:
-            raise Mismatch(e, "the timers started differ from the spec's", want_timers, e.get("timers"))
+        return (self._json_state(full[:self.system.nstate]), [[d, self._msg_json(m)] for d, m in sends],
+                sorted(t for t, on in restarts.items() if on))
 
     def _locals(self, state: tuple, pid: int) -> tuple:
         return tuple(state[i] for i in self.system.gslots[pid])

@@ -40,12 +40,13 @@ class Cluster:
     """The processes of one run of an actor spec."""
 
     def __init__(self, spec: str, params: dict[str, int], nproc: int, trace_dir: str | None, seed: int = 0,
-                 relay: Relay | None = None, controlled: bool = False):
+                 relay: Relay | None = None, controlled: bool = False, durable: bool = False):
         self.spec, self.params, self.nproc = spec, params, nproc
         self.trace_dir = trace_dir
         self.seed = seed
         self.relay = relay
         self.controlled = controlled
+        self.durable = durable
         self.members: dict[int, Member] = {}
         self.ctx = multiprocessing.get_context("spawn")
         self.loop_time0 = 0.0
@@ -79,7 +80,7 @@ class Cluster:
 
     def _spawn(self, pid: int, restore: bool) -> None:
         cfg = NodeConfig(self.spec, self.params, pid, self.control_port, self.trace_path(pid), self.seed,
-                         self.controlled, restore)
+                         self.controlled, restore, self.durable)
         proc = self.ctx.Process(target=main, args=(asdict(cfg),), name=f"lockstep-{pid}", daemon=True)
         proc.start()
         self.members[pid] = Member(pid, proc, hello=asyncio.get_running_loop().create_future())

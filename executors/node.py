@@ -34,6 +34,7 @@ class NodeConfig:
     seed: int = 0
     controlled: bool = False
     restore: bool = False
+    durable: bool = False  # write each event through before its messages leave (crashes are planned)
 
 
 def main(cfg: dict[str, Any]) -> None:
@@ -81,6 +82,7 @@ class Node:
         self.handles: dict[str, asyncio.TimerHandle] = {}
         self.out: dict[int, asyncio.Transport] = {}
         self.failed = False
+        self.started = False
         self.stats = {"events": 0, "sent": 0, "received": 0, "rejected": 0, "deferred": 0, "lost": 0}
         self._msg_texts: dict[Any, str] = {}
         self._state_texts: dict[tuple, str] = {}
@@ -109,6 +111,8 @@ class Node:
                 elif op == "go":
                     self.t0 = time.monotonic() - float(cmd.get("elapsed", 0.0))
                     self._restore() if self.cfg.restore else self._start(cmd.get("choice"))
+                    self.started = True
+                    self._retry()
                 elif op == "fire":
                     self.fire(cmd["timer"], cmd.get("choice"))
                 elif op == "stop":
@@ -176,6 +180,9 @@ class Node:
     def deliver(self, src: int, clock: int, msg: Any, choice: dict[str, Any] | None = None) -> None:
         if self.failed:
             return
+        if not self.started:  # every process starts before it handles a message, as in the spec
+            self.deferred.append((src, clock, msg))
+            return
         if self.handle("message", src, msg, None, clock, choice):
             self._retry()
         else:
@@ -214,12 +221,12 @@ class Node:
         self.clock = max(self.clock, in_clock) + 1
         self.seq += 1
         self.state = out.state
-        for dst, m in out.sends:
-            self._send(dst, m)
-        self._timers(out.restarts)
         self.stats["events"] += 1
         if self.trace is not None or self.cfg.controlled:
             self._log(self._event(kind, src, msg, timer, out))
+        for dst, m in out.sends:
+            self._send(dst, m)
+        self._timers(out.restarts)
         return True
 
     def _send(self, dst: int, msg: Any) -> None:
@@ -300,6 +307,8 @@ class Node:
         line = ev if isinstance(ev, str) else json.dumps(ev, separators=(",", ":"))
         if self.trace is not None:
             self.trace.write(line + "\n")
+            if self.cfg.durable:
+                self.trace.flush()
         if self.cfg.controlled:
             self.report({"op": "event", "event": json.loads(line)})
 

@@ -2,7 +2,7 @@
 
 Each process sends all its frames to the relay, which forwards them to their receivers with the
 fault plan applied (drop, duplicate, delay, reorder, partitions). Frames to a process that is
-down are lost. In controlled mode nothing is forwarded on its own: frames wait in `held` until
+down wait in the relay until it is restarted (frames it had received but not handled are lost). In controlled mode nothing is forwarded on its own: frames wait in `held` until
 `release` hands one to its receiver, in the order a counterexample prescribes.
 """
 
@@ -43,8 +43,9 @@ class Relay:
         self.controlled = controlled
         self.to: dict[int, asyncio.Transport] = {}
         self.held: list[tuple[int, int, Any, bytes]] = []  # (src, dst, msg JSON, body), oldest first
+        self.waiting: dict[int, list[bytes]] = {}  # frames for processes that are down
         self.stats = {"forwarded": 0, "dropped": 0, "duplicated": 0, "delayed": 0, "reordered": 0,
-                      "partitioned": 0, "lost": 0, "malformed": 0}
+                      "partitioned": 0, "waited": 0, "lost": 0, "malformed": 0}
         self.t0 = time.monotonic()
         self.port = 0
 
@@ -55,14 +56,18 @@ class Relay:
         return self.port
 
     async def attach(self, pid: int, port: int) -> None:
-        """(Re)connect to process `pid`'s data port."""
+        """(Re)connect to process `pid`'s data port and hand it the frames that waited while it was down."""
         old = self.to.pop(pid, None)
         if old is not None:
             old.close()
         transport, _ = await asyncio.get_running_loop().create_connection(asyncio.Protocol, "127.0.0.1", port)
         self.to[pid] = transport
+        for body in self.waiting.pop(pid, []):
+            self._forward(pid, body)
 
     def detach(self, pid: int) -> None:
+        """Process `pid` is down: frames for it wait here until it is attached again."""
+        self.waiting.setdefault(pid, [])
         t = self.to.pop(pid, None)
         if t is not None:
             t.close()
@@ -107,7 +112,11 @@ class Relay:
     def _forward(self, dst: int, body: bytes) -> None:
         t = self.to.get(dst)
         if t is None or t.is_closing():
-            self.stats["lost"] += 1
+            if dst in self.waiting:
+                self.waiting[dst].append(body)
+                self.stats["waited"] += 1
+            else:
+                self.stats["lost"] += 1
             return
         t.write(len(body).to_bytes(4, "big") + body)
         self.stats["forwarded"] += 1

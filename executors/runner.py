@@ -54,7 +54,7 @@ async def run_async(spec: str, params: dict[str, int], duration: float, faults: 
     relay = Relay(faults, seed) if faults.needs_relay else None
     with tempfile.TemporaryDirectory(prefix="lockstep-run-") as tmp:
         trace_dir = tmp if tracing else None
-        cluster = Cluster(spec, params, n, trace_dir, seed, relay)
+        cluster = Cluster(spec, params, n, trace_dir, seed, relay, durable=bool(faults.crashes))
         notes: list[str] = []
         try:
             await cluster.start()
