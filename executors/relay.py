@@ -2,8 +2,9 @@
 
 Each process sends all its frames to the relay, which forwards them to their receivers with the
 fault plan applied (drop, duplicate, delay, reorder, partitions). Frames to a process that is
-down wait in the relay until it is restarted (frames it had received but not handled are lost). In controlled mode nothing is forwarded on its own: frames wait in `held` until
-`release` hands one to its receiver, in the order a counterexample prescribes.
+down wait in the relay until it is restarted (frames it had received but not handled are lost).
+In controlled mode nothing is forwarded on its own: frames wait in `held` until `release` hands
+one to its receiver, in the order a counterexample prescribes.
 """
 
 from __future__ import annotations
