@@ -116,8 +116,8 @@ class Cluster:
                     break
                 elif member is not None:
                     member.reports.put_nowait(msg)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass  # the process went away, or the run is over
         finally:
             if member is not None:
                 member.reports.put_nowait({"op": "gone", "pid": member.pid})

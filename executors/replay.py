@@ -137,24 +137,21 @@ async def _drive(cluster: Cluster, relay: Relay, model: Any, states: list[tuple]
 
 
 def _start_choices(prog: ActorProgram, init: tuple) -> dict[int, dict[str, Any] | None]:
-    """For each process, the choice of its start handler that leads to the trace's initial state."""
-    system = prog.system
+    """For each process with a start handler, the choice of it (JSON form) that leads to the trace's initial state."""
     from checker import interpret
 
-    out: dict[int, dict[str, Any] | None] = {}
-    want = {p: tuple(init[i] for i in system.gslots[p]) for p in system.pids}
-    for p in system.pids:
-        options = [s for s in system.steps if s.kind == "start" and s.pid == p]
-        out[p] = None
-        for s in options:
-            full = interpret.run_transition(system.local, s.transition, system.pad(system.init_locals[p]))
-            if full is not None and full[:system.nstate] == want[p]:
-                out[p] = {n: to_json(d, v) for (n, v), d in zip(s.choice, s.choice_doms)}
-                break
-        if options and out[p] is None:
-            raise TraceError(f"no start of process {p} leads to the trace's initial state")
-        if options and not options[0].choice:
-            out[p] = {}
+    system = prog.system
+    pre = tuple(prog.init_defaults)
+    start = next((t for t in prog.init_transitions if interpret.run_transition(prog, t, pre) == init), None)
+    if start is None:
+        raise TraceError("no start of the processes leads to the trace's initial state")
+    out: dict[int, dict[str, Any] | None] = {p: None for p in system.pids}
+    for s in system.steps:
+        if s.kind == "start":
+            out[s.pid] = {}
+    for (name, v), dom in zip(start.args, start.arg_doms):
+        choice, _, pid = name.rpartition("@")
+        out[int(pid)][choice] = to_json(dom, v)  # type: ignore[index]
     return out
 
 
