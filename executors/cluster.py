@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -72,6 +73,8 @@ class Cluster:
         for pid in range(self.nproc):
             self.send(pid, {"op": "go", "choice": (choices or {}).get(pid)})
         self.loop_time0 = asyncio.get_running_loop().time()
+        if self.relay is not None:
+            self.relay.t0 = time.monotonic()  # partitions are timed from here
 
     def _peer_ports(self) -> dict[str, int]:
         if self.relay is not None:

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from checker.runtrace import load, read_jsonl
-from checker.validate import validate
+from checker.validate import Mismatch, validate
 from executors.cluster import Cluster
 from executors.faults import parse_faults
 from executors.runner import actor_program, run
@@ -138,3 +138,26 @@ def test_malformed_frames_are_logged_and_dropped(tmp_path):
         assert any(want in r for r in reasons), want
     assert any(e["kind"] == "message" for e in events), "the real Prepare was still handled"
     no_processes_left()
+
+
+def test_duplicates_need_a_duplicating_network(tmp_path):
+    """The relay duplicates every message: a behaviour of the spec with duplicating=1, and not without."""
+    faults = parse_faults({"duplicate": 1.0}, 3)
+    path = tmp_path / "dup.jsonl"
+    rep = run("two_phase_commit", {"duplicating": 1}, 0.8, faults, str(path))
+    assert rep.relay["duplicated"] > 0
+    assert validate(load(str(path))).violation is None
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["params"]["duplicating"] = 0
+    path.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    with pytest.raises(Mismatch, match="not in flight"):
+        validate(load(str(path)))
+
+
+def test_a_partition_loses_messages_between_groups(tmp_path):
+    faults = parse_faults({"partitions": [{"start": 0.2, "end": 0.5, "groups": [[0, 1], [2]]}]}, 3)
+    path = tmp_path / "part.jsonl"
+    rep = run("token_ring", {"n": 3, "tokens": 3}, 0.8, faults, str(path))
+    assert rep.relay["partitioned"] > 0
+    assert validate(load(str(path))).violation is None  # a lost message is one that is never delivered

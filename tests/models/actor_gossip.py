@@ -34,3 +34,15 @@ class GossipSelfish(Gossip):
     @on_start
     def start(p):
         broadcast(Hello())
+
+
+class GossipWithForger(Gossip):
+    """Process 0 is Byzantine and runs no handlers, but may forge any message once."""
+
+    byzantine = (0,)
+    forge = True
+
+    @invariant
+    def zero_is_silent(s):
+        """Nobody hears from the Byzantine process (false: it can forge a hello)."""
+        return ForAll(Proc, lambda p: Not(s.heard[p].contains(0)))

@@ -167,6 +167,17 @@ def test_symmetry_reduces_a_symmetric_actor_spec():
     assert bug.violation.name == "not_self"
 
 
+def test_byzantine_forger_sends_any_message_once():
+    res = run(model_path("actor_gossip.py") + ":GossipWithForger")
+    v = res.violation
+    assert v.name == "zero_is_silent"
+    assert [s.label.split("(")[0] for s in v.trace.steps[1:]] == ["forge", "deliver"]
+    assert v.trace.steps[1].label.startswith("forge(src=0, dst=")
+    prog = load_model(model_path("actor_gossip.py") + ":GossipWithForger").prog
+    assert {t.action for t in prog.transitions} == {"deliver", "forge"}
+    assert not [s for s in prog.system.steps if s.pid == 0]  # the Byzantine process runs no handler
+
+
 def test_symmetry_is_refused_where_a_process_is_distinguished():
     with pytest.raises(SpecError, match="declares no symmetric Range"):
         load_model("two_phase_commit", {}, symmetry=True)
