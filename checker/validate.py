@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from specs.lang.actors import ActorProgram, ActorSystem, in_flight
@@ -58,10 +58,8 @@ class Validation:
     """The outcome of validating a run trace."""
 
     events: int  # steps checked
-    states: list[tuple] = field(default_factory=list)  # global state after each step (when kept)
     violation: str | None = None  # an invariant that fails after some step
     violation_event: dict[str, Any] | None = None
-    final: tuple | None = None
 
 
 class Validator:
@@ -249,20 +247,16 @@ class Validator:
                 raise Mismatch(e, f"timer {timer!r} of process {pid} is not armed")
         raise Mismatch(e, "the spec's handler is not enabled here", None, self._json_state(self._locals(state, pid)))
 
-    def run(self, run: MergedRun, keep_states: bool = False, on_step: Callable[[int, dict, tuple], None] | None = None
-            ) -> Validation:
+    def run(self, run: MergedRun) -> Validation:
         """Validate every event of `run`; raise Mismatch at the first that is not a step of the spec."""
         events = [e for e in run.events if e.get("kind") in (*STEP_KINDS, "restart", "failure")]
         starts = [e for e in events if e["kind"] == "start"]
         state = self.initial(starts)
         result = Validation(len(starts))
-        if keep_states:
-            result.states.append(state)
         violated, names = self.model.violated, self.model.invariant_names
         bad = violated(state)
         if bad >= 0:
             result.violation, result.violation_event = names[bad], starts[-1]
-            result.final = state
             return result
         for e in events:
             kind = e["kind"]
@@ -278,21 +272,16 @@ class Validator:
                 raise Mismatch(e, f"a handler failed in the real process: {e.get('message')}")
             state = self.step(state, e)
             result.events += 1
-            if keep_states:
-                result.states.append(state)
-            if on_step is not None:
-                on_step(result.events, e, state)
             bad = violated(state)
             if bad >= 0:
                 result.violation, result.violation_event = names[bad], e
                 break
-        result.final = state
         return result
 
 
-def validate(run: MergedRun, keep_states: bool = False) -> Validation:
+def validate(run: MergedRun) -> Validation:
     """Validate a merged run trace against the spec its header names (Mismatch at the first bad event)."""
     params = run.header.get("params") or {}
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in params.values()):
         raise TraceError("the run header's params must be integers")
-    return Validator(run.header["spec"], params).run(run, keep_states)
+    return Validator(run.header["spec"], params).run(run)

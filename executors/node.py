@@ -81,6 +81,7 @@ class Node:
         self.deferred: list[tuple[int, int, Any]] = []
         self.handles: dict[str, asyncio.TimerHandle] = {}
         self.out: dict[int, asyncio.Transport] = {}
+        self.outbox: dict[asyncio.Transport, bytearray] = {}
         self.failed = False
         self.started = False
         self.stats = {"events": 0, "sent": 0, "received": 0, "rejected": 0, "deferred": 0, "lost": 0}
@@ -230,12 +231,24 @@ class Node:
         return True
 
     def _send(self, dst: int, msg: Any) -> None:
+        """Queue a frame; the frames of one batch of input leave together (one write per connection)."""
         t = self.out.get(dst)
         if t is None or t.is_closing():
             self.stats["lost"] += 1
             return
-        t.write(self.codec.encode(self.pid, dst, self.clock, msg))
+        buf = self.outbox.get(t)
+        if buf is None:
+            buf = self.outbox[t] = bytearray()
+            if len(self.outbox) == 1:
+                asyncio.get_running_loop().call_soon(self._flush)
+        buf += self.codec.encode(self.pid, dst, self.clock, msg)
         self.stats["sent"] += 1
+
+    def _flush(self) -> None:
+        boxes, self.outbox = self.outbox, {}
+        for t, buf in boxes.items():
+            if not t.is_closing():
+                t.write(bytes(buf))
 
     def _timers(self, restarts: list[str]) -> None:
         if self.timer_field is None or self.cfg.controlled:
