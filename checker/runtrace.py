@@ -6,7 +6,8 @@ then one line per event:
 - `start`, `message`, `timeout`: a handler ran. `pid`, Lamport `clock`, `seq` (per process),
   `time` (seconds since the run began), the input (`src` and `msg`, or `timer`), `choice` (the
   values of the handler's choice parameters), `sends` (`[dst, msg]` pairs in send order),
-  `timers` (the timers it started or restarted) and `state` (the local state after);
+  `timers` (the timers it started or restarted), `observed` (client-visible operations, if
+  any) and `state` (the local state after);
 - `restart`: the process was restarted from its last recorded `state` (not a step of the spec);
 - `failure`: a handler failed (`message`); the process stops;
 - `rejected`: a frame was dropped as malformed (`reason`); not a step.

@@ -147,7 +147,7 @@ class Validator:
         want = self._effects.get((key, local))
         if want is None:
             want = self._effects[(key, local)] = self._expected(e, key, local)
-        want_state, want_sends, want_timers = want
+        want_state, want_sends, want_timers, want_observed = want
         if e.get("state") != want_state:
             raise Mismatch(e, "the local state after the handler differs from the spec's", want_state, e.get("state"))
         if e.get("sends", []) != want_sends:
@@ -155,9 +155,11 @@ class Validator:
         timers = e.get("timers", [])
         if (timers or want_timers) and sorted(timers) != want_timers:
             raise Mismatch(e, "the timers started differ from the spec's", want_timers, timers)
+        if e.get("observed", []) != want_observed:
+            raise Mismatch(e, "the operations observed differ from the spec's", want_observed, e.get("observed", []))
 
     def _expected(self, e: dict[str, Any], key: tuple, local: tuple) -> tuple:
-        """(state, sends, timers started), in JSON form, of a local step run on `local`."""
+        """(state, sends, timers started, operations observed), in JSON form, of a local step run on `local`."""
         step, fn = self.local[key]
         try:
             out = fn(self.system.pad(local))
@@ -168,8 +170,9 @@ class Validator:
                               f"({step.transition.label})", None, self._json_state(local))
         full = out[0][1]
         sends, restarts = self.system.outputs(full, len(step.sends))
+        observed = [to_json(self.system.observation, op) for op in self.system.observed(full, len(step.observed))]
         return (self._json_state(full[:self.system.nstate]), [[d, self._msg_json(m)] for d, m in sends],
-                sorted(t for t, on in restarts.items() if on))
+                sorted(t for t, on in restarts.items() if on), observed)
 
     def _locals(self, state: tuple, pid: int) -> tuple:
         return tuple(state[i] for i in self.system.gslots[pid])

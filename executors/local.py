@@ -19,12 +19,13 @@ from specs.lang.jsonvalues import to_json
 
 @dataclass
 class Outcome:
-    """The result of one handler run: the step, the new local state, what it sent and (re)started."""
+    """The result of one handler run: the step, the new local state, what it sent, (re)started and observed."""
 
     step: LocalStep
     state: tuple
     sends: list[tuple[int, Any]]
     restarts: list[str]
+    observed: list[Any]
 
 
 class StepFailed(Exception):
@@ -80,7 +81,8 @@ class LocalExec:
             return None
         step, full = enabled[0] if len(enabled) == 1 else self.rng.choice(enabled)
         sends, restarts = self.system.outputs(full, len(step.sends))
-        return Outcome(step, full[:self.system.nstate], sends, [t for t, on in restarts.items() if on])
+        return Outcome(step, full[:self.system.nstate], sends, [t for t, on in restarts.items() if on],
+                       self.system.observed(full, len(step.observed)))
 
     def _diagnose(self, step: LocalStep, padded: tuple) -> str:
         try:

@@ -296,7 +296,11 @@ class Node:
             choice = {n: to_json(d, v) for (n, v), d in zip(out.step.choice, out.step.choice_doms)}
             parts.append(f',"choice":{json.dumps(choice, separators=(",", ":"))}')
         sends = ",".join(f"[{d},{self._msg_text(m)}]" for d, m in out.sends)
-        parts.append(f',"sends":[{sends}],"timers":{json.dumps(out.restarts)},"state":{self._state_text(out.state)}}}')
+        parts.append(f',"sends":[{sends}],"timers":{json.dumps(out.restarts)}')
+        if out.observed:
+            ops = [to_json(self.system.observation, op) for op in out.observed]  # type: ignore[arg-type]
+            parts.append(f',"observed":{json.dumps(ops, separators=(",", ":"))}')
+        parts.append(f',"state":{self._state_text(out.state)}}}')
         return "".join(parts)
 
     def _msg_text(self, msg: Any) -> str:

@@ -74,12 +74,14 @@ async def _drive(cluster: Cluster, relay: Relay, model: Any, states: list[tuple]
     prog: ActorProgram = model.prog
     system = prog.system
     local = {p: system.init_locals[p] for p in system.pids}
+    history: set[Any] = set()
     start_choice = _start_choices(prog, states[0])
     await cluster.start(start_choice)
     for p in system.pids:
         if start_choice.get(p) is not None:
             ev = await _next_event(cluster, p, "start")
             local[p] = system.local_from_json(ev["state"])
+            history |= _observed(prog, ev)
     _compare(prog, states[0], local, 0, "init")
     say("  0  init: every process started")
     killed: set[int] = set()
@@ -94,6 +96,7 @@ async def _drive(cluster: Cluster, relay: Relay, model: Any, states: list[tuple]
             relay.release(src, dst, msg, _decode_choice(prog, name, args) if choice else None)
             ev = await _next_event(cluster, dst, label)
             local[dst] = system.local_from_json(ev["state"])
+            history |= _observed(prog, ev)
             say(f"  {i}  {label}: process {dst} received it and ran its handler")
         elif name == "timeout":
             p, timer = _int(args["p"]), args["timer"]
@@ -101,6 +104,7 @@ async def _drive(cluster: Cluster, relay: Relay, model: Any, states: list[tuple]
             cluster.send(p, {"op": "fire", "timer": timer, "choice": _decode_choice(prog, name, args) if choice else None})
             ev = await _next_event(cluster, p, label)
             local[p] = system.local_from_json(ev["state"])
+            history |= _observed(prog, ev)
             say(f"  {i}  {label}: process {p}'s timer fired")
         elif name == "crash":
             p = _int(args["p"])
@@ -121,7 +125,7 @@ async def _drive(cluster: Cluster, relay: Relay, model: Any, states: list[tuple]
     deadline = loop.time() + STEP_TIMEOUT
     while len(relay.held) < expected and loop.time() < deadline:
         await asyncio.sleep(0.01)
-    real = _assemble(prog, local, relay, killed)
+    real = _assemble(prog, local, relay, killed, history)
     say("  the real processes' global state (local states reported, messages held in the relay):")
     for k, v in model.show_state(real).items():
         say(f"         {k} = {v}")
@@ -243,8 +247,14 @@ def _compare(prog: ActorProgram, state: tuple, local: dict[int, tuple], i: int, 
                              f"is not the counterexample's {system.local_json(want)}")
 
 
-def _assemble(prog: ActorProgram, local: dict[int, tuple], relay: Relay, killed: set[int]) -> tuple:
-    """The global state made of the real processes' local states and the messages held in the relay."""
+def _observed(prog: ActorProgram, ev: dict[str, Any]) -> set[Any]:
+    """The operations a real process reported observing in an event."""
+    dom = prog.system.observation
+    return {from_json(dom, j, "observed") for j in ev.get("observed", [])} if dom is not None else set()
+
+
+def _assemble(prog: ActorProgram, local: dict[int, tuple], relay: Relay, killed: set[int], history: set[Any]) -> tuple:
+    """The global state made of the real processes' local states and observations and the messages held in the relay."""
     system = prog.system
     state = list(prog.init_defaults)
     for p, values in local.items():
@@ -253,7 +263,11 @@ def _assemble(prog: ActorProgram, local: dict[int, tuple], relay: Relay, killed:
     envelopes = [(s, d, from_json(system.message, m, "msg")) for s, d, m, _ in relay.held]
     net = prog.field("network")
     state[net.base:net.base + net.count] = net.encode(system.net.value_of(envelopes))
-    if "crashed" in {f.name for f in prog.fields}:
+    names = {f.name for f in prog.fields}
+    if "history" in names:
+        h = prog.field("history")
+        state[h.base:h.base + h.count] = h.encode(frozenset(history))
+    if "crashed" in names:
         c = prog.field("crashed")
         state[c.base:c.base + c.count] = c.encode(frozenset(killed))
     return tuple(state)

@@ -19,9 +19,11 @@ A process has typed local state (`Local` fields) and handlers written in the spe
 
 `p` reads and assigns the process's own fields; `p.id` is its id. A handler may call
 `send(dst, m)`, `broadcast(m)`, `set_timer(t)` and `cancel_timer(t)`, each with an optional
-`when=` condition on the local state. Each handler is traced once per process and input (sender
-and message value, or timer), so ids, messages and timers are plain Python values inside it
-(`if m.tag == "Echo":` is fine) and only the local state is symbolic. Extra annotated parameters
+`when=` condition on the local state; `observe(op)` records a client-visible operation (a value
+of the spec's `Observation` type) in the global `history`, the set of operations so far. Each
+handler is traced once per process and input (sender and message value, or timer), so ids,
+messages and timers are plain Python values inside it (`if m.tag == "Echo":` is fine) and only
+the local state is symbolic. Extra annotated parameters
 (`def receive(p, src, m, vote: Bool)`) are nondeterministic choices: the checker tries every
 value, an executor picks one. A `require` that fails leaves the message in flight.
 
@@ -31,8 +33,8 @@ default; ordered per channel; lossy; duplicating — chosen per check with `--pa
 `lossy=1`, `duplicating=1`, `capacity=k`), crash-stop faults (`max_crashes`, `--param crashes=F`)
 and Byzantine processes (`byzantine = (ids...)`, which run the handlers marked
 `byzantine=True`, and with `forge = True` may also send any well-typed message once). The
-global state has one map per local field (`s.state[p]`), `s.timers[p][t]`, `s.network`, and
-`s.crashed`; invariants read it as in any spec. Executors run the same local steps on real
+global state has one map per local field (`s.state[p]`), `s.timers[p][t]`, `s.network`,
+`s.crashed` and `s.history`; invariants read it as in any spec. Executors run the same local steps on real
 processes.
 """
 
@@ -79,7 +81,7 @@ from .types import (
     domain_values,
 )
 
-RESERVED = frozenset({"id", "timers", "network", "crashed", "forged"})
+RESERVED = frozenset({"id", "timers", "network", "crashed", "forged", "history"})
 DEFAULT_TIMEOUT_MS = 100
 
 
@@ -137,6 +139,7 @@ class _Effects:
         self.view = view
         self.pid = pid
         self.sends: list[tuple[Any, Any, Any]] = []  # (when, dst, msg)
+        self.observed: list[tuple[Any, Any]] = []  # (when, operation)
         self.restart: dict[str, Any] = {}
 
 
@@ -165,6 +168,15 @@ def send(dst: Any, msg: Any, when: Any = True) -> None:
     if w is False:
         return
     fx.sends.append((w, fx.system.check_dst(dst), fx.system.check_msg(msg)))
+
+
+def observe(op: Any, when: Any = True) -> None:
+    """Record a client-visible operation (a value of the spec's `Observation` type) in the history."""
+    fx = _current("observe()")
+    w = _condition(when)
+    if w is False:
+        return
+    fx.observed.append((w, fx.system.check_observation(op)))
 
 
 def broadcast(msg: Any, when: Any = True, include_self: bool = True) -> None:
@@ -228,6 +240,8 @@ class _SystemTypes:
         self.envelope = Record("Envelope", src=self.proc, dst=self.proc, msg=self.message)
         self.send_record = Record("Send", dst=self.proc, msg=self.message)
         self.send_option = Option(self.send_record)
+        self.observation: Type | None = getattr(cls, "Observation", None)
+        self.observation_option = Option(self.observation) if self.observation is not None else None
         self.globals: dict[str, Map] = {}
         for name, loc in cls._locals.items():
             self.globals[name] = Map(self.proc, loc.type, init=_global_init(loc.init))
@@ -250,6 +264,16 @@ class _SystemTypes:
             dom.index(msg)  # a SpecError if it is not a declared message
             return msg
         return coerce(msg, dom, "sent message")
+
+    def check_observation(self, op: Any) -> Any:
+        if self.observation is None:
+            raise SpecError(f"spec {self.cls.__name__} declares no Observation type", user_location(),
+                            'declare the operations clients see: Observation = Record("Delivered", v=Value)')
+        dom = self.observation.dom()
+        if isinstance(op, RecordValue):
+            dom.index(op)
+            return op
+        return coerce(op, dom, "observed operation")
 
     def check_timer(self, timer: Any) -> str:
         if self.timer is None:
@@ -303,7 +327,8 @@ class ActorSpec(Spec):
         if "action" in {getattr(v, "_lockstep_kind", None) for v in cls._decls.values()}:
             raise SpecError(f"actor spec {cls.__name__} declares an @action", None,
                             "processes act only through handlers (@on_start, @on_message, @on_timeout)")
-        types = [getattr(cls, "Process", None), getattr(cls, "Message", None), getattr(cls, "Timer", None)]
+        types = [getattr(cls, "Process", None), getattr(cls, "Message", None), getattr(cls, "Timer", None),
+                 getattr(cls, "Observation", None)]
         types += [loc.type for loc in locals_.values()]
         for t in types:
             if isinstance(t, Type):
@@ -355,6 +380,7 @@ class LocalStep:
     transition: Transition
     sends: list[tuple[Any, Any, Any]]
     loc: Location | None
+    observed: list[tuple[Any, Any]] = field(default_factory=list)
 
     @property
     def key(self) -> tuple:
@@ -395,6 +421,8 @@ class ActorSystem:
     forge: bool
     timeouts_ms: dict[str, int]
     state_fields: list[Field] = field(default_factory=list)
+    observe_slots: list[int] = field(default_factory=list)
+    observation: Domain | None = None
     _sends: dict[int, tuple[int, Any]] = field(default_factory=dict, repr=False)  # output slot value -> send
 
     @property
@@ -419,6 +447,15 @@ class ActorSystem:
                     hit = cache[r] = (v.dst, v.msg)
                 sends.append(hit)
         return sends, {t: bool(full[s]) for t, s in self.restart_slots.items()}
+
+    def observed(self, full: tuple, n: int | None = None) -> list[Any]:
+        """The operations a local step's result recorded in the history, in order."""
+        out = []
+        for s in self.observe_slots[:n]:
+            r = full[s]
+            if r:
+                out.append(self.observation.value(r - 1))  # type: ignore[union-attr]
+        return out
 
     def pad(self, local: tuple) -> tuple:
         """A local state extended with cleared output slots, ready to run a step on."""
@@ -517,10 +554,10 @@ class _ActorBuilder(_Builder):
 
         state_prog = self._local_state_program()
         traced = [s for pid in pids for s in self._trace_process(state_prog, pid)]
-        local, send_slots, restart_slots = self._local_program(state_prog, traced)
+        local, send_slots, restart_slots, observe_slots = self._local_program(state_prog, traced)
         prog = self._global_program()
         gslots = self._global_slots(prog, state_prog)
-        steps = [self._local_step(local, state_prog, send_slots, restart_slots, t) for t in traced]
+        steps = [self._local_step(local, send_slots, restart_slots, observe_slots, t) for t in traced]
         prog.init_transitions = self._starts(prog, gslots, steps)
         for s in steps:
             if s.kind != "start":
@@ -539,7 +576,8 @@ class _ActorBuilder(_Builder):
             cls.__name__, dict(v), self.proc, self.msg, types.timer.dom() if types.timer else None, local,
             state_prog.nslots, send_slots, types.send_option.dom(), restart_slots,
             steps, {s.key: s for s in steps}, gslots, init_locals, self.net, self.byz, self.crashable,
-            self.crashes, bool(cls.forge and self.byz), timeouts, list(state_prog.fields))
+            self.crashes, bool(cls.forge and self.byz), timeouts, list(state_prog.fields), observe_slots,
+            types.observation.dom() if types.observation is not None else None)
         return prog
 
     def _view(self, prog: Program, writable: bool) -> TraceState:
@@ -621,10 +659,11 @@ class _ActorBuilder(_Builder):
         finally:
             _effects.reset(token)
         updates = {s: t for s, t in view.writes.items() if not (t.op == "slot" and t.args[0] == s)}
-        return tracer.checks, updates, fx.sends, fx.restart
+        return tracer.checks, updates, fx.sends, fx.restart, fx.observed
 
-    def _local_program(self, state_prog: Program, traced: list[tuple]) -> tuple[Program, list[int], dict[str, int]]:
+    def _local_program(self, state_prog: Program, traced: list[tuple]) -> tuple[Program, list[int], dict[str, int], list[int]]:
         nsend = max((len(t[9]) for t in traced), default=0)
+        nobs = max((len(t[11]) for t in traced), default=0)
         fields = list(state_prog.fields)
         base = state_prog.nslots
         send_slots = list(range(base, base + nsend))
@@ -637,18 +676,28 @@ class _ActorBuilder(_Builder):
             names = self.types.timer.dom().values()
             fields.append(Field("_restart", Map(self.types.timer, Bool).dom(), base, False, None))
             restart_slots = {t: base + i for i, t in enumerate(names)}
+            base += len(names)
+        observe_slots = list(range(base, base + nobs))
+        if nobs:
+            fields.append(Field("_observed", Map(Int(0, nobs - 1), self.types.observation_option, init=None).dom(),
+                                base, None, None))
         local = Program(self.cls, dict(self.binding.values), fields)
         local.init_defaults, local.init_choices = self._initial_values(local)
-        return local, send_slots, restart_slots
+        return local, send_slots, restart_slots, observe_slots
 
-    def _local_step(self, local: Program, state_prog: Program, send_slots: list[int], restart_slots: dict[str, int],
+    def _local_step(self, local: Program, send_slots: list[int], restart_slots: dict[str, int], observe_slots: list[int],
                     t: tuple) -> LocalStep:
-        kind, pid, inp, choice, cdoms, byz, fn, checks, updates, sends, restart = t
+        kind, pid, inp, choice, cdoms, byz, fn, checks, updates, sends, restart, observed = t
         opt = self.types.send_option.dom()
         updates = dict(updates)
         for slot, (when, dst, msg) in zip(send_slots, sends):
             rec = coerce(self.types.send_record(dst, msg), opt, "send()")
             updates[slot] = rec if when is True else If(when, rec, const(0, opt))
+        if observed:
+            oopt = self.types.observation_option.dom()
+            for slot, (when, op) in zip(observe_slots, observed):
+                o = coerce(op, oopt, "observe()")
+                updates[slot] = o if when is True else If(when, o, const(0, oopt))
         for name, slot in restart_slots.items():
             if name in restart:
                 r = restart[name]
@@ -661,7 +710,7 @@ class _ActorBuilder(_Builder):
             + ((self.types.timer.dom(),) if kind == "timeout" else ()) + cdoms
         loc = _def_location(fn)
         tr = Transition(f"on_{kind}", args, checks, updates, loc, {"byzantine": byz}, arg_doms)
-        return LocalStep(kind, pid, src, msg, timer, choice, cdoms, byz, tr, sends, loc)
+        return LocalStep(kind, pid, src, msg, timer, choice, cdoms, byz, tr, sends, loc, observed)
 
     # -- the global program ---------------------------------------------------------------------
     def _global_program(self) -> ActorProgram:
@@ -670,6 +719,8 @@ class _ActorBuilder(_Builder):
             loc = self.cls._locals[name].location if name in self.cls._locals else None
             decls.append((name, t, t.init, loc))
         decls.append(("network", self.net.field_type(), None, None))
+        if self.types.observation is not None:
+            decls.append(("history", Set(self.types.observation), None, None))
         if self.crashes:
             decls.append(("crashed", Set(self.types.proc), None, None))
         if self.cls.forge and self.byz:
@@ -704,6 +755,9 @@ class _ActorBuilder(_Builder):
                 g.writes[m[s]] = _rename(t, m, memo)
         for when, dst, msg in step.sends:
             self.net.send(g, step.pid, _rename(dst, m, memo), _rename(msg, m, memo), _rename(when, m, memo))
+        for when, op in step.observed:
+            w, added = _rename(when, m, memo), g.history.add(_rename(op, m, memo))
+            g.history = added if w is True else If(w, added, g.history)
 
     def _global_step(self, prog: ActorProgram, action: str, args: tuple, arg_doms: tuple, loc: Location | None,
                      body: Callable[[TraceState, Any], None], meta: dict | None = None) -> Transition | None:
@@ -815,5 +869,5 @@ def in_flight(prog: ActorProgram, state: tuple) -> list[tuple[int, int, Any]]:
 
 __all__ = [
     "ActorProgram", "ActorSpec", "ActorSystem", "Local", "LocalStep", "Network", "ProcessView", "broadcast",
-    "cancel_timer", "in_flight", "on_message", "on_start", "on_timeout", "send", "set_timer", "step_key",
+    "cancel_timer", "in_flight", "observe", "on_message", "on_start", "on_timeout", "send", "set_timer", "step_key",
 ]

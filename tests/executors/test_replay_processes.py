@@ -11,6 +11,7 @@ from checker.explicit import Options, check
 from checker.loader import load_model
 from checker.trace import Trace, TraceError
 from executors.replay import replay_on_processes
+from tests.conftest import model_path
 
 
 def counterexample(spec: str, tmp_path, **params: int) -> str:
@@ -39,6 +40,17 @@ def test_bracha_low_echo_quorum_reproduced_on_processes(tmp_path):
     assert res.violated == "ready_agreement" and res.steps == 6
     assert res.validated, "the processes' own trace validates against the spec"
     assert any(line.strip().startswith("readied = {0: None, 1: ") for line in lines)
+
+
+def test_the_history_is_assembled_from_what_real_processes_observed(tmp_path):
+    spec = model_path("actor_gossip.py") + ":GossipObservedWrongClaim"
+    res = check(load_model(spec, {}), Options(deadlock=False))
+    path = tmp_path / "cex.json"
+    res.violation.trace.save(str(path))
+    lines: list[str] = []
+    out = replay_on_processes(Trace.load(str(path)), say=lines.append)
+    assert out.violated == "one_reporter"
+    assert any(line.strip().startswith("history = {Heard(by=") for line in lines)
 
 
 def test_a_crash_step_kills_the_real_process(tmp_path):

@@ -15,6 +15,7 @@ from executors.cluster import Cluster
 from executors.faults import parse_faults
 from executors.runner import actor_program, run
 from executors.wire import LENGTH, frame
+from tests.conftest import model_path
 
 
 def no_processes_left() -> None:
@@ -161,3 +162,21 @@ def test_a_partition_loses_messages_between_groups(tmp_path):
     rep = run("token_ring", {"n": 3, "tokens": 3}, 0.8, faults, str(path))
     assert rep.relay["partitioned"] > 0
     assert validate(load(str(path))).violation is None  # a lost message is one that is never delivered
+
+
+def test_observed_operations_are_recorded_and_validated(tmp_path):
+    spec = model_path("actor_gossip.py") + ":GossipObserved"
+    path = tmp_path / "gossip.jsonl"
+    run(spec, {}, 0.6, trace=str(path))
+    merged = load(str(path))
+    observed = [op for e in merged.events for op in e.get("observed", [])]
+    assert sorted((o["by"], o["src"]) for o in observed) == [(p, q) for p in range(3) for q in range(3) if p != q]
+    assert validate(merged).violation is None
+    lines = path.read_text().splitlines()
+    i = next(k for k, line in enumerate(lines) if '"observed"' in line)
+    e = json.loads(lines[i])
+    e["observed"] = []
+    lines[i] = json.dumps(e)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(Mismatch, match="the operations observed differ"):
+        validate(load(str(path)))

@@ -1,7 +1,7 @@
 """A symmetric actor spec: every process says hello to all others and records whom it heard."""
 
-from specs.lang import ForAll, Not, Range, Record, Set, invariant
-from specs.lang.actors import ActorSpec, Local, broadcast, on_message, on_start
+from specs.lang import ForAll, Implies, Not, Range, Record, Set, invariant
+from specs.lang.actors import ActorSpec, Local, broadcast, observe, on_message, on_start
 
 Proc = Range("n", default=3, symmetric=True)
 Hello = Record("Hello")
@@ -46,3 +46,31 @@ class GossipWithForger(Gossip):
     def zero_is_silent(s):
         """Nobody hears from the Byzantine process (false: it can forge a hello)."""
         return ForAll(Proc, lambda p: Not(s.heard[p].contains(0)))
+
+
+Heard = Record("Heard", by=Proc, src=Proc)
+
+
+class GossipObserved(Gossip):
+    """Gossip whose processes report each hello they hear to clients (the history)."""
+
+    Observation = Heard
+
+    @on_message
+    def receive(p, src, m):
+        observe(Heard(p.id, src), when=Not(p.heard.contains(src)))
+        p.heard = p.heard.add(src)
+
+    @invariant
+    def history_matches_state(s):
+        """A process reported exactly the hellos it has heard."""
+        return ForAll(Proc, Proc, lambda p, q: s.history.contains(Heard(p, q)) == s.heard[p].contains(q))
+
+
+class GossipObservedWrongClaim(GossipObserved):
+    """A false claim about the history: only process 0 ever reports."""
+
+    @invariant
+    def one_reporter(s):
+        """Nobody but process 0 reports (false once another process hears a hello)."""
+        return ForAll(Proc, Proc, lambda p, q: Implies(s.history.contains(Heard(p, q)), p == 0))

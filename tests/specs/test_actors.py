@@ -8,7 +8,7 @@ import pytest
 from checker.explicit import Options, check
 from checker.loader import load_model
 from specs.lang import Enum, Int, Range, Record, SpecError, Union, action, build_program, require
-from specs.lang.actors import ActorSpec, Local, on_message, on_start, on_timeout, send, set_timer
+from specs.lang.actors import ActorSpec, Local, observe, on_message, on_start, on_timeout, send, set_timer
 from tests.conftest import model_path
 from tests.specs import handwritten_actors as hand
 
@@ -306,4 +306,28 @@ def test_choice_parameters_need_types():
             p.x = v
 
     with pytest.raises(SpecError, match="choice parameter 'v' of handler start needs a finite type"):
+        build(Bad)
+
+
+def test_history_of_observed_operations():
+    spec = model_path("actor_gossip.py") + ":GossipObserved"
+    res = check(load_model(spec), Options(deadlock=False))
+    assert (res.verdict, res.distinct) == ("holds", 64)  # the history mirrors `heard`: no new states
+    wrong = model_path("actor_gossip.py") + ":GossipObservedWrongClaim"
+    bug = check(load_model(wrong, {}, invariants=["one_reporter"]), Options(deadlock=False))
+    assert bug.violation.name == "one_reporter" and len(bug.violation.trace.steps) == 2
+    assert "Heard(by=" in bug.violation.trace.steps[-1].shown["history"]
+
+
+def test_observe_needs_an_observation_type():
+    class Bad(ActorSpec):
+        Process = P
+        Message = Ping
+        x = Local(Int(0, 3), init=0)
+
+        @on_start
+        def start(p):
+            observe(Ping())
+
+    with pytest.raises(SpecError, match="declares no Observation type"):
         build(Bad)
