@@ -60,6 +60,7 @@ class Validation:
     events: int  # steps checked
     violation: str | None = None  # an invariant that fails after some step
     violation_event: dict[str, Any] | None = None
+    failure: str | None = None  # a handler failed, in the real process and in the spec
 
 
 class Validator:
@@ -174,6 +175,21 @@ class Validator:
         return (self._json_state(full[:self.system.nstate]), [[d, self._msg_json(m)] for d, m in sends],
                 sorted(t for t, on in restarts.items() if on), observed)
 
+    def _check_failure(self, state: tuple, e: dict[str, Any]) -> None:
+        """A handler that failed in a real process must fail in the spec too, on the same input and state."""
+        pid, kind = self._pid(e), e.get("input")
+        src = e.get("src")
+        msg = self._msg(e, e.get("msg"), "msg") if kind == "message" else None
+        timer = e.get("timer")
+        local = self.system.pad(self._locals(state, pid))
+        for _key, (_step, fn) in self._candidates(kind, pid, src, msg, timer):
+            try:
+                fn(local)
+            except Exception:
+                return
+        raise Mismatch(e, f"the process reports a failed handler ({e.get('message')}), but the spec's handler "
+                          "does not fail on this input and state")
+
     def _locals(self, state: tuple, pid: int) -> tuple:
         return tuple(state[i] for i in self.system.gslots[pid])
 
@@ -272,7 +288,9 @@ class Validator:
                     raise Mismatch(e, "a restarted process does not resume from its last state", have, e.get("state"))
                 continue
             if kind == "failure":
-                raise Mismatch(e, f"a handler failed in the real process: {e.get('message')}")
+                self._check_failure(state, e)
+                result.failure, result.violation_event = str(e.get("message")), e
+                break
             state = self.step(state, e)
             result.events += 1
             bad = violated(state)

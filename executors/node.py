@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,8 @@ from specs.lang.jsonvalues import to_json
 
 from .local import LocalExec, Outcome, StepFailed
 from .wire import LENGTH, FrameError, FrameReader, MessageCodec, frame, parse
+
+FAILED_EXIT = 3  # the exit code of a process whose handler failed
 
 
 @dataclass
@@ -279,6 +282,9 @@ class Node:
         self._log(ev)
         for h in self.handles.values():
             h.cancel()
+        if not self.cfg.controlled:  # a failed handler stops the process, as a failed step stops the spec
+            self._close_trace()
+            os._exit(FAILED_EXIT)
 
     def reject(self, reason: str) -> None:
         self.stats["rejected"] += 1

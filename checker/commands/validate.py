@@ -37,6 +37,12 @@ def report(res: Validation, seconds: float) -> int:
 
     (A run that is not a behaviour at all is exit code 1 too; a trace that cannot be read is 2.)"""
     rate = res.events / seconds if seconds > 0 else 0.0
+    if res.failure:
+        e = res.violation_event or {}
+        print(f"Violation: a handler failed in process {e.get('pid')} (clock {e.get('clock')}), as the spec's "
+              f"step fails there: {res.failure}")
+        print(f"  the run is a behaviour of the spec up to there: {res.events} steps checked")
+        return 1
     if res.violation:
         e = res.violation_event or {}
         print(f"Violation: invariant {res.violation} is violated after event "

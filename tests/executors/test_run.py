@@ -180,3 +180,14 @@ def test_observed_operations_are_recorded_and_validated(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(Mismatch, match="the operations observed differ"):
         validate(load(str(path)))
+
+
+def test_a_failing_handler_stops_its_process_and_the_run_reports_it(cli, tmp_path):
+    path = tmp_path / "fragile.jsonl"
+    r = cli("run", model_path("actor_failing.py"), "--duration", "0.5", "--trace", str(path))
+    assert r.code == 1
+    assert "note: process 1 exited unexpectedly (exit code 3)" in r.out
+    assert "Violation: a handler failed in process 1" in r.out and "process 1 got the token twice" in r.out
+    merged = load(str(path))
+    assert [e["kind"] for e in merged.events if e["pid"] == 0][:1] == ["start"]  # the other trace is kept
+    no_processes_left()
