@@ -55,7 +55,7 @@ async def replay_async(trace: Trace, say: Callable[[str], None]) -> ProcessRepla
     with tempfile.TemporaryDirectory(prefix="lockstep-replay-") as tmp:
         cluster = Cluster(trace.spec, dict(model.params), n, tmp, 0, relay, controlled=True)
         try:
-            result = await _drive(cluster, relay, model, checked.states, actions, say)
+            result = await _drive(cluster, relay, model, checked.states, actions, checked.labels[1:], say)
             await cluster.stop()
         finally:
             cluster.close()
@@ -70,7 +70,7 @@ async def replay_async(trace: Trace, say: Callable[[str], None]) -> ProcessRepla
 
 
 async def _drive(cluster: Cluster, relay: Relay, model: Any, states: list[tuple], actions: list[Any],
-                 say: Callable[[str], None]) -> ProcessReplay:
+                 labels: list[str], say: Callable[[str], None]) -> ProcessReplay:
     prog: ActorProgram = model.prog
     system = prog.system
     local = {p: system.init_locals[p] for p in system.pids}
@@ -85,9 +85,8 @@ async def _drive(cluster: Cluster, relay: Relay, model: Any, states: list[tuple]
     _compare(prog, states[0], local, 0, "init")
     say("  0  init: every process started")
     killed: set[int] = set()
-    for i, action in enumerate(actions, start=1):
+    for i, (action, label) in enumerate(zip(actions, labels), start=1):
         name, args = action["action"], action.get("args", {})
-        label = _label(name, args)
         if name == "deliver":
             src, dst = _int(args["src"]), _int(args["dst"])
             msg = to_json(system.message, _itf_msg(prog, args["msg"]))
@@ -129,7 +128,8 @@ async def _drive(cluster: Cluster, relay: Relay, model: Any, states: list[tuple]
     say("  the real processes' global state (local states reported, messages held in the relay):")
     for k, v in model.show_state(real).items():
         say(f"         {k} = {v}")
-    bad = prog_violated(prog, real)
+    index = model.violated(real)
+    bad = model.invariant_names[index] if index >= 0 else None
     steps = len(actions)
     if bad is None:
         conclusion = f"replayed {steps} steps on {len(system.pids)} processes; the invariants hold in their final state"
@@ -186,26 +186,6 @@ def _int(v: Any) -> int:
     if isinstance(v, int):
         return v
     raise TraceError(f"expected an integer, got {v!r}")
-
-
-def _label(name: str, args: dict[str, Any]) -> str:
-    from checker.itf import show
-
-    return f"{name}(" + ", ".join(f"{k}={show(_plain(v))}" for k, v in args.items()) + ")"
-
-
-def _plain(v: Any) -> Any:
-    if isinstance(v, dict) and "#bigint" in v:
-        return int(v["#bigint"])
-    if isinstance(v, dict) and "tag" in v and "value" in v:
-        inner = ", ".join(f"{k}={_plain(x)!r}" for k, x in v["value"].items())
-        return _Shown(f"{v['tag']}({inner})")
-    return v
-
-
-class _Shown(str):
-    def __repr__(self) -> str:
-        return str(self)
 
 
 async def _wait_held(relay: Relay, src: int, dst: int, msg: Any) -> None:
@@ -271,16 +251,6 @@ def _assemble(prog: ActorProgram, local: dict[int, tuple], relay: Relay, killed:
         c = prog.field("crashed")
         state[c.base:c.base + c.count] = c.encode(frozenset(killed))
     return tuple(state)
-
-
-def prog_violated(prog: ActorProgram, state: tuple) -> str | None:
-    """The first invariant false on `state` (evaluated by the reference evaluator), or None."""
-    from checker import interpret
-
-    for p in prog.invariants:
-        if p.term is not None and not interpret.evaluate(p.term, state):
-            return p.name
-    return None
 
 
 def replay_on_processes(trace: Trace, say: Callable[[str], None] = print) -> ProcessReplay:

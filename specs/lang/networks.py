@@ -25,7 +25,6 @@ from .types import Int, Map, Option, Range, Record, Set, Type
 class NetworkKind:
     """The network field and its operations on a tracing view `g` of the global state."""
 
-    lossy = False
     duplicating = False
     loc: Location | None = None  # the handler whose sends are being added, for failure reports
 
