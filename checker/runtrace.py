@@ -8,6 +8,7 @@ then one line per event:
   values of the handler's choice parameters), `sends` (`[dst, msg]` pairs in send order),
   `timers` (the timers it started or restarted), `observed` (client-visible operations, if
   any) and `state` (the local state after);
+- `forge`: a Byzantine process forged a message (`dst`, `msg`), in a spec with `forge = True`;
 - `restart`: the process was restarted from its last recorded `state` (not a step of the spec);
 - `failure`: a handler failed (`message`); the process stops;
 - `rejected`: a frame was dropped as malformed (`reason`); not a step.
@@ -26,6 +27,7 @@ from typing import Any
 from .trace import TraceError
 
 STEP_KINDS = ("start", "message", "timeout")
+"""Events that run a handler (a `forge` event is a step of the spec too, but runs none)."""
 
 
 def read_jsonl(path: str, tolerate_torn_end: bool = False) -> tuple[list[dict[str, Any]], bool]:
@@ -107,7 +109,7 @@ def load(path: str) -> MergedRun:
     for i, e in enumerate(events, start=2):
         if not isinstance(e.get("kind"), str) or not isinstance(e.get("pid"), int) or isinstance(e.get("pid"), bool):
             raise TraceError(f"{path}:{i}: an event needs a \"kind\" and an integer \"pid\"")
-        if e["kind"] in STEP_KINDS or e["kind"] == "restart":
+        if e["kind"] in (*STEP_KINDS, "restart", "forge"):
             if not isinstance(e.get("clock"), int) or not isinstance(e.get("seq"), int):
                 raise TraceError(f"{path}:{i}: a {e['kind']} event needs integer \"clock\" and \"seq\"")
         e["_line"] = i

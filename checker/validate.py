@@ -175,6 +175,17 @@ class Validator:
         return (self._json_state(full[:self.system.nstate]), [[d, self._msg_json(m)] for d, m in sends],
                 sorted(t for t, on in restarts.items() if on), observed)
 
+    def _forge(self, state: tuple, e: dict[str, Any]) -> tuple:
+        """The global state after a Byzantine process forged a message."""
+        pid, dst = self._pid(e), e.get("dst")
+        msg = self._msg(e, e.get("msg"), "msg")
+        fn = self.by_args.get(("forge", (pid, dst, msg)))
+        out = fn(state) if fn is not None else []
+        if not out:
+            raise Mismatch(e, f"process {pid} may not forge this message here (the spec lets a Byzantine process "
+                              "forge each message once, when it is not already in flight)")
+        return out[0][1]
+
     def _check_failure(self, state: tuple, e: dict[str, Any]) -> None:
         """A handler that failed in a real process must fail in the spec too, on the same input and state."""
         pid, kind = self._pid(e), e.get("input")
@@ -268,7 +279,7 @@ class Validator:
 
     def run(self, run: MergedRun) -> Validation:
         """Validate every event of `run`; raise Mismatch at the first that is not a step of the spec."""
-        events = [e for e in run.events if e.get("kind") in (*STEP_KINDS, "restart", "failure")]
+        events = [e for e in run.events if e.get("kind") in (*STEP_KINDS, "restart", "failure", "forge")]
         starts = [e for e in events if e["kind"] == "start"]
         state = self.initial(starts)
         result = Validation(len(starts))
@@ -286,6 +297,10 @@ class Validator:
                 have = self._json_state(self._locals(state, pid))
                 if e.get("state") != have:
                     raise Mismatch(e, "a restarted process does not resume from its last state", have, e.get("state"))
+                continue
+            if kind == "forge":
+                state = self._forge(state, e)
+                result.events += 1
                 continue
             if kind == "failure":
                 self._check_failure(state, e)

@@ -23,6 +23,7 @@ from .local import LocalExec, Outcome, StepFailed
 from .wire import LENGTH, FrameError, FrameReader, MessageCodec, frame, parse
 
 FAILED_EXIT = 3  # the exit code of a process whose handler failed
+FORGE_RATE = 0.3  # how likely a forging process sends each possible forged message
 
 
 @dataclass
@@ -119,6 +120,8 @@ class Node:
                     self._retry()
                 elif op == "fire":
                     self.fire(cmd["timer"], cmd.get("choice"))
+                elif op == "forge":
+                    self._forge_one(int(cmd["dst"]), self.codec.decode_msg(cmd["msg"]))
                 elif op == "stop":
                     self._close_trace()
                     self.report({"op": "bye", "pid": self.pid, "stats": self.stats, "deferred": len(self.deferred),
@@ -149,6 +152,23 @@ class Node:
     def _start(self, choice: dict[str, Any] | None = None) -> None:
         if self.exec.handles("start") and not self.handle("start", choice=choice):
             self.reject("the start handler is not enabled in the initial state")
+        if self.system.forge and self.pid in self.system.byzantine and not self.cfg.controlled:
+            self._forge()
+
+    def _forge(self) -> None:
+        """A Byzantine process of a spec with `forge = True`: send forged messages, each well-typed
+        message to each process at most once (with probability FORGE_RATE), as the spec allows."""
+        for dst in self.system.pids:
+            for msg in self.system.message.values():
+                if self.exec.rng.random() < FORGE_RATE:
+                    self._forge_one(dst, msg)
+
+    def _forge_one(self, dst: int, msg: Any) -> None:
+        self.clock += 1
+        self.seq += 1
+        self._log(f'{{"kind":"forge","pid":{self.pid},"clock":{self.clock},"seq":{self.seq},'
+                  f'"time":{self._now()},"dst":{dst},"msg":{self._msg_text(msg)}}}')
+        self._send(dst, msg)
 
     def _restore(self) -> None:
         """Continue from the last state this process recorded before it was killed."""

@@ -47,9 +47,6 @@ async def replay_async(trace: Trace, say: Callable[[str], None]) -> ProcessRepla
         raise TraceError(f"spec {model.name} is not an actor spec: only actor specs run as processes")
     system = prog.system
     actions = [s.action for s in trace.steps[1:]]
-    for a in actions:
-        if a and a.get("action") == "forge":
-            raise TraceError("the trace has a forged message (forge): Byzantine forging is not run on processes")
     n = system.proc.size
     relay = Relay(None, controlled=True)
     with tempfile.TemporaryDirectory(prefix="lockstep-replay-") as tmp:
@@ -105,6 +102,12 @@ async def _drive(cluster: Cluster, relay: Relay, model: Any, states: list[tuple]
             local[p] = system.local_from_json(ev["state"])
             history |= _observed(prog, ev)
             say(f"  {i}  {label}: process {p}'s timer fired")
+        elif name == "forge":
+            src, dst = _int(args["src"]), _int(args["dst"])
+            msg = to_json(system.message, _itf_msg(prog, args["msg"]))
+            cluster.send(src, {"op": "forge", "dst": dst, "msg": msg})
+            await _next_event(cluster, src, label)
+            say(f"  {i}  {label}: Byzantine process {src} forged it")
         elif name == "crash":
             p = _int(args["p"])
             await cluster.kill(p)
@@ -208,7 +211,7 @@ async def _next_event(cluster: Cluster, pid: int, label: str) -> dict[str, Any]:
                 ev = msg["event"]
                 if ev.get("kind") == "failure":
                     raise TraceError(f"{label}: process {pid} failed: {ev.get('message')}")
-                if ev.get("kind") in ("start", "message", "timeout"):
+                if ev.get("kind") in ("start", "message", "timeout", "forge"):
                     return ev
             elif op == "deferred":
                 raise TraceError(f"{label}: process {pid} did not take this step: its handler is not enabled")

@@ -96,7 +96,10 @@ class MessageCodec:
             raise FrameError(f"clock {clock!r} is not a non-negative integer")
         if "msg" not in obj:
             raise FrameError("no \"msg\"")
-        j = obj["msg"]
+        return src, dst, clock, self.decode_msg(obj["msg"])
+
+    def decode_msg(self, j: Any) -> Any:
+        """A message from its JSON form, validated against the declared type (FrameError if it is not one)."""
         key = _flat_key(j)
         msg = self._decoded.get(key) if key is not None else None
         if msg is None:
@@ -106,7 +109,7 @@ class MessageCodec:
                 raise FrameError(str(e)) from None
             if key is not None:
                 self._decoded[key] = msg
-        return src, dst, clock, msg
+        return msg
 
 
 def _flat_key(j: Any) -> frozenset | None:

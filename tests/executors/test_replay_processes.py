@@ -53,6 +53,17 @@ def test_the_history_is_assembled_from_what_real_processes_observed(tmp_path):
     assert any(line.strip().startswith("history = {Heard(by=") for line in lines)
 
 
+def test_a_forged_message_is_forged_by_the_real_byzantine_process(tmp_path):
+    spec = model_path("actor_gossip.py") + ":GossipWithForger"
+    res = check(load_model(spec, {}), Options(deadlock=False))
+    path = tmp_path / "cex.json"
+    res.violation.trace.save(str(path))
+    lines: list[str] = []
+    out = replay_on_processes(Trace.load(str(path)), say=lines.append)
+    assert out.violated == "zero_is_silent" and out.validated
+    assert any("Byzantine process 0 forged it" in line for line in lines)
+
+
 def test_a_crash_step_kills_the_real_process(tmp_path):
     """The shortest deadlock of two-phase commit ends with the TM crashed: replayed, it is SIGKILLed."""
     res = check(load_model("two_phase_commit", {}), Options(deadlock=True))

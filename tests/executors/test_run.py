@@ -191,3 +191,22 @@ def test_a_failing_handler_stops_its_process_and_the_run_reports_it(cli, tmp_pat
     merged = load(str(path))
     assert [e["kind"] for e in merged.events if e["pid"] == 0][:1] == ["start"]  # the other trace is kept
     no_processes_left()
+
+
+def test_a_forging_byzantine_process(tmp_path):
+    """Process 0 forges hellos; the run is a behaviour of the spec, whose false claim the real run breaks."""
+    path = tmp_path / "forge.jsonl"
+    run(model_path("actor_gossip.py") + ":GossipWithForger", {}, 0.5, trace=str(path), seed=1)
+    merged = load(str(path))
+    forged = [e for e in merged.events if e["kind"] == "forge"]
+    assert forged and all(e["pid"] == 0 for e in forged)
+    res = validate(merged)
+    assert res.violation == "zero_is_silent"
+    lines = path.read_text().splitlines()
+    i = next(k for k, line in enumerate(lines) if '"kind":"forge"' in line)
+    e = json.loads(lines[i])
+    e["pid"] = 1  # an honest process cannot forge
+    lines[i] = json.dumps(e)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(Mismatch, match="process 1 may not forge this message here"):
+        validate(load(str(path)))
