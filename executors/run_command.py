@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from checker.commands.check import add_spec_arguments, natural
@@ -48,7 +49,9 @@ def run(args: argparse.Namespace) -> int:
     ps = ", ".join(f"{k}={v}" for k, v in prog.params.items())
     print(f"Running {prog.name} ({ps}): {n} processes for {args.duration:g} s"
           + (f", faults from {args.faults}" if args.faults else ""))
-    rep = run_processes(args.spec, params, args.duration, faults, args.trace, args.seed, tracing=not args.no_trace)
+    rep = run_processes(args.spec, params, args.duration, faults, args.trace, args.seed, tracing=not args.no_trace,
+                        progress=lambda t: print(f"progress: {t:.0f} s of {args.duration:g} s", file=sys.stderr,
+                                                 flush=True))
     show(rep)
     if rep.trace is None or args.no_validate:
         return 0

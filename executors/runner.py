@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,8 @@ from specs.lang.actors import ActorProgram
 from .cluster import Cluster
 from .faults import Faults
 from .relay import Relay
+
+PROGRESS_EVERY = 2.0  # seconds between progress reports of a run
 
 
 @dataclass
@@ -46,7 +49,8 @@ def actor_program(spec: str, params: dict[str, int]) -> ActorProgram:
 
 
 async def run_async(spec: str, params: dict[str, int], duration: float, faults: Faults | None = None,
-                    trace: str | None = None, seed: int = 0, tracing: bool = True) -> RunReport:
+                    trace: str | None = None, seed: int = 0, tracing: bool = True,
+                    progress: Callable[[float], None] | None = None) -> RunReport:
     prog = actor_program(spec, params)
     params = dict(prog.params)
     n = prog.system.proc.size
@@ -58,7 +62,7 @@ async def run_async(spec: str, params: dict[str, int], duration: float, faults: 
         notes: list[str] = []
         try:
             await cluster.start()
-            await _schedule(cluster, faults, duration, notes)
+            await _schedule(cluster, faults, duration, notes, progress)
             await cluster.stop()
         finally:
             cluster.close()
@@ -76,8 +80,10 @@ async def run_async(spec: str, params: dict[str, int], duration: float, faults: 
         return report
 
 
-async def _schedule(cluster: Cluster, faults: Faults, duration: float, notes: list[str]) -> None:
-    """Let the processes run for `duration` seconds, killing and restarting them as planned."""
+async def _schedule(cluster: Cluster, faults: Faults, duration: float, notes: list[str],
+                    progress: Callable[[float], None] | None) -> None:
+    """Let the processes run for `duration` seconds, killing and restarting them as planned
+    (`progress(elapsed)` is called about every PROGRESS_EVERY seconds)."""
     plan: list[tuple[float, str, int]] = []
     for c in faults.crashes:
         plan.append((c.at, "kill", c.pid))
@@ -86,12 +92,16 @@ async def _schedule(cluster: Cluster, faults: Faults, duration: float, notes: li
     plan.sort()
     loop = asyncio.get_running_loop()
     end = loop.time() + duration
+    next_report = loop.time() + PROGRESS_EVERY
     for at, what, pid in plan + [(duration, "end", -1)]:
         while True:
             wait = min(end, cluster.loop_time0 + at) - loop.time()
             if wait <= 0:
                 break
             await asyncio.sleep(min(wait, 0.1))
+            if progress is not None and loop.time() >= next_report:
+                next_report += PROGRESS_EVERY
+                progress(cluster.elapsed())
         if what == "end" or at > duration:
             break
         if what == "kill":
@@ -103,6 +113,6 @@ async def _schedule(cluster: Cluster, faults: Faults, duration: float, notes: li
 
 
 def run(spec: str, params: dict[str, int], duration: float, faults: Faults | None = None, trace: str | None = None,
-        seed: int = 0, tracing: bool = True) -> RunReport:
+        seed: int = 0, tracing: bool = True, progress: Callable[[float], None] | None = None) -> RunReport:
     """Run `spec` as one OS process per actor for `duration` seconds; see `run_async`."""
-    return asyncio.run(run_async(spec, params, duration, faults, trace, seed, tracing))
+    return asyncio.run(run_async(spec, params, duration, faults, trace, seed, tracing, progress))
