@@ -37,6 +37,7 @@ class ProcessReplay:
     violated: str | None  # the invariant the processes' final global state violates
     conclusion: str
     validated: bool
+    failed: str | None = None  # the failure of the handler the trace says fails next
 
 
 async def replay_async(trace: Trace, say: Callable[[str], None]) -> ProcessReplay:
@@ -52,7 +53,8 @@ async def replay_async(trace: Trace, say: Callable[[str], None]) -> ProcessRepla
     with tempfile.TemporaryDirectory(prefix="lockstep-replay-") as tmp:
         cluster = Cluster(trace.spec, dict(model.params), n, tmp, 0, relay, controlled=True)
         try:
-            result = await _drive(cluster, relay, model, checked.states, actions, checked.labels[1:], say)
+            result = await _drive(cluster, relay, model, checked.states, actions, checked.labels[1:],
+                                  trace.property or {}, say)
             await cluster.stop()
         finally:
             cluster.close()
@@ -67,73 +69,42 @@ async def replay_async(trace: Trace, say: Callable[[str], None]) -> ProcessRepla
 
 
 async def _drive(cluster: Cluster, relay: Relay, model: Any, states: list[tuple], actions: list[Any],
-                 labels: list[str], say: Callable[[str], None]) -> ProcessReplay:
+                 labels: list[str], prop: dict[str, Any], say: Callable[[str], None]) -> ProcessReplay:
     prog: ActorProgram = model.prog
     system = prog.system
-    local = {p: system.init_locals[p] for p in system.pids}
-    history: set[Any] = set()
+    run = _Replaying(cluster, relay, prog, say)
     start_choice = _start_choices(prog, states[0])
     await cluster.start(start_choice)
     for p in system.pids:
         if start_choice.get(p) is not None:
-            ev = await _next_event(cluster, p, "start")
-            local[p] = system.local_from_json(ev["state"])
-            history |= _observed(prog, ev)
-    _compare(prog, states[0], local, 0, "init")
+            run.took(await _next_event(cluster, p, "start"))
+    _compare(prog, states[0], run.local, 0, "init")
     say("  0  init: every process started")
-    killed: set[int] = set()
     for i, (action, label) in enumerate(zip(actions, labels), start=1):
-        name, args = action["action"], action.get("args", {})
-        if name == "deliver":
-            src, dst = _int(args["src"]), _int(args["dst"])
-            msg = to_json(system.message, _itf_msg(prog, args["msg"]))
-            choice = {k: v for k, v in args.items() if k not in ("src", "dst", "msg")}
-            await _wait_held(relay, src, dst, msg)
-            relay.release(src, dst, msg, _decode_choice(prog, name, args) if choice else None)
-            ev = await _next_event(cluster, dst, label)
-            local[dst] = system.local_from_json(ev["state"])
-            history |= _observed(prog, ev)
-            say(f"  {i}  {label}: process {dst} received it and ran its handler")
-        elif name == "timeout":
-            p, timer = _int(args["p"]), args["timer"]
-            choice = {k: v for k, v in args.items() if k not in ("p", "timer")}
-            cluster.send(p, {"op": "fire", "timer": timer, "choice": _decode_choice(prog, name, args) if choice else None})
-            ev = await _next_event(cluster, p, label)
-            local[p] = system.local_from_json(ev["state"])
-            history |= _observed(prog, ev)
-            say(f"  {i}  {label}: process {p}'s timer fired")
-        elif name == "forge":
-            src, dst = _int(args["src"]), _int(args["dst"])
-            msg = to_json(system.message, _itf_msg(prog, args["msg"]))
-            cluster.send(src, {"op": "forge", "dst": dst, "msg": msg})
-            await _next_event(cluster, src, label)
-            say(f"  {i}  {label}: Byzantine process {src} forged it")
-        elif name == "crash":
-            p = _int(args["p"])
-            await cluster.kill(p)
-            killed.add(p)
-            say(f"  {i}  {label}: process {p} killed (SIGKILL)")
-        elif name == "drop":
-            src, dst = _int(args["src"]), _int(args["dst"])
-            msg = to_json(system.message, _itf_msg(prog, args["msg"]))
-            await _wait_held(relay, src, dst, msg)
-            relay.discard(src, dst, msg)
-            say(f"  {i}  {label}: the relay dropped it")
-        else:
-            raise TraceError(f"step {i}: {name} steps cannot be replayed on processes")
-        _compare(prog, states[i], local, i, label)
+        await run.perform(i, action["action"], action.get("args", {}), label)
+        _compare(prog, states[i], run.local, i, label)
+    steps = len(actions)
+    if prop.get("kind") == "step":
+        lid = next((k for k, t in enumerate(prog.transitions) if t.label == prop.get("name")), None)
+        if lid is None:
+            raise TraceError(f"the trace claims step {prop.get('name')} fails, but the spec has no such step")
+        failing = model.label_json(lid)
+        failed = await run.perform(steps + 1, failing["action"], failing["args"], prop["name"], failure=True)
+        conclusion = (f"replayed {steps} steps on {len(system.pids)} processes; then the real handler failed, "
+                      f"as in the counterexample: {failed}")
+        say(conclusion)
+        return ProcessReplay(steps, None, conclusion, False, failed)
     expected = len(in_flight(prog, states[-1]))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + STEP_TIMEOUT
     while len(relay.held) < expected and loop.time() < deadline:
         await asyncio.sleep(0.01)
-    real = _assemble(prog, local, relay, killed, history)
+    real = _assemble(prog, run.local, relay, run.killed, run.history)
     say("  the real processes' global state (local states reported, messages held in the relay):")
     for k, v in model.show_state(real).items():
         say(f"         {k} = {v}")
     index = model.violated(real)
     bad = model.invariant_names[index] if index >= 0 else None
-    steps = len(actions)
     if bad is None:
         conclusion = f"replayed {steps} steps on {len(system.pids)} processes; the invariants hold in their final state"
     else:
@@ -141,6 +112,72 @@ async def _drive(cluster: Cluster, relay: Relay, model: Any, states: list[tuple]
                       f"invariant {bad}, as in the counterexample")
     say(conclusion)
     return ProcessReplay(steps, bad, conclusion, False)
+
+
+class _Replaying:
+    """What the real processes hold so far, and how to make them take one step of the trace."""
+
+    def __init__(self, cluster: Cluster, relay: Relay, prog: ActorProgram, say: Callable[[str], None]):
+        self.cluster, self.relay, self.prog, self.say = cluster, relay, prog, say
+        self.system = prog.system
+        self.local = {p: self.system.init_locals[p] for p in self.system.pids}
+        self.history: set[Any] = set()
+        self.killed: set[int] = set()
+
+    def took(self, ev: dict[str, Any]) -> None:
+        """Record the local state and observations a process reported."""
+        self.local[ev["pid"]] = self.system.local_from_json(ev["state"])
+        self.history |= _observed(self.prog, ev)
+
+    async def perform(self, i: int, name: str, args: dict[str, Any], label: str, failure: bool = False) -> str | None:
+        """Make the processes take step `i`; with `failure`, expect the handler to fail and return its message."""
+        cluster, relay, system, prog = self.cluster, self.relay, self.system, self.prog
+        if name == "deliver":
+            src, dst = _int(args["src"]), _int(args["dst"])
+            msg = to_json(system.message, _itf_msg(prog, args["msg"]))
+            choice = {k: v for k, v in args.items() if k not in ("src", "dst", "msg")}
+            await _wait_held(relay, src, dst, msg)
+            relay.release(src, dst, msg, _decode_choice(prog, name, args) if choice else None)
+            ev = await _next_event(cluster, dst, label, failure)
+            what = f"process {dst} received it and ran its handler"
+        elif name == "timeout":
+            p, timer = _int(args["p"]), args["timer"]
+            choice = {k: v for k, v in args.items() if k not in ("p", "timer")}
+            cluster.send(p, {"op": "fire", "timer": timer, "choice": _decode_choice(prog, name, args) if choice else None})
+            ev = await _next_event(cluster, p, label, failure)
+            what = f"process {p}'s timer fired"
+        elif name == "forge" and not failure:
+            src, dst = _int(args["src"]), _int(args["dst"])
+            msg = to_json(system.message, _itf_msg(prog, args["msg"]))
+            cluster.send(src, {"op": "forge", "dst": dst, "msg": msg})
+            await _next_event(cluster, src, label)
+            self.say(f"  {i}  {label}: Byzantine process {src} forged it")
+            return None
+        elif name == "crash" and not failure:
+            p = _int(args["p"])
+            await cluster.kill(p)
+            self.killed.add(p)
+            self.say(f"  {i}  {label}: process {p} killed (SIGKILL)")
+            return None
+        elif name == "drop" and not failure:
+            src, dst = _int(args["src"]), _int(args["dst"])
+            msg = to_json(system.message, _itf_msg(prog, args["msg"]))
+            await _wait_held(relay, src, dst, msg)
+            relay.discard(src, dst, msg)
+            self.say(f"  {i}  {label}: the relay dropped it")
+            return None
+        else:
+            raise TraceError(f"step {i}: {name} steps cannot be replayed on processes")
+        if ev["kind"] == "failure":
+            if not failure:
+                raise TraceError(f"{label}: process {ev['pid']} failed: {ev.get('message')}")
+            self.say(f"  {i}  {label}: {what}, which failed: {ev.get('message')}")
+            return str(ev.get("message"))
+        if failure:
+            raise TraceError(f"{label}: the real handler did not fail, but the trace says the spec's step fails here")
+        self.took(ev)
+        self.say(f"  {i}  {label}: {what}")
+        return None
 
 
 def _start_choices(prog: ActorProgram, init: tuple) -> dict[int, dict[str, Any] | None]:
@@ -201,7 +238,7 @@ async def _wait_held(relay: Relay, src: int, dst: int, msg: Any) -> None:
         await asyncio.sleep(0.005)
 
 
-async def _next_event(cluster: Cluster, pid: int, label: str) -> dict[str, Any]:
+async def _next_event(cluster: Cluster, pid: int, label: str, failure: bool = False) -> dict[str, Any]:
     q = cluster.members[pid].reports
     try:
         while True:
@@ -209,9 +246,9 @@ async def _next_event(cluster: Cluster, pid: int, label: str) -> dict[str, Any]:
             op = msg.get("op")
             if op == "event":
                 ev = msg["event"]
-                if ev.get("kind") == "failure":
+                if ev.get("kind") == "failure" and not failure:
                     raise TraceError(f"{label}: process {pid} failed: {ev.get('message')}")
-                if ev.get("kind") in ("start", "message", "timeout", "forge"):
+                if ev.get("kind") in ("start", "message", "timeout", "forge", "failure"):
                     return ev
             elif op == "deferred":
                 raise TraceError(f"{label}: process {pid} did not take this step: its handler is not enabled")

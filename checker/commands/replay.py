@@ -28,6 +28,9 @@ def run(args: argparse.Namespace) -> int:
         if prop.get("kind") == "invariant" and res.violated != prop.get("name"):
             print(f"Not reproduced: the trace claims invariant {prop.get('name')} is violated")
             return 1
+        if prop.get("kind") == "step" and res.failed is None:
+            print(f"Not reproduced: the trace claims step {prop.get('name')} fails")
+            return 1
         return 0
     print(f"replaying {args.file}: spec {trace.spec_name} {trace.params}")
     replay(trace, say=print)

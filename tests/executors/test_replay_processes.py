@@ -16,7 +16,7 @@ from tests.conftest import model_path
 
 def counterexample(spec: str, tmp_path, **params: int) -> str:
     res = check(load_model(spec, params), Options(deadlock=False))
-    path = tmp_path / f"{spec}.json"
+    path = tmp_path / "cex.json"
     res.violation.trace.save(str(path))
     return str(path)
 
@@ -62,6 +62,14 @@ def test_a_forged_message_is_forged_by_the_real_byzantine_process(tmp_path):
     out = replay_on_processes(Trace.load(str(path)), say=lines.append)
     assert out.violated == "zero_is_silent" and out.validated
     assert any("Byzantine process 0 forged it" in line for line in lines)
+
+
+def test_a_failing_handler_is_reproduced_on_processes(cli, tmp_path):
+    path = counterexample(model_path("actor_failing.py"), tmp_path)
+    r = cli("replay", path, "--on-processes")
+    assert r.code == 0, r.out + r.err
+    assert "3  deliver(src=0, dst=1, msg=Token()): process 1 received it and ran its handler, which failed" in r.out
+    assert "then the real handler failed, as in the counterexample" in r.out and "got the token twice" in r.out
 
 
 def test_a_crash_step_kills_the_real_process(tmp_path):
