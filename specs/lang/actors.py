@@ -308,7 +308,8 @@ class ActorSpec(Spec):
         super().__init_subclass__(**kwargs)
         locals_: dict[str, Local] = {}
         handlers: dict[tuple[str, bool], tuple[str, Callable]] = {}
-        for klass in reversed(cls.__mro__):
+        for klass in reversed(cls.__mro__):  # a subclass's handler replaces its base's handler of that kind
+            own: dict[tuple[str, bool], str] = {}
             for name, value in vars(klass).items():
                 if isinstance(value, Local):
                     if name in RESERVED:
@@ -317,10 +318,10 @@ class ActorSpec(Spec):
                     locals_[name] = value
                 marker = getattr(value, "_actor_handler", None)
                 if marker is not None:
-                    previous = handlers.get(marker)
-                    if previous is not None and previous[0] != name and klass is cls:
-                        raise SpecError(f"{cls.__name__} has two {marker[0]} handlers ({previous[0]}, {name})",
+                    if marker in own:
+                        raise SpecError(f"{klass.__name__} has two {marker[0]} handlers ({own[marker]}, {name})",
                                         _def_location(value), "merge them into one handler")
+                    own[marker] = name
                     handlers[marker] = (name, value)
         cls._locals = locals_
         cls._handlers = handlers

@@ -331,3 +331,19 @@ def test_observe_needs_an_observation_type():
 
     with pytest.raises(SpecError, match="declares no Observation type"):
         build(Bad)
+
+
+def test_two_handlers_of_a_kind_in_one_class():
+    with pytest.raises(SpecError, match="Twice2 has two start handlers \\(a, b\\)"):
+        class Twice2(ActorSpec):
+            Process = P
+            Message = Ping
+            x = Local(Int(0, 3), init=0)
+
+            @on_start
+            def a(p):
+                p.x = 1
+
+            @on_start
+            def b(p):
+                p.x = 2
