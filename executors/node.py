@@ -174,14 +174,14 @@ class Node:
         """Continue from the last state this process recorded before it was killed."""
         from checker.runtrace import STEP_KINDS, read_jsonl
 
-        last = None
-        if self.cfg.trace:
-            events, _ = read_jsonl(self.cfg.trace, tolerate_torn_end=True)
-            last = next((e for e in reversed(events) if e.get("kind") in (*STEP_KINDS, "restart")), None)
-        if last is not None:
-            self.state = self.system.local_from_json(last["state"])
-            self.clock, self.seq = last["clock"], last["seq"]
-        self.seq += 1
+        events = read_jsonl(self.cfg.trace, tolerate_torn_end=True)[0] if self.cfg.trace else []
+        last = next((e for e in reversed(events) if e.get("kind") in (*STEP_KINDS, "restart")), None)
+        if last is None:  # killed before it recorded its start: start afresh
+            self._start()
+            return
+        self.state = self.system.local_from_json(last["state"])
+        self.clock = max(e["clock"] for e in events if "clock" in e)
+        self.seq = max(e["seq"] for e in events if "seq" in e) + 1
         self._log({"kind": "restart", "pid": self.pid, "clock": self.clock, "seq": self.seq, "time": self._now(),
                    "state": self._json_state(self.state)})
         self._timers([])
