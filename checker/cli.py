@@ -23,6 +23,8 @@ COMMANDS = [
     "checker.commands.replay",
     "checker.commands.prove",
     "checker.commands.algebra",
+    "checker.commands.validate",
+    "executors.run_command",
 ]
 """Modules defining `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`."""
 

@@ -166,6 +166,13 @@ def _zcode(z: list[_ZSlot], i: int, value: str) -> str:
     return f"_zmix(Z{i}, {value})"
 
 
+def _zdelta(z: list[_ZSlot], i: int, old: str, new: str) -> str:
+    """Code XOR-ing a fingerprint from slot i's old value to its new one (for a wide set: only the changed bits)."""
+    if z[i].kind == "bits":
+        return f" ^ _zbits(Z{i}, {old} ^ {new})"
+    return f" ^ {_zcode(z, i, old)} ^ {_zcode(z, i, new)}"
+
+
 def fingerprint_source(prog: Program, z: list[_ZSlot]) -> str:
     """`def fingerprint(st)`: the XOR of the keys of the state's slot values."""
     n = prog.nslots
@@ -291,7 +298,7 @@ def expand_source(prog: Program, z: list[_ZSlot], *, partitioned: bool, symmetri
         if symmetric:
             lines += [f"{indent}t = canon({tup})", f"{indent}f = fingerprint(t)"]
         else:
-            old = "".join(f" ^ {_zcode(z, s, ex.names(s))} ^ {_zcode(z, s, v)}" for s, v in vals.items())
+            old = "".join(_zdelta(z, s, ex.names(s), v) for s, v in vals.items())
             ex.used.update(vals)
             lines.append(f"{indent}f = pf{old}")
         lines.append(f"{indent}if f not in P:")
@@ -381,3 +388,10 @@ class Compiled:
 def compile_program(prog: Program) -> Compiled:
     """Generate and compile the successor, predicate and fingerprint functions of `prog`."""
     return Compiled(prog)
+
+
+def compile_transitions(prog: Program, transitions: list[Transition]) -> list[Callable[[tuple], list]]:
+    """One compiled function per transition: state -> [(0, successor)] if enabled there, else []."""
+    src = "\n".join(transitions_source(prog, [t], f"step{i}") for i, t in enumerate(transitions))
+    ns = _exec(src, _namespace([]), f"<lockstep:{prog.name}:steps>")
+    return [ns[f"step{i}"] for i in range(len(transitions))]

@@ -12,4 +12,11 @@ SPECS: dict[str, str] = {
     "ewd840_unstained": "specs.examples.ewd840:EWD840Unstained",
     "lock": "specs.examples.lock:Lock",
     "lock_weak": "specs.examples.lock:LockWeak",
+    "two_phase_commit": "specs.two_phase_commit:TwoPhaseCommit",
+    "two_phase_commit_eager": "specs.two_phase_commit:TwoPhaseCommitEager",
+    "bracha": "specs.bracha:Bracha",
+    "bracha_equivocating_sender": "specs.bracha:BrachaEquivocatingSender",
+    "bracha_byzantine_relay": "specs.bracha:BrachaByzantineRelay",
+    "bracha_low_echo_quorum": "specs.bracha:BrachaLowEchoQuorum",
+    "token_ring": "specs.token_ring:TokenRing",
 }

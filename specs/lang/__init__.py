@@ -31,6 +31,9 @@ on Python values):
   parameter) is fine: parameters are concrete while a spec is built.
 
 A misuse fails when the spec is loaded, naming the line and the fix.
+
+Message-passing protocols are written with `specs.lang.actors` (processes with local state and
+handlers, a network, crashes and Byzantine processes); they compile to a spec like any other.
 """
 
 from .errors import Location, SpecError

@@ -223,7 +223,8 @@ def build_program(cls: type, values: dict[str, Any] | None = None) -> Program:
         raise SpecError(f"{cls!r} is not a Spec subclass")
     binding = bind_params(cls, values or {})
     with bound(binding):
-        return _Builder(cls, binding).build()
+        builder = getattr(cls, "_program_builder", None) or _Builder  # system models (actors) trace their own way
+        return builder(cls, binding).build()
 
 
 class _Builder:
@@ -256,6 +257,10 @@ class _Builder:
         if not self._functions("action"):
             raise SpecError(f"spec {self.cls.__name__} declares no actions", None, "mark functions with @action")
         return prog
+
+    def _view(self, prog: Program, writable: bool) -> TraceState:
+        """The state view actions and predicates are traced on (system models add attributes)."""
+        return TraceState(prog, self.binding, writable)
 
     def _functions(self, kind: str) -> list[tuple[str, Callable]]:
         return [(n, f) for n, f in self.decls.items() if callable(f) and kind_of(f) == kind]
@@ -326,7 +331,7 @@ class _Builder:
         return out
 
     def _trace_one(self, prog: Program, name: str, fn: Callable, args: tuple) -> Transition | None:
-        view = TraceState(prog, self.binding, writable=True)
+        view = self._view(prog, writable=True)
         with tracing(view) as tracer:
             start_pending()
             try:
@@ -375,7 +380,7 @@ class _Builder:
     def _predicate(self, prog: Program, name: str, fn: Callable) -> Predicate:
         if len(inspect.signature(fn).parameters) != 1:
             raise SpecError(f"{kind_of(fn)} {name} takes exactly one argument (the state)", _def_location(fn))
-        view = TraceState(prog, self.binding, writable=False)
+        view = self._view(prog, writable=False)
         with tracing(view) as tracer:
             start_pending()
             try:

@@ -23,6 +23,16 @@ TYPED = sorted(SPECS) + [model_path("failing_action.py") + f":{c}" for c in ("Di
     + [model_path("constrained.py") + f":{c}" for c in ("Counter", "Chain")] + ["tests.specs.test_lang:Network"]
 
 
+_models: dict = {}
+
+
+def cached_model(spec):
+    """Each spec is built and compiled once for all of its examples."""
+    if spec not in _models:
+        _models[spec] = load_model(spec)
+    return _models[spec]
+
+
 def state_strategy(prog):
     parts = []
     for dom in prog.slot_doms:
@@ -48,7 +58,7 @@ def reference_successors(prog, state):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_compiled_code_matches_the_reference_evaluator(spec, data):
-    model = load_model(spec)
+    model = cached_model(spec)
     assert isinstance(model, TypedModel)
     prog = model.prog
     state = data.draw(state_strategy(prog))

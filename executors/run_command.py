@@ -1,0 +1,84 @@
+"""`lockstep run SPEC`: run an actor spec as real processes, inject faults, validate the trace."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from checker.commands.check import add_spec_arguments, natural
+from checker.commands.validate import report as report_validation
+from checker.loader import parse_params
+from checker.trace import TraceError
+from checker.validate import Mismatch, validate
+
+from .faults import load_faults
+from .runner import RunReport, actor_program
+from .runner import run as run_processes
+
+NAME = "run"
+HELP = "run an actor spec as one OS process per actor (TCP on 127.0.0.1), then validate the run"
+
+
+def seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < v <= 3600:
+        raise argparse.ArgumentTypeError(f"{v} is not between 0 and 3600 seconds")
+    return v
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_spec_arguments(p)
+    p.add_argument("--duration", type=seconds, default=2.0, metavar="S", help="seconds to run (default 2)")
+    p.add_argument("--faults", metavar="FILE", help="a JSON fault plan: drop, duplicate, reorder, delay_ms, "
+                                                    "partitions, crashes (see executors/faults.py)")
+    p.add_argument("--trace", metavar="FILE", help="write the merged run trace (JSON lines) to FILE")
+    p.add_argument("--seed", type=natural, default=0, help="seed for handler choices and injected faults")
+    p.add_argument("--no-trace", action="store_true", help="record nothing (and so validate nothing)")
+    p.add_argument("--no-validate", action="store_true", help="do not validate the merged trace")
+
+
+def run(args: argparse.Namespace) -> int:
+    params = parse_params(args.param)
+    prog = actor_program(args.spec, params)
+    n = prog.system.proc.size
+    faults = load_faults(args.faults, n) if args.faults else None
+    ps = ", ".join(f"{k}={v}" for k, v in prog.params.items())
+    print(f"Running {prog.name} ({ps}): {n} processes for {args.duration:g} s"
+          + (f", faults from {args.faults}" if args.faults else ""))
+    rep = run_processes(args.spec, params, args.duration, faults, args.trace, args.seed, tracing=not args.no_trace,
+                        progress=lambda t: print(f"progress: {t:.0f} s of {args.duration:g} s", file=sys.stderr,
+                                                 flush=True))
+    show(rep)
+    if rep.trace is None or args.no_validate:
+        return 0
+    t0 = time.monotonic()
+    try:
+        res = validate(rep.merged)  # type: ignore[arg-type]
+    except Mismatch as m:
+        print("Invalid: the run is not a behaviour of the spec at " + m.render())
+        return 1
+    except TraceError as e:
+        print(f"Not validated: {e}")
+        return 1
+    return report_validation(res, time.monotonic() - t0)
+
+
+def show(rep: RunReport) -> None:
+    """Print what the processes did."""
+    total = {k: sum(s.get(k, 0) for s in rep.stats.values()) for k in ("events", "sent", "rejected", "deferred", "lost")}
+    print(f"  {total['events']:,} handler events, {total['sent']:,} messages sent, "
+          f"{total['rejected']:,} frames rejected, {total['deferred']:,} deliveries deferred")
+    for pid, s in sorted(rep.stats.items()):
+        if not s:
+            print(f"  process {pid}: no report (it did not stop normally)")
+    if rep.relay:
+        print("  relay: " + ", ".join(f"{v:,} {k}" for k, v in rep.relay.items() if v))
+    for note in rep.notes:
+        print(f"  note: {note}")
+    if rep.trace:
+        print(f"Trace written to {rep.trace} (validate it: lockstep validate {rep.trace})")
+

@@ -1,0 +1,131 @@
+"""Two-phase commit as message-passing processes: a coordinator, resource managers, timeouts, crashes.
+
+Source: J. Gray and L. Lamport, "Consensus on Transaction Commit", ACM TODS 31(1), 2006, §3
+(the two-phase commit protocol, after Gray's "Notes on Data Base Operating Systems", 1978).
+Process 0 is the transaction manager (TM); processes 1..rm are the resource managers (RMs).
+
+- The TM sends Prepare to every RM. An RM that is still working prepares and answers Prepared;
+  one that has already aborted answers No.
+- The TM commits once every RM has answered Prepared and then sends Commit; it aborts on a No
+  or when its timer fires first, and then sends Abort. RMs do what they are told.
+- An RM that is still working may time out and abort on its own (Gray & Lamport: an RM may
+  abort spontaneously before it prepares). A prepared RM is blocked: on a timeout it waits on.
+- The TM may crash (`--param crashes=1`, the default): the RMs that have prepared stay blocked.
+
+`consistent` is Gray & Lamport's TCConsistent; `follows_tm` says an RM commits only what the TM
+decided. `TwoPhaseCommitEager` is a seeded bug: a prepared RM commits when its timer fires.
+
+Deviations and gaps filled: the paper leaves timeouts abstract; here both the TM and the RMs arm
+one timer at start, of `timeout_ms` milliseconds when run as processes. A blocked RM does not ask
+the TM or other RMs for the outcome (the paper's termination protocol is out of scope); it waits.
+An aborted RM answers Prepare with an explicit No rather than by staying silent, so the TM need
+not wait for its timer. Messages carry no RM id: the sender's process id identifies it.
+"""
+
+from specs.lang import And, Enum, ForAll, If, Implies, Not, Param, Range, Record, Set, Union, invariant, require
+from specs.lang.actors import ActorSpec, Local, Network, on_message, on_start, on_timeout, send, set_timer
+
+RM = Param("rm", default=2, lo=1, doc="resource managers")
+TM = 0
+
+Prepare = Record("Prepare")
+Prepared = Record("Prepared")
+No = Record("No")
+Commit = Record("Commit")
+Abort = Record("Abort")
+
+
+def rms(p):
+    """The resource managers' process ids."""
+    return range(1, p.rm + 1)
+
+
+class TwoPhaseCommit(ActorSpec):
+    """Two-phase commit as actors: TM and RMs, timeouts, TM crash (Gray & Lamport 2006)."""
+
+    Process = Range(RM + 1)
+    Message = Union(Prepare, Prepared, No, Commit, Abort)
+    Timer = Enum("timeout")
+    timeouts = {"timeout": Param("timeout_ms", default=300, lo=1, doc="timer length when run")}
+    network = Network()
+    max_crashes = 1
+    crashable = (TM,)
+
+    tm_state = Local(Enum("init", "committed", "aborted"), init="init")
+    tm_prepared = Local(Set(Process))
+    rm_state = Local(Enum("working", "prepared", "committed", "aborted"), init="working")
+
+    @on_start
+    def start(p):
+        if p.id == TM:
+            for r in rms(p):
+                send(r, Prepare())
+        set_timer("timeout")
+
+    @on_message
+    def receive(p, src, m):
+        if p.id == TM:
+            TwoPhaseCommit.tm_receive(p, src, m)
+        elif m.tag == "Prepare":
+            working = p.rm_state == "working"
+            p.rm_state = If(working, "prepared", p.rm_state)
+            send(TM, Prepared(), when=working)
+            send(TM, No(), when=p.rm_state == "aborted")
+        elif m.tag == "Commit":
+            p.rm_state = "committed"
+        elif m.tag == "Abort":
+            p.rm_state = "aborted"
+        else:
+            require(False)
+
+    def tm_receive(p, src, m):
+        undecided = p.tm_state == "init"
+        if m.tag == "Prepared":
+            prepared = p.tm_prepared.add(src)
+            p.tm_prepared = prepared
+            decide = And(undecided, ForAll(rms(p), lambda r: prepared.contains(r)))
+            p.tm_state = If(decide, "committed", p.tm_state)
+            for r in rms(p):
+                send(r, Commit(), when=decide)
+        elif m.tag == "No":
+            TwoPhaseCommit.tm_abort(p, undecided)
+        else:
+            require(False)
+
+    def tm_abort(p, undecided):
+        p.tm_state = If(undecided, "aborted", p.tm_state)
+        for r in rms(p):
+            send(r, Abort(), when=undecided)
+
+    @on_timeout
+    def timeout(p, timer):
+        if p.id == TM:
+            TwoPhaseCommit.tm_abort(p, p.tm_state == "init")
+        else:
+            TwoPhaseCommit.rm_timeout(p)
+
+    def rm_timeout(p):
+        p.rm_state = If(p.rm_state == "working", "aborted", p.rm_state)
+        set_timer("timeout", when=p.rm_state == "prepared")  # blocked: wait on
+
+    @invariant
+    def consistent(s):
+        """TCConsistent: no RM has committed while another has aborted."""
+        return ForAll(range(1, s.rm + 1), range(1, s.rm + 1),
+                      lambda a, b: Not(And(s.rm_state[a] == "committed", s.rm_state[b] == "aborted")))
+
+    @invariant
+    def follows_tm(s):
+        """An RM commits only after the TM has decided to commit."""
+        return ForAll(range(1, s.rm + 1), lambda r: Implies(s.rm_state[r] == "committed", s.tm_state[TM] == "committed"))
+
+
+class TwoPhaseCommitEager(TwoPhaseCommit):
+    """Seeded bug: a prepared RM commits when its timer fires instead of waiting for the TM."""
+
+    @on_timeout
+    def timeout(p, timer):
+        if p.id == TM:
+            TwoPhaseCommit.tm_abort(p, p.tm_state == "init")
+        else:
+            p.rm_state = If(p.rm_state == "working", "aborted", If(p.rm_state == "prepared", "committed", p.rm_state))

@@ -1,0 +1,212 @@
+"""Real runs: one OS process per actor on 127.0.0.1, faults, crashes and restarts, bad frames, clean exits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+from collections import Counter
+
+import pytest
+
+from checker.runtrace import load, read_jsonl
+from checker.validate import Mismatch, validate
+from executors.cluster import Cluster
+from executors.faults import parse_faults
+from executors.runner import actor_program, run
+from executors.wire import LENGTH, frame
+from tests.conftest import model_path
+
+
+def no_processes_left() -> None:
+    assert multiprocessing.active_children() == []
+
+
+@pytest.fixture(scope="module")
+def tpc_run(tmp_path_factory):
+    path = tmp_path_factory.mktemp("run") / "tpc.jsonl"
+    rep = run("two_phase_commit", {"rm": 2}, 1.0, trace=str(path), seed=1)
+    return rep, load(str(path))
+
+
+def test_two_phase_commit_run_is_a_behaviour_of_the_spec(tpc_run):
+    rep, merged = tpc_run
+    no_processes_left()
+    kinds = Counter(e["kind"] for e in merged.events)
+    assert kinds["start"] == 3 and kinds["message"] >= 4 and kinds["rejected"] == 0
+    assert sorted(rep.stats) == [0, 1, 2] and all(s["events"] > 0 for s in rep.stats.values())
+    res = validate(merged)
+    assert res.violation is None and res.events == sum(kinds[k] for k in ("start", "message", "timeout"))
+
+
+def test_trace_events_carry_lamport_clocks(tpc_run):
+    """Each delivery comes after (in the merged order, with a larger clock) the event that sent it."""
+    _, merged = tpc_run
+    sent: list[tuple[int, int, str, int]] = []  # (src, dst, message, clock)
+    for e in merged.events:
+        if e["kind"] == "message":
+            match = [s for s in sent if s[:3] == (e["src"], e["pid"], json.dumps(e["msg"]))]
+            assert match and all(s[3] < e["clock"] for s in match)
+        for dst, m in e.get("sends", []):
+            sent.append((e["pid"], dst, json.dumps(m), e["clock"]))
+    per_pid = [[e["clock"] for e in merged.events if e["pid"] == p] for p in range(3)]
+    assert all(c == sorted(c) and len(set(c)) == len(c) for c in per_pid)
+
+
+def test_bracha_with_a_byzantine_relay_under_delay_and_reordering(tmp_path):
+    faults = parse_faults({"delay_ms": [0, 10], "reorder": 0.5, "reorder_ms": 20}, 4)
+    path = tmp_path / "bracha.jsonl"
+    rep = run("bracha_byzantine_relay", {}, 1.5, faults, str(path), seed=3)
+    assert rep.relay["reordered"] > 0 and rep.relay["delayed"] > 0
+    merged = load(str(path))
+    assert validate(merged).violation is None
+    last = {e["pid"]: e["state"] for e in merged.events if "state" in e}
+    value = last[0]["input"]
+    assert [last[p]["delivered"] for p in (0, 1, 2)] == [value] * 3  # validity, in the real run
+    no_processes_left()
+
+
+def test_bracha_with_an_equivocating_sender(tmp_path):
+    path = tmp_path / "eq.jsonl"
+    run("bracha_equivocating_sender", {}, 1.0, trace=str(path), seed=5)
+    merged = load(str(path))
+    assert validate(merged).violation is None
+    byz = [e for e in merged.events if e["pid"] == 0]
+    assert byz[0]["kind"] == "start" and "ones" in byz[0]["choice"] and len(byz[0]["sends"]) == 9
+
+
+def test_crash_and_restart(tmp_path):
+    # tokens spend most of their time delayed in the relay, so most survive the crash and wait for the restart
+    faults = parse_faults({"delay_ms": [20, 40], "crashes": [{"pid": 1, "at": 0.3, "restart": 0.6}]}, 3)
+    path = tmp_path / "ring.jsonl"
+    rep = run("token_ring", {"n": 3, "tokens": 6}, 1.2, faults, str(path))
+    assert rep.relay["waited"] > 0
+    assert "process 1 killed (SIGKILL) at 0.30 s" in rep.notes and "process 1 restarted at 0.60 s" in rep.notes
+    merged = load(str(path))
+    restarts = [e for e in merged.events if e["kind"] == "restart"]
+    assert len(restarts) == 1 and restarts[0]["pid"] == 1
+    after = [e for e in merged.events if e["pid"] == 1 and e.get("seq", 0) > restarts[0]["seq"]]
+    assert after, "the restarted process handles messages again"
+    assert validate(merged).violation is None
+    no_processes_left()
+
+
+def test_a_killed_process_does_not_lose_the_others_traces(tmp_path):
+    faults = parse_faults({"crashes": [{"pid": 2, "at": 0.3}]}, 3)
+    path = tmp_path / "ring.jsonl"
+    rep = run("token_ring", {"n": 3, "tokens": 3}, 1.0, faults, str(path))
+    assert rep.stats[2] == {} and rep.stats[0]["events"] > 0
+    merged = load(str(path))
+    assert {e["pid"] for e in merged.events} == {0, 1, 2}
+    assert validate(merged).violation is None
+    no_processes_left()
+
+
+def test_malformed_frames_are_logged_and_dropped(tmp_path):
+    """Bad frames to a live process: each is recorded with its reason; the process keeps running."""
+
+    async def scenario() -> None:
+        prog = actor_program("two_phase_commit", {})
+        cluster = Cluster("two_phase_commit", dict(prog.params), 3, str(tmp_path))
+        try:
+            await cluster.start()
+            _, w = await asyncio.open_connection("127.0.0.1", cluster.members[1].port)
+            w.write(LENGTH.pack(5) + b"{nope")
+            w.write(frame([1, 2]))
+            w.write(frame({"src": 9, "dst": 1, "clock": 1, "msg": {"tag": "Prepare"}}))
+            w.write(frame({"src": 0, "dst": 1, "clock": 1, "msg": {"tag": "Bogus"}}))
+            w.write(frame({"src": 0, "dst": 1, "clock": 1, "msg": {"tag": "Prepare", "extra": 1}}))
+            w.write(frame({"src": 0, "dst": 2, "clock": 1, "msg": {"tag": "Prepare"}}))
+            w.write(frame({"src": 0, "dst": 1, "clock": -3, "msg": {"tag": "Prepare"}}))
+            _, w2 = await asyncio.open_connection("127.0.0.1", cluster.members[1].port)
+            w2.write(LENGTH.pack(1 << 30) + b"xxxx")
+            await w.drain()
+            await w2.drain()
+            await asyncio.sleep(0.3)
+            await cluster.stop()
+            assert cluster.members[1].bye is not None and cluster.members[1].bye["stats"]["rejected"] == 8
+        finally:
+            cluster.close()
+
+    asyncio.run(scenario())
+    events, _ = read_jsonl(str(tmp_path / "process-1.jsonl"))
+    reasons = [e["reason"] for e in events if e["kind"] == "rejected"]
+    expected = ["not JSON", "expected a JSON object", "src 9 is not a process id", "unknown message type 'Bogus'",
+                "Prepare has no field 'extra'", "a frame for process 2 arrived at process 1",
+                "clock -3 is not a non-negative integer", "more than the limit"]
+    assert len(reasons) == len(expected)
+    for want in expected:
+        assert any(want in r for r in reasons), want
+    assert any(e["kind"] == "message" for e in events), "the real Prepare was still handled"
+    no_processes_left()
+
+
+def test_duplicates_need_a_duplicating_network(tmp_path):
+    """The relay duplicates every message: a behaviour of the spec with duplicating=1, and not without."""
+    faults = parse_faults({"duplicate": 1.0}, 3)
+    path = tmp_path / "dup.jsonl"
+    rep = run("two_phase_commit", {"duplicating": 1}, 0.8, faults, str(path))
+    assert rep.relay["duplicated"] > 0
+    assert validate(load(str(path))).violation is None
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["params"]["duplicating"] = 0
+    path.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    with pytest.raises(Mismatch, match="not in flight"):
+        validate(load(str(path)))
+
+
+def test_a_partition_loses_messages_between_groups(tmp_path):
+    faults = parse_faults({"partitions": [{"start": 0.2, "end": 0.5, "groups": [[0, 1], [2]]}]}, 3)
+    path = tmp_path / "part.jsonl"
+    rep = run("token_ring", {"n": 3, "tokens": 3}, 0.8, faults, str(path))
+    assert rep.relay["partitioned"] > 0
+    assert validate(load(str(path))).violation is None  # a lost message is one that is never delivered
+
+
+def test_observed_operations_are_recorded_and_validated(tmp_path):
+    spec = model_path("actor_gossip.py") + ":GossipObserved"
+    path = tmp_path / "gossip.jsonl"
+    run(spec, {}, 0.6, trace=str(path))
+    merged = load(str(path))
+    observed = [op for e in merged.events for op in e.get("observed", [])]
+    assert sorted((o["by"], o["src"]) for o in observed) == [(p, q) for p in range(3) for q in range(3) if p != q]
+    assert validate(merged).violation is None
+    lines = path.read_text().splitlines()
+    i = next(k for k, line in enumerate(lines) if '"observed"' in line)
+    e = json.loads(lines[i])
+    e["observed"] = []
+    lines[i] = json.dumps(e)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(Mismatch, match="the operations observed differ"):
+        validate(load(str(path)))
+
+
+def test_a_failing_handler_stops_its_process_and_the_run_reports_it(cli, tmp_path):
+    path = tmp_path / "fragile.jsonl"
+    r = cli("run", model_path("actor_failing.py"), "--duration", "0.5", "--trace", str(path))
+    assert r.code == 1
+    assert "note: process 1 exited unexpectedly (exit code 3)" in r.out
+    assert "Violation: a handler failed in process 1" in r.out and "process 1 got the token twice" in r.out
+    merged = load(str(path))
+    assert [e["kind"] for e in merged.events if e["pid"] == 0][:1] == ["start"]  # the other trace is kept
+    no_processes_left()
+
+
+def test_a_forging_byzantine_process(tmp_path):
+    """Process 0 forges hellos; the run is a behaviour of the spec, whose false claim the real run breaks."""
+    path = tmp_path / "forge.jsonl"
+    run(model_path("actor_gossip.py") + ":GossipWithForger", {}, 0.5, trace=str(path), seed=1)
+    merged = load(str(path))
+    forged = [e for e in merged.events if e["kind"] == "forge"]
+    assert forged and all(e["pid"] == 0 for e in forged)
+    res = validate(merged)
+    assert res.violation == "zero_is_silent"
+    lines = path.read_text().splitlines()
+    i = next(k for k, line in enumerate(lines) if '"kind":"forge"' in line)
+    e = json.loads(lines[i])
+    e["pid"] = 1  # an honest process cannot forge
+    lines[i] = json.dumps(e)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(Mismatch, match="process 1 may not forge this message here"):
+        validate(load(str(path)))

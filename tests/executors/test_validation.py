@@ -1,0 +1,134 @@
+"""Trace validation of real runs: accepted as recorded; every kind of tampering rejected at its event."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from executors.runner import run
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A real two-phase commit run (3 processes), as lines of its merged trace."""
+    path = tmp_path_factory.mktemp("validate") / "run.jsonl"
+    run("two_phase_commit", {"rm": 2}, 1.0, trace=str(path), seed=2)
+    return path.read_text().splitlines()
+
+
+def write(tmp_path, lines, name="t.jsonl"):
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def events(lines):
+    return [json.loads(x) for x in lines[1:]]
+
+
+def first(lines, pred):
+    return next(i for i, e in enumerate(events(lines), start=1) if pred(e))
+
+
+def test_a_recorded_run_validates(cli, recorded, tmp_path):
+    r = cli("validate", write(tmp_path, recorded))
+    steps = sum(1 for e in events(recorded) if e["kind"] in ("start", "message", "timeout"))
+    assert r.code == 0 and f"Valid: all {steps} steps are steps of the spec" in r.out
+
+
+def test_an_edited_local_state_is_rejected(cli, recorded, tmp_path):
+    lines = list(recorded)
+    i = first(lines, lambda e: e["kind"] == "message" and e["msg"]["tag"] == "Prepare")
+    e = json.loads(lines[i])
+    e["state"]["rm_state"] = "committed"
+    lines[i] = json.dumps(e)
+    r = cli("validate", write(tmp_path, lines))
+    assert r.code == 1 and "Traceback" not in r.err and "Invalid: the run is not a behaviour of the spec" in r.out
+    assert f"line {i + 1}: event" in r.out and "the local state after the handler differs from the spec's" in r.out
+    assert 'expected: {"tm_state":"init","tm_prepared":[],"rm_state":"prepared"' in r.out
+    assert 'observed: {"tm_state":"init","tm_prepared":[],"rm_state":"committed"' in r.out
+
+
+def test_an_invented_message_is_rejected(cli, recorded, tmp_path):
+    lines = list(recorded)
+    i = first(lines, lambda e: e["kind"] == "message")
+    forged = {"kind": "message", "pid": 1, "clock": 2, "seq": 99, "time": 0.0, "src": 0, "msg": {"tag": "Commit"},
+              "sends": [], "timers": [], "state": {"tm_state": "init", "tm_prepared": [], "rm_state": "committed",
+                                                   "timers": {"timeout": True}}}
+    lines.insert(i, json.dumps(forged))
+    r = cli("validate", write(tmp_path, lines))
+    assert r.code == 1 and "the message is not in flight: it was never sent, or was already delivered" in r.out
+
+
+def test_a_duplicated_delivery_is_rejected(cli, recorded, tmp_path):
+    lines = list(recorded)
+    i = first(lines, lambda e: e["kind"] == "message")
+    e = json.loads(lines[i])
+    e["seq"] += 1000
+    lines.insert(i + 1, json.dumps(e))
+    r = cli("validate", write(tmp_path, lines))
+    assert r.code == 1 and "not in flight" in r.out
+
+
+def test_a_delivery_before_its_send_is_rejected(cli, recorded, tmp_path):
+    """Lamport order: moved before the event that sent it, a delivery has nothing in flight to deliver."""
+    lines = list(recorded)
+    i = first(lines, lambda e: e["kind"] == "message" and e["pid"] == 0)
+    moved = lines.pop(i)
+    lines.insert(1, moved)
+    r = cli("validate", write(tmp_path, lines))
+    assert r.code == 1 and "not in flight" in r.out
+
+
+def test_edited_sends_and_timers_are_rejected(cli, recorded, tmp_path):
+    lines = list(recorded)
+    i = first(lines, lambda e: e["kind"] == "start" and e["pid"] == 0)
+    e = json.loads(lines[i])
+    e["sends"] = e["sends"][:1]
+    lines[i] = json.dumps(e)
+    r = cli("validate", write(tmp_path, lines))
+    assert r.code == 1 and "the messages sent differ from the spec's" in r.out
+    lines = list(recorded)
+    e = json.loads(lines[i])
+    e["timers"] = []
+    lines[i] = json.dumps(e)
+    r = cli("validate", write(tmp_path, lines))
+    assert r.code == 1 and "the timers started differ from the spec's" in r.out
+
+
+def test_a_message_of_the_wrong_type_is_rejected(cli, recorded, tmp_path):
+    lines = list(recorded)
+    i = first(lines, lambda e: e["kind"] == "message")
+    e = json.loads(lines[i])
+    e["msg"] = {"tag": "Prepare", "rm": 1}
+    lines[i] = json.dumps(e)
+    r = cli("validate", write(tmp_path, lines))
+    assert r.code == 1 and "not a message of the spec: msg: Prepare has no field 'rm'" in r.out
+
+
+def test_truncated_and_non_json_traces(cli, recorded, tmp_path):
+    text = "\n".join(recorded)
+    r = cli("validate", write(tmp_path, [text[: len(text) - 40]]))
+    assert r.code == 2 and "not valid JSON" in r.err and "truncated" in r.err
+    r = cli("validate", write(tmp_path, ["hello"], "x.jsonl"))
+    assert r.code == 2 and "x.jsonl:1: not valid JSON" in r.err
+    r = cli("validate", write(tmp_path, recorded[1:], "y.jsonl"))
+    assert r.code == 2 and "not a Lockstep run trace" in r.err
+    r = cli("validate", str(tmp_path / "missing.jsonl"))
+    assert r.code == 2 and "cannot read trace" in r.err
+    assert all("Traceback" not in x for x in (r.out, r.err))
+
+
+def test_a_run_of_another_spec_or_parameters_is_rejected(cli, recorded, tmp_path):
+    lines = list(recorded)
+    header = json.loads(lines[0])
+    header["params"]["rm"] = 3
+    lines[0] = json.dumps(header)
+    r = cli("validate", write(tmp_path, lines))
+    assert r.code == 2 and "no start event for process 3" in r.err
+    header["spec"] = "two_phase"
+    header["params"] = {}
+    lines[0] = json.dumps(header)
+    r = cli("validate", write(tmp_path, lines))
+    assert r.code == 2 and "not an actor spec" in r.err
