@@ -8,4 +8,7 @@ SPECS: dict[str, str] = {
     "peterson_buggy": "specs.examples.peterson:PetersonSwapped",
     "filter_lock": "specs.examples.filter_lock:FilterLock",
     "filter_lock_buggy": "specs.examples.filter_lock:FilterLockSwapped",
+    "phase_clock": "specs.phase_clock:PhaseClock",
+    "phase_clock_buggy": "specs.phase_clock:PhaseClockNoResync",
+    "adaptive_majority": "specs.adaptive_majority:AdaptiveMajority",
 }
