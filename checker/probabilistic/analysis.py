@@ -30,13 +30,18 @@ def _backward_closure(P: sp.csr_matrix, sources: np.ndarray, blocked: np.ndarray
     return reached
 
 
+def classify(P: sp.csr_matrix, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(zero, one): the configurations that reach `target` with probability 0, and with probability 1
+    (decided on the graph, so exactly)."""
+    zero = ~_backward_closure(P, target)
+    one = ~_backward_closure(P, zero, blocked=target)  # cannot stray to a configuration that never reaches it
+    return zero, one
+
+
 def reach_probability(chain: Chain, target: np.ndarray) -> np.ndarray:
     """Probability of ever reaching `target`, from every configuration."""
     P = chain.P
-    can = _backward_closure(P, target)
-    zero = ~can
-    doomed = _backward_closure(P, zero, blocked=target)  # may reach a configuration that never reaches target
-    one = ~doomed
+    zero, one = classify(P, target)
     x = one.astype(float)
     unknown = np.flatnonzero(~one & ~zero)
     if len(unknown):
@@ -51,8 +56,7 @@ def hitting_times(chain: Chain, target: np.ndarray) -> np.ndarray:
     """Expected interactions until `target` is reached (0 inside it), from every configuration;
     infinite where it is reached with probability below 1."""
     P = chain.P
-    zero = ~_backward_closure(P, target)
-    finite = ~_backward_closure(P, zero, blocked=target)
+    _, finite = classify(P, target)
     h = np.full(chain.size, np.inf)
     h[target] = 0.0
     todo = np.flatnonzero(finite & ~target)

@@ -75,13 +75,13 @@ def configuration_count(protocol: Population, start: str | None = None) -> int |
     return protocol.configuration_count() if protocol.start_configurations(start) is ALL else None
 
 
-def build(protocol: Population, start: str | None = None, limit: int = DEFAULT_LIMIT) -> Chain:
+def build(protocol: Population, start: str | None = None, limit: int = DEFAULT_LIMIT, ref: str = "SPEC") -> Chain:
     """The chain over the configurations reachable from `start` (default: the protocol's first)."""
     init = protocol.start_configurations(start)
     name = start or protocol.start_names()[0]
     total = protocol.configuration_count()
     if init is ALL and total > limit:
-        raise TooManyConfigurations(_too_many(protocol, f"has {total:,} configurations", limit))
+        raise TooManyConfigurations(_too_many(protocol, f"has {total:,} configurations", limit, ref))
     rng = np.random.default_rng(0x5EED)
     for _ in range(4):
         r = rng.integers(1, 2**63, size=protocol.Q, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
@@ -91,7 +91,7 @@ def build(protocol: Population, start: str | None = None, limit: int = DEFAULT_L
             starts_rows = configs
         else:
             starts_rows = np.array(init, dtype=np.int64)
-            configs = _explore(starts_rows, moves, r, limit, protocol)
+            configs = _explore(starts_rows, moves, r, limit, protocol, ref)
         keys = configs.astype(np.uint64) @ r
         order = np.argsort(keys, kind="stable")
         skeys = keys[order]
@@ -106,10 +106,10 @@ def build(protocol: Population, start: str | None = None, limit: int = DEFAULT_L
     return chain
 
 
-def _too_many(protocol: Population, what: str, limit: int) -> str:
-    ps = " ".join(f"--param {k}={v}" for k, v in protocol.params.items())
+def _too_many(protocol: Population, what: str, limit: int, ref: str) -> str:
+    ps = " ".join(f"-p {k}={v}" for k, v in protocol.params.items())
     return (f"{protocol.name} with n={protocol.n} {what}, more than the exact analysis's limit of {limit:,}; "
-            f"estimate it by simulation instead (lockstep simulate SPEC {ps}), or raise --max-configs")
+            f"estimate it by simulation instead (lockstep simulate {ref} {ps}), or raise --max-configs")
 
 
 class _Moves:
@@ -185,7 +185,8 @@ def compositions(n: int, q: int) -> np.ndarray:
     return table[n]
 
 
-def _explore(starts: np.ndarray, moves: _Moves, r: np.ndarray, limit: int, protocol: Population) -> np.ndarray:
+def _explore(starts: np.ndarray, moves: _Moves, r: np.ndarray, limit: int, protocol: Population,
+             ref: str) -> np.ndarray:
     """Breadth-first exploration of the configurations reachable from `starts`, level by level."""
     keys = starts.astype(np.uint64) @ r
     _, first = np.unique(keys, return_index=True)
@@ -210,7 +211,7 @@ def _explore(starts: np.ndarray, moves: _Moves, r: np.ndarray, limit: int, proto
             found.append(frontier)
             seen = np.sort(np.concatenate([seen, k]))
             if len(seen) > limit:
-                raise TooManyConfigurations(_too_many(protocol, f"reaches more than {limit:,} configurations", limit))
+                raise TooManyConfigurations(_too_many(protocol, f"reaches more than {limit:,} configurations", limit, ref))
     return np.vstack(found)
 
 

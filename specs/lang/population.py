@@ -209,6 +209,8 @@ class Population:
         self._binding = Binding(self.name, values)
         with bound(self._binding):
             self.setup()
+            for attr, value in vars_with_params(cls):  # setup may derive defaults (0 = "choose for me")
+                self.params[value.name] = getattr(self, attr)
             self.dom = self._agent_domain()
             self.states: list = self.dom.values()
         self.index: dict[Any, int] = {q: i for i, q in enumerate(self.states)}
