@@ -27,6 +27,10 @@ Deviations and gaps filled (all of them ours, not the paper's):
    abstract's "rate 1/n"; the simulator can also flip chosen numbers of inputs at chosen times.
 3. *Correct* means: some input value is held by a strict majority, and every agent outputs it.
 4. Constants as in the phase clock (`m` minutes per hour, `hours` ≥ 4 hours per cycle).
+
+Seeded bug `AdaptiveMajorityNoReset`: agents never reload their input at hour 0, so once the
+majority has switched the opinions keep voting on stale values and the output never follows;
+the exact analysis shows the probability of a correct output staying at 0.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ class AdaptiveMajority(Population):
     hours = Param("hours", default=4, lo=4, doc="hours per cycle of the clock")
     m = Param("m", default=0, lo=0, doc="minutes per hour; 0 picks max(2, 2*ceil(log2 n))")
     churn = Param("churn", default=1, lo=0, doc="input flips per unit of parallel time (probability churn/n per interaction)")
+    reset = True
 
     def setup(self) -> None:
         self.m = self.m or default_minutes(self.n)
@@ -89,7 +94,7 @@ class AdaptiveMajority(Population):
     def settle(self, q, clock: int, opinion: str):
         """The agent's next state: the new clock, and the stage's effect on opinion and output."""
         stage = self.stage(clock)
-        if stage == "reset":
+        if stage == "reset" and self.reset:
             opinion = q.input
         output = opinion if stage == "commit" and opinion != "U" else q.output
         return self.make(clock, q.input, opinion, output)
@@ -123,11 +128,10 @@ class AdaptiveMajority(Population):
 
     @start
     def switched(self):
-        """Clocks synchronized at 0; two thirds of the inputs are A, but every output is still B
-        (the majority has just switched)."""
+        """Clocks synchronized in the middle of a vote; two thirds of the inputs are A, but every
+        opinion and output is still B (the majority has just switched)."""
         b = self.n // 3
-        return {self.Agent(clock=0, input="A", opinion="A", output="B"): self.n - b,
-                self.Agent(clock=0, input="B", opinion="B", output="B"): b}
+        return {self.make(self.m, "A", "B", "B"): self.n - b, self.make(self.m, "B", "B", "B"): b}
 
     @start
     def settled(self):
@@ -135,3 +139,9 @@ class AdaptiveMajority(Population):
         b = self.n // 3
         return {self.Agent(clock=0, input="A", opinion="A", output="A"): self.n - b,
                 self.Agent(clock=0, input="B", opinion="B", output="A"): b}
+
+
+class AdaptiveMajorityNoReset(AdaptiveMajority):
+    """Seeded bug: adaptive majority whose agents never reload their input (no reset stage)."""
+
+    reset = False

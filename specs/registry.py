@@ -11,4 +11,5 @@ SPECS: dict[str, str] = {
     "phase_clock": "specs.phase_clock:PhaseClock",
     "phase_clock_buggy": "specs.phase_clock:PhaseClockNoResync",
     "adaptive_majority": "specs.adaptive_majority:AdaptiveMajority",
+    "adaptive_majority_buggy": "specs.adaptive_majority:AdaptiveMajorityNoReset",
 }
