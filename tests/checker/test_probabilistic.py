@@ -198,3 +198,45 @@ def test_simulate_command(cli, tmp_path):
     with pytest.raises(SystemExit) as e:
         cli("simulate", "phase_clock", "--within", "-1")
     assert e.value.code == 2
+
+
+# ------------------------------------------------------------------------------ slow cases
+
+
+@pytest.mark.slow
+def test_exact_stabilization_from_all_475020_configurations():
+    p = PhaseClock(n=6)
+    chain = dtmc.build(p)
+    assert chain.size == math.comb(6 + 24 - 1, 23) == 475020
+    sync = chain.mask("synchronized")
+    assert analysis.reach_probability(chain, sync).min() == pytest.approx(1.0)
+    assert np.isfinite(analysis.hitting_times(chain, sync)).all()
+
+
+@pytest.mark.slow
+def test_batched_simulator_matches_the_exact_chain_with_long_batches():
+    # n = 40: batches of several interactions and collisions; the distribution of the number of
+    # agents at each counter after 200 interactions, against the exact transient distribution
+    p = PhaseClock(n=40, hours=4, m=1)
+    chain = dtmc.build(p, "zero", limit=3_000_000)
+    start = p.start_configurations("zero")[0]
+    pi0 = np.zeros(chain.size)
+    pi0[chain.index_of(start)] = 1
+    T, runs = 200, 20000
+    expected = analysis.transient(chain, pi0, [T])[0] * runs
+    observed = np.zeros(chain.size)
+    sim = Simulator(p, start, seed=5)
+    for _ in range(runs):
+        sim.counts, sim.t = np.array(start), 0
+        sim.run(T)
+        observed[chain.index_of(sim.config())] += 1
+    big = expected >= 5
+    obs = np.append(observed[big], runs - observed[big].sum())
+    exp = np.append(expected[big], runs - expected[big].sum())
+    assert stats.chisquare(obs, exp).pvalue > 0.001
+
+
+@pytest.mark.slow
+def test_statistical_claim_recovery_within_5_n_ln_n_at_n_10000(cli):
+    r = cli("simulate", "phase_clock", "-p", "n=10000", "--start", "spread_out", "--runs", "3", "--within", "5")
+    assert r.code == 0 and "the claim holds at confidence 0.999" in r.out
