@@ -102,7 +102,7 @@ def holding(out: str, quick: bool) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.2))
     ax.semilogy(ms, means, "o-")
     ax.set(xlabel="m (minutes per hour = synchrony window)", ylabel="mean holding time (parallel time)",
-           title="Phase clock at n = 1000: holding time grows exponentially in m")
+           title="Phase clock at n = 1000: holding time grows (at least) exponentially in m")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "holding.png"), dpi=110)
     plt.close(fig)

@@ -61,7 +61,6 @@ class Simulator:
                 self.cum[k, j] = acc if j < len(o) - 1 else 2.0  # the last outcome takes the rest
         self.flat_a = self.out_a[:, 0].copy()
         self.flat_b = self.out_b[:, 0].copy()
-        self.states_idx = np.arange(self.Q)
 
     def _run_lengths(self) -> None:
         n = self.n
@@ -106,11 +105,13 @@ class Simulator:
         n, t = self.n, 2 * ell
         # 2ℓ agents for the collision-free interactions, and one more fresh agent the collision may meet
         extra = 1 if collide and t < n else 0
-        drawn = self.rng.multivariate_hypergeometric(self.counts, t + extra, method="marginals")
-        agents = np.repeat(self.states_idx, drawn)
+        occupied = np.flatnonzero(self.counts)  # configurations are often sparse: sample only held states
+        drawn = self.rng.multivariate_hypergeometric(self.counts[occupied], t + extra, method="marginals")
+        agents = np.repeat(occupied, drawn)
         self.rng.shuffle(agents)
         a2, b2 = self._apply(agents[:ell], agents[ell:t])
-        counts = self.counts - drawn
+        counts = self.counts.copy()
+        counts[occupied] -= drawn
         counts += np.bincount(a2, minlength=self.Q)
         counts += np.bincount(b2, minlength=self.Q)
         if collide:

@@ -98,6 +98,40 @@ def test_every_configuration_start_and_parameter_defaults():
     assert PhaseClock(n=3, m=2).delta(0, 4) == (4, 4)
 
 
+class Leader(Population):
+    """Leader election by elimination: of two leaders that meet, the responder steps down."""
+
+    n = Param("n", default=4, lo=2)
+    agent = Enum("L", "F")
+
+    def delta(self, u, v):
+        return (u, "F") if u == v == "L" else (u, v)
+
+    @start
+    def everyone(self):
+        return {"L": self.n}
+
+    @predicate(invariant=True)
+    def some_leader(self, c):
+        return c["L"] >= 1
+
+
+class LeaderBothResign(Leader):
+    """Seeded bug: both leaders step down."""
+
+    def delta(self, u, v):
+        return ("F", "F") if u == v == "L" else (u, v)
+
+
+def test_invariants_of_a_population_are_checked_by_the_explicit_engine():
+    ok = check(load_model(f"{HERE}:Leader", {"n": 4}), Options(deadlock=False))
+    assert ok.verdict == "holds" and ok.distinct == 4  # 4, 3, 2 and 1 leaders
+    bad = check(load_model(f"{HERE}:LeaderBothResign", {"n": 4}), Options(deadlock=False))
+    assert bad.verdict == "violation" and bad.violation.name == "some_leader"
+    steps = bad.violation.trace.steps
+    assert len(steps) == 3 and steps[-1].label == "'L' meets 'L' -> ('F', 'F')"
+
+
 # ----------------------------------------------------------------------------- bad input
 
 
