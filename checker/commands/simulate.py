@@ -43,6 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_spec_arguments(p)
     p.add_argument("--start", metavar="NAME", help="start configuration (default: the protocol's first concrete start)")
     p.add_argument("--target", metavar="PREDICATE", help="the set of configurations to reach (default: the first predicate)")
+    p.add_argument("--leave", action="store_true",
+                   help="measure how long the target holds: the time until it is first false (a holding time)")
     p.add_argument("--runs", type=positive, default=20, metavar="R", help="independent runs (default 20)")
     p.add_argument("--time", type=positive_float, metavar="T",
                    help="parallel time (interactions / n) allowed per run (default 20·ln n + 50)")
@@ -80,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     limit = max(1, int(horizon * n))
     max_batch = 1 if args.sequential else None
     every = 1 if args.sequential or n <= 10_000 else max(1, n // 100)
-    test = lambda c: protocol.holds(target, c)
+    test = (lambda c: not protocol.holds(target, c)) if args.leave else (lambda c: protocol.holds(target, c))
+    event = f"{target} left" if args.leave else f"{target} reached"
     ps = ", ".join(f"{k}={v}" for k, v in protocol.params.items())
     print(f"Simulating {protocol.name} ({ps}) from start {start}: {args.runs} runs of at most "
           f"{horizon:g} parallel time, {'sequential' if args.sequential else 'batched'}, seed {args.seed}")
@@ -98,11 +101,12 @@ def run(args: argparse.Namespace) -> int:
     times = [one_run(k, limit) for k in range(args.runs)]
     hits = [t for t in times if t is not None]
     elapsed = time.monotonic() - began
-    print(f"  {target} reached in {len(hits)} of {args.runs} runs "
+    print(f"  {event} in {len(hits)} of {args.runs} runs "
           f"({interactions:,} interactions in {elapsed:.2f} s, {interactions / max(elapsed, 1e-9):,.0f} interactions/s)")
     if hits:
         mean, half = smc.mean_interval(hits, args.confidence)
-        print(f"  hitting time: mean {mean:,.1f} ± {half:,.1f} interactions at confidence {args.confidence} "
+        kind = "holding" if args.leave else "hitting"
+        print(f"  {kind} time: mean {mean:,.1f} ± {half:,.1f} interactions at confidence {args.confidence} "
               f"= {mean / n:,.3f} ± {half / n:,.3f} parallel time = {mean / nlogn:.3f} · n ln n; "
               f"min {min(hits) / n:,.3f}, max {max(hits) / n:,.3f} parallel time")
     if not args.sequential:
@@ -111,13 +115,13 @@ def run(args: argparse.Namespace) -> int:
               + "; --sequential gives interaction-exact times)")
     code = 0
     if args.within is not None:
-        code = _claim(args, protocol, target, one_run, nlogn)
+        code = _claim(args, protocol, event, one_run, nlogn)
     if args.plot:
         _plot(args, protocol, target, configs[0], horizon, max_batch)
     return code
 
 
-def _claim(args: argparse.Namespace, protocol: Population, target: str, one_run, nlogn: float) -> int:
+def _claim(args: argparse.Namespace, protocol: Population, event: str, one_run, nlogn: float) -> int:
     bound = max(1, int(args.within * nlogn))
     confidence = args.claim_confidence
     alpha = 1.0 - confidence
@@ -125,7 +129,7 @@ def _claim(args: argparse.Namespace, protocol: Population, target: str, one_run,
     result = smc.sprt(lambda: one_run(next(counter), bound) is not None, args.prob, (1 - args.prob) / 2,
                       alpha, alpha, max_runs=20_000)
     lo, hi = smc.clopper_pearson(result.successes, result.runs, confidence)
-    claim = (f"{target} within {args.within:g}·n·ln n = {bound:,} interactions "
+    claim = (f"{event} within {args.within:g}·n·ln n = {bound:,} interactions "
              f"({bound / protocol.n:,.1f} parallel time) with probability ≥ {args.prob}")
     print(f"claim: {claim}")
     print(f"  {result.successes} of {result.runs} runs succeeded; Clopper–Pearson interval at confidence "

@@ -143,6 +143,14 @@ def test_simulated_mean_hitting_time_agrees_with_the_exact_value():
     assert abs(mean - exact_h) <= half
 
 
+def test_simulated_holding_time_agrees_with_the_exact_83():
+    p = PhaseClock(n=3, m=2)
+    lost = lambda c: not p.holds("synchronized", c)
+    times = [Simulator(p, {0: 3}, seed=s, max_batch=1).run_until(lost, 10**6) for s in range(800)]
+    mean, half = smc.mean_interval(times, 0.999)
+    assert abs(mean - 83) <= half
+
+
 def test_input_changes_in_the_simulator():
     p = AdaptiveMajority(n=30, m=2, churn=0)
     sim = Simulator(p, p.start_configurations("settled")[0], seed=3)
@@ -190,6 +198,9 @@ def test_simulate_command(cli, tmp_path):
     r = cli("simulate", "phase_clock", "-p", "n=100", "--start", "spread_out", "--runs", "2", "--within", "20",
             "--prob", "0.9")
     assert r.code == 0 and "the claim holds at confidence 0.999" in r.out
+    r = cli("simulate", "phase_clock", "-p", "n=3", "-p", "m=2", "--start", "zero", "--leave", "--sequential", "--runs", "50",
+            "--time", "2000")
+    assert r.code == 0 and "synchronized left in 50 of 50 runs" in r.out and "holding time: mean" in r.out
     r = cli("simulate", "phase_clock_buggy", "-p", "n=4", "-p", "hours=8", "-p", "m=2", "--start", "spread_out",
             "--runs", "2", "--within", "20", "--prob", "0.9")
     assert r.code == 1 and "synchronized reached in 0 of 2 runs" in r.out and "the claim is rejected" in r.out
