@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import math
+import sys
 import time
 
 import numpy as np
@@ -77,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--measure transient needs --at T1,T2,... (numbers of interactions)")
     ps = ", ".join(f"{k}={v}" for k, v in protocol.params.items())
     began = time.monotonic()
+    print(f"building the configuration chain of {protocol.name} ({ps}) ...", file=sys.stderr, flush=True)
     chain = dtmc.build(protocol, args.start, args.max_configs, args.spec)
     n = protocol.n
     print(f"Analyzing {protocol.name} ({ps}): {chain.size:,} configurations of {protocol.Q} agent states "

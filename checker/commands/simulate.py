@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 
 from specs.lang.population import ALL, Population
@@ -98,7 +99,14 @@ def run(args: argparse.Namespace) -> int:
         interactions += sim.t
         return hit
 
-    times = [one_run(k, limit) for k in range(args.runs)]
+    times = []
+    report_at = began + 3.0
+    for k in range(args.runs):
+        times.append(one_run(k, limit))
+        if time.monotonic() >= report_at:  # long simulations show progress on stderr
+            report_at = time.monotonic() + 3.0
+            print(f"progress: {k + 1} of {args.runs} runs, {interactions:,} interactions, "
+                  f"{time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
     hits = [t for t in times if t is not None]
     elapsed = time.monotonic() - began
     print(f"  {event} in {len(hits)} of {args.runs} runs "

@@ -70,11 +70,6 @@ class Chain:
         return repr(self.protocol.view(self.config(i)))
 
 
-def configuration_count(protocol: Population, start: str | None = None) -> int | None:
-    """Configurations in the chain from `start` if known without exploring (every configuration)."""
-    return protocol.configuration_count() if protocol.start_configurations(start) is ALL else None
-
-
 def build(protocol: Population, start: str | None = None, limit: int = DEFAULT_LIMIT, ref: str = "SPEC") -> Chain:
     """The chain over the configurations reachable from `start` (default: the protocol's first)."""
     init = protocol.start_configurations(start)
@@ -120,7 +115,7 @@ class _Moves:
         Q = protocol.Q
         self.Q = Q
         self.first = np.zeros(Q * Q + 1, dtype=np.int64)
-        vecs, probs, exact = [], [], []
+        vecs, probs = [], []
         for a, b, effects in protocol._moves:
             self.first[a * Q + b + 1] = len(effects)
             for eff, p, _ in effects:
@@ -129,11 +124,9 @@ class _Moves:
                     vec[i] += d
                 vecs.append(vec)
                 probs.append(float(p))
-                exact.append(p)
         self.first = np.cumsum(self.first)
         self.vec = np.array(vecs, dtype=np.int64).reshape(len(vecs), Q)
         self.p = np.array(probs)
-        self.exact = exact
         self.dkey = self.vec.astype(np.uint64) @ r
         self.nn = protocol.n * (protocol.n - 1)
 
@@ -168,6 +161,7 @@ class _Moves:
 
 
 CHUNK = 20_000
+"""Configurations expanded at once (bounds the memory of the vectorised expansion)."""
 
 
 def compositions(n: int, q: int) -> np.ndarray:
