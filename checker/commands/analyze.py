@@ -76,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     target = target_name(protocol, args.target)
     if args.measure == "transient" and not args.at:
         raise UsageError("--measure transient needs --at T1,T2,... (numbers of interactions)")
+    if args.exact and args.measure not in ("hitting-time", "holding-time"):
+        raise UsageError("--exact applies to --measure hitting-time and holding-time")
     ps = ", ".join(f"{k}={v}" for k, v in protocol.params.items())
     began = time.monotonic()
     print(f"building the configuration chain of {protocol.name} ({ps}) ...", file=sys.stderr, flush=True)

@@ -188,6 +188,8 @@ def test_analyze_command(cli):
     assert r.code == 2 and "not a population protocol" in r.err
     r = cli("analyze", "phase_clock", "--measure", "transient")
     assert r.code == 2 and "needs --at" in r.err
+    r = cli("analyze", "phase_clock", "--measure", "reach", "--exact")
+    assert r.code == 2 and "--exact applies to" in r.err
 
 
 def test_simulate_command(cli, tmp_path):
