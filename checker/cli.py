@@ -25,6 +25,8 @@ COMMANDS = [
     "checker.commands.algebra",
     "checker.commands.validate",
     "executors.run_command",
+    "checker.commands.analyze",
+    "checker.commands.simulate",
 ]
 """Modules defining `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`."""
 

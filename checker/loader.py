@@ -189,5 +189,10 @@ def spec_summary(ref: str) -> tuple[str, dict[str, int]]:
     """(first docstring line, parameter defaults) of a registered spec, for `lockstep list`."""
     obj, _ = resolve(ref)
     doc = (inspect.getdoc(obj) or "").strip().splitlines()
-    params = {n: p.default for n, p in declared_params(obj).items()} if inspect.isclass(obj) and issubclass(obj, Spec) else {}
+    if inspect.isclass(obj) and issubclass(obj, Spec):
+        params = {n: p.default for n, p in declared_params(obj).items()}
+    elif inspect.isclass(obj) and callable(getattr(obj, "declared_params", None)):  # population protocols
+        params = {n: p.default for n, p in obj.declared_params().items()}
+    else:
+        params = {}
     return (doc[0] if doc else ""), params

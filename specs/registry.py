@@ -19,4 +19,8 @@ SPECS: dict[str, str] = {
     "bracha_byzantine_relay": "specs.bracha:BrachaByzantineRelay",
     "bracha_low_echo_quorum": "specs.bracha:BrachaLowEchoQuorum",
     "token_ring": "specs.token_ring:TokenRing",
+    "phase_clock": "specs.phase_clock:PhaseClock",
+    "phase_clock_buggy": "specs.phase_clock:PhaseClockNoResync",
+    "adaptive_majority": "specs.adaptive_majority:AdaptiveMajority",
+    "adaptive_majority_buggy": "specs.adaptive_majority:AdaptiveMajorityNoReset",
 }

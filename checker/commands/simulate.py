@@ -1,0 +1,185 @@
+"""`lockstep simulate SPEC`: batched simulation of a population protocol, hitting times with
+confidence intervals, a statistical check of a time bound, and a plot of one run."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+
+from specs.lang.population import ALL, Population
+
+from ..loader import LoadError, parse_params
+from ..probabilistic import smc
+from ..probabilistic.batched import Simulator
+from .analyze import load_population, target_name
+from .check import add_spec_arguments, positive
+
+NAME = "simulate"
+HELP = "simulate a population protocol: hitting times with confidence intervals, statistical checks, plots"
+
+
+def fraction(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 < v < 1.0:
+        raise argparse.ArgumentTypeError(f"{v} is not strictly between 0 and 1")
+    return v
+
+
+def positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not v > 0 or math.isinf(v):
+        raise argparse.ArgumentTypeError(f"{v} is not a positive number")
+    return v
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_spec_arguments(p)
+    p.add_argument("--start", metavar="NAME", help="start configuration (default: the protocol's first concrete start)")
+    p.add_argument("--target", metavar="PREDICATE", help="the set of configurations to reach (default: the first predicate)")
+    p.add_argument("--leave", action="store_true",
+                   help="measure how long the target holds: the time until it is first false (a holding time)")
+    p.add_argument("--runs", type=positive, default=20, metavar="R", help="independent runs (default 20)")
+    p.add_argument("--time", type=positive_float, metavar="T",
+                   help="parallel time (interactions / n) allowed per run (default 20·ln n + 50)")
+    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    p.add_argument("--sequential", action="store_true",
+                   help="one interaction per step, so hitting times are exact to the interaction (slow for large n)")
+    p.add_argument("--confidence", type=fraction, default=0.95, help="confidence of the reported intervals (default 0.95)")
+    p.add_argument("--within", type=positive_float, metavar="C",
+                   help="test the claim: the target is reached within C·n·ln n interactions with probability ≥ --prob")
+    p.add_argument("--prob", type=fraction, default=0.99, help="probability for --within (default 0.99)")
+    p.add_argument("--claim-confidence", type=fraction, default=0.999, metavar="Q",
+                   help="confidence of the --within verdict (default 0.999)")
+    p.add_argument("--plot", metavar="FILE.png", help="plot the outputs of one run over parallel time")
+
+
+def concrete_start(protocol: Population, name: str | None) -> tuple[str, list[tuple[int, ...]]]:
+    """The first start that names concrete configurations (simulation cannot start from ALL)."""
+    names = [name] if name else protocol.start_names()
+    for nm in names:
+        got = protocol.start_configurations(nm)
+        if got is not ALL:
+            return nm, got
+    which = f"start {name}" if name else f"every start of {protocol.name}"
+    raise LoadError(f"{which} is 'every configuration', which cannot be simulated; choose a concrete start "
+                    f"(its starts: {', '.join(protocol.start_names())})")
+
+
+def run(args: argparse.Namespace) -> int:
+    protocol = load_population(args.spec, parse_params(args.param))
+    target = target_name(protocol, args.target)
+    start, configs = concrete_start(protocol, args.start)
+    n = protocol.n
+    nlogn = n * math.log(n)
+    horizon = args.time if args.time is not None else 20 * math.log(n) + 50
+    limit = max(1, int(horizon * n))
+    max_batch = 1 if args.sequential else None
+    every = 1 if args.sequential or n <= 10_000 else max(1, n // 100)
+    test = (lambda c: not protocol.holds(target, c)) if args.leave else (lambda c: protocol.holds(target, c))
+    event = f"{target} left" if args.leave else f"{target} reached"
+    ps = ", ".join(f"{k}={v}" for k, v in protocol.params.items())
+    print(f"Simulating {protocol.name} ({ps}) from start {start}: {args.runs} runs of at most "
+          f"{horizon:g} parallel time, {'sequential' if args.sequential else 'batched'}, seed {args.seed}")
+    seeds = iter(range(args.seed * 1_000_003, args.seed * 1_000_003 + 10**9))
+    began = time.monotonic()
+    interactions = 0
+
+    def one_run(k: int, budget: int) -> int | None:
+        nonlocal interactions
+        sim = Simulator(protocol, configs[k % len(configs)], seed=next(seeds), max_batch=max_batch)
+        hit = sim.run_until(test, budget, every)
+        interactions += sim.t
+        return hit
+
+    times = []
+    report_at = began + 3.0
+    for k in range(args.runs):
+        times.append(one_run(k, limit))
+        if time.monotonic() >= report_at:  # long simulations show progress on stderr
+            report_at = time.monotonic() + 3.0
+            print(f"progress: {k + 1} of {args.runs} runs, {interactions:,} interactions, "
+                  f"{time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
+    hits = [t for t in times if t is not None]
+    elapsed = time.monotonic() - began
+    print(f"  {event} in {len(hits)} of {args.runs} runs "
+          f"({interactions:,} interactions in {elapsed:.2f} s, {interactions / max(elapsed, 1e-9):,.0f} interactions/s)")
+    if hits:
+        mean, half = smc.mean_interval(hits, args.confidence)
+        kind = "holding" if args.leave else "hitting"
+        print(f"  {kind} time: mean {mean:,.1f} ± {half:,.1f} interactions at confidence {args.confidence} "
+              f"= {mean / n:,.3f} ± {half / n:,.3f} parallel time = {mean / nlogn:.3f} · n ln n; "
+              f"min {min(hits) / n:,.3f}, max {max(hits) / n:,.3f} parallel time")
+    if not args.sequential:
+        print(f"  (the target is tested after each batch of about 0.63·√n = {0.63 * math.sqrt(n):,.0f} interactions"
+              + (f", at most every {every:,} interactions" if every > 1 else "")
+              + "; --sequential gives interaction-exact times)")
+    code = 0
+    if args.within is not None:
+        code = _claim(args, protocol, event, one_run, nlogn)
+    if args.plot:
+        _plot(args, protocol, target, configs[0], horizon, max_batch)
+    return code
+
+
+def _claim(args: argparse.Namespace, protocol: Population, event: str, one_run, nlogn: float) -> int:
+    bound = max(1, int(args.within * nlogn))
+    confidence = args.claim_confidence
+    alpha = 1.0 - confidence
+    counter = iter(range(10**9))
+    result = smc.sprt(lambda: one_run(next(counter), bound) is not None, args.prob, (1 - args.prob) / 2,
+                      alpha, alpha, max_runs=20_000)
+    lo, hi = smc.clopper_pearson(result.successes, result.runs, confidence)
+    claim = (f"{event} within {args.within:g}·n·ln n = {bound:,} interactions "
+             f"({bound / protocol.n:,.1f} parallel time) with probability ≥ {args.prob}")
+    print(f"claim: {claim}")
+    print(f"  {result.successes} of {result.runs} runs succeeded; Clopper–Pearson interval at confidence "
+          f"{confidence}: [{lo:.4f}, {hi:.4f}]")
+    verdict = {True: "holds", False: "is rejected", None: "is undecided after 20,000 runs"}[result.holds]
+    print(f"  sequential probability ratio test (indifference ±{(1 - args.prob) / 2:g}, error bounds α = β = "
+          f"{alpha:.3g}): the claim {verdict} at confidence {confidence}")
+    return {True: 0, False: 1, None: 3}[result.holds]
+
+
+def _plot(args: argparse.Namespace, protocol: Population, target: str, config: tuple[int, ...],
+          horizon: float, max_batch: int | None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = protocol.n
+    sim = Simulator(protocol, config, seed=args.seed, max_batch=max_batch)
+    samples: list[tuple[float, dict, bool]] = []
+    record = lambda s: samples.append((s.t / n, s.fractions(protocol.output), protocol.holds(target, s.config())))
+    record(sim)
+    step = max(1, int(n * horizon / 400))
+    sim.run(int(horizon * n), every=step, observe=record)
+    values = sorted({k for _, f, _ in samples for k in f}, key=repr)
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    ts = [t for t, _, _ in samples]
+    for v in values:
+        ax.plot(ts, [f.get(v, 0.0) for _, f, _ in samples], label=f"output {v!r}", lw=1.2)
+    held = [t for t, _, ok in samples if ok]
+    if held:
+        ax.fill_between(ts, 0, 1, where=[ok for _, _, ok in samples], color="0.85", step="post",
+                        label=f"{target}", zorder=0)
+    ps = ", ".join(f"{k}={v}" for k, v in protocol.params.items())
+    ax.set(xlabel="parallel time (interactions / n)", ylabel="fraction of agents", ylim=(0, 1.02),
+           title=f"{protocol.name} ({ps})")
+    ax.legend(loc="upper right", fontsize=8, ncol=2 if len(values) > 6 else 1)
+    fig.tight_layout()
+    try:
+        fig.savefig(args.plot, dpi=110)
+    except OSError as e:
+        raise LoadError(f"cannot write the plot {args.plot}: {e.strerror}") from None
+    finally:
+        plt.close(fig)
+    print(f"plot of one run written to {args.plot}")

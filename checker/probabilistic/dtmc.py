@@ -1,0 +1,229 @@
+"""The discrete-time Markov chain of a population protocol over its configurations.
+
+States are configurations (count vectors); one step is one interaction of a uniformly random
+ordered pair of distinct agents. The chain is built with numpy: every configuration gets a
+64-bit linear key (Σ c[q]·r[q] mod 2⁶⁴ for random odd r), so the successor of a whole column
+of configurations under one rule is a key shift and a sorted lookup. Keys are checked to be
+distinct over the explored configurations, which makes every lookup exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from specs.lang.population import ALL, Population
+
+from ..loader import LoadError
+
+DEFAULT_LIMIT = 2_000_000
+"""Largest number of configurations the exact analysis builds unless told otherwise."""
+
+
+class TooManyConfigurations(LoadError):
+    """The requested chain exceeds the configuration limit."""
+
+
+@dataclass
+class Chain:
+    """A protocol's Markov chain: configurations (rows), transition matrix, start configurations."""
+
+    protocol: Population
+    configs: np.ndarray  # (C, Q) int64 counts
+    P: sp.csr_matrix  # row-stochastic, self-loops included
+    starts: np.ndarray  # indices of the start configurations
+    start_name: str
+    _keys: np.ndarray = field(repr=False, default_factory=lambda: np.empty(0, np.uint64))
+    _order: np.ndarray = field(repr=False, default_factory=lambda: np.empty(0, np.int64))
+    _r: np.ndarray = field(repr=False, default_factory=lambda: np.empty(0, np.uint64))
+    _masks: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return self.configs.shape[0]
+
+    def mask(self, name: str) -> np.ndarray:
+        """Where predicate `name` holds, per configuration."""
+        if name not in self._masks:
+            fn = self.protocol.predicates[name]
+            view = self.protocol.view
+            self._masks[name] = np.fromiter((bool(fn(view(tuple(row)))) for row in self.configs.tolist()),
+                                            dtype=bool, count=self.size)
+        return self._masks[name]
+
+    def index_of(self, config: tuple[int, ...]) -> int:
+        """The row of a configuration (KeyError if the chain does not hold it)."""
+        key = np.asarray(config, dtype=np.uint64) @ self._r
+        i = np.searchsorted(self._keys, key)
+        if i < len(self._keys) and self._keys[i] == key:
+            j = int(self._order[i])
+            if tuple(self.configs[j]) == tuple(config):
+                return j
+        raise KeyError(config)
+
+    def config(self, i: int) -> tuple[int, ...]:
+        return tuple(int(x) for x in self.configs[i])
+
+    def describe(self, i: int) -> str:
+        return repr(self.protocol.view(self.config(i)))
+
+
+def build(protocol: Population, start: str | None = None, limit: int = DEFAULT_LIMIT, ref: str = "SPEC") -> Chain:
+    """The chain over the configurations reachable from `start` (default: the protocol's first)."""
+    init = protocol.start_configurations(start)
+    name = start or protocol.start_names()[0]
+    total = protocol.configuration_count()
+    if init is ALL and total > limit:
+        raise TooManyConfigurations(_too_many(protocol, f"has {total:,} configurations", limit, ref))
+    rng = np.random.default_rng(0x5EED)
+    for _ in range(4):
+        r = rng.integers(1, 2**63, size=protocol.Q, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        moves = _Moves(protocol, r)
+        if init is ALL:
+            configs = compositions(protocol.n, protocol.Q)
+            starts_rows = configs
+        else:
+            starts_rows = np.array(init, dtype=np.int64)
+            configs = _explore(starts_rows, moves, r, limit, protocol, ref)
+        keys = configs.astype(np.uint64) @ r
+        order = np.argsort(keys, kind="stable")
+        skeys = keys[order]
+        if len(skeys) < 2 or np.all(skeys[1:] != skeys[:-1]):
+            break
+    else:  # pragma: no cover - four independent 64-bit key collisions
+        raise RuntimeError("configuration keys collided repeatedly")
+    chain = Chain(protocol, configs, sp.csr_matrix((0, 0)), np.empty(0, np.int64), name, skeys, order, r)
+    chain.P = _matrix(chain, moves)
+    start_keys = starts_rows.astype(np.uint64) @ r
+    chain.starts = np.unique(order[np.searchsorted(skeys, start_keys)])
+    return chain
+
+
+def _too_many(protocol: Population, what: str, limit: int, ref: str) -> str:
+    ps = " ".join(f"-p {k}={v}" for k, v in protocol.params.items())
+    return (f"{protocol.name} with n={protocol.n} {what}, more than the exact analysis's limit of {limit:,}; "
+            f"estimate it by simulation instead (lockstep simulate {ref} {ps}), or raise --max-configs")
+
+
+class _Moves:
+    """The configuration-changing outcomes of every ordered pair of states, as flat arrays:
+    pair k = a·Q + b owns effects first[k] .. first[k+1]-1."""
+
+    def __init__(self, protocol: Population, r: np.ndarray):
+        Q = protocol.Q
+        self.Q = Q
+        self.first = np.zeros(Q * Q + 1, dtype=np.int64)
+        vecs, probs = [], []
+        for a, b, effects in protocol._moves:
+            self.first[a * Q + b + 1] = len(effects)
+            for eff, p, _ in effects:
+                vec = np.zeros(Q, dtype=np.int64)
+                for i, d in eff:
+                    vec[i] += d
+                vecs.append(vec)
+                probs.append(float(p))
+        self.first = np.cumsum(self.first)
+        self.vec = np.array(vecs, dtype=np.int64).reshape(len(vecs), Q)
+        self.p = np.array(probs)
+        self.dkey = self.vec.astype(np.uint64) @ r
+        self.nn = protocol.n * (protocol.n - 1)
+
+    def expand(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For every configuration-changing interaction enabled in `rows`: (row, effect, probability)."""
+        Q = self.Q
+        r_idx, states = np.nonzero(rows)
+        if not len(r_idx):
+            return (np.empty(0, np.int64),) * 2 + (np.empty(0),)
+        width = int(np.bincount(r_idx).max())
+        starts = np.searchsorted(r_idx, np.arange(rows.shape[0]))
+        slot = np.arange(len(r_idx)) - starts[r_idx]
+        pres = np.full((rows.shape[0], width), -1, dtype=np.int64)
+        pres[r_idx, slot] = states
+        a = np.repeat(pres, width, axis=1).ravel()
+        b = np.tile(pres, (1, width)).ravel()
+        row = np.repeat(np.arange(rows.shape[0]), width * width)
+        ok = (a >= 0) & (b >= 0)
+        a, b, row = a[ok], b[ok], row[ok]
+        ca = rows[row, a]
+        cb = rows[row, b] - (a == b)
+        ok = cb > 0
+        a, b, row, ca, cb = a[ok], b[ok], row[ok], ca[ok], cb[ok]
+        k = a * Q + b
+        lo, hi = self.first[k], self.first[k + 1]
+        cnt = hi - lo
+        row = np.repeat(row, cnt)
+        offs = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        eff = np.repeat(lo, cnt) + offs
+        w = np.repeat(ca * cb, cnt) * self.p[eff] / self.nn
+        return row, eff, w
+
+
+CHUNK = 20_000
+"""Configurations expanded at once (bounds the memory of the vectorised expansion)."""
+
+
+def compositions(n: int, q: int) -> np.ndarray:
+    """Every vector of q non-negative integers summing to n, as rows (lexicographic order)."""
+    table: dict[int, np.ndarray] = {s: np.array([[s]], dtype=np.int64) for s in range(n + 1)}
+    for _ in range(2, q + 1):
+        nxt = {}
+        for s in range(n + 1):
+            blocks = []
+            for k in range(s + 1):
+                rest = table[s - k]
+                blocks.append(np.hstack([np.full((rest.shape[0], 1), k, dtype=np.int64), rest]))
+            nxt[s] = np.vstack(blocks)
+        table = nxt
+    return table[n]
+
+
+def _explore(starts: np.ndarray, moves: _Moves, r: np.ndarray, limit: int, protocol: Population,
+             ref: str) -> np.ndarray:
+    """Breadth-first exploration of the configurations reachable from `starts`, level by level."""
+    keys = starts.astype(np.uint64) @ r
+    _, first = np.unique(keys, return_index=True)
+    frontier = starts[np.sort(first)]
+    found = [frontier]
+    seen = np.sort(keys[first])
+    while len(frontier):
+        new_rows, new_keys = [], []
+        for lo in range(0, len(frontier), CHUNK):
+            block = frontier[lo:lo + CHUNK]
+            row, eff, _ = moves.expand(block)
+            rows = block[row] + moves.vec[eff]
+            k = rows.astype(np.uint64) @ r
+            k, first = np.unique(k, return_index=True)
+            pos = np.searchsorted(seen, k)
+            new = (pos >= len(seen)) | (seen[np.minimum(pos, len(seen) - 1)] != k)
+            new_rows.append(rows[first[new]])
+            new_keys.append(k[new])
+        k, first = np.unique(np.concatenate(new_keys), return_index=True)
+        frontier = np.vstack(new_rows)[first]
+        if len(frontier):
+            found.append(frontier)
+            seen = np.sort(np.concatenate([seen, k]))
+            if len(seen) > limit:
+                raise TooManyConfigurations(_too_many(protocol, f"reaches more than {limit:,} configurations", limit, ref))
+    return np.vstack(found)
+
+
+def _matrix(chain: Chain, moves: _Moves) -> sp.csr_matrix:
+    configs, r = chain.configs, chain._r
+    keys = configs.astype(np.uint64) @ r
+    rows_, cols_, vals_ = [], [], []
+    for lo in range(0, chain.size, CHUNK):
+        row, eff, w = moves.expand(configs[lo:lo + CHUNK])
+        row += lo
+        target = keys[row] + moves.dkey[eff]
+        rows_.append(row)
+        cols_.append(chain._order[np.searchsorted(chain._keys, target)])
+        vals_.append(w)
+    row, col, val = np.concatenate(rows_), np.concatenate(cols_), np.concatenate(vals_)
+    out_prob = np.bincount(row, weights=val, minlength=chain.size)
+    diag = np.arange(chain.size)
+    P = sp.csr_matrix((np.concatenate([val, np.clip(1.0 - out_prob, 0.0, 1.0)]),
+                       (np.concatenate([row, diag]), np.concatenate([col, diag]))), shape=(chain.size, chain.size))
+    P.sum_duplicates()
+    return P

@@ -1,0 +1,255 @@
+"""Exact Markov-chain analysis, the batched simulator, statistical checks and their commands."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+
+import numpy as np
+import pytest
+from scipy import stats
+from sympy import Rational
+
+from checker.probabilistic import analysis, dtmc, exact, smc
+from checker.probabilistic.batched import Simulator
+from specs.adaptive_majority import AdaptiveMajority, AdaptiveMajorityNoReset
+from specs.phase_clock import PhaseClock, PhaseClockNoResync
+from tests.specs.test_population import Coin, Epidemic
+
+
+def test_epidemic_hitting_time_has_the_closed_form():
+    # k infected: a new infection needs an infected initiator and a susceptible responder,
+    # probability k(n-k)/(n(n-1)); so E[T] = sum_k n(n-1)/(k(n-k)) = 50/3 for n = 5
+    p = Epidemic(n=5)
+    chain = dtmc.build(p)
+    done = chain.mask("all_infected")
+    start = int(chain.starts[0])
+    assert exact.hitting_times(chain, done)[start] == Rational(50, 3)
+    assert analysis.hitting_times(chain, done)[start] == pytest.approx(50 / 3, rel=1e-12)
+
+
+def test_randomized_rule_exact_hitting_time():
+    # from all heads, a tails appears when (H, H) meet (always) and the coin says so (1/3): geometric
+    chain = dtmc.build(Coin(n=3))
+    assert exact.hitting_times(chain, chain.mask("some_tails"))[int(chain.starts[0])] == 3
+
+
+def agent_level_holding_time(n: int, m: int) -> float:
+    """The phase clock's expected holding time from all-zero, on the chain over *ordered agent tuples*
+    (no counting abstraction), solved densely: an independent check of the configuration chain."""
+    p = PhaseClock(n=n, m=m)
+    states = list(itertools.product(range(p.M), repeat=n))
+    index = {s: i for i, s in enumerate(states)}
+    inside = [p.holds("synchronized", p.configuration(_counts(s))) for s in states]
+    keep = [i for i, ok in enumerate(inside) if ok]
+    pos = {i: k for k, i in enumerate(keep)}
+    A = np.eye(len(keep))
+    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
+    for k, i in enumerate(keep):
+        s = states[i]
+        for a, b in pairs:
+            t = list(s)
+            t[a], t[b] = p.delta(s[a], s[b])
+            j = pos.get(index[tuple(t)])
+            if j is not None:
+                A[k, j] -= 1 / len(pairs)
+    h = np.linalg.solve(A, np.ones(len(keep)))
+    return float(h[pos[index[(0,) * n]]])
+
+
+def _counts(s: tuple[int, ...]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for q in s:
+        out[q] = out.get(q, 0) + 1
+    return out
+
+
+def test_phase_clock_holding_time_exact_and_independently_confirmed():
+    p = PhaseClock(n=3, m=2)
+    chain = dtmc.build(p, "zero")
+    inside = chain.mask("synchronized")
+    z = chain.index_of(p.start_configurations("zero")[0])
+    assert exact.holding_times(chain, inside)[z] == 83
+    assert analysis.holding_times(chain, inside)[z] == pytest.approx(83, rel=1e-10)
+    assert agent_level_holding_time(3, 2) == pytest.approx(83, rel=1e-10)
+
+
+def test_phase_clock_stabilizes_from_every_configuration():
+    p = PhaseClock(n=4, hours=8, m=2)
+    chain = dtmc.build(p)
+    assert chain.size == math.comb(4 + 16 - 1, 15) == 3876
+    sync = chain.mask("synchronized")
+    assert analysis.reach_probability(chain, sync).min() == pytest.approx(1.0)
+    h = analysis.hitting_times(chain, sync)
+    assert np.isfinite(h).all() and 0 < h.max() < 40 * 4
+
+
+def test_seeded_bug_clock_never_synchronizes_from_some_configurations():
+    p = PhaseClockNoResync(n=4, hours=8, m=2)
+    chain = dtmc.build(p)
+    sync = chain.mask("synchronized")
+    x = analysis.reach_probability(chain, sync)
+    never = np.flatnonzero(x == 0)
+    assert len(never) == 140
+    assert chain.describe(int(never[0])) == "{6: 1, 9: 1, 12: 1, 15: 1}"  # four lone agents, pairwise far
+    assert np.allclose(chain.P.diagonal()[never], 1.0)  # silent: no interaction changes them
+    assert not np.isfinite(analysis.hitting_times(chain, sync)).all()
+
+
+def test_adaptive_majority_follows_a_switched_majority_and_the_seeded_bug_does_not():
+    at = [0, 60, 240]
+    good, bad = [], []
+    for cls, out in ((AdaptiveMajority, good), (AdaptiveMajorityNoReset, bad)):
+        chain = dtmc.build(cls(n=3, m=2, churn=0), "switched")
+        pi0 = np.zeros(chain.size)
+        pi0[chain.starts] = 1
+        out.extend(analysis.transient(chain, pi0, at) @ chain.mask("correct"))
+    assert good[0] == 0 and good[1] > 0.6 and good[2] > 0.6
+    assert bad == [0, 0, 0]
+
+
+# ------------------------------------------------------------------------------ simulation
+
+
+def test_batched_simulator_matches_the_exact_transient_distribution():
+    p = PhaseClock(n=6, m=2)
+    chain = dtmc.build(p, "spread_out")
+    start = p.start_configurations("spread_out")[0]
+    pi0 = np.zeros(chain.size)
+    pi0[chain.index_of(start)] = 1
+    T, runs = 9, 6000
+    expected = analysis.transient(chain, pi0, [T])[0] * runs
+    observed = np.zeros(chain.size)
+    sim = Simulator(p, start, seed=11)
+    for _ in range(runs):
+        sim.counts, sim.t = np.array(start), 0
+        sim.run(T)
+        observed[chain.index_of(sim.config())] += 1
+    big = expected >= 5
+    obs = np.append(observed[big], runs - observed[big].sum())
+    exp = np.append(expected[big], runs - expected[big].sum())
+    assert stats.chisquare(obs, exp).pvalue > 0.001
+
+
+def test_simulated_mean_hitting_time_agrees_with_the_exact_value():
+    p = PhaseClock(n=5, m=2)
+    chain = dtmc.build(p, "spread_out")
+    start = p.start_configurations("spread_out")[0]
+    exact_h = analysis.hitting_times(chain, chain.mask("synchronized"))[chain.index_of(start)]
+    test = lambda c: p.holds("synchronized", c)
+    times = [Simulator(p, start, seed=s, max_batch=1).run_until(test, 10**6) for s in range(1500)]
+    mean, half = smc.mean_interval(times, 0.999)
+    assert abs(mean - exact_h) <= half
+
+
+def test_simulated_holding_time_agrees_with_the_exact_83():
+    p = PhaseClock(n=3, m=2)
+    lost = lambda c: not p.holds("synchronized", c)
+    times = [Simulator(p, {0: 3}, seed=s, max_batch=1).run_until(lost, 10**6) for s in range(800)]
+    mean, half = smc.mean_interval(times, 0.999)
+    assert abs(mean - 83) <= half
+
+
+def test_input_changes_in_the_simulator():
+    p = AdaptiveMajority(n=30, m=2, churn=0)
+    sim = Simulator(p, p.start_configurations("settled")[0], seed=3)
+    assert sim.fractions(p.input) == pytest.approx({"A": 2 / 3, "B": 1 / 3})
+    assert sim.change_inputs("A", "B", 15) == 15
+    assert sim.fractions(p.input) == pytest.approx({"A": 1 / 6, "B": 5 / 6})
+    assert sim.change_inputs("A", "B", 100) == 5  # only five agents still hold A
+    assert sim.counts.sum() == 30
+
+
+def test_statistics():
+    lo, hi = smc.clopper_pearson(0, 10, 0.95)
+    assert lo == 0 and hi == pytest.approx(0.3085, abs=1e-4)  # the textbook 0/10 interval
+    assert smc.hoeffding_runs(0.01, 0.001) == 38005
+    ok = smc.sprt(lambda: True, 0.99, 0.005, 0.001, 0.001, 5000)
+    assert ok.holds is True and ok.runs < 2000
+    rng = np.random.default_rng(0)
+    bad = smc.sprt(lambda: rng.random() < 0.9, 0.99, 0.005, 0.001, 0.001, 5000)
+    assert bad.holds is False
+
+
+# ------------------------------------------------------------------------------ commands
+
+
+def test_analyze_command(cli):
+    r = cli("analyze", "phase_clock", "-p", "n=3", "-p", "m=2", "--measure", "holding-time", "--start", "zero", "--exact")
+    assert r.code == 0 and "exact value from {0: 3}: 83" in r.out
+    r = cli("analyze", "phase_clock_buggy", "-p", "n=4", "-p", "hours=8", "-p", "m=2", "--measure", "reach")
+    assert r.code == 1 and "140 never do" in r.out
+    r = cli("analyze", "phase_clock_buggy", "-p", "n=4", "-p", "hours=8", "-p", "m=2")
+    assert r.code == 1 and "probability below 1" in r.out
+    r = cli("analyze", "phase_clock", "-p", "n=12")
+    assert r.code == 2 and "15,338,678,264 configurations" in r.err and "lockstep simulate phase_clock" in r.err
+    r = cli("analyze", "two_phase")
+    assert r.code == 2 and "not a population protocol" in r.err
+    r = cli("analyze", "phase_clock", "--measure", "transient")
+    assert r.code == 2 and "needs --at" in r.err
+    r = cli("analyze", "phase_clock", "--measure", "reach", "--exact")
+    assert r.code == 2 and "--exact applies to" in r.err
+
+
+def test_simulate_command(cli, tmp_path):
+    out = tmp_path / "run.png"
+    r = cli("simulate", "phase_clock", "-p", "n=200", "--start", "spread_out", "--runs", "5", "--plot", str(out))
+    assert r.code == 0 and "synchronized reached in 5 of 5 runs" in r.out
+    assert out.exists() and out.read_bytes()[:4] == b"\x89PNG" and os.path.getsize(out) > 10_000
+    r = cli("simulate", "phase_clock", "-p", "n=100", "--start", "spread_out", "--runs", "2", "--within", "20",
+            "--prob", "0.9")
+    assert r.code == 0 and "the claim holds at confidence 0.999" in r.out
+    r = cli("simulate", "phase_clock", "-p", "n=3", "-p", "m=2", "--start", "zero", "--leave", "--sequential", "--runs", "50",
+            "--time", "2000")
+    assert r.code == 0 and "synchronized left in 50 of 50 runs" in r.out and "holding time: mean" in r.out
+    r = cli("simulate", "phase_clock_buggy", "-p", "n=4", "-p", "hours=8", "-p", "m=2", "--start", "spread_out",
+            "--runs", "2", "--within", "20", "--prob", "0.9")
+    assert r.code == 1 and "synchronized reached in 0 of 2 runs" in r.out and "the claim is rejected" in r.out
+    r = cli("simulate", "phase_clock", "-p", "n=100", "--start", "every_configuration")
+    assert r.code == 2 and "cannot be simulated" in r.err
+    with pytest.raises(SystemExit) as e:
+        cli("simulate", "phase_clock", "--within", "-1")
+    assert e.value.code == 2
+
+
+# ------------------------------------------------------------------------------ slow cases
+
+
+@pytest.mark.slow
+def test_exact_stabilization_from_all_475020_configurations():
+    p = PhaseClock(n=6)
+    chain = dtmc.build(p)
+    assert chain.size == math.comb(6 + 24 - 1, 23) == 475020
+    sync = chain.mask("synchronized")
+    assert analysis.reach_probability(chain, sync).min() == pytest.approx(1.0)
+    assert np.isfinite(analysis.hitting_times(chain, sync)).all()
+
+
+@pytest.mark.slow
+def test_batched_simulator_matches_the_exact_chain_with_long_batches():
+    # n = 40: batches of several interactions and collisions; the distribution of the number of
+    # agents at each counter after 200 interactions, against the exact transient distribution
+    p = PhaseClock(n=40, hours=4, m=1)
+    chain = dtmc.build(p, "zero", limit=3_000_000)
+    start = p.start_configurations("zero")[0]
+    pi0 = np.zeros(chain.size)
+    pi0[chain.index_of(start)] = 1
+    T, runs = 200, 20000
+    expected = analysis.transient(chain, pi0, [T])[0] * runs
+    observed = np.zeros(chain.size)
+    sim = Simulator(p, start, seed=5)
+    for _ in range(runs):
+        sim.counts, sim.t = np.array(start), 0
+        sim.run(T)
+        observed[chain.index_of(sim.config())] += 1
+    big = expected >= 5
+    obs = np.append(observed[big], runs - observed[big].sum())
+    exp = np.append(expected[big], runs - expected[big].sum())
+    assert stats.chisquare(obs, exp).pvalue > 0.001
+
+
+@pytest.mark.slow
+def test_statistical_claim_recovery_within_5_n_ln_n_at_n_10000(cli):
+    r = cli("simulate", "phase_clock", "-p", "n=10000", "--start", "spread_out", "--runs", "3", "--within", "5")
+    assert r.code == 0 and "the claim holds at confidence 0.999" in r.out
