@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..explicit import Options, check
+from ..explicit import Options
 from ..loader import load_model, parse_params
 from ..progress import NoProgress, Progress
 from ..result import CheckResult
 from ..trace import render
+from ..vector import choice
 
 NAME = "check"
 HELP = "model-check a spec: invariants, deadlocks and step failures"
@@ -49,6 +50,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-depth", type=natural, metavar="D", help="explore at most D steps from an initial state")
     p.add_argument("--max-states", type=positive, metavar="S", help="store at most S distinct states")
     p.add_argument("--dfs", action="store_true", help="depth-first instead of breadth-first")
+    p.add_argument("--engine", choices=choice.ENGINES, default="auto",
+                   help="auto (default): vector for typed specs, scalar for plain ones; explicit = scalar")
     p.add_argument("--out", metavar="FILE", help="write the counterexample trace (JSON, ITF) to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
@@ -58,19 +61,24 @@ def run(args: argparse.Namespace) -> int:
 
     if args.dfs and args.workers > 1:
         raise UsageError("--dfs runs on one worker; drop --workers or --dfs")
+    if args.engine == "smt":
+        return choice.run_smt(args)
     params = parse_params(args.param)
     model = load_model(args.spec, params, symmetry=args.symmetry, invariants=args.invariant or None)
     opts = Options(deadlock=not args.no_deadlock, max_depth=args.max_depth, max_states=args.max_states,
                    dfs=args.dfs, workers=args.workers)
+    engine, vm, why = choice.choose(args.engine, model, opts)
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
     mode = "depth-first" if args.dfs else "breadth-first"
     print(f"Checking {model.name}" + (f" ({ps})" if ps else "") +
-          f": explicit {mode}, {opts.workers} worker{'s' if opts.workers > 1 else ''}"
+          f": {engine} {mode}, {opts.workers} worker{'s' if opts.workers > 1 else ''}"
           + (", symmetry reduction" if args.symmetry else ""))
     invs = ", ".join(model.invariant_names) or "none"
     print(f"  invariants: {invs}; deadlock: {'checked' if opts.deadlock else 'not checked'}")
     progress = NoProgress() if args.quiet else Progress()
-    res = check(model, opts, progress)
+    res = choice.run(engine, model, vm, opts, progress)
+    if why and engine != args.engine:
+        res.notes.append(why)
     report(res, args.out)
     return res.exit_code
 
@@ -96,4 +104,6 @@ def report(res: CheckResult, out: str | None) -> None:
     if res.queued:
         print(f"  {res.queued:,} states left unexplored")
     print(f"  fingerprint collision probability (optimistic, as TLC): {res.collision_probability:.1e}")
+    for note in res.notes:
+        print(f"  note: {note}")
     sys.stdout.flush()

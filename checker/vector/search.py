@@ -103,6 +103,66 @@ class _Stop(Exception):
         self.found, self.queued = found, queued
 
 
+class FirstOccurrences:
+    """For each distinct key of a batch, the index of its occurrence with the least serial number.
+
+    Hashes the keys into a scratch open-addressing table (equal keys meet in one slot), then
+    takes the least serial number per slot. The scratch arrays are kept between batches and
+    cleared where they were written, since fresh large arrays cost a page fault per page."""
+
+    def __init__(self) -> None:
+        self.table = np.zeros(0, dtype=np.uint64)
+        self.best = np.zeros(0, dtype=np.int64)
+
+    def __call__(self, keys: np.ndarray, serial: np.ndarray) -> np.ndarray:
+        m = len(keys)
+        cap = 1 << max(10, (2 * m).bit_length())
+        if len(self.table) < cap:
+            self.table = np.zeros(cap, dtype=np.uint64)
+            self.best = np.full(cap, np.iinfo(np.int64).max, dtype=np.int64)
+        table, best = self.table, self.best
+        wrap = np.int64(cap - 1)
+        slot = (keys & np.uint64(cap - 1)).astype(np.int64)
+        table[slot] = keys  # the first round: one key wins each slot
+        go = np.flatnonzero(table[slot] != keys)
+        k, p = keys[go], slot[go]
+        while go.size:
+            p = (p + 1) & wrap
+            v = table[p]
+            empty = v == 0
+            if empty.any():
+                table[p[empty]] = k[empty]  # among different keys racing for a slot, one wins
+                v = table[p]
+            hit = v == k
+            slot[go[hit]] = p[hit]
+            miss = np.flatnonzero(~hit)
+            go, k, p = go[miss], k[miss], p[miss]
+        np.minimum.at(best, slot, serial)
+        out = np.flatnonzero(best[slot] == serial)
+        table[slot] = 0
+        best[slot] = np.iinfo(np.int64).max
+        return out
+
+
+class InOrder:
+    """The permutation that sorts distinct non-negative keys below a span: a counting sort, with
+    scratch arrays kept between batches."""
+
+    def __init__(self) -> None:
+        self.where = np.zeros(0, dtype=np.int64)
+        self.marked = np.zeros(0, dtype=bool)
+
+    def __call__(self, keys: np.ndarray, span: int) -> np.ndarray:
+        if len(self.marked) < span:
+            self.where = np.zeros(span, dtype=np.int64)
+            self.marked = np.zeros(span, dtype=bool)
+        self.where[keys] = np.arange(len(keys))
+        self.marked[keys] = True
+        out = self.where[np.flatnonzero(self.marked[:span])]
+        self.marked[keys] = False
+        return out
+
+
 class VectorSearch:
     """One process's breadth-first search over packed states."""
 
@@ -112,6 +172,8 @@ class VectorSearch:
         self.budget = Budget(vopts.memory, vopts.spill_dir)
         self.batch = vopts.batch or int(np.clip(TARGET_CANDIDATES // max(vm.ntrans, 1), 1 << 10, 1 << 20))
         self.table = FingerprintTable()
+        self.first_occurrences = FirstOccurrences()
+        self.in_order = InOrder()
         self.levels: list[Spool] = []  # parent links (fingerprint, parent fingerprint) per level
         self.proxy = _VectorFingerprints(vm.model, vm.layout)
         self.helper = _Search(self.proxy, opts, progress)  # reports violations as the scalar engine does
@@ -152,11 +214,10 @@ class VectorSearch:
         except _Stop as s:
             found, queued = s.found, s.queued
         secs = time.monotonic() - t0
-        ram_links = sum(s.ram for s in self.levels)
         res = CheckResult(HOLDS, self.distinct, self.generated, self.depth, secs, queued=queued,
-                          visited_bytes=self.table.nbytes + ram_links)
+                          visited_bytes=self.table.nbytes)
         res.exact_fingerprints = self.layout.exact
-        res.notes.append(self._memory_note(ram_links))
+        res.notes.append(self._memory_note())
         if found is not None:
             self._hint = len(self.levels) - 1
             res.verdict = VIOLATION
@@ -166,12 +227,13 @@ class VectorSearch:
             res.cut = self.cut
         return res
 
-    def _memory_note(self, ram_links: int) -> str:
+    def _memory_note(self) -> str:
         per = self.table.nbytes / max(self.distinct, 1)
         note = (f"vector engine: states packed into {self.layout.bits} bits ({self.layout.words} word"
-                f"{'s' if self.layout.words > 1 else ''}); visited table {per:.1f} bytes per state")
+                f"{'s' if self.layout.words > 1 else ''}); visited table {per:.1f} bytes per state, "
+                f"parent links 16 bytes per state")
         if self.budget.spilled:
-            note += f"; {self.budget.spilled / 2**20:,.0f} MiB of frontier and parent links spilled to disk"
+            note += f"; {self.budget.spilled / 2**20:,.1f} MiB of frontiers and parent links spilled to disk"
         return note
 
     def _seed(self) -> Spool:
@@ -231,28 +293,28 @@ class VectorSearch:
     def _successors(self, words: np.ndarray) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
         """Run every transition over the batch: (per-transition outputs, rows, transition ids, candidate
         words) for the successors that differ from their parent."""
-        n = words.shape[1]
+        n, k = words.shape[1], self.layout.words
         outs = self.program.batch(words, n)
-        rows, tids, cands = [], [], []
-        for tid, (idx, deltas, _fail) in enumerate(outs):
-            if not idx.size:
-                continue
-            moved = None
-            for d in deltas:
-                if d is not None:
-                    moved = d != 0 if moved is None else moved | (d != 0)
-            if moved is None:
-                continue
-            sel = np.flatnonzero(moved)
-            if not sel.size:
-                continue
-            r = idx[sel]
-            rows.append(r)
-            tids.append(np.full(len(r), tid, dtype=np.int64))
-            cands.append(np.stack([words[w][r] if d is None else words[w][r] ^ d[sel] for w, d in enumerate(deltas)]))
-        if not rows:
-            return outs, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((self.layout.words, 0), np.uint64)
-        return outs, np.concatenate(rows), np.concatenate(tids), np.concatenate(cands, axis=1)
+        live = [(tid, o) for tid, o in enumerate(outs) if o[0].size and any(d is not None for d in o[1])]
+        if not live:
+            return outs, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((k, 0), np.uint64)
+        sizes = [o[0].size for _, o in live]
+        rows = np.concatenate([o[0] for _, o in live])
+        tids = np.repeat(np.array([tid for tid, _ in live], dtype=np.int64), sizes)
+        deltas = [np.concatenate([o[1][w] if o[1][w] is not None else np.zeros(o[0].size, np.uint64) for _, o in live])
+                  if any(o[1][w] is not None for _, o in live) else None for w in range(k)]
+        moved = None
+        for d in deltas:
+            if d is not None:
+                moved = d != 0 if moved is None else moved | (d != 0)
+        sel = np.flatnonzero(moved)
+        rows, tids = rows[sel], tids[sel]
+        cands = np.empty((k, len(sel)), dtype=np.uint64)
+        for w, d in enumerate(deltas):
+            np.take(words[w], rows, out=cands[w])
+            if d is not None:
+                cands[w] ^= d[sel]
+        return outs, rows, tids, cands
 
     def _expand(self, words: np.ndarray, base: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:
         n = words.shape[1]
@@ -272,18 +334,11 @@ class VectorSearch:
                 r = int(np.argmin(live))
                 stops.append(((base + r) * T1 + T1 - 1, "deadlock", r))
         fps = self.layout.fingerprints(cands)
-        rem = np.flatnonzero(~self.table.contains(fps))
-        serial = (base + rows[rem]) * T1 + tids[rem]
-        order = np.argsort(serial)
-        rem, serial = rem[order], serial[order]
-        fr = fps[rem]
-        by_fp = np.argsort(fr, kind="stable")
-        first = np.ones(len(by_fp), dtype=bool)
-        sorted_fp = fr[by_fp]
-        first[1:] = sorted_fp[1:] != sorted_fp[:-1]
-        uniq = np.sort(by_fp[first])  # first occurrences, in serial order
-        cand = rem[uniq]
-        ukeys, ufps = serial[uniq], fr[uniq]
+        serial = (base + rows) * T1 + tids
+        firsts = self.first_occurrences(fps, serial)
+        fresh = firsts[~self.table.contains(fps[firsts])]
+        cand = fresh[self.in_order(serial[fresh] - base * T1, n * T1)]  # new successors, in the scalar engine's order
+        ukeys, ufps = serial[cand], fps[cand]
         uwords = cands[:, cand]
         m = len(cand)
         inside = np.ones(m, dtype=bool)

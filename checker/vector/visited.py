@@ -18,7 +18,7 @@ REFILL = 0.5  # load right after growing
 class FingerprintTable:
     """A set of non-zero uint64 fingerprints."""
 
-    def __init__(self, capacity: int = 1 << 12):
+    def __init__(self, capacity: int = 1 << 8):
         self.table = np.zeros(capacity, dtype=np.uint64)
         self.size = 0
 
@@ -68,5 +68,5 @@ class FingerprintTable:
 
     def _grow(self, need: int) -> None:
         old = self.table[self.table != 0]
-        self.table = np.zeros(max(int(need / REFILL), 1 << 12), dtype=np.uint64)
+        self.table = np.zeros(max(int(need / REFILL), 1 << 8), dtype=np.uint64)
         self._insert(old)

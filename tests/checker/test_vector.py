@@ -1,0 +1,207 @@
+"""The vector engine agrees with the scalar engine: counts, verdicts and counterexamples."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from checker.explicit import Options, check
+from checker.loader import load_model, resolve
+from checker.vector import VectorModel, VectorOptions, VectorUnsupported, check_vector
+from checker.vector.layout import Layout
+from checker.vector.visited import FingerprintTable
+from specs.lang import Spec
+from specs.registry import SPECS
+from tests.conftest import model_path
+
+AGREEMENT_BOUND = 20_000  # distinct states per spec in the agreement test (any size of spec stays quick)
+
+TEST_MODELS = [model_path("failing_action.py") + ":" + c for c in ("Divide", "Overflow", "Asserting")] + \
+    [model_path("constrained.py") + ":" + c for c in ("Counter", "Chain")] + \
+    [model_path("vector_edges.py") + ":" + c for c in ("WideSet", "Lazy", "BadIndex", "FailingPredicates")]
+
+
+def typed(ref: str) -> bool:
+    obj, _ = resolve(ref)
+    return inspect.isclass(obj) and issubclass(obj, Spec)
+
+
+def outcome(res) -> tuple:
+    """Everything both engines must agree on, including the whole counterexample."""
+    v = res.violation
+    trace = None
+    if v is not None:
+        trace = (v.kind, v.name, v.message, v.location, [(s.label, s.state) for s in v.trace.steps])
+    return res.verdict, res.distinct, res.generated, res.depth, res.queued, res.cut, trace
+
+
+def both(ref: str, params: dict | None = None, vopts: VectorOptions | None = None, **opts):
+    model = load_model(ref, params or {})
+    return check(model, Options(**opts)), check_vector(model, Options(**opts), vopts=vopts)
+
+
+@pytest.mark.parametrize("ref", sorted(r for r in SPECS if typed(r)) + TEST_MODELS)
+@pytest.mark.parametrize("deadlock", [True, False])
+def test_agrees_with_the_scalar_engine(ref, deadlock):
+    scalar, vector = both(ref, deadlock=deadlock, max_states=AGREEMENT_BOUND)
+    assert outcome(vector) == outcome(scalar)
+
+
+@pytest.mark.parametrize("ref, params", [("two_phase", {"rm": 6}), ("filter_lock", {"n": 4})])
+def test_known_counts(ref, params):
+    """TwoPhase RM=6 and the filter lock N=4, as the hand-written BFS counts them (test_examples)."""
+    _scalar, vector = both(ref, params)
+    want = {"two_phase": (50816, 402306, 20), "filter_lock": (14844, 44121, 37)}[ref]
+    assert (vector.verdict, vector.distinct, vector.generated, vector.depth) == ("holds", *want)
+
+
+def test_seeded_bugs_give_the_shortest_counterexamples():
+    for ref, steps in (("filter_lock_buggy", 14), ("peterson_buggy", 8), ("diehard", 6)):
+        v = check_vector(load_model(ref), Options()).violation
+        assert v.kind == "invariant" and len(v.trace.steps) - 1 == steps
+
+
+def test_step_failures_name_the_spec_line():
+    _scalar, vector = both(model_path("failing_action.py") + ":Divide")
+    v = vector.violation
+    assert v.kind == "error" and "ZeroDivisionError" in v.message and v.location.endswith("failing_action.py:14")
+    v = check_vector(load_model(model_path("vector_edges.py") + ":BadIndex"), Options()).violation
+    assert v.kind == "error" and v.name == "read" and "IndexError" in v.message
+    assert [s.shown["i"] for s in v.trace.steps] == ["0", "1", "2", "3"]
+
+
+def test_errors_in_branches_not_taken_are_not_errors():
+    res = check_vector(load_model(model_path("vector_edges.py") + ":Lazy"), Options())
+    assert (res.verdict, res.distinct) == ("holds", 40)
+
+
+def test_bounds_agree():
+    chain = model_path("constrained.py") + ":Chain"
+    for depth in (30, 31):
+        scalar, vector = both(chain, max_depth=depth)
+        assert outcome(vector) == outcome(scalar)
+    scalar, vector = both("two_phase", {"rm": 4}, max_states=100)
+    assert outcome(vector) == outcome(scalar) and vector.verdict == "inconclusive" and vector.distinct == 100
+
+
+def test_spilled_search_gives_the_same_result(tmp_path):
+    """With no memory budget every frontier and parent link goes to disk, and nothing changes."""
+    spill = VectorOptions(memory=0, spill_dir=str(tmp_path), batch=500)
+    scalar, vector = both("two_phase", {"rm": 5}, vopts=spill)
+    assert outcome(vector) == outcome(scalar)
+    assert any("spilled to disk" in n for n in vector.notes)
+    scalar, vector = both("filter_lock_buggy", vopts=spill)
+    assert outcome(vector) == outcome(scalar) and vector.verdict == "violation"
+    assert list(tmp_path.iterdir()) == []  # spill files are removed
+
+
+def test_small_batches_give_the_same_result():
+    scalar, vector = both("peterson_buggy", vopts=VectorOptions(batch=3))
+    assert outcome(vector) == outcome(scalar)
+
+
+def test_fingerprints_are_exact_when_a_state_fits_a_word():
+    one = check_vector(load_model("two_phase"), Options())
+    assert one.exact_fingerprints and one.collision_probability == 0.0
+    wide = check_vector(load_model(model_path("vector_edges.py") + ":WideSet"), Options(max_states=2000))
+    assert not wide.exact_fingerprints and wide.collision_probability > 0.0
+
+
+def test_visited_table_stays_within_16_bytes_per_state():
+    res = check_vector(load_model("two_phase", {"rm": 6}), Options())
+    assert res.visited_bytes / res.distinct <= 16 + 1e-9
+
+
+def test_what_the_vector_engine_refuses():
+    with pytest.raises(VectorUnsupported, match="plain spec"):
+        VectorModel(load_model(model_path("plain_counter.py")))
+    with pytest.raises(VectorUnsupported, match="symmetry"):
+        VectorModel(load_model("two_phase", symmetry=True))
+    with pytest.raises(VectorUnsupported, match="depth-first"):
+        check_vector(load_model("two_phase"), Options(dfs=True))
+
+
+# ------------------------------------------------------------------------------------ parts
+
+
+@functools.cache
+def wide_layout() -> Layout:
+    return Layout(load_model(model_path("vector_edges.py") + ":WideSet").prog)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_packing_round_trips_and_fingerprints_match(data):
+    layout = wide_layout()
+    prog = layout.prog
+    states = []
+    for _ in range(5):
+        s = []
+        for dom in prog.slot_doms:
+            if dom.kind == "set":
+                s.append(data.draw(st.integers(0, (1 << dom.elem.size) - 1)))
+            elif dom.kind == "bool":
+                s.append(data.draw(st.booleans()))
+            else:
+                s.append(data.draw(st.integers(dom.lo, dom.hi)))
+        states.append(tuple(s))
+    words = layout.pack_many(states)
+    assert [layout.unpack(list(words[:, j])) for j in range(len(states))] == states
+    fps = layout.fingerprints(words)
+    assert [layout.fingerprint_state(s) for s in states] == [int(f) for f in fps]
+    assert all(f != 0 for f in fps)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 2**64 - 1), max_size=300), st.lists(st.integers(1, 2**64 - 1), max_size=300))
+def test_fingerprint_table_is_a_set(inserted, probed):
+    table = FingerprintTable(capacity=8)
+    seen: set[int] = set()
+    for chunk in (inserted[: len(inserted) // 2], inserted[len(inserted) // 2:]):
+        new = sorted(set(chunk) - seen)
+        table.add(np.array(new, dtype=np.uint64))
+        seen.update(new)
+    keys = np.array(probed + inserted, dtype=np.uint64)
+    assert table.contains(keys).tolist() == [k in seen for k in probed + inserted]
+    assert table.size == len(seen) and table.nbytes <= max(16 * len(seen), 8 * 256)
+
+
+# ------------------------------------------------------------------------------------- CLI
+
+
+def test_engine_option(cli, tmp_path):
+    r = cli("check", "two_phase", "--quiet")
+    assert r.code == 0 and "vector breadth-first" in r.out and "288 distinct states, 1,146 generated" in r.out
+    r = cli("check", "two_phase", "--engine", "explicit", "--quiet")
+    assert r.code == 0 and "scalar breadth-first" in r.out and "288 distinct states, 1,146 generated" in r.out
+    r = cli("check", model_path("plain_counter.py"), "--quiet")
+    assert "scalar breadth-first" in r.out and "note: scalar engine chosen: it is a plain spec" in r.out
+    r = cli("check", model_path("plain_counter.py"), "--engine", "vector")
+    assert r.code == 2 and "--engine vector cannot check" in r.err and "Traceback" not in r.err
+    r = cli("check", "two_phase", "--symmetry", "--quiet")
+    assert r.code == 0 and "scalar breadth-first" in r.out
+    with pytest.raises(SystemExit) as e:
+        cli("check", "two_phase", "--engine", "fast")
+    assert e.value.code == 2
+
+
+def test_smt_engine_is_refused_clearly_when_absent(cli):
+    from importlib.util import find_spec
+
+    if find_spec("checker.smt") is not None:
+        pytest.skip("this installation has the symbolic engine")
+    r = cli("check", "two_phase", "--engine", "smt")
+    assert r.code == 2 and "not available" in r.err
+
+
+def test_vector_counterexample_replays(cli, tmp_path):
+    out = tmp_path / "cex.json"
+    r = cli("check", "filter_lock_buggy", "--engine", "vector", "--out", str(out), "--quiet")
+    assert r.code == 1 and "Counterexample (14 steps)" in r.out
+    r = cli("replay", str(out))
+    assert r.code == 0 and "mutual_exclusion is violated in the last state" in r.out
