@@ -52,7 +52,12 @@ def _bit(chunks: tuple, i: np.ndarray, n: int) -> np.ndarray:
     return inside & ((word >> bit) & 1 != 0)
 
 
-HELPERS: dict[str, Any] = {"np": np, "_select": _select, "_bit": _bit}
+def _u(x: np.ndarray) -> np.ndarray:
+    """An int64 array's bits as uint64 (no copy)."""
+    return x.view(np.uint64) if x.dtype == np.int64 else x.astype(np.uint64)
+
+
+HELPERS: dict[str, Any] = {"np": np, "_select": _select, "_bit": _bit, "_u": _u}
 
 
 class _Emitter:
@@ -66,6 +71,7 @@ class _Emitter:
         self.errors: dict[tuple, str | None] = {}
         self.fails: dict[int, bool] = {}
         self.raw: dict[tuple[int, int], str] = {}
+        self.rows: dict[str | None, str] = {}
         self.count = 0
 
     def tmp(self) -> str:
@@ -76,6 +82,13 @@ class _Emitter:
         name = self.tmp()
         self.lines.append(f"    {name} = {code}")
         return name
+
+    def rows_where(self, mask: str | None) -> str:
+        """The indices of the rows where `mask` holds (every row for None), computed once per mask."""
+        if mask not in self.rows:
+            code = "np.arange(n)" if mask is None else f"np.flatnonzero(np.broadcast_to({mask}, (n,)))"
+            self.rows[mask] = self.emit(code)
+        return self.rows[mask]
 
     # -- state columns ------------------------------------------------------------------------
     def raw_bits(self, slot: int, chunk: int) -> str:
@@ -326,26 +339,26 @@ def _transition(em: _Emitter, prog: Program, layout: Layout, tid: int, t: Transi
     enabled = reach
     if failed is not None:
         enabled = em.emit(f"np.logical_not({failed})" if enabled is None else f"({enabled} & np.logical_not({failed}))")
-    idx = em.emit("np.arange(n)" if enabled is None else f"np.flatnonzero(np.broadcast_to({enabled}, (n,)))")
+    idx = em.rows_where(enabled)
+    dense = enabled is None  # every row: no gathers
+
+    def at(x: str) -> str:
+        return x if dense else f"{x}[{idx}]"
+
     for s, v in news:
         dom = prog.slot_doms[s]
         vals = v if isinstance(v, tuple) else (v,)
         for col, val in zip(layout.slot_columns[s], vals):
             if col.bits == 0:
                 continue
-            old = em.raw_bits(s, col.chunk)
             if _is_literal(val):
                 lit = int(val == "True") if val in ("True", "False") else int(val)
                 new = f"np.uint64({(lit - col.lo) & ((1 << 64) - 1)})"
-                part = f"({old}[{idx}] ^ {new})"
-            else:
-                gathered = f"{val}[{idx}]"
-                if dom.kind == "bool":
-                    new = f"{gathered}.astype(np.uint64)"
-                else:
-                    new = f"({gathered} - {col.lo})" if col.lo else gathered
-                    new = f"({new}.astype(np.uint64) & np.uint64({col.mask}))"
-                part = f"({old}[{idx}] ^ {new})"
+            elif dom.kind == "bool":
+                new = f"{at(val)}.astype(np.uint64)"
+            else:  # an enabled row's value lies in the field's domain, so it fits the column
+                new = f"_u({at(val)} - {col.lo})" if col.lo else f"_u({at(val)})"
+            part = f"({at(em.raw_bits(s, col.chunk))} ^ {new})"
             if col.shift:
                 part = f"({part} << np.uint64({col.shift}))"
             deltas.setdefault(col.word, []).append(part)

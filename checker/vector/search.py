@@ -31,7 +31,7 @@ from .layout import Layout, VectorUnsupported
 from .spool import Budget, Spool
 from .visited import FingerprintTable
 
-TARGET_CANDIDATES = 1 << 21  # successors per batch the default batch size aims at
+TARGET_CANDIDATES = 1 << 20  # successors per batch the default batch size aims at
 
 
 @dataclass
@@ -295,26 +295,31 @@ class VectorSearch:
         words) for the successors that differ from their parent."""
         n, k = words.shape[1], self.layout.words
         outs = self.program.batch(words, n)
-        live = [(tid, o) for tid, o in enumerate(outs) if o[0].size and any(d is not None for d in o[1])]
-        if not live:
+        rows, tids, cands = [], [], []
+        for tid, (idx, deltas, _fail) in enumerate(outs):
+            if not idx.size:
+                continue
+            moved = None
+            for d in deltas:
+                if d is not None:
+                    moved = d != 0 if moved is None else moved | (d != 0)
+            if moved is None:
+                continue
+            sel = np.flatnonzero(moved)
+            if not sel.size:
+                continue
+            r = sel if idx.size == n else idx[sel]  # all rows enabled: idx is 0..n-1
+            rows.append(r)
+            tids.append(np.full(len(r), tid, dtype=np.int64))
+            block = np.empty((k, len(r)), dtype=np.uint64)
+            for w, d in enumerate(deltas):
+                np.take(words[w], r, out=block[w])
+                if d is not None:
+                    block[w] ^= d[sel]
+            cands.append(block)
+        if not rows:
             return outs, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((k, 0), np.uint64)
-        sizes = [o[0].size for _, o in live]
-        rows = np.concatenate([o[0] for _, o in live])
-        tids = np.repeat(np.array([tid for tid, _ in live], dtype=np.int64), sizes)
-        deltas = [np.concatenate([o[1][w] if o[1][w] is not None else np.zeros(o[0].size, np.uint64) for _, o in live])
-                  if any(o[1][w] is not None for _, o in live) else None for w in range(k)]
-        moved = None
-        for d in deltas:
-            if d is not None:
-                moved = d != 0 if moved is None else moved | (d != 0)
-        sel = np.flatnonzero(moved)
-        rows, tids = rows[sel], tids[sel]
-        cands = np.empty((k, len(sel)), dtype=np.uint64)
-        for w, d in enumerate(deltas):
-            np.take(words[w], rows, out=cands[w])
-            if d is not None:
-                cands[w] ^= d[sel]
-        return outs, rows, tids, cands
+        return outs, np.concatenate(rows), np.concatenate(tids), np.concatenate(cands, axis=1)
 
     def _expand(self, words: np.ndarray, base: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:
         n = words.shape[1]
