@@ -180,6 +180,8 @@ class VectorSearch:
         self.helper.parents = self  # type: ignore[assignment]  # rebuild_path asks self.get(fp)
         self.distinct = self.generated = self.depth = 0
         self.cut: str | None = None
+        self.handoff: int | None = None  # stop at the first level with this many states, for workers
+        self.handed_off: tuple[Spool, int] | None = None
         self.constrained = bool(vm.model.constraint_names)
         self.checks_invariants = bool(vm.model.invariant_names)
         self._hint = 0
@@ -190,15 +192,22 @@ class VectorSearch:
         self.budget.close()
 
     # -- parent links ---------------------------------------------------------------------------
-    def get(self, fp: int) -> int | None:
-        """The parent fingerprint of a visited state (None for an initial state)."""
-        order = list(range(self._hint, -1, -1)) + list(range(self._hint + 1, len(self.levels)))
+    def find_parent(self, fp: int) -> tuple[bool, int | None]:
+        """(found, parent fingerprint or None for an initial state) from this process's parent links."""
+        order = list(range(min(self._hint, len(self.levels) - 1), -1, -1)) + list(range(self._hint + 1, len(self.levels)))
         for lv in order:
             row = self.levels[lv].find(0, fp)
             if row is not None:
                 self._hint = max(lv - 1, 0)
-                return None if int(row[1]) == 0 else int(row[1])
-        raise RuntimeError("a counterexample state has no recorded parent")
+                return True, (None if int(row[1]) == 0 else int(row[1]))
+        return False, None
+
+    def get(self, fp: int) -> int | None:
+        """The parent fingerprint of a visited state (None for an initial state)."""
+        found, parent = self.find_parent(fp)
+        if not found:
+            raise RuntimeError("a counterexample state has no recorded parent")
+        return parent
 
     # -- main loop --------------------------------------------------------------------------------
     def run(self) -> CheckResult:
@@ -271,6 +280,9 @@ class VectorSearch:
         cap = opts.max_states if opts.max_states is not None else sys.maxsize
         level = 0
         while len(frontier):
+            if self.handoff is not None and len(frontier) >= self.handoff:
+                self.handed_off = (frontier, level)
+                return 0
             if opts.max_depth is not None and level >= opts.max_depth:
                 if self._frontier_grows(frontier):
                     self.cut = f"depth bound {opts.max_depth} reached with unexplored states"

@@ -66,10 +66,21 @@ def test_seeded_bugs_give_the_shortest_counterexamples():
         assert v.kind == "invariant" and len(v.trace.steps) - 1 == steps
 
 
+def test_phase_clock():
+    """5^n configurations, n(n-1) interactions enabled in each; without the wrap-around a phase leaves 0..4."""
+    res = check_vector(load_model("phase_clock", {"agents": 5}), Options())
+    assert (res.verdict, res.distinct, res.generated) == ("holds", 5**5, 5 * 4 * 5**5 + 1)
+    v = check_vector(load_model("phase_clock_buggy"), Options()).violation
+    assert v.kind == "type" and "is outside Int(0, 4)" in v.message and len(v.trace.steps) - 1 == 7
+    assert v.trace.steps[-1].shown["phase"].count("4") >= 1
+
+
 def test_step_failures_name_the_spec_line():
     _scalar, vector = both(model_path("failing_action.py") + ":Divide")
     v = vector.violation
-    assert v.kind == "error" and "ZeroDivisionError" in v.message and v.location.endswith("failing_action.py:14")
+    with open(model_path("failing_action.py")) as f:
+        line = next(i for i, text in enumerate(f, 1) if "12 // s.x" in text)
+    assert v.kind == "error" and "ZeroDivisionError" in v.message and v.location.endswith(f"failing_action.py:{line}")
     v = check_vector(load_model(model_path("vector_edges.py") + ":BadIndex"), Options()).violation
     assert v.kind == "error" and v.name == "read" and "IndexError" in v.message
     assert [s.shown["i"] for s in v.trace.steps] == ["0", "1", "2", "3"]
@@ -205,3 +216,46 @@ def test_vector_counterexample_replays(cli, tmp_path):
     assert r.code == 1 and "Counterexample (14 steps)" in r.out
     r = cli("replay", str(out))
     assert r.code == 0 and "mutual_exclusion is violated in the last state" in r.out
+
+
+# --------------------------------------------------------------------------------- workers
+
+
+def par(ref: str, params: dict | None = None, **opts):
+    """Two vector workers, handing off at once so that the worker code runs even on small models."""
+    from checker.progress import NoProgress
+    from checker.vector.workers import check_workers
+
+    model = VectorModel(load_model(ref, params or {}))
+    return check_workers(model, Options(workers=2, **opts), NoProgress(), VectorOptions(), handoff=1)
+
+
+@pytest.mark.parametrize("ref, params, deadlock", [("two_phase", {"rm": 4}, True), ("filter_lock", {"n": 3}, True),
+                                                   ("tcommit", {}, False), ("phase_clock", {"agents": 4}, True)])
+def test_two_workers_count_exactly_as_one(ref, params, deadlock):
+    one = check(load_model(ref, params), Options(deadlock=deadlock))
+    two = par(ref, params, deadlock=deadlock)
+    assert two.workers == 2
+    assert (two.verdict, two.distinct, two.generated, two.depth) == (one.verdict, one.distinct, one.generated, one.depth)
+
+
+@pytest.mark.parametrize("ref, steps, kind", [("diehard", 6, "invariant"), ("filter_lock_buggy", 14, "invariant"),
+                                              ("tcommit", 3, "deadlock"), ("phase_clock_buggy", 7, "type")])
+def test_two_workers_find_shortest_counterexamples(ref, steps, kind):
+    v = par(ref).violation
+    assert v.kind == kind and len(v.trace.steps) - 1 == steps
+
+
+def test_two_workers_report_step_failures_and_bounds():
+    v = par(model_path("failing_action.py") + ":Divide").violation
+    assert v.kind == "error" and "ZeroDivisionError" in v.message
+    v = par(model_path("constrained.py") + ":Counter").violation
+    assert v.kind == "invariant" and [s.shown["x"] for s in v.trace.steps][-2:] == ["9", "11"]
+    chain = model_path("constrained.py") + ":Chain"
+    assert par(chain, max_depth=31).verdict == "holds"
+    assert par(chain, max_depth=30).verdict == "inconclusive"
+
+
+def test_workers_from_the_command_line(cli):
+    r = cli("check", "two_phase", "--param", "rm=6", "--workers", "2", "--quiet")
+    assert r.code == 0 and "vector breadth-first, 2 workers" in r.out and "50,816 distinct states, 402,306 generated" in r.out
