@@ -31,7 +31,7 @@ from .layout import Layout, VectorUnsupported
 from .spool import Budget, Spool
 from .visited import FingerprintTable
 
-TARGET_CANDIDATES = 1 << 20  # successors per batch the default batch size aims at
+TARGET_CANDIDATES = 1 << 22  # successors per batch the default batch size aims at
 
 
 @dataclass
@@ -107,41 +107,57 @@ class FirstOccurrences:
     """For each distinct key of a batch, the index of its occurrence with the least serial number.
 
     Hashes the keys into a scratch open-addressing table (equal keys meet in one slot), then
-    takes the least serial number per slot. The scratch arrays are kept between batches and
-    cleared where they were written, since fresh large arrays cost a page fault per page."""
+    takes the least serial number per slot. The table is sized for the number of distinct keys
+    the previous batch had (small tables stay in cache), and redone at full size if it fills;
+    its arrays are kept between batches, since fresh large arrays cost a page fault per page."""
 
     def __init__(self) -> None:
         self.table = np.zeros(0, dtype=np.uint64)
         self.best = np.zeros(0, dtype=np.int64)
+        self.ratio = 1.0  # distinct keys per key in the last batch
 
     def __call__(self, keys: np.ndarray, serial: np.ndarray) -> np.ndarray:
         m = len(keys)
-        cap = 1 << max(10, (2 * m).bit_length())
+        guess = min(m, int(2 * self.ratio * m) + 1024)
+        slot = self._slots(keys, 1 << max(10, (2 * guess).bit_length()))
+        if slot is None:
+            slot = self._slots(keys, 1 << max(10, (2 * m).bit_length()))
+        best = self.best
+        np.minimum.at(best, slot, serial)
+        out = np.flatnonzero(best[slot] == serial)
+        self.table[slot] = 0
+        best[slot] = np.iinfo(np.int64).max
+        self.ratio = len(out) / max(m, 1)
+        return out
+
+    def _slots(self, keys: np.ndarray, cap: int) -> np.ndarray | None:
+        """Each key's slot in a table of `cap` slots; None (and the table cleared) if it fills."""
         if len(self.table) < cap:
             self.table = np.zeros(cap, dtype=np.uint64)
             self.best = np.full(cap, np.iinfo(np.int64).max, dtype=np.int64)
-        table, best = self.table, self.best
+        table = self.table
         wrap = np.int64(cap - 1)
         slot = (keys & np.uint64(cap - 1)).astype(np.int64)
         table[slot] = keys  # the first round: one key wins each slot
         go = np.flatnonzero(table[slot] != keys)
+        filled = np.count_nonzero(table[:cap])
         k, p = keys[go], slot[go]
         while go.size:
+            if filled > 0.75 * cap:
+                table[:cap] = 0
+                return None
             p = (p + 1) & wrap
             v = table[p]
-            empty = v == 0
-            if empty.any():
+            empty = np.flatnonzero(v == 0)
+            if empty.size:
                 table[p[empty]] = k[empty]  # among different keys racing for a slot, one wins
+                filled += empty.size  # an overestimate when equal keys race: safe
                 v = table[p]
             hit = v == k
             slot[go[hit]] = p[hit]
             miss = np.flatnonzero(~hit)
             go, k, p = go[miss], k[miss], p[miss]
-        np.minimum.at(best, slot, serial)
-        out = np.flatnonzero(best[slot] == serial)
-        table[slot] = 0
-        best[slot] = np.iinfo(np.int64).max
-        return out
+        return slot
 
 
 class InOrder:
@@ -154,9 +170,9 @@ class InOrder:
 
     def __call__(self, keys: np.ndarray, span: int) -> np.ndarray:
         if len(self.marked) < span:
-            self.where = np.zeros(span, dtype=np.int64)
+            self.where = np.zeros(span, dtype=np.int32)
             self.marked = np.zeros(span, dtype=bool)
-        self.where[keys] = np.arange(len(keys))
+        self.where[keys] = np.arange(len(keys), dtype=np.int32)
         self.marked[keys] = True
         out = self.where[np.flatnonzero(self.marked[:span])]
         self.marked[keys] = False
