@@ -32,9 +32,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROMELA = os.path.join(ROOT, "bench", "promela")
-PARAM = {"filter_lock": ("n", "N"), "two_phase": ("rm", "RM"), "phase_clock": ("agents", "AGENTS")}
+PARAM = {"filter_lock": ("n", "N"), "two_phase": ("rm", "RM"), "agent_clock": ("agents", "AGENTS")}
 MODELS = [("filter_lock", 4), ("filter_lock", 5), ("two_phase", 6), ("two_phase", 7), ("two_phase", 8),
-          ("phase_clock", 8)]
+          ("agent_clock", 8)]
 TOOLS = ["vector", "scalar", "spin", "spin-por", "minicheck", "musil"]
 
 
@@ -174,7 +174,7 @@ def targets(results: dict) -> None:
     if v7 and peers:
         print(f"TwoPhase RM=7: vector is {min(peers) / v7:.1f}x the fastest Python peer (target >= 5x): "
               f"{'met' if min(peers) / v7 >= 5 else 'missed'}")
-    for model, n in (("two_phase", 8), ("filter_lock", 5), ("phase_clock", 8)):
+    for model, n in (("two_phase", 8), ("filter_lock", 5), ("agent_clock", 8)):
         v, s = secs(model, n, "vector"), secs(model, n, "spin")
         if v and s:
             print(f"{model} {PARAM[model][0]}={n}: vector {v:.2f} s vs SPIN -DNOREDUCE {s:.2f} s "

@@ -8,6 +8,6 @@ SPECS: dict[str, str] = {
     "peterson_buggy": "specs.examples.peterson:PetersonSwapped",
     "filter_lock": "specs.examples.filter_lock:FilterLock",
     "filter_lock_buggy": "specs.examples.filter_lock:FilterLockSwapped",
-    "phase_clock": "specs.examples.phase_clock:PhaseClock",
-    "phase_clock_buggy": "specs.examples.phase_clock:PhaseClockNoWrap",
+    "agent_clock": "specs.examples.agent_clock:AgentClock",
+    "agent_clock_buggy": "specs.examples.agent_clock:AgentClockNoWrap",
 }

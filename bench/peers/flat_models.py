@@ -117,7 +117,7 @@ def filter_lock_actions(n: int) -> list:
     return acts
 
 
-def phase_clock(n: int):
+def agent_clock(n: int):
     """(initial state, successors, always-true invariant) for the phase clock of n named agents.
 
     State: phase[0..n-1] in 0..4. Every ordered pair (i, j), i != j, interacts: j advances
@@ -138,7 +138,7 @@ def phase_clock(n: int):
     return (0,) * n, successors, lambda s: True
 
 
-def phase_clock_actions(n: int) -> list:
+def agent_clock_actions(n: int) -> list:
     """The phase clock as guarded actions (name, enabled(state), apply(state)), one per ordered pair."""
     acts = []
     for i in range(n):

@@ -56,9 +56,6 @@ class VectorModel:
         self.program = VectorProgram(model.prog, self.layout)
         self.ntrans = len(model.prog.transitions)
 
-    def fingerprint(self, st: tuple) -> int:
-        return self.layout.fingerprint_state(st)
-
 
 class _VectorFingerprints:
     """The scalar model, seen through vector fingerprints (to follow the vector engine's parent links)."""
@@ -230,7 +227,6 @@ class VectorSearch:
         t0 = time.monotonic()
         found: _Found | None = None
         queued = 0
-        frontier: Spool | None = None
         try:
             frontier = self._seed()
             queued = self._bfs(frontier)

@@ -66,11 +66,11 @@ def test_seeded_bugs_give_the_shortest_counterexamples():
         assert v.kind == "invariant" and len(v.trace.steps) - 1 == steps
 
 
-def test_phase_clock():
+def test_agent_clock():
     """5^n configurations, n(n-1) interactions enabled in each; without the wrap-around a phase leaves 0..4."""
-    res = check_vector(load_model("phase_clock", {"agents": 5}), Options())
+    res = check_vector(load_model("agent_clock", {"agents": 5}), Options())
     assert (res.verdict, res.distinct, res.generated) == ("holds", 5**5, 5 * 4 * 5**5 + 1)
-    v = check_vector(load_model("phase_clock_buggy"), Options()).violation
+    v = check_vector(load_model("agent_clock_buggy"), Options()).violation
     assert v.kind == "type" and "is outside Int(0, 4)" in v.message and len(v.trace.steps) - 1 == 7
     assert v.trace.steps[-1].shown["phase"].count("4") >= 1
 
@@ -231,7 +231,7 @@ def par(ref: str, params: dict | None = None, **opts):
 
 
 @pytest.mark.parametrize("ref, params, deadlock", [("two_phase", {"rm": 4}, True), ("filter_lock", {"n": 3}, True),
-                                                   ("tcommit", {}, False), ("phase_clock", {"agents": 4}, True)])
+                                                   ("tcommit", {}, False), ("agent_clock", {"agents": 4}, True)])
 def test_two_workers_count_exactly_as_one(ref, params, deadlock):
     one = check(load_model(ref, params), Options(deadlock=deadlock))
     two = par(ref, params, deadlock=deadlock)
@@ -240,7 +240,7 @@ def test_two_workers_count_exactly_as_one(ref, params, deadlock):
 
 
 @pytest.mark.parametrize("ref, steps, kind", [("diehard", 6, "invariant"), ("filter_lock_buggy", 14, "invariant"),
-                                              ("tcommit", 3, "deadlock"), ("phase_clock_buggy", 7, "type")])
+                                              ("tcommit", 3, "deadlock"), ("agent_clock_buggy", 7, "type")])
 def test_two_workers_find_shortest_counterexamples(ref, steps, kind):
     v = par(ref).violation
     assert v.kind == kind and len(v.trace.steps) - 1 == steps
@@ -259,3 +259,29 @@ def test_two_workers_report_step_failures_and_bounds():
 def test_workers_from_the_command_line(cli):
     r = cli("check", "two_phase", "--param", "rm=6", "--workers", "2", "--quiet")
     assert r.code == 0 and "vector breadth-first, 2 workers" in r.out and "50,816 distinct states, 402,306 generated" in r.out
+
+
+# ------------------------------------------------------------------------------ slow cases
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ref, params, want", [
+    ("filter_lock", {"n": 5}, (344805, 1205326, 55)),
+    ("two_phase", {"rm": 7}, (296448, 2744706, 23)),
+    ("agent_clock", {"agents": 8}, (390625, 21875001, 33)),
+])
+def test_large_instances_agree(ref, params, want):
+    """The published and scalar counts (test_examples) and SPIN's, on the benchmark instances."""
+    vector = check_vector(load_model(ref, params), Options())
+    assert (vector.verdict, vector.distinct, vector.generated, vector.depth) == ("holds", *want)
+    two = check_vector(load_model(ref, params), Options(workers=2))
+    assert (two.workers, two.distinct, two.generated, two.depth) == (2, *want)
+
+
+@pytest.mark.slow
+def test_large_instance_agrees_with_the_scalar_engine_when_spilled(tmp_path):
+    spill = VectorOptions(memory=1 << 20, spill_dir=str(tmp_path))
+    scalar, vector = both("filter_lock_buggy", {"n": 4}, vopts=spill)
+    assert outcome(vector) == outcome(scalar) and vector.verdict == "violation"
+    scalar, vector = both("agent_clock", {"agents": 7}, vopts=spill)
+    assert outcome(vector) == outcome(scalar) and vector.distinct == 5**7

@@ -1,8 +1,8 @@
-/* The phase clock of named agents, as specs/examples/phase_clock.py, for SPIN.
+/* The phase clock of named agents, as specs/examples/agent_clock.py, for SPIN.
    Every ordered pair (i, j), i != j, may interact: the responder j advances its phase (mod 5)
    when the initiator i is in j's phase or one ahead. One process runs each interaction as one
    indivisible d_step, so SPIN's states are exactly the spec's states. AGENTS (2..8) is set on
-   the command line: spin -DAGENTS=8 -a phase_clock.pml */
+   the command line: spin -DAGENTS=8 -a agent_clock.pml */
 
 #ifndef AGENTS
 #define AGENTS 8
@@ -19,7 +19,7 @@ byte phase[AGENTS];
 
 #define MEETS(i) MEET(i, 0) MEET(i, 1) MEET(i, 2) MEET(i, 3) MEET(i, 4) MEET(i, 5) MEET(i, 6) MEET(i, 7)
 
-active proctype phase_clock()
+active proctype agent_clock()
 {
   do
   MEETS(0)

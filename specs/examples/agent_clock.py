@@ -15,7 +15,7 @@ no deadlock. The Promela model in `bench/promela/` is the same machine.
 Deviations from the paper: the clock is leaderless (the paper's is driven by a leader and
 spreads phases by epidemic), has 5 phases rather than a number depending on the population
 size, and agents are named processes (`Range`), not the counts of a counting abstraction, so
-the state space is that of the agents themselves. The seeded bug `PhaseClockNoWrap` forgets
+the state space is that of the agents themselves. The seeded bug `AgentClockNoWrap` forgets
 the wrap-around, so a phase leaves its type; the checker reports that step.
 """
 
@@ -27,7 +27,7 @@ Phase = Int(0, 4)
 PHASES = 5
 
 
-class PhaseClock(Spec):
+class AgentClock(Spec):
     """Phase clock of named agents: every ordered pair may interact, phases advance modulo 5."""
 
     phase = Map(Agent, Phase, init=0)
@@ -39,7 +39,7 @@ class PhaseClock(Spec):
         s.phase[j] = If(lead <= 1, (s.phase[j] + 1) % PHASES, s.phase[j])
 
 
-class PhaseClockNoWrap(PhaseClock):
+class AgentClockNoWrap(AgentClock):
     """Seeded bug: the responder advances without wrapping round, so phase 4 steps out of 0..4."""
 
     @action
