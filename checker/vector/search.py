@@ -315,11 +315,13 @@ class VectorSearch:
 
     # -- one batch ----------------------------------------------------------------------------------
     def _successors(self, words: np.ndarray) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
-        """Run every transition over the batch: (per-transition outputs, rows, transition ids, candidate
-        words) for the successors that differ from their parent."""
+        """Run every transition over the batch: (per-transition outputs, rows, serial numbers within the
+        batch (row * (transitions + 1) + transition), candidate words) for the successors that differ
+        from their parent."""
         n, k = words.shape[1], self.layout.words
         outs = self.program.batch(words, n)
-        rows, tids, cands = [], [], []
+        T1 = self.vm.ntrans + 1
+        rows, keys, cands = [], [], []
         for tid, (idx, deltas, _fail) in enumerate(outs):
             if not idx.size:
                 continue
@@ -334,7 +336,7 @@ class VectorSearch:
                 continue
             r = sel if idx.size == n else idx[sel]  # all rows enabled: idx is 0..n-1
             rows.append(r)
-            tids.append(np.full(len(r), tid, dtype=np.int64))
+            keys.append(r * T1 + tid)
             block = np.empty((k, len(r)), dtype=np.uint64)
             for w, d in enumerate(deltas):
                 np.take(words[w], r, out=block[w])
@@ -343,12 +345,12 @@ class VectorSearch:
             cands.append(block)
         if not rows:
             return outs, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((k, 0), np.uint64)
-        return outs, np.concatenate(rows), np.concatenate(tids), np.concatenate(cands, axis=1)
+        return outs, np.concatenate(rows), np.concatenate(keys), np.concatenate(cands, axis=1)
 
     def _expand(self, words: np.ndarray, base: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:
         n = words.shape[1]
         T1 = self.vm.ntrans + 1
-        outs, rows, tids, cands = self._successors(words)
+        outs, rows, keys, cands = self._successors(words)
         enabled = sum(o[0].size for o in outs)
         stops: list[tuple[int, str, Any]] = []  # (serial key, kind, detail)
         for tid, (_idx, _d, fail) in enumerate(outs):
@@ -363,7 +365,7 @@ class VectorSearch:
                 r = int(np.argmin(live))
                 stops.append(((base + r) * T1 + T1 - 1, "deadlock", r))
         fps = self.layout.fingerprints(cands)
-        serial = (base + rows) * T1 + tids
+        serial = keys + base * T1
         firsts = self.first_occurrences(fps, serial)
         fresh = firsts[~self.table.contains(fps[firsts])]
         cand = fresh[self.in_order(serial[fresh] - base * T1, n * T1)]  # new successors, in the scalar engine's order
@@ -436,7 +438,7 @@ class VectorSearch:
         way stop the search, in the scalar engine's order."""
         for words in frontier.batches(self.batch):
             n = words.shape[1]
-            outs, rows, _tids, cands = self._successors(words)
+            outs, rows, _keys, cands = self._successors(words)
             flags = np.full(n, 3, dtype=np.int8)  # 0 step failure, 1 deadlock, 2 unseen successor, 3 none
             unseen = np.zeros(n, dtype=bool)
             fps = self.layout.fingerprints(cands)

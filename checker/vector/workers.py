@@ -106,7 +106,7 @@ class _Worker:
         generated, event = 0, None
         try:
             for words in self.frontier.batches(s.batch):
-                outs, rows, _tids, cands = s._successors(words)
+                outs, rows, _keys, cands = s._successors(words)
                 generated += sum(o[0].size for o in outs)
                 if event is None:
                     event = self._first_failure(words, outs)
