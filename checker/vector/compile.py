@@ -294,7 +294,7 @@ class _Emitter:
 # ------------------------------------------------------------------------------- transitions
 
 
-def _transition(em: _Emitter, prog: Program, layout: Layout, tid: int, t: Transition) -> str:
+def _transition(em: _Emitter, prog: Program, layout: Layout, t: Transition) -> str:
     """Lines for one transition; returns the expression of its (idx, deltas, fail) entry."""
     em.lines.append(f"    # {t.label}")
     reach: str | None = None  # rows that reach the current check (None: all rows)
@@ -381,7 +381,7 @@ def _is_literal(code: str) -> bool:
 def transitions_source(prog: Program, layout: Layout, transitions: list[Transition]) -> str:
     """`def batch(W, n)`: for each transition, (enabled rows, per-word XOR deltas, failing rows or None)."""
     em = _Emitter(layout)
-    entries = [_transition(em, prog, layout, tid, t) for tid, t in enumerate(transitions)]
+    entries = [_transition(em, prog, layout, t) for t in transitions]
     em.lines.append("    out = []")
     for entry in entries:
         em.lines.append(f"    out.append({entry})")
