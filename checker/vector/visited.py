@@ -14,6 +14,7 @@ import numpy as np
 
 MAX_LOAD = 0.75
 REFILL = 0.5  # load right after growing
+GROW_SLICE = 1 << 22  # old slots moved at a time when growing
 
 
 class FingerprintTable:
@@ -68,16 +69,32 @@ class FingerprintTable:
             pos[pos == cap] = 0
 
     def _grow(self, need: int) -> None:
-        """Move the keys to a larger table. Homes are monotone in a key's high bits, so keys taken
-        in home order go to the first free slot at or after their home: a running maximum."""
-        old = self.table[self.table != 0]
-        self.table.resize(max(int(need / REFILL), 1 << 8), refcheck=False)  # in place: pages already touched stay
-        self.table[:] = 0
-        home = self._home(old)
-        order = np.argsort(home, kind="stable")  # nearly sorted already: the old table is in home order
-        old, home = old[order], home[order]
-        step = np.arange(len(old))
-        pos = np.maximum.accumulate(home - step) + step  # increasing
-        fits = int(np.searchsorted(pos, len(self.table)))
-        self.table[pos[:fits]] = old[:fits]
-        self._insert(old[fits:])  # the few that run off the end wrap round
+        """Move the keys to a larger table, a slice of the old one at a time (so growing needs the two
+        tables and little else). Homes are monotone in a key's high bits and the old table is nearly
+        in home order, so keys sorted by home go to the first free slot at or after their home: a
+        running maximum. Keys whose home lies behind the slots already filled are inserted by probing."""
+        old = self.table
+        new = np.zeros(max(int(need / REFILL), 1 << 8), dtype=np.uint64)
+        self.table = new
+        filled = -1  # the last slot placed
+        late = []
+        for start in range(0, len(old), GROW_SLICE):
+            keys = old[start:start + GROW_SLICE]
+            keys = keys[keys != 0]
+            home = self._home(keys)
+            order = np.argsort(home, kind="stable")
+            keys, home = keys[order], home[order]
+            behind = int(np.searchsorted(home, filled, side="right"))
+            late.append(keys[:behind])
+            keys, home = keys[behind:], home[behind:]
+            if not len(keys):
+                continue
+            step = np.arange(len(keys))
+            pos = np.maximum.accumulate(np.maximum(home - step, filled + 1)) + step  # increasing
+            fits = int(np.searchsorted(pos, len(new)))
+            new[pos[:fits]] = keys[:fits]
+            late.append(keys[fits:])  # past the end: they wrap round
+            if fits:
+                filled = int(pos[fits - 1])
+        del old
+        self._insert(np.concatenate(late) if late else np.zeros(0, dtype=np.uint64))

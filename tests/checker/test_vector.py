@@ -285,3 +285,17 @@ def test_large_instance_agrees_with_the_scalar_engine_when_spilled(tmp_path):
     assert outcome(vector) == outcome(scalar) and vector.verdict == "violation"
     scalar, vector = both("agent_clock", {"agents": 7}, vopts=spill)
     assert outcome(vector) == outcome(scalar) and vector.distinct == 5**7
+
+
+def test_growing_in_slices_keeps_every_key(monkeypatch):
+    import checker.vector.visited as visited
+
+    monkeypatch.setattr(visited, "GROW_SLICE", 1000)  # many slices: keys left behind a slice get probed in
+    keys = np.arange(1, 200_001, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    table = FingerprintTable()
+    for start in range(0, len(keys), 7_000):
+        chunk = keys[start:start + 7_000]
+        assert not table.contains(chunk).any()
+        table.add(chunk)
+    assert table.contains(keys).all() and table.size == len(keys)
+    assert table.nbytes <= 16 * len(keys)
