@@ -52,12 +52,19 @@ def _bit(chunks: tuple, i: np.ndarray, n: int) -> np.ndarray:
     return inside & ((word >> bit) & 1 != 0)
 
 
+def _rows(mask: np.ndarray | bool, n: int) -> np.ndarray:
+    """The indices of the true rows of a mask (a scalar mask means every row or none)."""
+    if isinstance(mask, np.ndarray) and mask.shape == (n,):
+        return mask.nonzero()[0]
+    return np.broadcast_to(mask, (n,)).nonzero()[0]
+
+
 def _u(x: np.ndarray) -> np.ndarray:
     """An int64 array's bits as uint64 (no copy)."""
     return x.view(np.uint64) if x.dtype == np.int64 else x.astype(np.uint64)
 
 
-HELPERS: dict[str, Any] = {"np": np, "_select": _select, "_bit": _bit, "_u": _u}
+HELPERS: dict[str, Any] = {"np": np, "_select": _select, "_bit": _bit, "_u": _u, "_rows": _rows}
 
 
 class _Emitter:
@@ -71,7 +78,7 @@ class _Emitter:
         self.errors: dict[tuple, str | None] = {}
         self.fails: dict[int, bool] = {}
         self.raw: dict[tuple[int, int], str] = {}
-        self.rows: dict[str | None, str] = {}
+        self.rows: dict[Any, str] = {}
         self.count = 0
 
     def tmp(self) -> str:
@@ -83,10 +90,20 @@ class _Emitter:
         self.lines.append(f"    {name} = {code}")
         return name
 
+    def stacked(self, items: tuple[str, ...]) -> str:
+        """The items as the rows of one 2-D array (built once per batch, for `select`)."""
+        key = ("stack",) + items
+        if key not in self.rows:
+            self.rows[key] = self.emit("np.stack([" + ", ".join(f"np.broadcast_to({x}, (n,))" for x in items) + "])")
+        return self.rows[key]
+
+    def all_rows(self) -> str:
+        return self.rows_where(None)
+
     def rows_where(self, mask: str | None) -> str:
         """The indices of the rows where `mask` holds (every row for None), computed once per mask."""
         if mask not in self.rows:
-            code = "np.arange(n)" if mask is None else f"np.flatnonzero(np.broadcast_to({mask}, (n,)))"
+            code = "np.arange(n)" if mask is None else f"_rows({mask}, n)"
             self.rows[mask] = self.emit(code)
         return self.rows[mask]
 
@@ -170,7 +187,8 @@ class _Emitter:
             elif k.op == "const":
                 return self.value(items[k.args[0]])
             vals = [self._as_chunks(x) for x in items]
-            out = tuple(self.emit(f"_select({kc}, ({', '.join(v[c] for v in vals)},), n)") for c in range(nch))
+            out = tuple(self.emit(f"{self.stacked(tuple(v[c] for v in vals))}[{kc}, {self.all_rows()}]")
+                        for c in range(nch))
             return out if nch > 1 else out[0]
         if op == "in":
             return self._member(a[0], a[1])
@@ -353,12 +371,13 @@ def _transition(em: _Emitter, prog: Program, layout: Layout, t: Transition) -> s
                 continue
             if _is_literal(val):
                 lit = int(val == "True") if val in ("True", "False") else int(val)
-                new = f"np.uint64({(lit - col.lo) & ((1 << 64) - 1)})"
+                new = f"np.uint64({(lit - col.lo) & ((1 << 64) - 1)})" if lit != col.lo else None
             elif dom.kind == "bool":
                 new = f"{at(val)}.astype(np.uint64)"
             else:  # an enabled row's value lies in the field's domain, so it fits the column
                 new = f"_u({at(val)} - {col.lo})" if col.lo else f"_u({at(val)})"
-            part = f"({at(em.raw_bits(s, col.chunk))} ^ {new})"
+            old = at(em.raw_bits(s, col.chunk))
+            part = old if new is None else f"({old} ^ {new})"
             if col.shift:
                 part = f"({part} << np.uint64({col.shift}))"
             deltas.setdefault(col.word, []).append(part)

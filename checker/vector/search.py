@@ -121,7 +121,7 @@ class FirstOccurrences:
             slot = self._slots(keys, 1 << max(10, (2 * m).bit_length()))
         best = self.best
         np.minimum.at(best, slot, serial)
-        out = np.flatnonzero(best[slot] == serial)
+        out = (best[slot] == serial).nonzero()[0]
         self.table[slot] = 0
         best[slot] = np.iinfo(np.int64).max
         self.ratio = len(out) / max(m, 1)
@@ -136,7 +136,7 @@ class FirstOccurrences:
         wrap = np.int64(cap - 1)
         slot = (keys & np.uint64(cap - 1)).astype(np.int64)
         table[slot] = keys  # the first round: one key wins each slot
-        go = np.flatnonzero(table[slot] != keys)
+        go = (table[slot] != keys).nonzero()[0]
         filled = np.count_nonzero(table[:cap])
         k, p = keys[go], slot[go]
         while go.size:
@@ -145,14 +145,14 @@ class FirstOccurrences:
                 return None
             p = (p + 1) & wrap
             v = table[p]
-            empty = np.flatnonzero(v == 0)
+            empty = (v == 0).nonzero()[0]
             if empty.size:
                 table[p[empty]] = k[empty]  # among different keys racing for a slot, one wins
                 filled += empty.size  # an overestimate when equal keys race: safe
                 v = table[p]
             hit = v == k
             slot[go[hit]] = p[hit]
-            miss = np.flatnonzero(~hit)
+            miss = (~hit).nonzero()[0]
             go, k, p = go[miss], k[miss], p[miss]
         return slot
 
@@ -171,7 +171,7 @@ class InOrder:
             self.marked = np.zeros(span, dtype=bool)
         self.where[keys] = np.arange(len(keys), dtype=np.int32)
         self.marked[keys] = True
-        out = self.where[np.flatnonzero(self.marked[:span])]
+        out = self.where[self.marked[:span].nonzero()[0]]
         self.marked[keys] = False
         return out
 
@@ -331,7 +331,7 @@ class VectorSearch:
                     moved = d != 0 if moved is None else moved | (d != 0)
             if moved is None:
                 continue
-            sel = np.flatnonzero(moved)
+            sel = moved.nonzero()[0]
             if not sel.size:
                 continue
             r = sel if idx.size == n else idx[sel]  # all rows enabled: idx is 0..n-1
@@ -376,14 +376,14 @@ class VectorSearch:
         if self.constrained and m:
             inside = ~self.program.outside(uwords, m)
         bad = self.program.bad(uwords, m) if self.checks_invariants and m else np.zeros(m, dtype=bool)
-        out_bad = np.flatnonzero(~inside & bad)
+        out_bad = (~inside & bad).nonzero()[0]
         if out_bad.size:
             stops.append((int(ukeys[out_bad[0]]), "invariant-last", int(cand[out_bad[0]])))
-        new = np.flatnonzero(inside)
+        new = inside.nonzero()[0]
         room = cap - self.distinct
         if len(new) > max(room, 0):
             stops.append((int(ukeys[new[max(room, 0)]]), "cut", None))
-        new_bad = np.flatnonzero(bad[new])
+        new_bad = bad[new].nonzero()[0]
         if new_bad.size:
             stops.append((int(ukeys[new[new_bad[0]]]), "invariant", int(cand[new[new_bad[0]]])))
         parent_fps = self.layout.fingerprints(words)
@@ -424,7 +424,7 @@ class VectorSearch:
             if kind == "step":
                 raise h._step_failure(pf, st)
             raise _Found("deadlock", "", "deadlock: no action is enabled", None, pf, None, st)
-        st = lay.unpack([int(x) for x in uwords[:, int(np.flatnonzero(cand == detail)[0])]])
+        st = lay.unpack([int(x) for x in uwords[:, int((cand == detail).nonzero()[0][0])]])
         if kind == "invariant":
             raise h._invariant_violation(lay.fingerprint_state(st), st)
         pf = int(parent_fps[rows[detail]])
@@ -444,7 +444,7 @@ class VectorSearch:
             fps = self.layout.fingerprints(cands)
             fresh = ~self.table.contains(fps)
             if self.constrained and fresh.any():
-                sub = np.flatnonzero(fresh)
+                sub = fresh.nonzero()[0]
                 fresh[sub] = ~self.program.outside(cands[:, sub], len(sub))
             unseen[rows[fresh]] = True
             flags[unseen] = 2
@@ -456,7 +456,7 @@ class VectorSearch:
             for _idx, _d, fail in outs:
                 if fail is not None:
                     flags[fail] = 0
-            hit = np.flatnonzero(flags < 3)
+            hit = (flags < 3).nonzero()[0]
             if hit.size:
                 r = int(hit[0])
                 st = self.layout.unpack([int(x) for x in words[:, r]])

@@ -15,6 +15,7 @@ import numpy as np
 MAX_LOAD = 0.75
 REFILL = 0.5  # load right after growing
 GROW_SLICE = 1 << 22  # old slots moved at a time when growing
+STRAGGLERS = 32  # keys still probing when a vectorised round is no longer worth its overhead
 
 
 class FingerprintTable:
@@ -38,13 +39,19 @@ class FingerprintTable:
         pos = self._home(keys)
         pending = np.arange(len(keys))
         k = keys
-        while pending.size:
+        while pending.size > STRAGGLERS:
             v = table[pos]
             hit = v == k
             found[pending[hit]] = True
-            go = np.flatnonzero(~hit & (v != 0))
+            go = (~hit & (v != 0)).nonzero()[0]
             pending, k, pos = pending[go], k[go], pos[go] + 1
             pos[pos == cap] = 0
+        for i, key, p in zip(pending.tolist(), k.tolist(), pos.tolist()):  # the few with long probes
+            while (v := int(table[p])) != 0:
+                if v == key:
+                    found[i] = True
+                    break
+                p = p + 1 if p + 1 < cap else 0
         return found
 
     def add(self, keys: np.ndarray) -> None:
@@ -58,15 +65,19 @@ class FingerprintTable:
         table, cap = self.table, len(self.table)
         pos = self._home(keys)
         k = keys
-        while k.size:
-            free = np.flatnonzero(table[pos] == 0)
+        while k.size > STRAGGLERS:
+            free = (table[pos] == 0).nonzero()[0]
             fp, fk = pos[free], k[free]
             table[fp] = fk  # among keys racing for one slot, one wins
             lost = np.ones(len(k), dtype=bool)
             lost[free[table[fp] == fk]] = False
-            go = np.flatnonzero(lost)
+            go = lost.nonzero()[0]
             k, pos = k[go], pos[go] + 1
             pos[pos == cap] = 0
+        for key, p in zip(k.tolist(), pos.tolist()):  # the few left probe one by one
+            while table[p] != 0:
+                p = p + 1 if p + 1 < cap else 0
+            table[p] = key
 
     def _grow(self, need: int) -> None:
         """Move the keys to a larger table, a slice of the old one at a time (so growing needs the two

@@ -118,7 +118,7 @@ class _Worker:
                 parents = lay.fingerprints(words)[rows[firsts]]
                 owner = fps % np.uint64(self.n)
                 for o in range(self.n):
-                    sel = np.flatnonzero(owner == o)
+                    sel = (owner == o).nonzero()[0]
                     if sel.size:
                         block = np.vstack([fps[sel], parents[sel], cands[:, sel]])
                         np.ascontiguousarray(block.T).tofile(files[o])
@@ -139,7 +139,7 @@ class _Worker:
         for _idx, _d, fail in outs:
             if fail is not None:
                 flags[fail] = 0
-        hit = np.flatnonzero(flags < 2)
+        hit = (flags < 2).nonzero()[0]
         if not hit.size:
             return None
         r = int(hit[0])
@@ -172,16 +172,16 @@ class _Worker:
                 if not insert:
                     unseen = unseen or bool(inside.any())
                     continue
-                out_bad = np.flatnonzero(~inside & bad)
+                out_bad = (~inside & bad).nonzero()[0]
                 if out_bad.size and event is None:
                     j = int(out_bad[0])
                     event = ("invariant-last", int(parents[fresh[j]]), lay.unpack([int(x) for x in cand[:, j]]))
-                keep = np.flatnonzero(inside)
+                keep = inside.nonzero()[0]
                 s.table.add(fps[fresh[keep]])
                 links.append(np.stack([fps[fresh[keep]], parents[fresh[keep]]]))
                 nxt.append(cand[:, keep])
                 new += len(keep)
-                new_bad = np.flatnonzero(bad[keep])
+                new_bad = bad[keep].nonzero()[0]
                 if new_bad.size and event is None:
                     j = int(keep[new_bad[0]])
                     event = ("invariant", int(fps[fresh[j]]), lay.unpack([int(x) for x in cand[:, j]]))
