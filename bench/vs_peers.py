@@ -151,8 +151,8 @@ def main() -> None:
                 base = rows.get("vector", {}).get("seconds")
                 ratio = f"{r['seconds'] / base:.2f}x" if base else "-"
                 same = "" if r["distinct"] == expected else "  (different count!)"
-                rate = r["distinct"] / r["seconds"] if r["seconds"] > 0 else float("inf")
-                print(f"{label:<22}{tool:<11}{r['distinct']:>11,}{r['seconds']:>9.2f}{rate:>12,.0f}"
+                rate = f"{r['distinct'] / r['seconds']:>12,.0f}" if r["seconds"] > 0 else f"{'-':>12}"
+                print(f"{label:<22}{tool:<11}{r['distinct']:>11,}{r['seconds']:>9.2f}{rate}"
                       f"{r['rss_mb']:>9.0f}{ratio:>10}{same}", flush=True)
             results[(model, n)] = rows
     print()
