@@ -14,7 +14,7 @@ import numpy as np
 
 MAX_LOAD = 0.75
 REFILL = 0.5  # load right after growing
-GROW_SLICE = 1 << 22  # old slots moved at a time when growing
+GROW_SLICE = 1 << 20  # old slots moved at a time when growing
 STRAGGLERS = 32  # keys still probing when a vectorised round is no longer worth its overhead
 
 
@@ -96,7 +96,8 @@ class FingerprintTable:
             order = np.argsort(home, kind="stable")
             keys, home = keys[order], home[order]
             behind = int(np.searchsorted(home, filled, side="right"))
-            late.append(keys[:behind])
+            if behind:
+                late.append(keys[:behind].copy())  # a copy: a view would keep the whole slice alive
             keys, home = keys[behind:], home[behind:]
             if not len(keys):
                 continue
@@ -104,7 +105,8 @@ class FingerprintTable:
             pos = np.maximum.accumulate(np.maximum(home - step, filled + 1)) + step  # increasing
             fits = int(np.searchsorted(pos, len(new)))
             new[pos[:fits]] = keys[:fits]
-            late.append(keys[fits:])  # past the end: they wrap round
+            if fits < len(keys):
+                late.append(keys[fits:].copy())  # past the end: they wrap round
             if fits:
                 filled = int(pos[fits - 1])
         del old
