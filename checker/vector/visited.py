@@ -29,8 +29,9 @@ class FingerprintTable:
     def nbytes(self) -> int:
         return self.table.nbytes
 
-    def _home(self, keys: np.ndarray) -> np.ndarray:
-        return (((keys >> np.uint64(32)) * np.uint64(len(self.table))) >> np.uint64(32)).astype(np.int64)
+    def _home(self, keys: np.ndarray, capacity: int | None = None) -> np.ndarray:
+        cap = len(self.table) if capacity is None else capacity
+        return (((keys >> np.uint64(32)) * np.uint64(cap)) >> np.uint64(32)).astype(np.int64)
 
     def contains(self, keys: np.ndarray) -> np.ndarray:
         """A bool array: which keys are in the set."""
@@ -83,15 +84,21 @@ class FingerprintTable:
         """Move the keys to a larger table, a slice of the old one at a time (so growing needs the two
         tables and little else). Homes are monotone in a key's high bits and the old table is nearly
         in home order, so keys sorted by home go to the first free slot at or after their home: a
-        running maximum. Keys whose home lies behind the slots already filled are inserted by probing."""
+        running maximum. Keys that had wrapped round the old table's end, or whose home lies behind the
+        slots already filled, are inserted by probing."""
         old = self.table
         new = np.zeros(max(int(need / REFILL), 1 << 8), dtype=np.uint64)
         self.table = new
         filled = -1  # the last slot placed
         late = []
         for start in range(0, len(old), GROW_SLICE):
-            keys = old[start:start + GROW_SLICE]
-            keys = keys[keys != 0]
+            chunk = old[start:start + GROW_SLICE]
+            where = (chunk != 0).nonzero()[0]
+            keys = chunk[where]
+            wrapped = where + start < self._home(keys, len(old))  # probed past the old table's end
+            if wrapped.any():
+                late.append(keys[wrapped])
+                keys = keys[~wrapped]
             home = self._home(keys)
             order = np.argsort(home, kind="stable")
             keys, home = keys[order], home[order]
