@@ -21,6 +21,8 @@ COMMANDS = [
     "checker.commands.list_specs",
     "checker.commands.check",
     "checker.commands.replay",
+    "checker.commands.prove",
+    "checker.commands.algebra",
 ]
 """Modules defining `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`."""
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from specs.lang.program import Predicate, Program, Transition
-from specs.lang.terms import Term, _in, _single
+from specs.lang.terms import Term, _in, _within
 
 MAX_UNPACK = 48  # states with more slots are read by index instead of unpacked into locals
 TABLE_LIMIT = 4096  # slots with at most this many values get a key table; wider sets get a key per element
@@ -29,6 +29,12 @@ ZOBRIST_SEED = 0x10C5_7E9
 
 class TransitionFailed(Exception):
     """Raised by generated code when an enabled transition fails; the engine diagnoses it."""
+
+
+def _single(i: int, size: int) -> int:
+    if not 0 <= i < size:
+        raise IndexError(f"element index {i} outside the set's type")
+    return 1 << i
 
 
 def _select(k: int, items: tuple) -> Any:
@@ -83,7 +89,10 @@ class _Expr:
             return f"({self(s)} >> {self(i)} & 1 == 1)"
         if op == "single":
             (i,) = a
-            return f"_single({self(i)})" if i.lo < 0 else f"(1 << {self(i)})"
+            size = t.dom.elem.size
+            return f"_single({self(i)}, {size})" if i.lo < 0 or i.hi >= size else f"(1 << {self(i)})"
+        if op == "within":
+            return f"_within({self(a[0])}, {a[1].args[0]})"
         if op == "select":
             k, items = a[0], a[1:]
             if 0 <= k.lo and k.hi < len(items):
@@ -95,7 +104,7 @@ class _Expr:
 def _range_check(prog: Program, s: int, t: Term) -> tuple[int, int] | None:
     """Bounds to check at run time when an assigned value may fall outside its field's type."""
     dom = prog.slot_doms[s]
-    if dom.kind not in ("int", "range"):
+    if dom.kind in ("bool", "set"):
         return None
     if dom.lo <= t.lo and t.hi <= dom.hi:
         return None
@@ -321,7 +330,7 @@ def expand_source(prog: Program, z: list[_ZSlot], *, partitioned: bool, symmetri
 
 
 def _namespace(z: list[_ZSlot]) -> dict[str, Any]:
-    ns: dict[str, Any] = {"_Failed": TransitionFailed, "_select": _select, "_in": _in, "_single": _single,
+    ns: dict[str, Any] = {"_Failed": TransitionFailed, "_select": _select, "_in": _in, "_single": _single, "_within": _within,
                           "_zbits": _zbits, "_zmix": _zmix}
     for i, zs in enumerate(z):
         ns[f"Z{i}"] = zs.keys
@@ -352,6 +361,14 @@ class Compiled:
         self.violated: Callable[[tuple], int] = ns["violated"]
         self.outside: Callable[[tuple], int] = ns["outside"]
         self.fingerprint: Callable[[tuple], int] = ns["fingerprint"]
+
+    def condition(self, term: Term | bool, name: str) -> Callable[[tuple], bool]:
+        """A Bool term of the program (a temporal property's operand, say) compiled to a test on states."""
+        if isinstance(term, bool):
+            return (lambda st: True) if term else (lambda st: False)
+        src = predicates_source(self.prog, [Predicate(name, term, None)], "cond")
+        test = _exec(src, _namespace(self.z), f"<lockstep:{self.prog.name}:{name}>")["cond"]
+        return lambda st: test(st) < 0
 
     def expander(self, **flags: bool) -> Callable[..., Any]:
         """Compile `expand_source` for the given flags (see its docstring)."""

@@ -39,6 +39,8 @@ def evaluate(t: Term | bool, st: tuple) -> Any:
     if op == "ite":
         return evaluate(t.args[1], st) if evaluate(t.args[0], st) else evaluate(t.args[2], st)
     vals = [evaluate(a, st) for a in t.args]
+    if op == "single" and not 0 <= vals[0] < t.dom.elem.size:
+        raise EvalError(f"IndexError: element index {vals[0]} outside the set's type {t.dom.elem.describe()}", t.loc)
     try:
         return OPS[op](*vals)
     except Exception as e:
@@ -46,10 +48,11 @@ def evaluate(t: Term | bool, st: tuple) -> Any:
 
 
 def out_of_range(prog: Program, slot: int, value: Any) -> bool:
+    """Whether an integer-represented slot (Int, Range, Enum, record, union, option) is given a value outside its type."""
     dom = prog.slot_doms[slot]
-    if dom.kind in ("int", "range"):
-        return not dom.lo <= value <= dom.hi
-    return False
+    if dom.kind in ("bool", "set"):
+        return False
+    return not dom.lo <= value <= dom.hi
 
 
 class Failure(Exception):

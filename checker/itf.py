@@ -98,3 +98,51 @@ def show(v: Any) -> str:
     if isinstance(v, tuple) and not hasattr(v, "_fields"):
         return "(" + ", ".join(map(show, v)) + ("," if len(v) == 1 else "") + ")"
     return repr(v)
+
+
+def decode_typed(dom: Domain, v: Any) -> Any:
+    """An ITF value of a declared domain, as the Python value (the inverse of `encode_typed`)."""
+    if isinstance(dom, BoolDomain):
+        if not isinstance(v, bool):
+            raise ValueError(f"expected a Boolean, got {json.dumps(v)}")
+        return v
+    if isinstance(dom, (IntDomain, RangeDomain)):
+        if isinstance(v, dict) and isinstance(v.get("#bigint"), str):
+            try:
+                return int(v["#bigint"])
+            except ValueError:
+                pass
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+        raise ValueError(f"expected an integer, got {json.dumps(v)}")
+    if isinstance(dom, EnumDomain):
+        if v not in dom.names:
+            raise ValueError(f"expected one of {', '.join(dom.names)}, got {json.dumps(v)}")
+        return v
+    if isinstance(dom, (RecordDomain, UnionDomain)):
+        tag = v.get("tag") if isinstance(v, dict) else None
+        member = dom if isinstance(dom, RecordDomain) else dom.by_name.get(tag)
+        if member is None or tag != member.type.name or not isinstance(v.get("value"), dict):
+            raise ValueError(f"expected a {dom.describe()} record, got {json.dumps(v)}")
+        fields = v["value"]
+        missing = [n for n in member.type.field_names if n not in fields]
+        if missing:
+            raise ValueError(f"record {tag} has no field {missing[0]!r}")
+        return RecordValue(member.type, tuple(decode_typed(fd, fields[n])
+                                              for n, fd in zip(member.type.field_names, member.field_doms)))
+    if isinstance(dom, OptionDomain):
+        if isinstance(v, dict) and v.get("tag") == "None":
+            return None
+        if isinstance(v, dict) and v.get("tag") == "Some" and "value" in v:
+            return decode_typed(dom.inner, v["value"])
+        raise ValueError(f"expected None or Some, got {json.dumps(v)}")
+    if isinstance(dom, SetDomain):
+        if not isinstance(v, dict) or not isinstance(v.get("#set"), list):
+            raise ValueError(f"expected a set, got {json.dumps(v)}")
+        return frozenset(decode_typed(dom.elem, x) for x in v["#set"])
+    if isinstance(dom, MapDomain):
+        if not isinstance(v, dict) or not isinstance(v.get("#map"), list) or \
+                not all(isinstance(kv, list) and len(kv) == 2 for kv in v["#map"]):
+            raise ValueError(f"expected a map, got {json.dumps(v)}")
+        return {decode_typed(dom.key, k): decode_typed(dom.val, x) for k, x in v["#map"]}
+    raise TypeError(f"no ITF decoding for {dom!r}")

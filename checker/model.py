@@ -83,6 +83,14 @@ class Model:
         """The state as readable text, one entry per variable."""
         raise NotImplementedError
 
+    def decode_state(self, values: dict[str, Any]) -> State:
+        """The state whose ITF values (one entry per variable) are `values`; ValueError if there is none."""
+        raise ValueError(f"spec {self.name} can start a trace only from an initial state")
+
+    def invariant_holds(self, name: str, state: State) -> bool:
+        """Whether the named invariant holds on `state` (False if it fails to evaluate)."""
+        raise ValueError(f"spec {self.name} cannot evaluate invariant {name!r} on its own")
+
     def explain_disabled(self, state: State, label_json: dict[str, Any]) -> str:
         """Why the step named by `label_json` is not possible from `state`."""
         return "no enabled step has this label"

@@ -61,12 +61,19 @@ def replay(trace: Trace, say: Callable[[str], None] = lambda _s: None) -> Replay
         raise TraceError(f"the trace's variables ({', '.join(trace.vars)}) are not spec {model.name}'s "
                          f"({', '.join(model.vars)}): it belongs to another spec")
     first = trace.steps[0].state
-    cur = next((s for s in inits if model.encode_state(s) == first), None)
+    anywhere = (trace.property or {}).get("kind") == "induction"
+    if anywhere:  # a counterexample to induction starts from any state satisfying the invariants
+        try:
+            cur = model.decode_state(first)
+        except ValueError as e:
+            raise TraceError(f"step 0: not a state of {model.name}: {e}") from None
+    else:
+        cur = next((s for s in inits if model.encode_state(s) == first), None)
     if cur is None:
         near = _differences(model, model.encode_state(inits[0]), first) if inits else "the spec has no initial state"
         raise TraceError(f"step 0: not an initial state of {model.name} {trace.params}: {near}")
-    states, labels = [cur], ["init"]
-    _show(say, model, 0, "init", None, cur)
+    states, labels, lids = [cur], ["init"], [None]
+    _show(say, model, 0, "start" if anywhere else "init", None, cur, trace.loop == 0)
     for i, step in enumerate(trace.steps[1:], start=1):
         try:
             succs = model.successors(cur)
@@ -81,13 +88,32 @@ def replay(trace: Trace, say: Callable[[str], None] = lambda _s: None) -> Replay
             produced = model.encode_state(same_label[0][1])
             raise TraceError(f"step {i} ({model.label(same_label[0][0])}): the spec's step gives another state: "
                              + _differences(model, produced, step.state))
-        _show(say, model, i, model.label(match[0]), cur, match[1])
+        _show(say, model, i, model.label(match[0]), cur, match[1], trace.loop == i)
         cur = match[1]
         states.append(cur)
         labels.append(model.label(match[0]))
-    conclusion = _confirm(trace, model, cur)
+        lids.append(match[0])
+    conclusion = _confirm(trace, model, states, lids)
     say(conclusion)
     return ReplayResult(model, states, labels, conclusion)
+
+
+def _confirm_temporal(trace: Trace, model: Model, states: list[Any], lids: list[Any]) -> str:
+    """Check that the lasso is a fair behaviour that violates the temporal property it names."""
+    from .liveness import lasso_violates
+    from .temporal import fairness, select
+
+    prop = trace.property
+    try:
+        formula = select(model, str(prop.get("name")))
+        overrides = prop.get("overrides") or {}
+        fair = fairness(model, {str(k): str(v) for k, v in overrides.items()} if isinstance(overrides, dict) else {})
+    except SpecError as e:
+        raise TraceError(f"the trace's property cannot be checked: {e}") from None
+    why = lasso_violates(model, formula, fair, states, lids, trace.loop)
+    if why is not None:
+        raise TraceError(f"the trace claims that it violates {formula.name} ({formula.formula}), but it does not: {why}")
+    return f"a fair behaviour ({fair.describe()}) that violates {formula.name} ({formula.formula}), as recorded"
 
 
 def _label(action: dict[str, Any] | None) -> str:
@@ -99,10 +125,10 @@ def _label(action: dict[str, Any] | None) -> str:
     return f"{action.get('action')}(" + ", ".join(f"{k}={_compact(v)}" for k, v in args.items()) + ")"
 
 
-def _show(say: Callable[[str], None], model: Model, i: int, label: str, prev: Any, st: Any) -> None:
+def _show(say: Callable[[str], None], model: Model, i: int, label: str, prev: Any, st: Any, loop: bool) -> None:
     shown = model.show_state(st)
     before = model.show_state(prev) if prev is not None else {}
-    say(f"  {i:>3}  {label}")
+    say(f"  {i:>3}  {label}" + ("  <- loop starts here" if loop else ""))
     changed = [k for k in shown if prev is None or before.get(k) != shown[k]]
     for k in changed:
         say(f"         {k} = {shown[k]}")
@@ -110,16 +136,25 @@ def _show(say: Callable[[str], None], model: Model, i: int, label: str, prev: An
         say("         (no change)")
 
 
-def _confirm(trace: Trace, model: Model, last: Any) -> str:
+def _confirm(trace: Trace, model: Model, states: list[Any], lids: list[Any]) -> str:
     """Check that the final state shows what the trace claims (a violation, a deadlock, a failure)."""
     prop = trace.property or {}
     kind, name = prop.get("kind"), prop.get("name")
     n = len(trace.steps) - 1
+    last = states[-1]
+    if kind == "induction":
+        return _confirm_induction(model, states, name, prop.get("assumed") or [name])
     if trace.loop is not None:
-        target = trace.steps[trace.loop].state
-        if not any(model.encode_state(t) == target for _, t in model.successors(last)):
-            raise TraceError(f"the trace's loop does not close: no step leads from state {n} back to state {trace.loop}")
-        return f"replayed {n} steps; the loop back to state {trace.loop} closes"
+        if trace.loop == n:
+            shape = f"the behaviour stutters in state {n} for ever"
+        else:
+            target = trace.steps[trace.loop].state
+            if not any(model.encode_state(t) == target for _, t in model.successors(last)):
+                raise TraceError(f"the trace's loop does not close: no step leads from state {n} back to state {trace.loop}")
+            shape = f"the loop back to state {trace.loop} closes"
+        if kind == "temporal":
+            return f"replayed {n} steps; {shape}; " + _confirm_temporal(trace, model, states, lids)
+        return f"replayed {n} steps; {shape}"
     if kind == "invariant":
         i = model.violated(last)
         if i < 0 or model.invariant_names[i] != name:
@@ -137,3 +172,20 @@ def _confirm(trace: Trace, model: Model, last: Any) -> str:
             return f"replayed {n} steps; then {f.describe()}, as recorded"
         raise TraceError(f"the trace claims a step fails after state {n}, but no step fails there")
     return f"replayed {n} steps"
+
+
+def _confirm_induction(model: Model, states: list[Any], goal: Any, assumed: Any) -> str:
+    """A counterexample to induction: the assumed invariants hold up to the last state, the goal fails there."""
+    if not isinstance(goal, str) or not isinstance(assumed, list) or not all(isinstance(a, str) for a in assumed):
+        raise TraceError("the trace's property does not name the invariants of a counterexample to induction")
+    try:
+        for i, st in enumerate(states[:-1]):
+            broken = next((a for a in assumed if not model.invariant_holds(a, st)), None)
+            if broken is not None:
+                raise TraceError(f"the trace assumes {broken} in state {i}, but it does not hold there")
+        if model.invariant_holds(goal, states[-1]):
+            raise TraceError(f"the trace claims invariant {goal} is violated at step {len(states) - 1}, but it holds there")
+    except ValueError as e:
+        raise TraceError(str(e)) from None
+    return (f"replayed {len(states) - 1} steps from a state satisfying {', '.join(assumed)}; invariant {goal} is "
+            "violated in the last state: a counterexample to induction, as recorded")

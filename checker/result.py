@@ -37,6 +37,7 @@ class CheckResult:
     visited_bytes: int | None = None
     exact_fingerprints: bool = False  # fingerprints identify states (an injective packing): no collision
     notes: list[str] = field(default_factory=list)
+    fingerprinted: bool = True  # states were stored as fingerprints (False: kept whole, no collisions)
 
     @property
     def exit_code(self) -> int:

@@ -10,7 +10,7 @@ from specs.lang.program import Program, Transition
 
 from . import interpret
 from .codegen import compile_program
-from .itf import encode_typed, show
+from .itf import decode_typed, encode_typed, show
 from .model import Model, StepFailure
 from .symmetry import Symmetry
 
@@ -87,6 +87,31 @@ class TypedModel(Model):
 
     def show_state(self, st: tuple) -> dict[str, str]:
         return {f.name: show(f.decode(st)) for f in self.prog.fields}
+
+    def decode_state(self, values: dict[str, Any]) -> tuple:
+        out: dict[str, Any] = {}
+        for f in self.prog.fields:
+            if f.name not in values:
+                raise ValueError(f"no value for {f.name}")
+            try:
+                out[f.name] = decode_typed(f.dom, values[f.name])
+            except ValueError as e:
+                raise ValueError(f"{f.name}: {e}") from None
+        try:
+            return self.prog.encode(out)
+        except (SpecError, ValueError) as e:
+            raise ValueError(str(e)) from None
+
+    def invariant_holds(self, name: str, st: tuple) -> bool:
+        for p in self.prog.invariants:
+            if p.name == name:
+                if p.error is not None:
+                    return False
+                try:
+                    return bool(interpret.evaluate(p.term, st))
+                except interpret.EvalError:
+                    return False
+        raise ValueError(f"spec {self.name} has no invariant {name!r}")
 
     # -- diagnosis --------------------------------------------------------------------------------
     def diagnose(self, st: tuple) -> StepFailure:

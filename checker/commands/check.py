@@ -8,12 +8,13 @@ import sys
 from ..explicit import Options
 from ..loader import load_model, parse_params
 from ..progress import NoProgress, Progress
-from ..result import CheckResult
+from ..result import CheckResult, Violation
 from ..trace import render
 from ..vector import choice
 
 NAME = "check"
-HELP = "model-check a spec: invariants, deadlocks and step failures"
+HELP = "model-check a spec: invariants, deadlocks, step failures and temporal properties"
+SMT_DEPTH = 10  # --engine smt without --depth
 
 
 def _at_least(minimum: int, what: str):
@@ -44,6 +45,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_spec_arguments(p)
     p.add_argument("--invariant", action="append", default=[], metavar="NAME",
                    help="check only this invariant (repeatable; default: all)")
+    p.add_argument("--property", action="append", default=[], metavar="NAME",
+                   help="check this temporal property (repeatable), under the spec's fairness")
+    p.add_argument("--fairness", action="append", default=[], metavar="ACTION=KIND",
+                   help="with --property: make an action or family weakly or strongly fair, or not fair "
+                        "(KIND is weak, strong or none; repeatable)")
     p.add_argument("--no-deadlock", action="store_true", help="do not report states without successors")
     p.add_argument("--symmetry", action="store_true", help="reduce by the spec's symmetric Ranges")
     p.add_argument("--workers", type=positive, default=1, metavar="N", help="worker processes (breadth-first only)")
@@ -51,7 +57,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-states", type=positive, metavar="S", help="store at most S distinct states")
     p.add_argument("--dfs", action="store_true", help="depth-first instead of breadth-first")
     p.add_argument("--engine", choices=choice.ENGINES, default="auto",
-                   help="auto (default): vector for typed specs, scalar for plain ones; explicit = scalar")
+                   help="explicit-state search: auto (default; vector for typed specs, scalar for plain ones), "
+                        "vector, scalar (= explicit); or smt, bounded model checking with z3")
+    p.add_argument("--depth", type=natural, metavar="K",
+                   help=f"--engine smt: look for violations within K steps (default {SMT_DEPTH})")
     p.add_argument("--out", metavar="FILE", help="write the counterexample trace (JSON, ITF) to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
 
@@ -59,14 +68,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..cli import UsageError
 
+    if args.engine == "smt":
+        return check_smt(args)
+    if args.depth is not None:
+        raise UsageError("--depth bounds the SMT engine (--engine smt); the explicit engine's bound is --max-depth")
     if args.dfs and args.workers > 1:
         raise UsageError("--dfs runs on one worker; drop --workers or --dfs")
-    if args.engine == "smt":
-        return choice.run_smt(args)
+    if args.fairness and not args.property:
+        raise UsageError("--fairness applies to temporal properties; name one with --property")
+    if args.property and (args.symmetry or args.workers > 1 or args.dfs):
+        option = "--symmetry" if args.symmetry else ("--workers" if args.workers > 1 else "--dfs")
+        raise UsageError(f"{option} is not available with --property: temporal properties are checked on the "
+                         "whole state graph, breadth-first, by one worker (symmetry reduction is not sound for "
+                         "per-process fairness); drop " + option)
+    if args.property and args.engine == "vector":
+        raise UsageError("--property: temporal properties are checked by the scalar engine; drop --engine vector")
     params = parse_params(args.param)
     model = load_model(args.spec, params, symmetry=args.symmetry, invariants=args.invariant or None)
     opts = Options(deadlock=not args.no_deadlock, max_depth=args.max_depth, max_states=args.max_states,
                    dfs=args.dfs, workers=args.workers)
+    if args.property:
+        return _check_properties(args, model, opts)
     engine, vm, why = choice.choose(args.engine, model, opts)
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
     mode = "depth-first" if args.dfs else "breadth-first"
@@ -83,17 +105,85 @@ def run(args: argparse.Namespace) -> int:
     return res.exit_code
 
 
+def check_smt(args: argparse.Namespace) -> int:
+    """`check --engine smt`: bounded model checking of a typed spec."""
+    from ..cli import UsageError
+    from ..smt.bmc import bmc
+
+    explicit_only = {"--symmetry": args.symmetry, "--workers": args.workers > 1, "--dfs": args.dfs,
+                     "--max-depth": args.max_depth is not None, "--max-states": args.max_states is not None}
+    given = [flag for flag, on in explicit_only.items() if on]
+    if given:
+        raise UsageError(f"{', '.join(given)}: only for the explicit engine; the SMT engine's bound is --depth K")
+    model = load_typed(args.spec, parse_params(args.param), "--engine smt", invariants=args.invariant or None)
+    depth = SMT_DEPTH if args.depth is None else args.depth
+    ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
+    print(f"Checking {model.name}" + (f" ({ps})" if ps else "") + f": SMT bounded model checking to depth {depth}")
+    print(f"  invariants: {', '.join(model.invariant_names) or 'none'}; "
+          f"deadlock: {'not checked' if args.no_deadlock else 'checked'}; step failures: checked")
+    say = None if args.quiet else (lambda text: print("progress: " + text, file=sys.stderr, flush=True))
+    res = bmc(model, depth, deadlock=not args.no_deadlock, say=say)
+    if res.violation is not None:
+        print_violation(res.violation, args.out)
+    elif res.complete:
+        print(f"\nNo violation: {res.reason}.")
+    else:
+        print(f"\nInconclusive: {res.reason}.")
+    print(f"  searched to depth {res.depth}, {res.seconds:.2f} s")
+    sys.stdout.flush()
+    return res.exit_code
+
+
+def load_typed(ref: str, params: dict[str, int], what: str, invariants: list[str] | None = None):
+    """The typed model named by `ref`; plain specs (init/next) are refused with a clear message."""
+    from ..loader import LoadError
+    from ..typed_model import TypedModel
+
+    model = load_model(ref, params, invariants=invariants)
+    if not isinstance(model, TypedModel):
+        raise LoadError(f"{model.name} is a plain spec (init/next): {what} needs a typed spec, a Spec subclass "
+                        "whose actions the symbolic interpreter can read")
+    return model
+
+
+def print_violation(v: Violation, out: str | None) -> None:
+    """Print a violation and its counterexample (a lasso: where it loops) and save it."""
+    steps = len(v.trace.steps) - 1
+    print(f"\nViolation: {v.message}" + (f" at {v.location}" if v.location and v.location not in v.message else ""))
+    print(f"Counterexample ({steps} step{'s' if steps != 1 else ''}):")
+    print(render(v.trace))
+    if v.trace.loop is not None:
+        print(f"  {'':>3}  (stutters in state {steps} for ever)" if v.trace.loop == steps
+              else f"  {'':>3}  (back to state {v.trace.loop}; the loop repeats for ever)")
+    if out:
+        v.trace.save(out)
+        print(f"Trace written to {out} (replay it: lockstep replay {out})")
+
+
+def _check_properties(args: argparse.Namespace, model, opts: Options) -> int:
+    from ..liveness import check_properties
+    from ..temporal import fairness, parse_overrides, select
+
+    props = [select(model, name) for name in args.property]
+    fair = fairness(model, parse_overrides(args.fairness))
+    ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
+    print(f"Checking {model.name}" + (f" ({ps})" if ps else "") + ": explicit breadth-first, whole state graph")
+    for p in props:
+        print(f"  property {p.name}: {p.formula}")
+    print(f"  fairness: {fair.describe()}")
+    print(f"  invariants: {', '.join(model.invariant_names) or 'none'}; deadlock: "
+          f"{'checked' if opts.deadlock else 'not checked'}")
+    progress = NoProgress() if args.quiet else Progress()
+    res = check_properties(model, props, fair, opts, progress)
+    report(res, args.out)
+    return res.exit_code
+
+
 def report(res: CheckResult, out: str | None) -> None:
     """Print a check's outcome (and save its counterexample)."""
     v = res.violation
     if v is not None:
-        steps = len(v.trace.steps) - 1
-        print(f"\nViolation: {v.message}" + (f" at {v.location}" if v.location and v.location not in v.message else ""))
-        print(f"Counterexample ({steps} step{'s' if steps != 1 else ''}):")
-        print(render(v.trace))
-        if out:
-            v.trace.save(out)
-            print(f"Trace written to {out} (replay it: lockstep replay {out})")
+        print_violation(v, out)
     elif res.verdict == "inconclusive":
         print(f"\nInconclusive: {res.cut}; no violation among the states explored.")
     else:
@@ -103,7 +193,8 @@ def report(res: CheckResult, out: str | None) -> None:
           f"{res.seconds:.2f} s ({rate:,.0f} distinct states/s)")
     if res.queued:
         print(f"  {res.queued:,} states left unexplored")
-    print(f"  fingerprint collision probability (optimistic, as TLC): {res.collision_probability:.1e}")
     for note in res.notes:
-        print(f"  note: {note}")
+        print(f"  {note}")
+    if res.fingerprinted:
+        print(f"  fingerprint collision probability (optimistic, as TLC): {res.collision_probability:.1e}")
     sys.stdout.flush()

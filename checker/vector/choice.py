@@ -2,16 +2,11 @@
 
 `auto` runs the vector engine on typed specs and the scalar engine (`checker.explicit`) on
 plain specs and on whatever the vector engine does not cover (symmetry reduction, depth-first
-search, integers beyond 64 bits); `explicit` is another name for `scalar`. `smt` belongs to the
-symbolic engine, when this installation has one (`checker.smt`).
+search, integers beyond 64 bits); `explicit` is another name for `scalar`. `smt` (the symbolic
+engine) is handled by the check command itself.
 """
 
 from __future__ import annotations
-
-import argparse
-import importlib
-import importlib.util
-from typing import Any
 
 from ..explicit import Options, check
 from ..model import Model
@@ -49,15 +44,3 @@ def run(engine: str, model: Model, vm: VectorModel | None, opts: Options, progre
     if engine == "vector" and vm is not None:
         return check_vector(vm, opts, progress)
     return check(model, opts, progress)
-
-
-def run_smt(args: argparse.Namespace) -> int:
-    """Hand `lockstep check --engine smt` to the symbolic engine, if this installation has one."""
-    if importlib.util.find_spec("checker.smt") is None:
-        raise _usage("--engine smt: the symbolic engine is not available in this installation "
-                     "(no checker.smt package); use --engine vector or --engine scalar")
-    smt: Any = importlib.import_module("checker.smt")
-    entry = getattr(smt, "run_check", None)
-    if entry is None:
-        raise _usage("--engine smt: checker.smt has no run_check(args) entry point for `lockstep check`")
-    return entry(args)

@@ -194,6 +194,10 @@ class _Emitter:
             return self._member(a[0], a[1])
         if op == "single":
             return self._single(t, a[0])
+        if op == "within":
+            i, size = a[0], a[1].args[0]
+            v = self.value(i)
+            return self.emit(f"np.clip({v}, 0, {size - 1})") if i.lo < 0 or i.hi >= size else v
         if op in ("union", "inter", "diff"):
             fmt = {"union": "({} | {})", "inter": "({} & {})", "diff": "({} & ~{})"}[op]
             return self._per_chunk(nch, lambda x, y: fmt.format(x, y), a[0], a[1])
@@ -228,12 +232,10 @@ class _Emitter:
         return self.emit(f"((({chunks[0]} >> {ic}) & 1) != 0)")
 
     def _single(self, t: Term, i: Term) -> Any:
-        universe = t.dom.elem.size if isinstance(t.dom, SetDomain) else CHUNK
-        if i.hi >= universe:
-            raise VectorUnsupported(f"a set element at {t.loc} may lie outside its type")
+        universe = t.dom.elem.size
         ic = self.value(i)
-        if i.lo < 0:
-            ic = self.emit(f"np.maximum({ic}, 0)")
+        if i.lo < 0 or i.hi >= universe:
+            ic = self.emit(f"np.clip({ic}, 0, {universe - 1})")
         nch = _chunks(t.dom)
         if nch == 1:
             return self.emit(f"np.left_shift(1, {ic})")
@@ -258,8 +260,14 @@ class _Emitter:
         if op == "select" and (a[0].lo < 0 or a[0].hi >= len(a) - 1):
             k = self.value(a[0])
             return f"(({k} < 0) | ({k} > {len(a) - 2}))"
-        if op in ("in", "single") and a[-1].lo < 0:
-            return f"({self.value(a[-1])} < 0)"
+        if op == "in" and a[1].lo < 0:
+            return f"({self.value(a[1])} < 0)"
+        if op == "single" and (a[0].lo < 0 or a[0].hi >= t.dom.elem.size):
+            i = self.value(a[0])
+            return f"(({i} < 0) | ({i} >= {t.dom.elem.size}))"
+        if op == "within" and (a[0].lo < 0 or a[0].hi >= a[1].args[0]):
+            i = self.value(a[0])
+            return f"(({i} < 0) | ({i} >= {a[1].args[0]}))"
         return None
 
     def error(self, t: Term | bool) -> str | None:
@@ -346,7 +354,7 @@ def _transition(em: _Emitter, prog: Program, layout: Layout, t: Transition) -> s
             dom = prog.slot_doms[s]
             v, e = em.value(term), em.error(term)
             bad = [e] if e is not None else []
-            if dom.kind in ("int", "range") and (term.lo < dom.lo or term.hi > dom.hi):
+            if dom.kind not in ("bool", "set") and (term.lo < dom.lo or term.hi > dom.hi):
                 bad.append(f"(({v} < {dom.lo}) | ({v} > {dom.hi}))")
             if bad:
                 fail.append(em.emit(within("(" + " | ".join(bad) + ")")))

@@ -25,6 +25,8 @@ on Python values):
 - boolean logic is `And/Or/Not/Implies` (or `&`, `|`, `~`), not `and/or/not`;
 - membership is `s.field.contains(x)`, not `x in s.field`; sets are values:
   `s.f = s.f.add(x)`;
+- temporal properties (`@temporal` returning `eventually(P)`, `leads_to(P, Q)`, ...) and
+  fairness (`@action(fairness="weak")`) are described in `specs.lang.temporal`;
 - Python control flow over *parameters* (`for r in RM`, `if p == 0` on an action's
   parameter) is fine: parameters are concrete while a spec is built.
 
@@ -35,6 +37,7 @@ from .errors import Location, SpecError
 from .params import Param
 from .program import Program
 from .spec import Assert, Spec, action, build_program, constraint, declared_params, initial, invariant, require
+from .temporal import Temporal, always_eventually, eventually, eventually_always, leads_to, temporal
 from .terms import And, Card, Count, Exists, ForAll, If, Implies, Max, Min, Not, Or, Sum, Term
 from .types import ANY, Bool, Enum, Int, Map, Option, Range, Record, RecordValue, Set, Union, Var
 
@@ -43,4 +46,5 @@ __all__ = [
     "Location", "Map", "Max", "Min", "Not", "Option", "Or", "Param", "Program", "Range", "Record",
     "RecordValue", "Set", "Spec", "SpecError", "Sum", "Term", "Union", "Var", "action", "build_program",
     "constraint", "declared_params", "initial", "invariant", "require",
+    "Temporal", "always_eventually", "eventually", "eventually_always", "leads_to", "temporal",
 ]

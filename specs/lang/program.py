@@ -123,6 +123,17 @@ class Predicate:
     meta: dict = field(default_factory=dict)
 
 
+@dataclass
+class TemporalProperty:
+    """A `@temporal` property: its shape (`specs.lang.temporal.KINDS`) and its state conditions as Bool terms."""
+
+    name: str
+    kind: str
+    operands: tuple[Term | bool, ...]
+    loc: Location | None
+    meta: dict = field(default_factory=dict)
+
+
 class Program:
     """A spec class bound to parameter values: slots, initial states, transitions, predicates."""
 
@@ -143,6 +154,7 @@ class Program:
         self.transitions: list[Transition] = []
         self.invariants: list[Predicate] = []
         self.constraints: list[Predicate] = []
+        self.properties: list[TemporalProperty] = []
         self.symmetric: list[Domain] = []
 
     @property

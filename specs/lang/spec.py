@@ -16,7 +16,8 @@ from typing import Any
 
 from .errors import Location, SpecError, user_location
 from .params import Binding, Param, ParamLike, bound
-from .program import Check, Field, Predicate, Program, Transition
+from .program import Check, Field, Predicate, Program, TemporalProperty, Transition
+from .temporal import as_temporal, check_fairness_meta
 from .terms import (
     Term,
     as_bool,
@@ -249,6 +250,9 @@ class _Builder:
             prog.invariants.append(self._predicate(prog, name, fn))
         for name, fn in self._functions("constraint"):
             prog.constraints.append(self._predicate(prog, name, fn))
+        for name, fn in self._functions("temporal"):
+            prog.properties.append(self._temporal(prog, name, fn))
+        _check_families(self._functions("action"))
         if not self._functions("action"):
             raise SpecError(f"spec {self.cls.__name__} declares no actions", None, "mark functions with @action")
         return prog
@@ -342,6 +346,32 @@ class _Builder:
         updates = {s: t for s, t in view.writes.items() if not (isinstance(t, Term) and t.op == "slot" and t.args[0] == s)}
         return Transition(name, args, tracer.checks, updates, _def_location(fn), getattr(fn, "_lockstep_meta", {}))
 
+    def _temporal(self, prog: Program, name: str, fn: Callable) -> TemporalProperty:
+        if len(inspect.signature(fn).parameters) != 1:
+            raise SpecError(f"temporal property {name} takes exactly one argument (the state)", _def_location(fn))
+        view = TraceState(prog, self.binding, writable=False)
+        with tracing(view) as tracer:
+            start_pending()
+            try:
+                formula = as_temporal(fn(view), name)
+                operands = tuple(as_bool(x) for x in formula.operands)
+            except SpecError:
+                check_pending_quietly()
+                raise
+            except Exception as e:
+                check_pending_quietly()
+                _reraise_internal(e)
+                raise SpecError(f"temporal property {name} raised {type(e).__name__}: {e}",
+                                _exception_location(e) or _def_location(fn)) from None
+            check_pending()
+        if tracer.checks:
+            raise SpecError(f"temporal property {name} calls require() or Assert()", _def_location(fn),
+                            "return a formula such as eventually(P) instead")
+        for x in operands:
+            if x is not None and not isinstance(x, bool):
+                mark_used(x)
+        return TemporalProperty(name, formula.kind, operands, _def_location(fn), getattr(fn, "_lockstep_meta", {}))
+
     def _predicate(self, prog: Program, name: str, fn: Callable) -> Predicate:
         if len(inspect.signature(fn).parameters) != 1:
             raise SpecError(f"{kind_of(fn)} {name} takes exactly one argument (the state)", _def_location(fn))
@@ -367,6 +397,22 @@ class _Builder:
             raise SpecError(f"{kind_of(fn)} {name} calls require() or Assert()", _def_location(fn),
                             "return a condition instead")
         return Predicate(name, value, _def_location(fn), None, getattr(fn, "_lockstep_meta", {}))
+
+
+def _check_families(actions: list[tuple[str, Callable]]) -> None:
+    """Every action's fairness options are well formed, and the members of a family agree on its kind."""
+    kinds: dict[str, tuple[str, str]] = {}
+    for name, fn in actions:
+        meta = getattr(fn, "_lockstep_meta", {})
+        check_fairness_meta(name, meta, _def_location(fn))
+        family = meta.get("family")
+        if family is None:
+            continue
+        if family in kinds and kinds[family][0] != meta["fairness"]:
+            other, kind = kinds[family][1], kinds[family][0]
+            raise SpecError(f"action {name} declares family {family!r} {meta['fairness']}ly fair, but {other} "
+                            f"declares it {kind}ly fair", _def_location(fn), "give every member of a family the same fairness")
+        kinds.setdefault(family, (meta["fairness"], name))
 
 
 def check_pending_quietly() -> None:

@@ -10,6 +10,7 @@ a small typed expression language over the slots of the pre-state:
     eq ne lt le (a, b)                          comparisons
     add sub mul floordiv mod (a, b) neg(a) min max (a, b)   integer arithmetic (Python's)
     select(k, e0, .., en-1)                     e_k; k must lie in 0..n-1
+    within(i, n)                                i; i must lie in 0..n-1 (a value index checked against its type)
     in(s, i)                                    bit i of set s
     single(i)                                   the set {i}
     union inter diff (a, b) card(a)             set algebra over bitmasks
@@ -59,6 +60,12 @@ def _in(s, i):
     return (s >> i) & 1 == 1
 
 
+def _within(i, n):
+    if not 0 <= i < n:
+        raise IndexError(f"value index {i} outside its type (0..{n - 1})")
+    return i
+
+
 def _single(i):
     if i < 0:
         raise IndexError(f"element index {i} is negative")
@@ -82,6 +89,7 @@ OPS: dict[str, Callable[..., Any]] = {
     "select": _select,
     "in": _in,
     "single": _single,
+    "within": _within,
     "union": operator.or_,
     "inter": operator.and_,
     "diff": lambda a, b: a & ~b,
@@ -249,19 +257,25 @@ class Term:
         return self.dom
 
     def contains(self, x: Any) -> Term | bool:
-        """Membership: `s.msgs.contains(Prepared(r))`."""
+        """Membership: `s.msgs.contains(Prepared(r))` (False for a value outside the element type)."""
         d = self._set_dom("contains")
-        return mk("in", (self, elem_index(x, d.elem)), BOOL)
+        i = elem_index(x, d.elem)
+        if 0 <= i.lo and i.hi < d.elem.size:
+            return mk("in", (self, i), BOOL)
+        return And(compare("le", 0, i), compare("lt", i, d.elem.size),
+                   mk("in", (self, _retype(i, None, (max(i.lo, 0), min(i.hi, d.elem.size - 1)))), BOOL))
 
     def add(self, x: Any) -> Term:
         """The set with `x` added (a new value: assign it, `s.f = s.f.add(x)`)."""
         d = self._set_dom("add")
-        return _pending(set_op("union", self, mk("single", (elem_index(x, d.elem),), d, 0, d.hi)), "add")
+        i = within(elem_index(x, d.elem), d.elem.size)
+        return _pending(set_op("union", self, mk("single", (i,), d, 0, d.hi)), "add")
 
     def remove(self, x: Any) -> Term:
         """The set without `x` (a new value; no error if `x` is absent)."""
         d = self._set_dom("remove")
-        return _pending(set_op("diff", self, mk("single", (elem_index(x, d.elem),), d, 0, d.hi)), "remove")
+        i = within(elem_index(x, d.elem), d.elem.size)
+        return _pending(set_op("diff", self, mk("single", (i,), d, 0, d.hi)), "remove")
 
     discard = remove
 
@@ -411,13 +425,12 @@ def describe(x: Any) -> str:
     return repr(x)
 
 
-def _retype(t: Term, dom: Domain | None) -> Term:
-    """The same expression, typed as a value of `dom` (None: a plain integer)."""
+def _retype(t: Term, dom: Domain | None, bounds: tuple[int, int] | None = None) -> Term:
+    """The same expression, typed as a value of `dom` (None: a plain integer); bounds stay sound."""
     if t.op == "const":
         return const(t.args[0], dom)
-    if dom is None:
-        return Term(t.op, t.args, None, t.lo, t.hi, t.loc)
-    return Term(t.op, t.args, dom, max(t.lo, dom.lo), min(t.hi, dom.hi), t.loc)
+    lo, hi = bounds if bounds is not None else (t.lo, t.hi)
+    return Term(t.op, t.args, dom, lo, hi, t.loc)
 
 
 _TAG_DOMAINS: dict[int, EnumDomain] = {}
@@ -495,7 +508,7 @@ def compatible(a: Term, b: Term) -> bool:
 
 def as_option(t: Term, dom: OptionDomain) -> Term:
     """A value of an Option's inner type, as the Option holding it."""
-    return _retype(arith("add", elem_index(t, dom.inner), 1), dom)
+    return _retype(arith("add", within(elem_index(t, dom.inner), dom.inner.size), 1), dom)
 
 
 def compare(op: str, a: Any, b: Any) -> Term | bool:
@@ -565,6 +578,13 @@ def _bounds(op: str, ts: list[Term]) -> tuple[int, int]:
     raise AssertionError(op)
 
 
+def within(t: Term, size: int) -> Term:
+    """The index term `t`, checked to lie in 0..size-1 where its bounds allow otherwise."""
+    if 0 <= t.lo and t.hi < size:
+        return t
+    return mk("within", (t, const(size, None)), None, max(t.lo, 0), min(t.hi, size - 1))
+
+
 def elem_index(x: Any, elem: Domain) -> Term:
     """The index (0..size-1) of a set element, as a term."""
     if not isinstance(x, Term):
@@ -601,7 +621,7 @@ def record_term(rtype: Record, vals: tuple) -> Term:
         if fname in _RESERVED:
             raise SpecError(f"record field name {fname!r} clashes with a term method", user_location(),
                             "rename the field, or read it with x.field(name)")
-        idx = elem_index(v, fdom)
+        idx = within(elem_index(v, fdom), fdom.size)
         total = arith("add", total, arith("mul", idx, stride)) if stride != 1 else arith("add", total, idx)
     t = total if isinstance(total, Term) else lift(total, None)
     return _retype(t, d)
@@ -828,14 +848,33 @@ def misuse_error() -> SpecError:
     loc = None
     if frame is not None:
         loc = Location(frame.f_code.co_filename, frame.f_lineno)
-        offset = frame.f_lasti
-        for ins in dis.get_instructions(frame.f_code):
-            if ins.offset == offset:
-                name = ins.opname
-                if name in _CONSTRUCTS:
-                    construct, fix = _CONSTRUCTS[name]
-                break
+        construct, fix = _construct(frame.f_code, frame.f_lasti) or (construct, fix)
     return SpecError(f"{construct} on a state-dependent value: Python needs a concrete bool here", loc, fix)
+
+
+_COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+
+
+def _construct(code: Any, offset: int) -> tuple[str, str] | None:
+    """The Python construct whose bytecode at `offset` asked for a truth value, and what to write instead."""
+    ins = list(dis.get_instructions(code))
+    at = next((i for i, x in enumerate(ins) if x.offset == offset), None)
+    if at is None:
+        return None
+    name = ins[at].opname
+    if "JUMP" in name and "IF" in name:
+        before = [x.opname for x in ins[max(at - 2, 0):at]]
+        if before == ["COPY", "COMPARE_OP"]:
+            return "a chained comparison (a < b < c)", "And(a < b, b < c)"
+        if at + 1 < len(ins) and ins[at + 1].opname == "LOAD_ASSERTION_ERROR":
+            return "`assert`", 'Assert(cond, "message") inside an action'
+        if code.co_name in _COMPREHENSIONS:
+            return "an `if` filter in a comprehension", \
+                "ForAll/Exists/Count over the type, with Implies/And on each element's condition"
+        line = ins[at].positions.lineno if ins[at].positions else None
+        if any(x.opname.startswith("POP_JUMP_BACKWARD_IF") and x.positions and x.positions.lineno == line for x in ins):
+            return "`while`", "state-dependent loops are not expressible; use ForAll/Exists over a type"
+    return _CONSTRUCTS.get(name)
 
 
 __all__ = [

@@ -313,3 +313,42 @@ def test_exceptions_while_tracing_become_step_failures():
     v = res.violation
     assert v.kind == "error" and v.name == "shift(p=1)" and "2 is not a value of Range(p)" in v.message
     assert v.location.endswith(f"test_lang.py:{line('p + 1 is out of range')}")
+
+
+def test_values_outside_their_type_fail_the_step():
+    """An Int element outside a set's type, or a record field outside its type, is a step failure;
+    membership of such a value is simply false."""
+    Small = Int(0, 2)
+    Tag = Record("Tag", v=Small)
+
+    class Outside(Spec):
+        x = Var(Int(0, 4), init=0)
+        xs = Set(Small)
+        last = Var(Tag, init=Tag(0))
+
+        @action
+        def inc(s):
+            require(s.x < 4)
+            s.x = s.x + 1
+
+        @action
+        def store(s):
+            require(Not(s.xs.contains(s.x)), s.x >= 1)
+            s.xs = s.xs.add(s.x)  # marker:store
+
+        @action
+        def tag(s):
+            require(s.x == 4)
+            s.last = Tag(s.x)  # marker:tag
+
+    res = check(TypedModel(build_program(Outside), "Outside"), Options(deadlock=False))
+    v = res.violation
+    assert v.kind == "error" and v.name == "store" and "outside its type" in v.message
+    assert v.location.endswith(f":{line('marker:store')}") and v.trace.steps[-1].shown["x"] == "3"
+
+    class TagOnly(Outside):
+        store = None
+
+    res = check(TypedModel(build_program(TagOnly), "TagOnly"), Options(deadlock=False))
+    v = res.violation
+    assert v.kind == "error" and v.name == "tag" and v.location.endswith(f":{line('marker:tag')}")

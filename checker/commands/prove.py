@@ -1,0 +1,54 @@
+"""`lockstep prove SPEC --invariant NAME`: prove an invariant by (k-)induction with z3."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..loader import parse_params
+from ..trace import render
+from .check import add_spec_arguments, load_typed, positive
+
+NAME = "prove"
+HELP = "prove that an invariant holds in every reachable state (k-induction with z3)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_spec_arguments(p)
+    p.add_argument("--invariant", required=True, metavar="NAME", help="the invariant to prove")
+    p.add_argument("--with", dest="assumed", action="append", default=[], metavar="INV2,INV3",
+                   help="strengthen it with these invariants (proved together with it; repeatable)")
+    p.add_argument("--k", type=positive, default=1, metavar="K", help="induction depth (default 1: plain induction)")
+    p.add_argument("--out", metavar="FILE", help="write the counterexample (or counterexample to induction) to FILE")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..smt.induction import NOT_INDUCTIVE, PROVED, REFUTED, prove
+
+    model = load_typed(args.spec, parse_params(args.param), "prove")
+    assumed = [n.strip() for item in args.assumed for n in item.split(",") if n.strip()]
+    ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
+    how = "induction" if args.k == 1 else f"{args.k}-induction"
+    print(f"Proving {args.invariant} of {model.name}" + (f" ({ps})" if ps else "") + f" by {how}"
+          + (f", strengthened with {', '.join(assumed)}" if assumed else ""))
+    res = prove(model, args.invariant, assumed, args.k)
+    if res.verdict == PROVED:
+        print(f"\nProved: {args.invariant} holds in every reachable state ({res.reason}).")
+    elif res.verdict == REFUTED:
+        print(f"\nRefuted: {res.reason}.")
+    elif res.verdict == NOT_INDUCTIVE:
+        print(f"\nNot inductive: {res.reason}. This is no violation: the first state need not be reachable.")
+        print("Strengthen the invariant (--with) so that it excludes that state, or try a larger --k.")
+    else:
+        print(f"\nUnknown: {res.reason}.")
+    if res.trace is not None:
+        steps = len(res.trace.steps) - 1
+        kind = "Counterexample" if res.verdict == REFUTED else "Counterexample to induction"
+        print(f"{kind} ({steps} step{'s' if steps != 1 else ''}):")
+        print(render(res.trace))
+        if args.out:
+            res.trace.save(args.out)
+            print(f"Trace written to {args.out} (replay it: lockstep replay {args.out})")
+    print(f"  {res.seconds:.2f} s")
+    sys.stdout.flush()
+    return res.exit_code
