@@ -35,6 +35,7 @@ class CheckResult:
     cut: str | None = None  # why the search stopped early (inconclusive)
     workers: int = 1
     visited_bytes: int | None = None
+    exact_fingerprints: bool = False  # fingerprints identify states (an injective packing): no collision
     notes: list[str] = field(default_factory=list)
     fingerprinted: bool = True  # states were stored as fingerprints (False: kept whole, no collisions)
 
@@ -44,6 +45,8 @@ class CheckResult:
 
     @property
     def collision_probability(self) -> float:
-        """TLC's optimistic estimate of a fingerprint collision: d·(g−d) / 2^64."""
+        """TLC's optimistic estimate of a fingerprint collision: d·(g−d) / 2^64 (0 if fingerprints are exact)."""
+        if self.exact_fingerprints:
+            return 0.0
         d, g = self.distinct, self.generated
         return d * max(g - d, 0) / 2.0**64

@@ -8,6 +8,8 @@ SPECS: dict[str, str] = {
     "peterson_buggy": "specs.examples.peterson:PetersonSwapped",
     "filter_lock": "specs.examples.filter_lock:FilterLock",
     "filter_lock_buggy": "specs.examples.filter_lock:FilterLockSwapped",
+    "agent_clock": "specs.examples.agent_clock:AgentClock",
+    "agent_clock_buggy": "specs.examples.agent_clock:AgentClockNoWrap",
     "ewd840": "specs.examples.ewd840:EWD840",
     "ewd840_unstained": "specs.examples.ewd840:EWD840Unstained",
     "lock": "specs.examples.lock:Lock",

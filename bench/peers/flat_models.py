@@ -115,3 +115,38 @@ def filter_lock_actions(n: int) -> list:
             (f"leave_{i}", lambda s, i=i: s[i] == 4, lambda s, i=i: put(put(s, i, 0), LV + i, 0)),
         ]
     return acts
+
+
+def agent_clock(n: int):
+    """(initial state, successors, always-true invariant) for the phase clock of n named agents.
+
+    State: phase[0..n-1] in 0..4. Every ordered pair (i, j), i != j, interacts: j advances
+    (mod 5) when i's phase is j's or one ahead; otherwise the interaction changes nothing."""
+
+    def successors(s):
+        out = []
+        for i in range(n):
+            for j in range(n):
+                if i != j:
+                    pj = s[j]
+                    if (s[i] - pj) % 5 <= 1:
+                        out.append(("interact", s[:j] + ((pj + 1) % 5,) + s[j + 1:]))
+                    else:
+                        out.append(("interact", s))
+        return out
+
+    return (0,) * n, successors, lambda s: True
+
+
+def agent_clock_actions(n: int) -> list:
+    """The phase clock as guarded actions (name, enabled(state), apply(state)), one per ordered pair."""
+    acts = []
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                def apply(s, i=i, j=j):
+                    pj = s[j]
+                    return s[:j] + ((pj + 1) % 5,) + s[j + 1:] if (s[i] - pj) % 5 <= 1 else s
+
+                acts.append((f"interact_{i}_{j}", lambda s: True, apply))
+    return acts

@@ -1,6 +1,6 @@
 """Run one benchmark model under a peer checker; prints one JSON line: distinct, seconds.
 
-Usage: python run_peer.py {minicheck|musil} {two_phase|filter_lock} N
+Usage: python run_peer.py {minicheck|musil} {two_phase|filter_lock|agent_clock} N
 Run it with an interpreter that has the peer installed (musil needs Python >= 3.12).
 """
 
@@ -13,10 +13,17 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from flat_models import filter_lock, filter_lock_actions, two_phase, two_phase_actions  # noqa: E402
+from flat_models import (  # noqa: E402
+    agent_clock,
+    agent_clock_actions,
+    filter_lock,
+    filter_lock_actions,
+    two_phase,
+    two_phase_actions,
+)
 
-MODELS = {"two_phase": two_phase, "filter_lock": filter_lock}
-GUARDED = {"two_phase": two_phase_actions, "filter_lock": filter_lock_actions}
+MODELS = {"two_phase": two_phase, "filter_lock": filter_lock, "agent_clock": agent_clock}
+GUARDED = {"two_phase": two_phase_actions, "filter_lock": filter_lock_actions, "agent_clock": agent_clock_actions}
 
 
 def run_minicheck(init, successors, inv, n_fields: int) -> int:

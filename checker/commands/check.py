@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..explicit import Options, check
+from ..explicit import Options
 from ..loader import load_model, parse_params
 from ..progress import NoProgress, Progress
 from ..result import CheckResult, Violation
 from ..trace import render
+from ..vector import choice
 
 NAME = "check"
 HELP = "model-check a spec: invariants, deadlocks, step failures and temporal properties"
@@ -55,8 +56,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-depth", type=natural, metavar="D", help="explore at most D steps from an initial state")
     p.add_argument("--max-states", type=positive, metavar="S", help="store at most S distinct states")
     p.add_argument("--dfs", action="store_true", help="depth-first instead of breadth-first")
-    p.add_argument("--engine", choices=["explicit", "smt"], default="explicit",
-                   help="explicit-state search (default), or bounded model checking with z3")
+    p.add_argument("--engine", choices=choice.ENGINES, default="auto",
+                   help="explicit-state search: auto (default; vector for typed specs, scalar for plain ones), "
+                        "vector, scalar (= explicit); or smt, bounded model checking with z3")
     p.add_argument("--depth", type=natural, metavar="K",
                    help=f"--engine smt: look for violations within K steps (default {SMT_DEPTH})")
     p.add_argument("--out", metavar="FILE", help="write the counterexample trace (JSON, ITF) to FILE")
@@ -79,21 +81,26 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{option} is not available with --property: temporal properties are checked on the "
                          "whole state graph, breadth-first, by one worker (symmetry reduction is not sound for "
                          "per-process fairness); drop " + option)
+    if args.property and args.engine == "vector":
+        raise UsageError("--property: temporal properties are checked by the scalar engine; drop --engine vector")
     params = parse_params(args.param)
     model = load_model(args.spec, params, symmetry=args.symmetry, invariants=args.invariant or None)
     opts = Options(deadlock=not args.no_deadlock, max_depth=args.max_depth, max_states=args.max_states,
                    dfs=args.dfs, workers=args.workers)
     if args.property:
         return _check_properties(args, model, opts)
+    engine, vm, why = choice.choose(args.engine, model, opts)
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
     mode = "depth-first" if args.dfs else "breadth-first"
     print(f"Checking {model.name}" + (f" ({ps})" if ps else "") +
-          f": explicit {mode}, {opts.workers} worker{'s' if opts.workers > 1 else ''}"
+          f": {engine} {mode}, {opts.workers} worker{'s' if opts.workers > 1 else ''}"
           + (", symmetry reduction" if args.symmetry else ""))
     invs = ", ".join(model.invariant_names) or "none"
     print(f"  invariants: {invs}; deadlock: {'checked' if opts.deadlock else 'not checked'}")
     progress = NoProgress() if args.quiet else Progress()
-    res = check(model, opts, progress)
+    res = choice.run(engine, model, vm, opts, progress)
+    if why and engine != args.engine:
+        res.notes.append(why)
     report(res, args.out)
     return res.exit_code
 

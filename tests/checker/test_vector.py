@@ -1,0 +1,317 @@
+"""The vector engine agrees with the scalar engine: counts, verdicts and counterexamples."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from checker.explicit import Options, check
+from checker.loader import load_model, resolve
+from checker.vector import VectorModel, VectorOptions, VectorUnsupported, check_vector
+from checker.vector.layout import Layout
+from checker.vector.visited import FingerprintTable
+from specs.lang import Spec, SpecError
+from specs.registry import SPECS
+from tests.conftest import MODELS, model_path
+
+AGREEMENT_BOUND = 20_000  # distinct states per spec in the agreement test (any size of spec stays quick)
+
+
+
+def typed_test_models() -> list[str]:
+    """Every Spec class defined in tests/models (a module that fails to import is skipped)."""
+    out = []
+    for name in sorted(os.listdir(MODELS)):
+        if not name.endswith(".py") or name.startswith("_"):
+            continue
+        try:
+            module = importlib.import_module(f"tests.models.{name[:-3]}")
+        except Exception:
+            continue
+        out += [model_path(name) + ":" + obj.__name__ for obj in vars(module).values()
+                if inspect.isclass(obj) and issubclass(obj, Spec) and obj.__module__ == module.__name__]
+    return out
+
+
+TEST_MODELS = typed_test_models()
+
+
+def typed(ref: str) -> bool:
+    obj, _ = resolve(ref)
+    return inspect.isclass(obj) and issubclass(obj, Spec)
+
+
+def outcome(res) -> tuple:
+    """Everything both engines must agree on, including the whole counterexample."""
+    v = res.violation
+    trace = None
+    if v is not None:
+        trace = (v.kind, v.name, v.message, v.location, [(s.label, s.state) for s in v.trace.steps])
+    return res.verdict, res.distinct, res.generated, res.depth, res.queued, res.cut, trace
+
+
+def both(ref: str, params: dict | None = None, vopts: VectorOptions | None = None, **opts):
+    model = load_model(ref, params or {})
+    return check(model, Options(**opts)), check_vector(model, Options(**opts), vopts=vopts)
+
+
+@pytest.mark.parametrize("ref", sorted(r for r in SPECS if typed(r)) + TEST_MODELS)
+@pytest.mark.parametrize("deadlock", [True, False])
+def test_agrees_with_the_scalar_engine(ref, deadlock):
+    try:
+        model = load_model(ref, {})
+    except SpecError:
+        pytest.skip("the spec is refused when it loads (a test of load-time errors)")
+    opts = Options(deadlock=deadlock, max_states=AGREEMENT_BOUND)
+    assert outcome(check_vector(model, opts)) == outcome(check(model, opts))
+
+
+@pytest.mark.parametrize("ref, params", [("two_phase", {"rm": 6}), ("filter_lock", {"n": 4})])
+def test_known_counts(ref, params):
+    """TwoPhase RM=6 and the filter lock N=4, as the hand-written BFS counts them (test_examples)."""
+    _scalar, vector = both(ref, params)
+    want = {"two_phase": (50816, 402306, 20), "filter_lock": (14844, 44121, 37)}[ref]
+    assert (vector.verdict, vector.distinct, vector.generated, vector.depth) == ("holds", *want)
+
+
+def test_seeded_bugs_give_the_shortest_counterexamples():
+    for ref, steps in (("filter_lock_buggy", 14), ("peterson_buggy", 8), ("diehard", 6)):
+        v = check_vector(load_model(ref), Options()).violation
+        assert v.kind == "invariant" and len(v.trace.steps) - 1 == steps
+
+
+def test_agent_clock():
+    """5^n configurations, n(n-1) interactions enabled in each; without the wrap-around a phase leaves 0..4."""
+    res = check_vector(load_model("agent_clock", {"agents": 5}), Options())
+    assert (res.verdict, res.distinct, res.generated) == ("holds", 5**5, 5 * 4 * 5**5 + 1)
+    v = check_vector(load_model("agent_clock_buggy"), Options()).violation
+    assert v.kind == "type" and "is outside Int(0, 4)" in v.message and len(v.trace.steps) - 1 == 7
+    assert v.trace.steps[-1].shown["phase"].count("4") >= 1
+
+
+def test_step_failures_name_the_spec_line():
+    _scalar, vector = both(model_path("failing_action.py") + ":Divide")
+    v = vector.violation
+    with open(model_path("failing_action.py")) as f:
+        line = next(i for i, text in enumerate(f, 1) if "12 // s.x" in text)
+    assert v.kind == "error" and "ZeroDivisionError" in v.message and v.location.endswith(f"failing_action.py:{line}")
+    v = check_vector(load_model(model_path("vector_edges.py") + ":BadIndex"), Options()).violation
+    assert v.kind == "error" and v.name == "read" and "IndexError" in v.message
+    assert [s.shown["i"] for s in v.trace.steps] == ["0", "1", "2", "3"]
+
+
+def test_errors_in_branches_not_taken_are_not_errors():
+    res = check_vector(load_model(model_path("vector_edges.py") + ":Lazy"), Options())
+    assert (res.verdict, res.distinct) == ("holds", 40)
+
+
+def test_bounds_agree():
+    chain = model_path("constrained.py") + ":Chain"
+    for depth in (30, 31):
+        scalar, vector = both(chain, max_depth=depth)
+        assert outcome(vector) == outcome(scalar)
+    scalar, vector = both("two_phase", {"rm": 4}, max_states=100)
+    assert outcome(vector) == outcome(scalar) and vector.verdict == "inconclusive" and vector.distinct == 100
+
+
+def test_spilled_search_gives_the_same_result(tmp_path):
+    """With no memory budget every frontier and parent link goes to disk, and nothing changes."""
+    spill = VectorOptions(memory=0, spill_dir=str(tmp_path), batch=500)
+    scalar, vector = both("two_phase", {"rm": 5}, vopts=spill)
+    assert outcome(vector) == outcome(scalar)
+    assert any("spilled to disk" in n for n in vector.notes)
+    scalar, vector = both("filter_lock_buggy", vopts=spill)
+    assert outcome(vector) == outcome(scalar) and vector.verdict == "violation"
+    assert list(tmp_path.iterdir()) == []  # spill files are removed
+
+
+def test_small_batches_give_the_same_result():
+    scalar, vector = both("peterson_buggy", vopts=VectorOptions(batch=3))
+    assert outcome(vector) == outcome(scalar)
+
+
+def test_fingerprints_are_exact_when_a_state_fits_a_word():
+    one = check_vector(load_model("two_phase"), Options())
+    assert one.exact_fingerprints and one.collision_probability == 0.0
+    wide = check_vector(load_model(model_path("vector_edges.py") + ":WideSet"), Options(max_states=2000))
+    assert not wide.exact_fingerprints and wide.collision_probability > 0.0
+
+
+def test_visited_table_stays_within_16_bytes_per_state():
+    res = check_vector(load_model("two_phase", {"rm": 6}), Options())
+    assert res.visited_bytes / res.distinct <= 16 + 1e-9
+
+
+def test_what_the_vector_engine_refuses():
+    with pytest.raises(VectorUnsupported, match="plain spec"):
+        VectorModel(load_model(model_path("plain_counter.py")))
+    with pytest.raises(VectorUnsupported, match="symmetry"):
+        VectorModel(load_model("two_phase", symmetry=True))
+    with pytest.raises(VectorUnsupported, match="depth-first"):
+        check_vector(load_model("two_phase"), Options(dfs=True))
+
+
+# ------------------------------------------------------------------------------------ parts
+
+
+@functools.cache
+def wide_layout() -> Layout:
+    return Layout(load_model(model_path("vector_edges.py") + ":WideSet").prog)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_packing_round_trips_and_fingerprints_match(data):
+    layout = wide_layout()
+    prog = layout.prog
+    states = []
+    for _ in range(5):
+        s = []
+        for dom in prog.slot_doms:
+            if dom.kind == "set":
+                s.append(data.draw(st.integers(0, (1 << dom.elem.size) - 1)))
+            elif dom.kind == "bool":
+                s.append(data.draw(st.booleans()))
+            else:
+                s.append(data.draw(st.integers(dom.lo, dom.hi)))
+        states.append(tuple(s))
+    words = layout.pack_many(states)
+    assert [layout.unpack(list(words[:, j])) for j in range(len(states))] == states
+    fps = layout.fingerprints(words)
+    assert [layout.fingerprint_state(s) for s in states] == [int(f) for f in fps]
+    assert all(f != 0 for f in fps)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 2**64 - 1), max_size=300), st.lists(st.integers(1, 2**64 - 1), max_size=300))
+def test_fingerprint_table_is_a_set(inserted, probed):
+    table = FingerprintTable(capacity=8)
+    seen: set[int] = set()
+    for chunk in (inserted[: len(inserted) // 2], inserted[len(inserted) // 2:]):
+        new = sorted(set(chunk) - seen)
+        table.add(np.array(new, dtype=np.uint64))
+        seen.update(new)
+    keys = np.array(probed + inserted, dtype=np.uint64)
+    assert table.contains(keys).tolist() == [k in seen for k in probed + inserted]
+    assert table.size == len(seen) and table.nbytes <= max(16 * len(seen), 8 * 256)
+
+
+# ------------------------------------------------------------------------------------- CLI
+
+
+def test_engine_option(cli, tmp_path):
+    r = cli("check", "two_phase", "--quiet")
+    assert r.code == 0 and "vector breadth-first" in r.out and "288 distinct states, 1,146 generated" in r.out
+    r = cli("check", "two_phase", "--engine", "explicit", "--quiet")
+    assert r.code == 0 and "scalar breadth-first" in r.out and "288 distinct states, 1,146 generated" in r.out
+    r = cli("check", model_path("plain_counter.py"), "--quiet")
+    assert "scalar breadth-first" in r.out and "scalar engine chosen: it is a plain spec" in r.out
+    r = cli("check", model_path("plain_counter.py"), "--engine", "vector")
+    assert r.code == 2 and "--engine vector cannot check" in r.err and "Traceback" not in r.err
+    r = cli("check", "two_phase", "--symmetry", "--quiet")
+    assert r.code == 0 and "scalar breadth-first" in r.out
+    with pytest.raises(SystemExit) as e:
+        cli("check", "two_phase", "--engine", "fast")
+    assert e.value.code == 2
+
+
+def test_vector_counterexample_replays(cli, tmp_path):
+    out = tmp_path / "cex.json"
+    r = cli("check", "filter_lock_buggy", "--engine", "vector", "--out", str(out), "--quiet")
+    assert r.code == 1 and "Counterexample (14 steps)" in r.out
+    r = cli("replay", str(out))
+    assert r.code == 0 and "mutual_exclusion is violated in the last state" in r.out
+
+
+# --------------------------------------------------------------------------------- workers
+
+
+def par(ref: str, params: dict | None = None, **opts):
+    """Two vector workers, handing off at once so that the worker code runs even on small models."""
+    from checker.progress import NoProgress
+    from checker.vector.workers import check_workers
+
+    model = VectorModel(load_model(ref, params or {}))
+    return check_workers(model, Options(workers=2, **opts), NoProgress(), VectorOptions(), handoff=1)
+
+
+@pytest.mark.parametrize("ref, params, deadlock", [("two_phase", {"rm": 4}, True), ("filter_lock", {"n": 3}, True),
+                                                   ("tcommit", {}, False), ("agent_clock", {"agents": 4}, True)])
+def test_two_workers_count_exactly_as_one(ref, params, deadlock):
+    one = check(load_model(ref, params), Options(deadlock=deadlock))
+    two = par(ref, params, deadlock=deadlock)
+    assert two.workers == 2
+    assert (two.verdict, two.distinct, two.generated, two.depth) == (one.verdict, one.distinct, one.generated, one.depth)
+
+
+@pytest.mark.parametrize("ref, steps, kind", [("diehard", 6, "invariant"), ("filter_lock_buggy", 14, "invariant"),
+                                              ("tcommit", 3, "deadlock"), ("agent_clock_buggy", 7, "type")])
+def test_two_workers_find_shortest_counterexamples(ref, steps, kind):
+    v = par(ref).violation
+    assert v.kind == kind and len(v.trace.steps) - 1 == steps
+
+
+def test_two_workers_report_step_failures_and_bounds():
+    v = par(model_path("failing_action.py") + ":Divide").violation
+    assert v.kind == "error" and "ZeroDivisionError" in v.message
+    v = par(model_path("constrained.py") + ":Counter").violation
+    assert v.kind == "invariant" and [s.shown["x"] for s in v.trace.steps][-2:] == ["9", "11"]
+    chain = model_path("constrained.py") + ":Chain"
+    assert par(chain, max_depth=31).verdict == "holds"
+    assert par(chain, max_depth=30).verdict == "inconclusive"
+
+
+def test_workers_from_the_command_line(cli):
+    r = cli("check", "two_phase", "--param", "rm=6", "--workers", "2", "--quiet")
+    assert r.code == 0 and "vector breadth-first, 2 workers" in r.out and "50,816 distinct states, 402,306 generated" in r.out
+
+
+# ------------------------------------------------------------------------------ slow cases
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ref, params, want", [
+    ("filter_lock", {"n": 5}, (344805, 1205326, 55)),
+    ("two_phase", {"rm": 7}, (296448, 2744706, 23)),
+    ("agent_clock", {"agents": 8}, (390625, 21875001, 33)),
+])
+def test_large_instances_agree(ref, params, want):
+    """The published and scalar counts (test_examples) and SPIN's, on the benchmark instances."""
+    vector = check_vector(load_model(ref, params), Options())
+    assert (vector.verdict, vector.distinct, vector.generated, vector.depth) == ("holds", *want)
+    from checker.progress import NoProgress
+    from checker.vector.workers import check_workers
+
+    two = check_workers(VectorModel(load_model(ref, params)), Options(workers=2), NoProgress(), VectorOptions(),
+                        handoff=2000)
+    assert (two.workers, two.distinct, two.generated, two.depth) == (2, *want)
+
+
+@pytest.mark.slow
+def test_large_instance_agrees_with_the_scalar_engine_when_spilled(tmp_path):
+    spill = VectorOptions(memory=1 << 20, spill_dir=str(tmp_path))
+    scalar, vector = both("filter_lock_buggy", {"n": 4}, vopts=spill)
+    assert outcome(vector) == outcome(scalar) and vector.verdict == "violation"
+    scalar, vector = both("agent_clock", {"agents": 7}, vopts=spill)
+    assert outcome(vector) == outcome(scalar) and vector.distinct == 5**7
+
+
+def test_growing_in_slices_keeps_every_key(monkeypatch):
+    import checker.vector.visited as visited
+
+    monkeypatch.setattr(visited, "GROW_SLICE", 1000)  # many slices: keys left behind a slice get probed in
+    keys = np.arange(1, 200_001, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    table = FingerprintTable()
+    for start in range(0, len(keys), 7_000):
+        chunk = keys[start:start + 7_000]
+        assert not table.contains(chunk).any()
+        table.add(chunk)
+    assert table.contains(keys).all() and table.size == len(keys)
+    assert table.nbytes <= 16 * len(keys)
