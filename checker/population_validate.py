@@ -196,6 +196,9 @@ class PopulationValidator:
                         res.first_held[name] = k
                 if self._check_invariants(res, c, k):
                     return res
+        if res.incomplete is None and last < self.issued:
+            res.incomplete = (f"the records stop at interaction {last} of {self.issued}; the run did not complete "
+                              f"({'; '.join(self.run.notes) or 'see the run notes'})")
         return res
 
     def _halves(self, k: int, i: int, r: int, evs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -1,7 +1,8 @@
 """One agent of a population protocol as an OS process: it meets the partners the scheduler names.
 
 The scheduler sends both agents of interaction k the frame `{"k": k, "i": initiator, "r":
-responder}`. The initiator sends its state to the responder (`{"k", "src", "state"}`); the
+responder}`, over the connection each agent opened to it (so no other sender can announce a
+meeting). The initiator sends its state to the responder (`{"k", "src", "state"}`); the
 responder applies the protocol's rule (`checker.population_rules.Rules`, drawing from its own
 seeded generator when the rule is randomized), takes its new state and replies with its state
 before and the draw (`{"k", "src", "state", "draw"}`), from which the initiator computes the
@@ -54,10 +55,11 @@ def main(cfg: dict[str, Any]) -> None:
 
 
 class _DataIn(asyncio.Protocol):
-    """Frames arriving from the scheduler and from other agents."""
+    """Frames arriving from other agents (`from_scheduler`: on the connection to the scheduler)."""
 
-    def __init__(self, agent: Agent):
+    def __init__(self, agent: Agent, from_scheduler: bool = False):
         self.agent = agent
+        self.from_scheduler = from_scheduler
         self.reader = FrameReader()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -65,7 +67,7 @@ class _DataIn(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         for body in self.reader.feed(data):
-            self.agent.on_frame(body)
+            self.agent.on_frame(body, self.from_scheduler)
         if self.reader.broken:
             self.agent.reject(self.reader.broken + "; connection closed")
             self.transport.close()
@@ -141,16 +143,20 @@ class Agent:
         loop = asyncio.get_running_loop()
         for dst, port in sorted(ports.items()):
             if dst != self.pid:
-                self.out[dst], _ = await loop.create_connection(asyncio.Protocol, "127.0.0.1", port)
+                self.out[dst], _ = await loop.create_connection(lambda: _DataIn(self, dst == self.n), "127.0.0.1", port)
+        self._send(self.n, f'{{"done":0,"src":{self.pid}}}')  # tells the scheduler whose connection this is
 
     # -- frames ----------------------------------------------------------------------------------
-    def on_frame(self, body: bytes) -> None:
+    def on_frame(self, body: bytes, from_scheduler: bool = False) -> None:
         """Decode one frame: a meeting from the scheduler, or a partner's state; reject anything else."""
         self.stats["received"] += 1
         try:
             obj = parse(body)
             k = _int(obj, "k", 1, 1 << 62)
-            if "i" in obj:
+            if ("i" in obj) != from_scheduler:
+                raise FrameError("meetings come only from the scheduler, and only meetings" if from_scheduler
+                                 else "a meeting from a sender other than the scheduler")
+            if from_scheduler:
                 i, r = _int(obj, "i", 0, self.n - 1), _int(obj, "r", 0, self.n - 1)
                 if i == r or self.pid not in (i, r):
                     raise FrameError(f"interaction {k} pairs agents {i} and {r}, which is not a meeting of agent {self.pid}")

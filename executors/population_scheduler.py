@@ -1,7 +1,8 @@
 """The scheduler of a population run, as its own OS process: it draws the ordered pairs and tells the agents.
 
 Interaction k is the k-th pair of `checker.population_rules.pairs(seed, n)`; both agents of the
-pair get the frame `{"k": k, "i": initiator, "r": responder}`. At most `window` interactions are
+pair get the frame `{"k": k, "i": initiator, "r": responder}`, on the connection the agent opened
+to the scheduler (its first frame, `{"done": 0, "src": agent}`, says whose it is). At most `window` interactions are
 outstanding: initiators acknowledge completed interactions (`{"done": count, "src": agent}`), and
 the scheduler reports progress to the runner and, when every interaction is done, `complete`.
 Its choices need no trace: the validator draws the same pairs from the run's seed.
@@ -48,9 +49,12 @@ class _Acks(asyncio.Protocol):
         self.sched = sched
         self.reader = FrameReader()
 
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
     def data_received(self, data: bytes) -> None:
         for body in self.reader.feed(data):
-            self.sched.on_ack(body)
+            self.sched.on_ack(body, self.transport)  # type: ignore[arg-type]
 
 
 class Scheduler:
@@ -64,6 +68,7 @@ class Scheduler:
         self.issued = 0
         self.rejected = 0
         self.progress = asyncio.Event()
+        self.registered = asyncio.Event()  # every agent has connected
         self.out: dict[int, asyncio.Transport] = {}
 
     async def run(self) -> None:
@@ -77,11 +82,7 @@ class Scheduler:
                 head = await reader.readexactly(LENGTH.size)
                 cmd = parse(await reader.readexactly(LENGTH.unpack(head)[0]))
                 op = cmd.get("op")
-                if op == "peers":
-                    for pid, port in sorted((int(k), v) for k, v in cmd["ports"].items()):
-                        if pid < self.n:
-                            self.out[pid], _ = await loop.create_connection(asyncio.Protocol, "127.0.0.1", port)
-                elif op == "go":
+                if op == "go":
                     task = asyncio.create_task(self.issue())
                 elif op == "stop":
                     stats = {"issued": self.issued, "completed": self.completed, "rejected": self.rejected}
@@ -97,7 +98,7 @@ class Scheduler:
             for t in self.out.values():
                 t.close()
 
-    def on_ack(self, body: bytes) -> None:
+    def on_ack(self, body: bytes, transport: asyncio.Transport) -> None:
         try:
             obj = parse(body)
             src, done = obj.get("src"), obj.get("done")
@@ -108,6 +109,13 @@ class Scheduler:
         except FrameError:
             self.rejected += 1
             return
+        if src not in self.out:
+            self.out[src] = transport
+            if len(self.out) == self.n:
+                self.registered.set()
+        elif self.out[src] is not transport:
+            self.rejected += 1
+            return
         self.completed += done - self.done[src]
         self.done[src] = done
         self.progress.set()
@@ -115,6 +123,7 @@ class Scheduler:
     async def issue(self) -> None:
         """Announce every interaction, keeping at most `window` outstanding; report progress and completion."""
         gen, total, window = pairs(self.cfg.seed, self.n), self.cfg.interactions, self.cfg.window
+        await self.registered.wait()
         last_report = time.monotonic()
         while self.completed < total:
             room = min(total - self.issued, window - (self.issued - self.completed), CHUNK)
