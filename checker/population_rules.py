@@ -1,9 +1,10 @@
 """A population protocol as running agents apply it: the rule table, the random choices, the state codec.
 
 When two agents interact, the outcome of a randomized rule is chosen by one integer `draw`,
-uniform in [0, 2**53), taken by the responder from its own seeded generator: the outcomes of
-the pair, in the order of `Population.outcomes`, split that range into intervals in proportion
-to their probabilities, and the draw falls in one. A deterministic rule takes no draw. The
+uniform in [0, 2**53): the outcomes of the pair, in the order of `Population.outcomes`, split
+that range into intervals in proportion to their probabilities, and the draw falls in one. The
+responder takes one draw from its own seeded generator for every interaction it responds to
+(before it knows its partner's state); a deterministic rule ignores it. The
 scheduler's ordered pairs come from a generator seeded by the run's seed. Agents of a real run
 and the trace validator use these same functions, so a run's seed and recorded draws name
 exactly one outcome per interaction.

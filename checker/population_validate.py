@@ -3,8 +3,9 @@
 The agents' records are taken in interaction order. Interaction k must be the k-th ordered
 pair the run's seed gives the scheduler, recorded by both agents of the pair; each agent's
 state before must be its state after its previous interaction (or its start state); both
-must agree on each other's state before and on the draw; the draw must be the next one from
-the responder's seeded generator when the rule is randomized (and absent when it is not); and
+must agree on each other's state before and on the draw; the draw must be the responder's
+draw for this interaction from its seeded generator when the rule is randomized (and absent
+when it is not); and
 the states after must be an outcome of the rule with non-zero probability — the one the draw
 selects. The configurations (count vectors) the interactions pass through must be a path of
 the counting-abstraction spec: it starts in a configuration of the run's start and every
@@ -227,15 +228,15 @@ class PopulationValidator:
         d = res_e.get("draw")
         if ini.get("draw") != d:
             raise Mismatch(ini, f"the agents of interaction {k} record different draws", d, ini.get("draw"))
+        rng = rngs.get(r)
+        if rng is None:
+            rng = rngs[r] = agent_rng(self.seed, r)
+        want = draw(rng)  # the responder draws in every interaction; a deterministic rule ignores it
         if not self.rules.randomized(a, b):
             if d is not None:
                 raise Mismatch(res_e, f"a draw is recorded, but the rule for {self.codec.show(a)} meeting "
                                       f"{self.codec.show(b)} is deterministic")
             return None
-        rng = rngs.get(r)
-        if rng is None:
-            rng = rngs[r] = agent_rng(self.seed, r)
-        want = draw(rng)
         if d != want:
             raise Mismatch(res_e, f"the draw of interaction {k} is not the next draw of agent {r}'s seeded generator",
                            want, d)

@@ -2,12 +2,13 @@
 
 The scheduler sends both agents of interaction k the frame `{"k": k, "i": initiator, "r":
 responder}`, over the connection each agent opened to it (so no other sender can announce a
-meeting). The initiator sends its state to the responder (`{"k", "src", "state"}`); the
-responder applies the protocol's rule (`checker.population_rules.Rules`, drawing from its own
-seeded generator when the rule is randomized), takes its new state and replies with its state
-before and the draw (`{"k", "src", "state", "draw"}`), from which the initiator computes the
-same outcome. Each agent handles its interactions in increasing k, so the run is the
-sequential random-pair process, with disjoint interactions overlapping in time.
+meeting). When interaction k is the next of its meetings, each agent sends its state to the
+other — the initiator `{"k", "src", "state"}`, the responder also a fresh draw from its own
+seeded generator (`"draw"`) — and each applies the protocol's rule
+(`checker.population_rules.Rules`) to the two states, the draw choosing the outcome of a
+randomized rule, and keeps its side of the outcome. Each agent handles its interactions in
+increasing k, so the run is the sequential random-pair process, with disjoint interactions
+overlapping in time.
 
 Every frame is decoded into declared types (agent states into the protocol's agent type); a
 malformed or unexpected frame is recorded as `rejected` and dropped. Each agent records its
@@ -96,7 +97,9 @@ class Agent:
         self.meets: deque[tuple[int, int, int]] = deque()
         self.inbox: dict[tuple[int, int], tuple[int, int | None]] = {}  # (k, src) -> (state, draw)
         self.last_meet = 0
-        self.sent_for = 0  # the interaction whose state this agent (as initiator) has sent
+        self.sent_for = 0  # the interaction for which this agent has sent its state
+        self.drawn = 0  # the draw this agent took as the responder of interaction `sent_for`
+        self.outbox: dict[int, bytearray] = {}
         self.started = False
         self.seq = 0
         self.completed = self.acked = 0  # interactions this agent initiated and completed; acknowledged
@@ -145,6 +148,7 @@ class Agent:
             if dst != self.pid:
                 self.out[dst], _ = await loop.create_connection(lambda: _DataIn(self, dst == self.n), "127.0.0.1", port)
         self._send(self.n, f'{{"done":0,"src":{self.pid}}}')  # tells the scheduler whose connection this is
+        self._flush()
 
     # -- frames ----------------------------------------------------------------------------------
     def on_frame(self, body: bytes, from_scheduler: bool = False) -> None:
@@ -189,54 +193,63 @@ class Agent:
         """Carry out the meetings at the head of the queue, as far as the partners' states have arrived."""
         if not self.started:
             return
-        meets, inbox, rules = self.meets, self.inbox, self.rules
+        meets, inbox, rules, text = self.meets, self.inbox, self.rules, self.codec.text
         while meets:
             k, i, r = meets[0]
-            if i == self.pid:
-                if self.sent_for != k:
-                    self._send(r, f'{{"k":{k},"src":{self.pid},"state":{self.codec.text[self.state]}}}')
-                    self.sent_for = k
-                got = inbox.pop((k, r), None)
-                if got is None:
+            initiator = i == self.pid
+            partner = r if initiator else i
+            if self.sent_for != k:
+                self.sent_for = k
+                if initiator:
+                    self._send(partner, f'{{"k":{k},"src":{self.pid},"state":{text[self.state]}}}')
+                else:
+                    self.drawn = draw(self.rng)
+                    self._send(partner, f'{{"k":{k},"src":{self.pid},"state":{text[self.state]},"draw":{self.drawn}}}')
+            got = inbox.pop((k, partner), None)
+            if got is None:
+                break
+            q, d = got
+            if initiator:
+                if d is None:
+                    self.reject(f"agent {partner}'s state for interaction {k} lacks the responder's draw")
                     break
-                b, d = got
-                a = self.state
-                if rules.randomized(a, b) != (d is not None):
-                    self.reject(f"agent {r}'s reply for interaction {k} {'lacks' if d is None else 'has'} a draw, "
-                                f"but the rule for {self.codec.show(a)} meeting {self.codec.show(b)} "
-                                f"{'is' if d is None else 'is not'} randomized")
-                    break
-                self.state = rules.pick(a, b, d)[0]
-                self._record(k, "initiator", r, a, b, d)
-                self.completed += 1
-                self.stats["initiated"] += 1
+                a, b = self.state, q
             else:
-                got = inbox.pop((k, i), None)
-                if got is None:
-                    break
-                a, _ = got
-                b = self.state
-                d = draw(self.rng) if rules.randomized(a, b) else None
-                self.state = rules.pick(a, b, d)[1]
-                self._send(i, f'{{"k":{k},"src":{self.pid},"state":{self.codec.text[b]},'
-                              f'"draw":{"null" if d is None else d}}}')
-                self._record(k, "responder", i, b, a, d)
+                a, b, d = q, self.state, self.drawn
+            used = d if rules.randomized(a, b) else None
+            out = rules.pick(a, b, used)
+            before, self.state = self.state, out[0] if initiator else out[1]
+            self._record(k, "initiator" if initiator else "responder", partner, before, q, used)
             self.stats["interactions"] += 1
             meets.popleft()
-            if self.completed - self.acked >= ACK_EVERY:
-                self._ack()
+            if initiator:
+                self.completed += 1
+                self.stats["initiated"] += 1
+                if self.completed - self.acked >= ACK_EVERY:
+                    self._ack()
         if self.completed != self.acked:
             self._ack()
+        self._flush()
 
     def _ack(self) -> None:
         self.acked = self.completed
         self._send(self.n, f'{{"done":{self.completed},"src":{self.pid}}}')
 
     def _send(self, dst: int, body: str) -> None:
-        t = self.out.get(dst)
-        if t is not None and not t.is_closing():
-            data = body.encode()
-            t.write(LENGTH.pack(len(data)) + data)
+        """Queue a frame for `dst`; `_flush` writes each destination's frames at once."""
+        data = body.encode()
+        buf = self.outbox.get(dst)
+        if buf is None:
+            buf = self.outbox[dst] = bytearray()
+        buf += LENGTH.pack(len(data))
+        buf += data
+
+    def _flush(self) -> None:
+        boxes, self.outbox = self.outbox, {}
+        for dst, buf in boxes.items():
+            t = self.out.get(dst)
+            if t is not None and not t.is_closing():
+                t.write(bytes(buf))
 
     # -- the trace -------------------------------------------------------------------------------
     def _record(self, k: int, role: str, partner: int, before: int, partner_before: int, d: int | None) -> None:
