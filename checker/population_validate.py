@@ -179,7 +179,8 @@ class PopulationValidator:
                 raise Mismatch(ini, f"not a transition of {protocol.name}: {self.codec.show(a)} meeting "
                                     f"{self.codec.show(b)} cannot give ({self.codec.show(out[0])}, "
                                     f"{self.codec.show(out[1])}); its outcomes: {self.rules.describe(a, b)}",
-                               None, [ini.get("after"), res_e.get("after")])
+                               [[self.codec.json[x], self.codec.json[y]] for x, y, _ in self.rules.table[a * self.rules.Q + b]],
+                               [ini.get("after"), res_e.get("after")])
             d = self._draw(k, ini, res_e, a, b, r, rngs)
             want = self.rules.pick(a, b, d)
             if want != out:
