@@ -80,8 +80,7 @@ def check_faults(faults: Faults | None) -> list[tuple[float, int]]:
     """The planned kills (seconds, agent) of a fault plan; a population run injects nothing else."""
     if faults is None:
         return []
-    if faults.needs_relay and (faults.drop or faults.duplicate or faults.reorder or faults.delay_ms[1]
-                               or faults.partitions):
+    if faults.drop or faults.duplicate or faults.reorder or faults.delay_ms[1] or faults.partitions:
         raise FaultsError("a population run injects only crashes (agents exchange states directly)\n"
                           '  fix: keep only "crashes" in the fault plan, e.g. {"crashes": [{"pid": 3, "at": 0.5}]}')
     if any(c.restart is not None for c in faults.crashes):
@@ -102,8 +101,6 @@ async def run_population_async(spec: str, params: dict[str, int], interactions: 
     params = dict(protocol.params)
     n = protocol.n
     kills = check_faults(faults)
-    if kills and kills[-1][1] >= n:
-        raise FaultsError(f"crashes name process {kills[-1][1]}, but the agents are 0..{n - 1}")
     codec = StateCodec(protocol)
     states = [codec.json[q] for q in initial_agents(protocol, start, seed)]
     notes: list[str] = []

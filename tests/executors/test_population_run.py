@@ -278,3 +278,15 @@ def test_cli_bad_faults_and_interactions(cli, tmp_path):
     with pytest.raises(SystemExit) as e:
         cli("run", "phase_clock", "--interactions", "0")
     assert e.value.code == 2
+
+
+@pytest.mark.slow
+def test_sixteen_agents_synchronize_and_the_run_validates(tmp_path):
+    """The demonstration: 16 agent processes from the adversarial spread-out start, 20,000 interactions."""
+    path = tmp_path / "clock16.jsonl"
+    rep = run_population("phase_clock", {"n": 16}, 20_000, seed=11, start="spread_out", trace=str(path))
+    no_processes_left()
+    assert rep.completed == 20_000 and rep.notes == []
+    res = validate_population(load(str(path)))
+    assert res.interactions == 20_000 and res.incomplete is None
+    assert res.first_held["synchronized"] is not None and res.protocol.holds("synchronized", res.final)
