@@ -127,6 +127,8 @@ class Agent:
                     self.seq += 1
                     self._log(f'{{"kind":"start","pid":{self.pid},"clock":0,"seq":{self.seq},'
                               f'"state":{self.codec.text[self.state]}}}')
+                    if self.trace is not None:
+                        self.trace.flush()  # an agent that dies later still has its start on record
                     self.pump()
                 elif op == "stop":
                     self._close_trace()

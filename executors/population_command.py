@@ -7,6 +7,7 @@ import sys
 
 from checker.cli import UsageError
 from checker.commands.validate import validate_population_run
+from checker.trace import TraceError
 
 from .faults import load_faults
 from .population_run import PopulationRunReport, run_population
@@ -22,6 +23,7 @@ def run_population_command(args: argparse.Namespace, params: dict[str, int]) -> 
     from checker.population_rules import load_protocol
 
     protocol = load_protocol(args.spec, params)
+    protocol.start_configurations(args.start)  # an unknown start is refused before anything runs
     faults = load_faults(args.faults, protocol.n) if args.faults else None
     k = args.interactions or DEFAULT_INTERACTIONS
     ps = ", ".join(f"{name}={v}" for name, v in protocol.params.items())
@@ -33,7 +35,11 @@ def run_population_command(args: argparse.Namespace, params: dict[str, int]) -> 
     show(rep)
     if rep.merged is None or args.no_validate:
         return 0
-    return validate_population_run(rep.merged)
+    try:
+        return validate_population_run(rep.merged)
+    except TraceError as e:
+        print(f"Not validated: {e}")
+        return 1
 
 
 def show(rep: PopulationRunReport) -> None:
