@@ -1,4 +1,4 @@
-"""`lockstep run SPEC`: run an actor spec as real processes, inject faults, validate the trace."""
+"""`lockstep run SPEC`: run an actor spec (or a population protocol) as real processes, inject faults, validate the trace."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interactions", type=positive, metavar="K",
                    help="population protocols: interactions to run (default 10000)")
     p.add_argument("--start", metavar="NAME", help="population protocols: the start the agents begin in "
-                                                   "(default: the protocol's first; see `lockstep analyze`)")
+                                                   "(default: the protocol's first @start)")
     p.add_argument("--faults", metavar="FILE", help="a JSON fault plan: drop, duplicate, reorder, delay_ms, "
                                                     "partitions, crashes (see executors/faults.py)")
     p.add_argument("--trace", metavar="FILE", help="write the merged run trace (JSON lines) to FILE")
@@ -49,6 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def positive(text: str) -> int:
+    """A positive whole number argument."""
     try:
         v = int(text)
     except ValueError:
