@@ -152,8 +152,9 @@ class PopulationValidator:
             e = by_k[last][0]
             raise Mismatch(e, f"interaction {last} was never scheduled: the run issued {self.issued} interactions")
         if self.complete and last < self.issued:
-            raise TraceError(f"the run is marked complete with {self.issued} interactions, but the records stop at "
-                             f"interaction {last}: records are missing")
+            raise Mismatch({"kind": "interact", "clock": last + 1},
+                           f"the run is marked complete with {self.issued} interactions, but the records stop at "
+                           f"interaction {last}: records are missing")
         schedule = pairs(self.seed, self.n)
         rngs: dict[int, Any] = {}
         for k in range(1, last + 1):

@@ -150,10 +150,16 @@ def test_an_invented_interaction_is_rejected(clock_run):
         validate_population(tampered(merged, invent_at_the_end))
 
 
-def test_a_deleted_record_is_rejected(clock_run):
+def test_deleted_records_are_rejected(clock_run):
     _, merged = clock_run
     with pytest.raises(Mismatch, match="has no record of it"):
         validate_population(tampered(merged, lambda ev: ev.remove(record(ev, 77, "responder"))))
+
+    def drop_the_last(events):
+        events[:] = [e for e in events if e.get("clock") != K]
+
+    with pytest.raises(Mismatch, match=f"the records stop at interaction {K - 1}: records are missing"):
+        validate_population(tampered(merged, drop_the_last))
 
 
 def test_agents_running_the_seeded_bug_are_caught(tmp_path):
