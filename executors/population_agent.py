@@ -229,7 +229,7 @@ class Agent:
                 self.stats["initiated"] += 1
                 if self.completed - self.acked >= ACK_EVERY:
                     self._ack()
-        if self.completed != self.acked:
+        if not meets and self.completed != self.acked:  # idle: tell the scheduler everything is done
             self._ack()
         self._flush()
 
