@@ -118,6 +118,7 @@ async def run_population_async(spec: str, params: dict[str, int], interactions: 
         finally:
             cluster.close()
         stats = {p: (m.bye or {}).get("stats", {}) for p, m in cluster.members.items()}
+        completed = max(completed, stats.get(n, {}).get("completed", 0))  # the scheduler's final count
         for p, m in sorted(cluster.members.items()):
             if m.exit_note and not m.killed:
                 notes.append(f"{'the scheduler' if p == n else f'agent {p}'} {m.exit_note}")
@@ -158,12 +159,12 @@ async def _watch(cluster: Cluster, sched: Member, kills: list[tuple[float, int]]
         while kills and now - t0 >= kills[0][0]:
             at, pid = kills.pop(0)
             await cluster.kill(pid)
-            notes.append(f"agent {pid} killed (SIGKILL) at {at:.2f} s, after about {completed:,} interactions")
+            notes.append(f"agent {pid} killed (SIGKILL) at {at:.2f} s")
         dead = cluster.dead()
         if dead or (msg is not None and msg.get("op") == "gone"):
             who = ", ".join("the scheduler" if p == cluster.nproc - 1 else f"agent {p}" for p in dead) or "the scheduler"
             notes.append(f"{who} died (exit code {cluster.members[dead[0]].process.exitcode if dead else '?'}) "
-                         f"after about {completed:,} interactions; the run was stopped")
+                         f"{now - t0:.2f} s into the run; the run was stopped")
             return completed, now - t0
         if any(cluster.members[p].killed for p in cluster.members) and now - last_move > 1.0:
             notes.append("the run was stopped: agents waited for a killed partner")
