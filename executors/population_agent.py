@@ -148,7 +148,8 @@ class Agent:
         loop = asyncio.get_running_loop()
         for dst, port in sorted(ports.items()):
             if dst != self.pid:
-                self.out[dst], _ = await loop.create_connection(lambda: _DataIn(self, dst == self.n), "127.0.0.1", port)
+                to_scheduler = dst == self.n
+                self.out[dst], _ = await loop.create_connection(lambda: _DataIn(self, to_scheduler), "127.0.0.1", port)
         self._send(self.n, f'{{"done":0,"src":{self.pid}}}')  # tells the scheduler whose connection this is
         self._flush()
 
