@@ -7,6 +7,7 @@ import time
 
 from ..population_validate import PopulationValidation, configuration_trace, is_population_run, validate_population
 from ..runtrace import MergedRun, load
+from ..trace import TraceError
 from ..validate import Mismatch, Validation, validate
 
 NAME = "validate"
@@ -29,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  note: {note}")
     if is_population_run(merged):
         return validate_population_run(merged, args.configurations)
+    if args.configurations:
+        raise TraceError("--configurations applies to runs of population protocols; this is a run of an actor spec")
     t0 = time.monotonic()
     try:
         res = validate(merged)
