@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 from collections import deque
 from dataclasses import dataclass
@@ -48,11 +49,13 @@ class AgentConfig:
 
 
 def main(cfg: dict[str, Any]) -> None:
-    """Entry point of a spawned agent."""
+    """Entry point of a spawned agent; it exits at once when done (its trace is closed by then), skipping
+    the interpreter's teardown of a large rule table."""
     try:
         asyncio.run(Agent(AgentConfig(**cfg)).run())
     except (KeyboardInterrupt, ConnectionError):
         pass
+    os._exit(0)
 
 
 class _DataIn(asyncio.Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..population_validate import PopulationValidation, configuration_trace, is_population_run, validate_population
+from ..population_validate import PopulationValidation, PopulationValidator, configuration_trace, is_population_run
 from ..runtrace import MergedRun, load
 from ..trace import TraceError
 from ..validate import Mismatch, Validation, validate
@@ -66,12 +66,16 @@ def report(res: Validation, seconds: float) -> int:
 def validate_population_run(merged: MergedRun, configurations: str | None = None) -> int:
     """Validate a population run and print the outcome (0 valid, 1 not a behaviour or an invariant fails)."""
     t0 = time.monotonic()
+    validator = PopulationValidator(merged)
+    t1 = time.monotonic()
     try:
-        res = validate_population(merged)
+        res = validator.validate()
     except Mismatch as m:
         print("Invalid: the run is not a behaviour of the protocol at " + m.render())
         return 1
-    code = report_population(res, time.monotonic() - t0)
+    if t1 - t0 >= 1:
+        print(f"  (building the protocol's rule table took {t1 - t0:.1f} s)")
+    code = report_population(res, time.monotonic() - t1)
     if configurations:
         configuration_trace(res, merged.header["spec"]).save(configurations)
         print(f"Configurations written to {configurations} (re-check them: lockstep replay {configurations})")
