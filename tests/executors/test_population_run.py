@@ -6,6 +6,8 @@ import asyncio
 import copy
 import json
 import multiprocessing
+import os
+import signal
 
 import pytest
 
@@ -245,6 +247,26 @@ def test_a_dying_agent_is_reported_and_what_was_recorded_is_validated(tmp_path):
     res = validate_population(merged)
     assert res.incomplete is not None and "agent 2" in res.incomplete
     assert 0 < res.interactions <= res.recorded and res.violation is None
+
+
+def test_an_agent_that_dies_unplanned_is_reported(tmp_path):
+    """An agent killed from outside the runner: the run stops, says which agent died, and its prefix validates."""
+    path = tmp_path / "died.jsonl"
+
+    async def kill_agent_1_soon(ports):
+        async def later():
+            await asyncio.sleep(0.3)
+            victim = next(p for p in multiprocessing.active_children() if p.name == "lockstep-agent-1")
+            os.kill(victim.pid, signal.SIGKILL)
+
+        asyncio.get_running_loop().create_task(later())
+
+    rep = asyncio.run(run_population_async("phase_clock", {"n": N}, 1_000_000, seed=8, trace=str(path),
+                                           on_started=kill_agent_1_soon))
+    no_processes_left()
+    assert rep.completed < 1_000_000 and any("agent 1 died (exit code -9)" in n for n in rep.notes)
+    res = validate_population(load(str(path)))
+    assert res.incomplete is not None and "agent 1" in res.incomplete and res.violation is None
 
 
 def test_cli_run_and_validate(cli, tmp_path):
