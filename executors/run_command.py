@@ -43,7 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--faults", metavar="FILE", help="a JSON fault plan: drop, duplicate, reorder, delay_ms, "
                                                     "partitions, crashes (see executors/faults.py)")
     p.add_argument("--trace", metavar="FILE", help="write the merged run trace (JSON lines) to FILE")
-    p.add_argument("--seed", type=natural, default=0, help="seed for handler choices and injected faults")
+    p.add_argument("--seed", type=natural, default=0,
+                   help="seed for handler choices and injected faults (population protocols: the scheduler's pairs, "
+                        "the start states and the agents' draws)")
     p.add_argument("--no-trace", action="store_true", help="record nothing (and so validate nothing)")
     p.add_argument("--no-validate", action="store_true", help="do not validate the merged trace")
 
