@@ -73,8 +73,8 @@ def event_order(e: dict[str, Any]) -> tuple:
 
 
 def merge(paths: dict[int, str], out: str, spec: str, spec_name: str, params: dict[str, int],
-          notes: list[str] | None = None) -> MergedRun:
-    """Merge per-process traces (pid -> file) into one file ordered by Lamport clock."""
+          notes: list[str] | None = None, extra: dict[str, Any] | None = None) -> MergedRun:
+    """Merge per-process traces (pid -> file) into one file ordered by Lamport clock (`extra`: more header fields)."""
     notes = list(notes or [])
     events: list[dict[str, Any]] = []
     for pid, path in sorted(paths.items()):
@@ -87,7 +87,7 @@ def merge(paths: dict[int, str], out: str, spec: str, spec_name: str, params: di
         events.extend(e for e in lines if e.get("kind") != "header")
     events.sort(key=event_order)
     header = {"kind": "run", "spec": spec, "spec_name": spec_name, "params": params, "processes": len(paths),
-              "notes": notes}
+              "notes": notes, **(extra or {})}
     with open(out, "w", encoding="utf-8") as f:
         f.write(json.dumps(header) + "\n")
         for e in events:

@@ -1,4 +1,4 @@
-"""`lockstep run SPEC`: run an actor spec as real processes, inject faults, validate the trace."""
+"""`lockstep run SPEC`: run an actor spec (or a population protocol) as real processes, inject faults, validate the trace."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ import argparse
 import sys
 import time
 
+from checker.cli import UsageError
 from checker.commands.check import add_spec_arguments, natural
 from checker.commands.validate import report as report_validation
 from checker.loader import parse_params
+from checker.population_rules import is_protocol
 from checker.trace import TraceError
 from checker.validate import Mismatch, validate
 
@@ -17,7 +19,8 @@ from .runner import RunReport, actor_program
 from .runner import run as run_processes
 
 NAME = "run"
-HELP = "run an actor spec as one OS process per actor (TCP on 127.0.0.1), then validate the run"
+HELP = ("run an actor spec as one OS process per actor, or a population protocol as one process per agent and a "
+        "scheduler (TCP on 127.0.0.1), then validate the run")
 
 
 def seconds(text: str) -> float:
@@ -32,17 +35,42 @@ def seconds(text: str) -> float:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_spec_arguments(p)
-    p.add_argument("--duration", type=seconds, default=2.0, metavar="S", help="seconds to run (default 2)")
+    p.add_argument("--duration", type=seconds, metavar="S", help="seconds to run an actor spec (default 2)")
+    p.add_argument("--interactions", type=positive, metavar="K",
+                   help="population protocols: interactions to run (default 10000)")
+    p.add_argument("--start", metavar="NAME", help="population protocols: the start the agents begin in "
+                                                   "(default: the protocol's first @start)")
     p.add_argument("--faults", metavar="FILE", help="a JSON fault plan: drop, duplicate, reorder, delay_ms, "
                                                     "partitions, crashes (see executors/faults.py)")
     p.add_argument("--trace", metavar="FILE", help="write the merged run trace (JSON lines) to FILE")
-    p.add_argument("--seed", type=natural, default=0, help="seed for handler choices and injected faults")
+    p.add_argument("--seed", type=natural, default=0,
+                   help="seed for handler choices and injected faults (population protocols: the scheduler's pairs, "
+                        "the start states and the agents' draws)")
     p.add_argument("--no-trace", action="store_true", help="record nothing (and so validate nothing)")
     p.add_argument("--no-validate", action="store_true", help="do not validate the merged trace")
 
 
+def positive(text: str) -> int:
+    """A positive whole number argument."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} is not a positive number")
+    return v
+
+
 def run(args: argparse.Namespace) -> int:
     params = parse_params(args.param)
+    if is_protocol(args.spec):
+        from .population_command import run_population_command
+
+        return run_population_command(args, params)
+    if args.interactions is not None or args.start is not None:
+        raise UsageError("--interactions and --start apply to population protocols; "
+                         f"{args.spec} is an actor spec (use --duration)")
+    args.duration = args.duration or 2.0
     prog = actor_program(args.spec, params)
     n = prog.system.proc.size
     faults = load_faults(args.faults, n) if args.faults else None

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..runtrace import load
+from ..population_validate import PopulationValidation, PopulationValidator, configuration_trace, is_population_run
+from ..runtrace import MergedRun, load
+from ..trace import TraceError
 from ..validate import Mismatch, Validation, validate
 
 NAME = "validate"
@@ -14,6 +16,9 @@ HELP = "check a run trace (from `lockstep run --trace`) against its spec, event 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="a merged run trace (JSON lines) written by `lockstep run --trace`")
+    p.add_argument("--configurations", metavar="FILE",
+                   help="population runs: save the configurations passed through as an ITF trace of the "
+                        "counting-abstraction spec (`lockstep replay FILE` re-checks it)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,6 +28,10 @@ def run(args: argparse.Namespace) -> int:
           f"{len(merged.events)} events from {h.get('processes', '?')} processes")
     for note in merged.notes:
         print(f"  note: {note}")
+    if is_population_run(merged):
+        return validate_population_run(merged, args.configurations)
+    if args.configurations:
+        raise TraceError("--configurations applies to runs of population protocols; this is a run of an actor spec")
     t0 = time.monotonic()
     try:
         res = validate(merged)
@@ -51,4 +60,44 @@ def report(res: Validation, seconds: float) -> int:
         return 1
     print(f"Valid: all {res.events} steps are steps of the spec and the invariants hold after each "
           f"({seconds:.2f} s, {rate:,.0f} events/s)")
+    return 0
+
+
+def validate_population_run(merged: MergedRun, configurations: str | None = None) -> int:
+    """Validate a population run and print the outcome (0 valid, 1 not a behaviour or an invariant fails)."""
+    t0 = time.monotonic()
+    validator = PopulationValidator(merged)
+    t1 = time.monotonic()
+    try:
+        res = validator.validate()
+    except Mismatch as m:
+        print("Invalid: the run is not a behaviour of the protocol at " + m.render())
+        return 1
+    if t1 - t0 >= 1:
+        print(f"  (building the protocol's rule table took {t1 - t0:.1f} s)")
+    code = report_population(res, time.monotonic() - t1)
+    if configurations:
+        configuration_trace(res, merged.header["spec"]).save(configurations)
+        print(f"Configurations written to {configurations} (re-check them: lockstep replay {configurations})")
+    return code
+
+
+def report_population(res: PopulationValidation, seconds: float) -> int:
+    """Print a population run's validation: interactions checked, predicates reached, the final configuration."""
+    n = res.protocol.n
+    rate = res.interactions / seconds if seconds > 0 else 0.0
+    if res.violation:
+        print(f"Violation: invariant {res.violation} is violated after interaction {res.violation_at}")
+        return 1
+    print(f"Valid: all {res.interactions:,} interactions are transitions of {res.protocol.name} with non-zero "
+          f"probability, and the {len(res.path):,} configurations they pass through are a path of its counting "
+          f"abstraction ({seconds:.2f} s, {rate:,.0f} interactions/s)")
+    if res.incomplete:
+        print(f"  incomplete: {res.incomplete}")
+    for name, k in res.first_held.items():
+        when = "never" if k is None else ("from the start" if k == 0 else f"first after interaction {k:,} "
+                                                                           f"(parallel time {k / n:.2f})")
+        now = "holds" if res.protocol.holds(name, res.final) else "does not hold"
+        print(f"  {name}: {when}; {now} at the end")
+    print(f"  final configuration: {res.protocol.view(res.final)}")
     return 0

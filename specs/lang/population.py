@@ -221,6 +221,7 @@ class Population:
         self.invariants = {k: self._config_fn(fn) for k, fn in self._marked("invariant").items()}
         self._config_type = namedtuple("Configuration", _field_names(self.states))  # type: ignore[misc]
         self._moves = self._config_moves()
+        self._step_index: dict[tuple, tuple[int, int]] | None = None
 
     def _agent_domain(self) -> Domain:
         agent = type(self).agent
@@ -446,6 +447,27 @@ class Population:
                     vec[i] += d
                 out.append((w * p, self.move_label(a, b, res), self._config_type._make(vec)))
         return out
+
+    def configuration_step(self, c: tuple[int, ...], a: int, b: int, out: tuple[int, int]) -> tuple[str, tuple] | None:
+        """The step of `next(c)` made when states a and b (indices) interact with outcome `out`:
+        (label, successor), or None if the outcome leaves c unchanged. ValueError if the pair is
+        not in c or `out` is not an outcome of the pair with positive probability."""
+        if c[a] <= 0 or c[b] - (a == b) <= 0:
+            raise ValueError(f"configuration {self.view(c)} holds no pair of agents in states "
+                             f"{self.states[a]!r} and {self.states[b]!r}")
+        if not any((a2, b2) == out for a2, b2, _ in self.outcomes[a * self.Q + b]):
+            raise ValueError(f"({self.states[out[0]]!r}, {self.states[out[1]]!r}) is not an outcome of "
+                             f"{self.states[a]!r} meeting {self.states[b]!r}")
+        if self._step_index is None:
+            self._step_index = {(a0, b0, eff): rep for a0, b0, effects in self._moves for eff, _, rep in effects}
+        effect = tuple(sorted(((a, -1), (b, -1), (out[0], 1), (out[1], 1))))
+        rep = self._step_index.get((a, b, effect))
+        if rep is None:
+            return None
+        vec = list(c)
+        for i, d in effect:
+            vec[i] += d
+        return self.move_label(a, b, rep), self._config_type._make(vec)
 
     def _config_fn(self, fn: Callable) -> Callable[[tuple], bool]:
         bound_fn = fn.__get__(self)
