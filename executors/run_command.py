@@ -13,6 +13,9 @@ from checker.trace import TraceError
 from checker.validate import Mismatch, validate
 
 from .faults import load_faults
+from .rounds_command import kill_plan
+from .rounds_command import run as run_rounds_spec
+from .rounds_runner import rounds_class
 from .runner import RunReport, actor_program
 from .runner import run as run_processes
 
@@ -39,9 +42,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=natural, default=0, help="seed for handler choices and injected faults")
     p.add_argument("--no-trace", action="store_true", help="record nothing (and so validate nothing)")
     p.add_argument("--no-validate", action="store_true", help="do not validate the merged trace")
+    p.add_argument("--tree", metavar="GEN", help="rounds specs with a tree parameter: run on this tree "
+                                                 "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")
+    p.add_argument("--initiator", type=natural, default=0, metavar="P", help="rounds specs: the node that starts")
+    p.add_argument("--kill", type=kill_plan, metavar="P@R", help="rounds specs: kill node P at the start of round R")
 
 
 def run(args: argparse.Namespace) -> int:
+    if rounds_class(args.spec) is not None:
+        return run_rounds_spec(args)
     params = parse_params(args.param)
     prog = actor_program(args.spec, params)
     n = prog.system.proc.size

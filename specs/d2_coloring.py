@@ -55,7 +55,7 @@ import networkx as nx
 from specs.lang import And, Enum, If, Implies, Int, Option, Or, Param, Range, Record, Set, invariant
 from specs.lang.params import ParamExpr
 from specs.lang.rounds import Local, RoundsSpec, broadcast, on_receive, on_start, on_transmit, terminated
-from specs.lang.trees import tree_code, tree_from_code
+from specs.lang.trees import distance2_violations, tree_code, tree_from_code
 
 DEFAULT_TREE = nx.Graph([(0, 1), (1, 2), (2, 3), (1, 4), (4, 5), (2, 6)])
 
@@ -174,6 +174,22 @@ class D2Coloring(RoundsSpec):
     @terminated
     def done(p) -> Any:
         return p.status == "done"
+
+    @classmethod
+    def check_outcome(cls, graph: nx.Graph, final: dict[int, dict[str, Any]]) -> list[str]:
+        colour = {p: final.get(p, {}).get("color") for p in graph.nodes}
+        top = max((d for _, d in graph.degree), default=0)
+        out = [f"node {p} has no colour" for p, c in colour.items() if c is None]
+        out += [f"nodes {u} and {v} are at distance <= 2 and share colour {colour[u]}"
+                for u, v in distance2_violations(graph, colour) if colour[u] is not None]
+        out += [f"node {p} has colour {c} > Δ = {top}" for p, c in colour.items() if c is not None and c > top]
+        return out
+
+    @classmethod
+    def outcome_summary(cls, graph: nx.Graph, final: dict[int, dict[str, Any]]) -> str:
+        used = len({s.get("color") for s in final.values()})
+        top = max((d for _, d in graph.degree), default=0)
+        return f"a proper distance-2 colouring with {used} colours (Δ+1 = {top + 1})"
 
     # -- properties ------------------------------------------------------------------------------
     @invariant

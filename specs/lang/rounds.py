@@ -65,10 +65,11 @@ from .program import Check, Field, Program, Transition
 from .spec import Spec, _Builder, _def_location, _exception_location, _reraise_internal, _Stop, bind_params, check_pending_quietly
 from .terms import And, If, Not, Term, as_bool, check_pending, const, lift, start_pending
 from .tracing import Disabled, TraceState, coerce, tracing
-from .types import Domain, Int, Map, Option, Range, Set, Type, domain_values
+from .types import Domain, Enum, Int, Map, Option, Range, Set, Type, domain_values
 
 RESERVED = frozenset({"id", "round", "broadcasters", "collisions", "conflicts"})
 STARTERS = ("one", "any")
+PHASES = ("transmit", "receive")
 
 
 def _handler(kind: str) -> Callable[[Callable], Callable]:
@@ -185,6 +186,16 @@ class RoundsSpec(Spec):
     def max_rounds(cls, graph: nx.Graph, params: dict[str, int]) -> int:
         """The bound of the round counter (a subclass may derive a tighter one from the graph)."""
         return 4 * graph.number_of_nodes() * (max((d for _, d in graph.degree), default=0) + 1)
+
+    @classmethod
+    def check_outcome(cls, graph: nx.Graph, final: dict[int, dict[str, Any]]) -> list[str]:
+        """Problems with a finished run's final local states (JSON), checked directly on the graph."""
+        return []
+
+    @classmethod
+    def outcome_summary(cls, graph: nx.Graph, final: dict[int, dict[str, Any]]) -> str:
+        """One line describing a finished run's outcome."""
+        return f"{len(final)} nodes"
 
     @classmethod
     def on(cls, graph: nx.Graph, name: str | None = None) -> type:
@@ -438,8 +449,11 @@ class _RoundsBuilder(_Builder):
         decls: list[tuple[str, Type, Any, Any]] = [
             (name, Map(node_t, loc.type, init=self._map_init(loc)), None, loc.location)
             for name, loc in self.cls._locals.items()]
-        decls += [("round", Int(0, sysm.max_rounds), 0, None), ("broadcasters", Set(node_t), None, None),
-                  ("collisions", Set(node_t), None, None), ("conflicts", Set(node_t), None, None)]
+        decls += [("round", Int(0, sysm.max_rounds), 0, None), ("phase", Enum(*PHASES), PHASES[0], None),
+                  ("outbox", Map(node_t, self.msg_option, init=None), None, None),
+                  ("inbox", Map(node_t, self.msg_option, init=None), None, None),
+                  ("broadcasters", Set(node_t), None, None), ("collisions", Set(node_t), None, None),
+                  ("conflicts", Set(node_t), None, None)]
         fields, base = [], 0
         for name, t, init, loc in decls:
             dom = t.dom()
@@ -499,64 +513,74 @@ class _RoundsBuilder(_Builder):
         return out
 
     def _rounds(self, prog: RoundsProgram, sysm: RoundsSystem) -> list[Transition]:
+        """The `transmit` half of a round (every node's transmit step; what each node broadcasts goes to
+        `outbox`, what it hears to `inbox`; collisions and conflicts), the `receive` half (every node's
+        receive step on its inbox) and `halt`."""
         g = self._slot_terms(prog)
         nstate = sysm.nstate
         none = const(0, sysm.option)
         node_set = Set(self.cls.Node).dom()
-        finished = []
-        for pid in range(self.n):
-            m = {i: g[s] for i, s in enumerate(sysm.gslots[pid])}
-            finished.append(subst(sysm.finished[pid].checks[0].term, m, {}))
-        halted = And(*finished) if finished else True
-        rnd = g[prog.field("round").base]
-        per_node = [[(tx, rx) for tx in sysm.steps[("transmit", p)] for rx in sysm.steps[("receive", p)]]
-                    for p in range(self.n)]
+        base = {name: prog.field(name).base for name in ("phase", "round", "outbox", "inbox", "broadcasters",
+                                                         "collisions", "conflicts")}
+        phase, rnd = g[base["phase"]], g[base["round"]]
+        local = [{i: g[s] for i, s in enumerate(sysm.gslots[p])} for p in range(self.n)]
+        halted = And(*(subst(sysm.finished[p].checks[0].term, local[p], {}) for p in range(self.n)))
         out: list[Transition] = []
-        for combo in product(*per_node):
-            checks: list[Check] = [Check("require", as_term(Not(halted)), None, None),
-                                   Check("require", as_term(rnd < sysm.max_rounds), None, None)]
-            mid: list[dict[int, Any]] = []
-            sent: list[Any] = []
-            for pid, (tx, _) in enumerate(combo):
-                m = {i: g[s] for i, s in enumerate(sysm.gslots[pid])}
+        loc = _def_location(self.cls._handlers["transmit"])
+        for combo in product(*(sysm.steps[("transmit", p)] for p in range(self.n))):
+            checks = [Check("require", as_term(phase == PHASES[0]), None, None),
+                      Check("require", as_term(Not(halted)), None, None),
+                      Check("require", as_term(rnd < sysm.max_rounds), None, None)]
+            updates: dict[int, Any] = {base["phase"]: lift(PHASES[1], prog.field("phase").dom)}
+            sent = []
+            for p, tx in enumerate(combo):
                 memo: dict[int, Any] = {}
-                checks.extend(Check(c.kind, subst(c.term, m, memo), c.message, c.loc) for c in tx.transition.checks)
-                mid.append({i: subst(tx.transition.updates.get(i, g[s]), m, memo)
-                            for i, s in enumerate(sysm.gslots[pid])})
-                sent.append(subst(tx.transition.updates.get(nstate, none), m, memo))
-            spoke = [as_bool(Not(x.is_none())) if isinstance(x, Term) else False for x in sent]
-            updates: dict[int, Any] = {}
-            bset, cset, kset = lift(frozenset(), node_set), lift(frozenset(), node_set), lift(frozenset(), node_set)
-            for q, (_, rx) in enumerate(combo):
-                nbrs = sorted(self.graph.neighbors(q))
+                checks += [Check(c.kind, subst(c.term, local[p], memo), c.message, c.loc) for c in tx.transition.checks]
+                for i, t in tx.transition.updates.items():
+                    if i < nstate:
+                        updates[sysm.gslots[p][i]] = subst(t, local[p], memo)
+                sent.append(subst(tx.transition.updates.get(nstate, none), local[p], memo))
+                updates[base["outbox"] + p] = sent[-1]
+            spoke = [as_bool(Not(x.is_none())) for x in sent]
+            bset, cset, kset = (lift(frozenset(), node_set) for _ in range(3))
+            for q in range(self.n):
                 count: Any = 0
                 heard: Any = none
-                for r in nbrs:
+                for r in sorted(self.graph.neighbors(q)):
                     count = count + If(spoke[r], 1, 0)
                     heard = If(spoke[r], sent[r], heard)
                 count = as_term(count)
-                received = If(And(Not(spoke[q]), count == 1), heard, none)
-                m = dict(mid[q])
-                m[nstate] = received
+                updates[base["inbox"] + q] = If(And(Not(spoke[q]), count == 1), heard, none)
+                only_q, empty = lift(frozenset({q}), node_set), lift(frozenset(), node_set)
+                bset = bset.union(If(spoke[q], only_q, empty))
+                cset = cset.union(If(count >= 2, only_q, empty))
+                kset = kset.union(If(And(spoke[q], count >= 1), only_q, empty))
+            updates.update({base["broadcasters"]: bset, base["collisions"]: cset, base["conflicts"]: kset})
+            out.append(self._transition("transmit", combo, checks, updates, prog, loc))
+        loc = _def_location(self.cls._handlers["receive"])
+        for combo in product(*(sysm.steps[("receive", p)] for p in range(self.n))):
+            checks = [Check("require", as_term(phase == PHASES[1]), None, None)]
+            updates = {base["phase"]: lift(PHASES[0], prog.field("phase").dom), base["round"]: rnd + 1}
+            for q, rx in enumerate(combo):
+                m = dict(local[q])
+                m[nstate] = g[base["inbox"] + q]
                 memo = {}
-                checks.extend(Check(c.kind, subst(c.term, m, memo), c.message, c.loc) for c in rx.transition.checks)
-                for i, s in enumerate(sysm.gslots[q]):
-                    t = rx.transition.updates.get(i)
-                    updates[s] = mid[q][i] if t is None else subst(t, m, memo)
-                bset = If(spoke[q], bset.add(q), bset)
-                cset = If(count >= 2, cset.add(q), cset)
-                kset = If(And(spoke[q], count >= 1), kset.add(q), kset)
-            updates[prog.field("round").base] = rnd + 1
-            updates[prog.field("broadcasters").base] = bset
-            updates[prog.field("collisions").base] = cset
-            updates[prog.field("conflicts").base] = kset
-            updates = {s: coerce(t, prog.slot_doms[s], prog.slot_names[s]) for s, t in updates.items()
-                       if not (isinstance(t, Term) and t.op == "slot" and t.args[0] == s)}
-            args = tuple((f"{name}@{p}", v) for p, (tx, rx) in enumerate(combo) for name, v in tx.choice + rx.choice)
-            out.append(Transition("round", args, checks, updates, _def_location(self.cls._handlers["transmit"]), {}, ()))
-        halt = Transition("halt", (), [Check("require", as_term(halted), None, None)], {}, None, {}, ())
-        return out + [halt]
+                checks += [Check(c.kind, subst(c.term, m, memo), c.message, c.loc) for c in rx.transition.checks]
+                for i, t in rx.transition.updates.items():
+                    if i < nstate:
+                        updates[sysm.gslots[q][i]] = subst(t, m, memo)
+            out.append(self._transition("receive", combo, checks, updates, prog, loc))
+        out.append(Transition("halt", (), [Check("require", as_term(And(phase == PHASES[0], halted)), None, None)],
+                              {}, None, {}, ()))
+        return out
 
+    @staticmethod
+    def _transition(action: str, combo: tuple, checks: list[Check], updates: dict[int, Any], prog: Program,
+                    loc: Any) -> Transition:
+        updates = {s: coerce(t, prog.slot_doms[s], prog.slot_names[s]) for s, t in updates.items()
+                   if not (isinstance(t, Term) and t.op == "slot" and t.args[0] == s)}
+        args = tuple((f"{name}@{step.pid}", v) for step in combo for name, v in step.choice)
+        return Transition(action, args, checks, updates, loc, {}, ())
 
 
 def as_term(x: Any) -> Term:

@@ -98,3 +98,8 @@ def distance2_violations(g: nx.Graph, colour: dict[int, int]) -> list[tuple[int,
         near.discard(u)
         bad.extend((u, v) for v in near if u < v and colour.get(u) == colour.get(v))
     return sorted(bad)
+
+
+def tree_params(tree: nx.Graph) -> dict[str, int]:
+    """The parameters `n` and `tree` that make a tree spec run on this labelled tree."""
+    return {"n": tree.number_of_nodes(), "tree": tree_code(tree)}
