@@ -11,6 +11,7 @@ are the validated prefix.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,3 +140,22 @@ def _round(model: Any, sysm: Any, state: tuple, evs: dict[int, dict[str, Any]], 
 
 def _locals(sysm: Any, state: tuple) -> dict[int, tuple]:
     return {p: tuple(state[i] for i in slots) for p, slots in sysm.gslots.items()}
+
+
+def report_rounds(merged: MergedRun, t0: float) -> int:
+    """Validate a rounds trace and print the outcome: 0 valid (or a valid prefix of an unfinished run), 1 not."""
+    try:
+        res = validate_rounds(merged)
+    except Mismatch as m:
+        print("Invalid: the run is not a behaviour of the spec at " + m.render())
+        return 1
+    took = time.monotonic() - t0
+    if res.violation:
+        print(f"Violation: invariant {res.violation} is violated after round {res.rounds}")
+        return 1
+    if res.incomplete:
+        print(f"Validated what was recorded: {res.incomplete} ({took:.2f} s)")
+    else:
+        print(f"Valid: all {res.rounds} rounds ({res.events} events) are rounds of the spec and the invariants hold "
+              f"after each ({took:.2f} s)")
+    return 0

@@ -80,7 +80,8 @@ async def _await_round(cluster: RoundsCluster, r: int, notes: list[str]) -> tupl
                 return True
             if rep.get("op") == "gone":
                 code = m.process.exitcode
-                notes.append(f"process {m.pid} died during round {r}" + (f" (exit code {code})" if code else ""))
+                notes.append(f"process {m.pid} was killed (SIGKILL) at the start of round {r}" if m.killed else
+                             f"process {m.pid} died during round {r}" + (f" (exit code {code})" if code else ""))
                 return False
 
     tasks = [asyncio.ensure_future(one(m)) for m in cluster.members.values()]

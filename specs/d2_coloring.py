@@ -176,6 +176,11 @@ class D2Coloring(RoundsSpec):
         return p.status == "done"
 
     @classmethod
+    def round_limit(cls, graph: nx.Graph, initial: dict[str, Any], params: dict[str, int]) -> int | None:
+        roots = [p for p, c in initial["color"].items() if c is not None]
+        return round_bound(graph, roots[0], params["delta"]) if len(roots) == 1 else None
+
+    @classmethod
     def check_outcome(cls, graph: nx.Graph, final: dict[int, dict[str, Any]]) -> list[str]:
         colour = {p: final.get(p, {}).get("color") for p in graph.nodes}
         top = max((d for _, d in graph.degree), default=0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from ..rounds_validate import is_rounds_trace, report_rounds
 from ..runtrace import load
 from ..validate import Mismatch, Validation, validate
 
@@ -24,6 +25,8 @@ def run(args: argparse.Namespace) -> int:
     for note in merged.notes:
         print(f"  note: {note}")
     t0 = time.monotonic()
+    if is_rounds_trace(merged):
+        return report_rounds(merged, t0)
     try:
         res = validate(merged)
     except Mismatch as m:

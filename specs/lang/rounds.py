@@ -188,6 +188,11 @@ class RoundsSpec(Spec):
         return 4 * graph.number_of_nodes() * (max((d for _, d in graph.degree), default=0) + 1)
 
     @classmethod
+    def round_limit(cls, graph: nx.Graph, initial: dict[str, Any], params: dict[str, int]) -> int | None:
+        """The rounds within which the algorithm promises to terminate from this initial state (None: no promise)."""
+        return None
+
+    @classmethod
     def check_outcome(cls, graph: nx.Graph, final: dict[int, dict[str, Any]]) -> list[str]:
         """Problems with a finished run's final local states (JSON), checked directly on the graph."""
         return []
