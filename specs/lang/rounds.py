@@ -361,7 +361,7 @@ class _RoundsBuilder(_Builder):
                     if kind == "terminated":
                         require_term = as_bool(fn(view))
                         tracer.checks.append(Check("require", require_term if isinstance(require_term, Term)
-                                                   else const(require_term, None), None, _def_location(fn)))
+                                                   else const(require_term, None), None, self._where(kind)))
                     else:
                         fn(view, *inputs, *(v for _, v in choice))
                 except Disabled:
@@ -384,7 +384,14 @@ class _RoundsBuilder(_Builder):
             slot = prog.nslots - 1
             updates[slot] = msg if when is True else If(when, msg, const(0, self.msg_option.dom()))
         args = (("p", pid),) + choice
-        return Transition(kind, args, tracer.checks, updates, _def_location(fn), {}, ())
+        return Transition(kind, args, tracer.checks, updates, self._where(kind), {}, ())
+
+    def _where(self, kind: str) -> Any:
+        """Where the handler of this kind is defined (looked up once)."""
+        locs = self.__dict__.setdefault("_locs", {})
+        if kind not in locs:
+            locs[kind] = _def_location(self.cls._handlers[kind])
+        return locs[kind]
 
     def _steps(self, prog: Program, kind: str, pid: int, inputs: tuple) -> list[LocalRound]:
         fn = self.cls._handlers[kind]
@@ -531,7 +538,7 @@ class _RoundsBuilder(_Builder):
         local = [{i: g[s] for i, s in enumerate(sysm.gslots[p])} for p in range(self.n)]
         halted = And(*(subst(sysm.finished[p].checks[0].term, local[p], {}) for p in range(self.n)))
         out: list[Transition] = []
-        loc = _def_location(self.cls._handlers["transmit"])
+        loc = self._where("transmit")
         for combo in product(*(sysm.steps[("transmit", p)] for p in range(self.n))):
             checks = [Check("require", as_term(phase == PHASES[0]), None, None),
                       Check("require", as_term(Not(halted)), None, None),
@@ -562,7 +569,7 @@ class _RoundsBuilder(_Builder):
                 kset = kset.union(If(And(spoke[q], count >= 1), only_q, empty))
             updates.update({base["broadcasters"]: bset, base["collisions"]: cset, base["conflicts"]: kset})
             out.append(self._transition("transmit", combo, checks, updates, prog, loc))
-        loc = _def_location(self.cls._handlers["receive"])
+        loc = self._where("receive")
         for combo in product(*(sysm.steps[("receive", p)] for p in range(self.n))):
             checks = [Check("require", as_term(phase == PHASES[1]), None, None)]
             updates = {base["phase"]: lift(PHASES[0], prog.field("phase").dom), base["round"]: rnd + 1}
