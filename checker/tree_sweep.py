@@ -168,7 +168,7 @@ def check_all_trees(args: argparse.Namespace) -> int:
     res = sweep(args.spec, args.all_trees, params, tick=tick)
     print(table(res.rows))
     if res.failure is not None:
-        edges = ",".join(f"{u}-{v}" for u, v in sorted(res.failed_tree.edges))  # type: ignore[union-attr]
+        edges = ",".join(f"{u}-{v}" for u, v in sorted(tuple(sorted(e)) for e in res.failed_tree.edges))  # type: ignore[union-attr]
         print(f"\nOn the tree edges:{edges}:")
         report(res.failure, args.out)
         return res.failure.exit_code
