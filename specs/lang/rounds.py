@@ -554,7 +554,7 @@ class _RoundsBuilder(_Builder):
                 sent.append(subst(tx.transition.updates.get(nstate, none), local[p], memo))
                 updates[base["outbox"] + p] = sent[-1]
             spoke = [as_bool(Not(x.is_none())) for x in sent]
-            bset, cset, kset = (lift(frozenset(), node_set) for _ in range(3))
+            parts: dict[str, list[Any]] = {"broadcasters": [], "collisions": [], "conflicts": []}
             for q in range(self.n):
                 count: Any = 0
                 heard: Any = none
@@ -564,10 +564,10 @@ class _RoundsBuilder(_Builder):
                 count = as_term(count)
                 updates[base["inbox"] + q] = If(And(Not(spoke[q]), count == 1), heard, none)
                 only_q, empty = lift(frozenset({q}), node_set), lift(frozenset(), node_set)
-                bset = bset.union(If(spoke[q], only_q, empty))
-                cset = cset.union(If(count >= 2, only_q, empty))
-                kset = kset.union(If(And(spoke[q], count >= 1), only_q, empty))
-            updates.update({base["broadcasters"]: bset, base["collisions"]: cset, base["conflicts"]: kset})
+                parts["broadcasters"].append(If(spoke[q], only_q, empty))
+                parts["collisions"].append(If(count >= 2, only_q, empty))
+                parts["conflicts"].append(If(And(spoke[q], count >= 1), only_q, empty))
+            updates.update({base[name]: union_all(ts) for name, ts in parts.items()})
             out.append(self._transition("transmit", combo, checks, updates, prog, loc))
         loc = self._where("receive")
         for combo in product(*(sysm.steps[("receive", p)] for p in range(self.n))):
@@ -593,6 +593,14 @@ class _RoundsBuilder(_Builder):
                    if not (isinstance(t, Term) and t.op == "slot" and t.args[0] == s)}
         args = tuple((f"{name}@{step.pid}", v) for step in combo for name, v in step.choice)
         return Transition(action, args, checks, updates, loc, {}, ())
+
+
+def union_all(sets: list[Any]) -> Any:
+    """The union of set terms, as a balanced tree (generated code stays shallowly nested)."""
+    if len(sets) == 1:
+        return sets[0]
+    mid = len(sets) // 2
+    return union_all(sets[:mid]).union(union_all(sets[mid:]))
 
 
 def as_term(x: Any) -> Term:
