@@ -47,6 +47,7 @@ class RoundsReport:
     start_seconds: float  # starting and connecting the processes
     stats: dict[int, dict[str, Any]]
     final: dict[int, dict[str, Any]]  # pid -> last recorded local state (JSON)
+    memory_kib: dict[int, int] = field(default_factory=dict)  # pid -> proportional set size after round 1 (Linux)
     notes: list[str] = field(default_factory=list)
     trace: str | None = None
     merged: MergedRun | None = None
@@ -55,10 +56,12 @@ class RoundsReport:
 class RoundsCluster(Cluster):
     """The processes of one run of a rounds spec (started by a preloaded fork server)."""
 
-    def __init__(self, spec: str, params: dict[str, int], nproc: int, trace_dir: str | None, seed: int = 0):
+    def __init__(self, spec: str, params: dict[str, int], nproc: int, trace_dir: str | None, seed: int = 0,
+                 start_method: str = "forkserver"):
         super().__init__(spec, params, nproc, trace_dir, seed)
-        self.ctx = multiprocessing.get_context("forkserver")
-        self.ctx.set_forkserver_preload(["executors.rounds_node"])
+        self.ctx = multiprocessing.get_context(start_method)
+        if start_method == "forkserver":
+            self.ctx.set_forkserver_preload(["executors.rounds_node"])
 
     def _spawn(self, pid: int, restore: bool) -> None:
         cfg = RoundsNodeConfig(self.spec, self.params, pid, self.control_port, self.trace_path(pid), self.seed)
@@ -104,7 +107,8 @@ async def _await_round(cluster: RoundsCluster, r: int, notes: list[str]) -> tupl
 
 async def run_async(spec: str, params: dict[str, int], trace: str | None = None, seed: int = 0,
                     initiator: int = 0, kill: tuple[int, int] | None = None,
-                    progress: Callable[[int], None] | None = None) -> RoundsReport:
+                    progress: Callable[[int], None] | None = None, start_method: str = "forkserver",
+                    measure_memory: bool = False) -> RoundsReport:
     cls = rounds_class(spec)
     if cls is None:
         raise LoadError(f"{spec} is not a rounds spec")
@@ -115,7 +119,8 @@ async def run_async(spec: str, params: dict[str, int], trace: str | None = None,
         raise LoadError(f"initiator {initiator} is not a node (0..{n - 1})")
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="lockstep-rounds-") as tmp:
-        cluster = RoundsCluster(spec, params, n, tmp, seed)
+        cluster = RoundsCluster(spec, params, n, tmp, seed, start_method)
+        memory: dict[int, int] = {}
         t0 = time.monotonic()
         rounds, finished = 0, False
         try:
@@ -130,6 +135,8 @@ async def run_async(spec: str, params: dict[str, int], trace: str | None = None,
                 if not ok:
                     break
                 rounds = r
+                if measure_memory and r == 1:
+                    memory = {p: pss_kib(m.process.pid) for p, m in cluster.members.items()}
                 if progress is not None:
                     progress(r)
                 if finished:
@@ -150,11 +157,24 @@ async def run_async(spec: str, params: dict[str, int], trace: str | None = None,
         for e in merged.events:
             if "state" in e:
                 final[e["pid"]] = e["state"]
-    return RoundsReport(spec, sysm.name, params, rounds, finished, t2 - t1, t1 - t0, stats, final, merged.notes, out,
-                        merged)
+    return RoundsReport(spec, sysm.name, params, rounds, finished, t2 - t1, t1 - t0, stats, final, memory, merged.notes,
+                        out, merged)
+
+
+def pss_kib(pid: int) -> int:
+    """A process's proportional set size in KiB (shared pages split among their users); 0 if unknown."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def run(spec: str, params: dict[str, int], trace: str | None = None, seed: int = 0, initiator: int = 0,
-        kill: tuple[int, int] | None = None, progress: Callable[[int], None] | None = None) -> RoundsReport:
+        kill: tuple[int, int] | None = None, progress: Callable[[int], None] | None = None,
+        start_method: str = "forkserver", measure_memory: bool = False) -> RoundsReport:
     """Run a rounds spec with one OS process per node until every node terminates; see `run_async`."""
-    return asyncio.run(run_async(spec, params, trace, seed, initiator, kill, progress))
+    return asyncio.run(run_async(spec, params, trace, seed, initiator, kill, progress, start_method, measure_memory))
