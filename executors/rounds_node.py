@@ -21,7 +21,8 @@ from typing import Any
 
 from checker.codegen import compile_transitions
 from checker.loader import resolve
-from specs.lang.rounds import RoundsSystem, rounds_system
+from specs.lang.jsonvalues import to_json
+from specs.lang.rounds import LocalRound, RoundsSystem, rounds_system
 
 from .wire import LENGTH, FrameReader, frame, parse
 
@@ -44,6 +45,11 @@ def main(cfg: dict[str, Any]) -> None:
         asyncio.run(RoundsNode(RoundsNodeConfig(**cfg)).run())
     except (KeyboardInterrupt, ConnectionError):
         pass
+
+
+def choice_json(step: LocalRound) -> dict[str, Any]:
+    """The values of a step's choice parameters, as JSON."""
+    return {name: to_json(d, v) for (name, v), d in zip(step.choice, step.choice_doms)}
 
 
 class _DataIn(asyncio.Protocol):
@@ -145,7 +151,7 @@ class RoundsNode:
         step, full = self._run("transmit", self.state + self.pad)
         rep = full[n]
         self.sent[r] = (rep, full[:n])
-        self.choice[r] = {k: v for k, v in step.choice}
+        self.choice[r] = choice_json(step)
         msg = self.system.message_json(rep)
         body = frame({"src": self.pid, "round": r, "msg": msg})
         for q in self.nbrs:
@@ -190,7 +196,7 @@ class RoundsNode:
         self.stats["received"] += bool(received)
         self.stats["collisions"] += len(spoke) >= 2
         self.stats["conflicts"] += bool(mine and spoke)
-        choice = {**self.choice.pop(r), **{k: v for k, v in step.choice}}
+        choice = {**self.choice.pop(r), **choice_json(step)}
         ev = {"kind": "round", "pid": self.pid, "clock": r, "seq": r, "time": self._now(), "round": r,
               "broadcast": self.system.message_json(mine), "heard": len(spoke),
               "received": self.system.message_json(received), "state": self.system.local_json(self.state)}

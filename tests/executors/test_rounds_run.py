@@ -96,3 +96,18 @@ def test_the_outcome_check_is_independent_of_the_spec():
     g = nx.path_graph(3)
     assert D2Coloring.check_outcome(g, {0: {"color": 0}, 1: {"color": 1}, 2: {"color": 0}}) == [
         "nodes 0 and 2 are at distance <= 2 and share colour 0"]
+
+
+def test_malformed_frames_are_rejected_and_change_nothing():
+    from executors.rounds_node import RoundsNode, RoundsNodeConfig
+    from executors.wire import frame
+
+    node = RoundsNode(RoundsNodeConfig("d2_coloring", tree_params(nx.path_graph(3)), 1, 0, None))
+    for body in (b"not json", frame({"src": 0, "round": 1})[4:], frame({"src": 2, "round": 0, "msg": None})[4:],
+                 frame({"src": 5, "round": 1, "msg": None})[4:],
+                 frame({"src": 0, "round": 1, "msg": {"tag": "Color", "sid": 0}})[4:]):
+        node.on_frame(body)
+    assert node.stats["rejected"] == 5 and node.inbox == {}
+    node.on_frame(frame({"src": 0, "round": 1, "msg": None})[4:])
+    node.on_frame(frame({"src": 0, "round": 1, "msg": None})[4:])
+    assert node.stats["rejected"] == 6 and node.inbox == {1: {0: 0}}
