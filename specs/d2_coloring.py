@@ -23,7 +23,9 @@ The paper's full text was not available; these are the gaps filled and the devia
   this sense: a node's identity is a *label* that need only differ from the labels of the
   other neighbours of each of its neighbours (distinct at distance exactly 2); labels repeat
   across the tree and are at most Δ-1. `labels()` assigns them from an arbitrary rooting at
-  node 0, independent of the initiator; each node knows its own and its neighbours' labels.
+  node 0, independent of the initiator, unless the graph carries its own (`graph.graph
+  ["d2_labels"]`, values 0..Δ); each node knows its own and its neighbours' labels. Siblings
+  with equal labels break the algorithm (the tests show the checker's counterexample).
 - Addressing anonymous children: the parent's broadcast carries the set of its children's
   labels (`kids`); a child's rank in that set (by label) picks its colour: the rank-th value
   of 0, 1, 2, ... skipping the parent's colour and the grandparent's colour (`skip`).

@@ -8,7 +8,7 @@ import pytest
 from checker.cli import main
 from checker.explicit import Options, check
 from checker.loader import load_model
-from specs.d2_coloring import labels, round_bound
+from specs.d2_coloring import D2Coloring, labels, round_bound
 from specs.lang import SpecError
 from specs.lang.trees import distance2_violations, parse_tree, tree_code, tree_from_code, tree_params
 
@@ -111,3 +111,28 @@ def test_tree_codes_round_trip_and_generators_refuse_non_trees():
         with pytest.raises(SpecError, match=what):
             parse_tree(text)
     assert distance2_violations(nx.path_graph(3), {0: 0, 1: 1, 2: 0}) == [(0, 2)]
+
+
+def spider(labels_: dict[int, int]) -> nx.Graph:
+    g = nx.Graph([(0, 1), (0, 2), (0, 3), (3, 4)])
+    g.graph["d2_labels"] = labels_
+    return g
+
+
+def test_any_labelling_distinct_among_neighbours_works():
+    """Identities need only differ among the neighbours of each node; here 0 and 4, 1 and ... repeat freely."""
+    from checker.typed_model import TypedModel
+    from specs.lang import build_program
+
+    g = spider({0: 3, 1: 2, 2: 0, 3: 1, 4: 0})
+    res = check(TypedModel(build_program(D2Coloring.on(g, "Spider"), {"n": 5}), "spider"), Options())
+    assert res.verdict == "holds"
+
+
+def test_siblings_with_the_same_label_break_it_and_the_checker_says_how():
+    from checker.typed_model import TypedModel
+    from specs.lang import build_program
+
+    g = spider({0: 3, 1: 2, 2: 2, 3: 1, 4: 0})  # leaves 1 and 2 of node 0 share a label
+    v = check(TypedModel(build_program(D2Coloring.on(g, "SpiderClash"), {"n": 5}), "spider"), Options()).violation
+    assert v is not None and v.name == "proper_distance2"
