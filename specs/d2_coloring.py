@@ -30,7 +30,8 @@ The paper's full text was not available; these are the gaps filled and the devia
   labels (`kids`); a child's rank in that set (by label) picks its colour: the rank-th value
   of 0, 1, 2, ... skipping the parent's colour and the grandparent's colour (`skip`).
 - Message format: `Color(sid, col, skip, kids)`: sender label, sender colour (also the current
-  slot), the sender's parent's colour (none at the root), the children's labels (as a bit mask).
+  slot), the sender's parent's colour (none at the root), the children's labels (as a bit mask,
+  which the symbolic engine reads as arithmetic, where it does not encode a set inside a record).
 - Root: exactly one spontaneous initiator (any node; every choice is checked); every other
   node is passive until it is coloured. Several initiators are not handled (they collide or
   break the colouring where their waves meet); the paper's abstract does not say how it
@@ -40,7 +41,8 @@ The paper's full text was not available; these are the gaps filled and the devia
 - Schedule and bound: eager; a newly coloured node broadcasts at the next round of its slot,
   at most Δ̂ rounds later. Every node is coloured and has terminated by round
   1 + (e - 1)·Δ̂, e ≥ 1 the initiator's eccentricity (the depth of the tree rooted there),
-  which is at most e·Δ̂: the O(dΔ) bound with constant 1. `within_round_bound` checks it.
+  which is at most e·Δ̂: the O(dΔ) bound with constant 1. `within_round_bound` checks it; it is
+  attained (a path of five nodes started at its centre takes 1 + 1·2 = 3 rounds).
 - Termination is local: a leaf stops when coloured, an internal node after its broadcast; no
   node learns that the whole tree is done.
 

@@ -40,11 +40,12 @@ and `on_receive` are choices the algorithm leaves open (the checker tries every 
 executor picks one). Which processes start is the initial nondeterminism: `starters = "one"`
 (exactly one initiator, any of them) or `"any"` (any non-empty set).
 
-The global state has one map per local field (`s.has[p]`), `s.round` (rounds so far),
-`s.broadcasters`, `s.collisions` and `s.conflicts` (sets of nodes, for the last round). One
-`round` transition runs every process's transmit, computes what each listener hears and runs
-every receive; once every process has terminated the `halt` transition stutters. `max_rounds`
-bounds the round counter. Executors run the same traced local steps (`RoundsSystem`).
+The global state has one map per local field (`s.has[p]`), `s.round` (rounds so far), `s.phase`,
+`s.outbox` and `s.inbox` (what each node broadcast and heard), `s.broadcasters`, `s.collisions`
+and `s.conflicts` (sets of nodes, for the last round). A round is two steps: `transmit` runs
+every node's transmit handler and computes what each node hears, `receive` runs every node's
+receive handler on it; once every node has terminated, `halt` stutters. `max_rounds` bounds the
+round counter. Executors run the same traced local steps (`RoundsSystem`).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ from .terms import And, If, Not, Term, as_bool, check_pending, const, lift, star
 from .tracing import Disabled, TraceState, coerce, tracing
 from .types import Domain, Enum, Int, Map, Option, Range, Set, Type, domain_values
 
-RESERVED = frozenset({"id", "round", "broadcasters", "collisions", "conflicts"})
+RESERVED = frozenset({"id", "round", "phase", "outbox", "inbox", "broadcasters", "collisions", "conflicts"})
 STARTERS = ("one", "any")
 PHASES = ("transmit", "receive")
 
@@ -298,7 +299,7 @@ def subst(t: Any, m: dict[int, Any], memo: dict[int, Any]) -> Any:
 
 
 class _RoundsBuilder(_Builder):
-    """Traces a rounds spec's handlers per node and composes them into one `round` transition."""
+    """Traces a rounds spec's handlers per node and composes them into `transmit` and `receive` transitions."""
 
     def __init__(self, cls: type, binding: Any):
         super().__init__(cls, binding)
