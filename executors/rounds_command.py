@@ -31,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
     """Run a rounds spec on its graph (or `--tree`); exit 0 when the run terminated, validated and checked out."""
     cls = rounds_class(args.spec)
     assert cls is not None
+    if args.faults:
+        raise UsageError("--faults applies to actor specs; a rounds run takes --kill NODE@ROUND")
     params = parse_params(args.param)
     if args.tree:
         if not isinstance(getattr(cls, "tree", None), Param):

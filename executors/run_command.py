@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 
+from checker.cli import UsageError
 from checker.commands.check import add_spec_arguments, natural
 from checker.commands.validate import report as report_validation
 from checker.loader import parse_params
@@ -51,6 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if rounds_class(args.spec) is not None:
         return run_rounds_spec(args)
+    if args.tree or args.kill:
+        raise UsageError("--tree and --kill apply to rounds specs (e.g. d2_coloring); "
+                         f"{args.spec} is an actor spec: use --faults")
     params = parse_params(args.param)
     prog = actor_program(args.spec, params)
     n = prog.system.proc.size

@@ -85,9 +85,16 @@ def test_run_command_on_a_small_tree(tmp_path, capsys):
     (["run", "d2_coloring", "--tree", "edges:0-1,2-3,3-4"], "disconnected"),
     (["run", "d2_coloring", "--tree", "grid:3"], "unknown tree generator"),
     (["run", "d2_coloring", "--tree", "path:4", "--initiator", "9"], "initiator 9 is not a node"),
+    (["run", "d2_coloring", "--kill", "x@2"], "is not NODE@ROUND"),
+    (["run", "d2_coloring", "--faults", "plan.json"], "a rounds run takes --kill"),
+    (["run", "two_phase_commit", "--tree", "path:3"], "apply to rounds specs"),
 ])
 def test_bad_input_to_run_is_one_message_and_exit_2(argv, message, capsys):
-    assert main(argv) == 2
+    try:
+        rc = main(argv)
+    except SystemExit as e:  # argparse refuses the argument itself
+        rc = e.code
+    assert rc == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 
