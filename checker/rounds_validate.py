@@ -56,6 +56,8 @@ def validate_rounds(merged: MergedRun) -> RoundsValidation:
     starts: dict[int, dict[str, Any]] = {}
     by_round: dict[int, dict[int, dict[str, Any]]] = defaultdict(dict)
     for e in merged.events:
+        if e["kind"] in ("start", "round") and not 0 <= e["pid"] < n:
+            raise Mismatch(e, f"pid {e['pid']} is not a node of the network (0..{n - 1})")
         if e["kind"] == "start":
             starts[e["pid"]] = e
         elif e["kind"] == "round":

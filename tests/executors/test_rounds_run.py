@@ -118,3 +118,18 @@ def test_malformed_frames_are_rejected_and_change_nothing():
     node.on_frame(frame({"src": 0, "round": 1, "msg": None})[4:])
     node.on_frame(frame({"src": 0, "round": 1, "msg": None})[4:])
     assert node.stats["rejected"] == 6 and node.inbox == {1: {0: 0}}
+
+
+def test_a_malformed_rounds_trace_is_reported_not_a_traceback(run30, tmp_path, capsys):
+    _, _, path = run30
+    lines = path.read_text().splitlines()
+    ev = json.loads(lines[-1])
+    ev["pid"] = 99
+    bad = tmp_path / "pid.jsonl"
+    bad.write_text("\n".join(lines[:-1] + [json.dumps(ev)]) + "\n")
+    assert main(["validate", str(bad)]) == 1
+    assert "pid 99 is not a node of the network (0..29)" in capsys.readouterr().out
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(lines[:40]) + "\n" + lines[40][:25] + "\n")
+    assert main(["validate", str(cut)]) == 2
+    assert "not valid JSON" in capsys.readouterr().err
