@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import networkx as nx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from checker.cli import main
 from checker.explicit import Options, check
@@ -14,12 +16,15 @@ from specs.lang.trees import distance2_violations, parse_tree, tree_code, tree_f
 
 
 def final_colours(model, initiator):
-    """The colouring at the end of the run started by `initiator` (initial states are in node order)."""
+    """The colouring at the end of the run started by `initiator` (initial states are in node order); every
+    state on the way satisfies the invariants."""
     s = model.initial_states()[initiator]
     while True:
+        assert model.violated(s) == -1, model.invariant_names[model.violated(s)]
         moves = [t for lid, t in model.successors(s) if model.label(lid) != "halt"]
         if not moves:
             break
+        assert len(moves) == 1
         s = moves[0]
     d = model.prog.decode(s)
     return d["color"], d["round"], d
@@ -136,3 +141,17 @@ def test_siblings_with_the_same_label_break_it_and_the_checker_says_how():
     g = spider({0: 3, 1: 2, 2: 2, 3: 1, 4: 0})  # leaves 1 and 2 of node 0 share a label
     v = check(TypedModel(build_program(D2Coloring.on(g, "SpiderClash"), {"n": 5}), "spider"), Options()).violation
     assert v is not None and v.name == "proper_distance2"
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 14).flatmap(lambda n: st.tuples(st.just(n), st.lists(st.integers(0, n - 1), min_size=n - 2,
+                                                                              max_size=n - 2), st.integers(0, n - 1))))
+def test_random_labelled_trees_from_any_initiator(case):
+    """Any labelled tree (node numbers shuffled, unlike the non-isomorphic sweep), any initiator."""
+    n, prufer, root = case
+    g = nx.from_prufer_sequence(prufer) if n > 2 else nx.path_graph(2)
+    model = load_model("d2_coloring", tree_params(g))
+    colours, rounds, final = final_colours(model, root)
+    delta = max(d for _, d in g.degree)
+    assert distance2_violations(g, colours) == [] and None not in colours.values()
+    assert len(set(colours.values())) == delta + 1 and rounds <= round_bound(g, root, delta)
