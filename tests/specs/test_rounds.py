@@ -8,7 +8,7 @@ import pytest
 from checker.explicit import Options, check
 from checker.loader import load_model
 from checker.typed_model import TypedModel
-from specs.lang import SpecError, build_program
+from specs.lang import Range, Set, Spec, SpecError, action, build_program, invariant
 from specs.lang.rounds import rounds_system
 from tests.models.rounds_flood import Flood
 
@@ -102,3 +102,24 @@ def test_a_spec_without_a_receive_handler_is_refused():
 
     with pytest.raises(SpecError, match="no receive handler"):
         build_program(Mute, {})
+
+
+Elem = Range("p", default=2)
+
+
+class Grow(Spec):
+    seen = Set(Elem)
+
+    @action
+    def add(s, x: Elem):
+        s.seen = s.seen.add(x)
+
+    @invariant
+    def empty(s):
+        return s.seen.is_empty()
+
+
+def test_set_is_empty_is_a_condition_on_the_set():
+    """`s.f.is_empty()` compares with the empty set (the rounds invariants rely on it)."""
+    res = check(TypedModel(build_program(Grow, {}), "grow"), Options())
+    assert res.violation is not None and res.violation.name == "empty" and len(res.violation.trace.steps) == 2
