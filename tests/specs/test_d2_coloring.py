@@ -155,3 +155,20 @@ def test_random_labelled_trees_from_any_initiator(case):
     delta = max(d for _, d in g.degree)
     assert distance2_violations(g, colours) == [] and None not in colours.values()
     assert len(set(colours.values())) == delta + 1 and rounds <= round_bound(g, root, delta)
+
+
+class ManyInitiators(D2Coloring):
+    """Any non-empty set of nodes may start: the gap the spec leaves closed (one initiator)."""
+
+    starters = "any"
+
+
+def test_two_initiators_break_it_which_is_why_the_spec_has_one():
+    from checker.typed_model import TypedModel
+    from specs.lang import build_program
+
+    model = TypedModel(build_program(ManyInitiators, tree_params(nx.path_graph(4))), "many")
+    assert len(model.initial_states()) == 15
+    v = check(model, Options()).violation
+    assert v is not None and v.name in ("proper_distance2", "no_collision", "no_conflict")
+    assert len(v.trace.steps) == 1  # two adjacent initiators both hold colour 0
