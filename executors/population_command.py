@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from checker.cli import UsageError
 from checker.commands.validate import validate_population_run
 from checker.trace import TraceError
 
@@ -17,9 +16,6 @@ DEFAULT_INTERACTIONS = 10_000
 
 def run_population_command(args: argparse.Namespace, params: dict[str, int]) -> int:
     """Run, show what the processes did, and validate the merged trace (unless told not to)."""
-    if args.duration is not None:
-        raise UsageError("--duration applies to actor specs; a population run is measured in interactions "
-                         "(use --interactions K)")
     from checker.population_rules import load_protocol
 
     protocol = load_protocol(args.spec, params)

@@ -15,6 +15,9 @@ from checker.trace import TraceError
 from checker.validate import Mismatch, validate
 
 from .faults import load_faults
+from .rounds_command import kill_plan
+from .rounds_command import run as run_rounds_spec
+from .rounds_runner import rounds_class
 from .runner import RunReport, actor_program
 from .runner import run as run_processes
 
@@ -48,6 +51,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the start states and the agents' draws)")
     p.add_argument("--no-trace", action="store_true", help="record nothing (and so validate nothing)")
     p.add_argument("--no-validate", action="store_true", help="do not validate the merged trace")
+    p.add_argument("--tree", metavar="GEN", help="rounds specs with a tree parameter: run on this tree "
+                                                 "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")
+    p.add_argument("--initiator", type=natural, metavar="P", help="rounds specs: the node that starts (default 0)")
+    p.add_argument("--kill", type=kill_plan, metavar="P@R", help="rounds specs: kill node P at the start of round R")
 
 
 def positive(text: str) -> int:
@@ -61,15 +68,25 @@ def positive(text: str) -> int:
     return v
 
 
+# Options that only one kind of spec takes: (attribute, flag, kind).
+ONE_KIND_OPTIONS = [("tree", "--tree", "rounds"), ("initiator", "--initiator", "rounds"), ("kill", "--kill", "rounds"),
+                    ("interactions", "--interactions", "population"), ("start", "--start", "population"),
+                    ("duration", "--duration", "actor")]
+
+
 def run(args: argparse.Namespace) -> int:
+    kind = "rounds" if rounds_class(args.spec) is not None else "population" if is_protocol(args.spec) else "actor"
+    for attr, flag, owner in ONE_KIND_OPTIONS:
+        if getattr(args, attr) is not None and owner != kind:
+            raise UsageError(f"{flag} applies to {owner} specs; {args.spec} is a{'n' if kind == 'actor' else ''} "
+                             f"{kind} spec (see `lockstep run --help`)")
+    if kind == "rounds":
+        return run_rounds_spec(args)
     params = parse_params(args.param)
-    if is_protocol(args.spec):
+    if kind == "population":
         from .population_command import run_population_command
 
         return run_population_command(args, params)
-    if args.interactions is not None or args.start is not None:
-        raise UsageError("--interactions and --start apply to population protocols; "
-                         f"{args.spec} is an actor spec (use --duration)")
     args.duration = args.duration or 2.0
     prog = actor_program(args.spec, params)
     n = prog.system.proc.size

@@ -25,4 +25,6 @@ SPECS: dict[str, str] = {
     "phase_clock_buggy": "specs.phase_clock:PhaseClockNoResync",
     "adaptive_majority": "specs.adaptive_majority:AdaptiveMajority",
     "adaptive_majority_buggy": "specs.adaptive_majority:AdaptiveMajorityNoReset",
+    "d2_coloring": "specs.d2_coloring:D2Coloring",
+    "d2_coloring_uncoordinated": "specs.d2_coloring:D2ColoringUncoordinated",
 }

@@ -10,6 +10,7 @@ from ..loader import load_model, parse_params
 from ..progress import NoProgress, Progress
 from ..result import CheckResult, Violation
 from ..trace import render
+from ..tree_sweep import FORCE_LIMIT, check_all_trees, tree_arguments
 from ..vector import choice
 
 NAME = "check"
@@ -63,11 +64,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"--engine smt: look for violations within K steps (default {SMT_DEPTH})")
     p.add_argument("--out", metavar="FILE", help="write the counterexample trace (JSON, ITF) to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--tree", metavar="GEN", help="tree specs: check on this tree "
+                                                 "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")
+    p.add_argument("--seed", type=natural, default=0, help="with --tree random:N: the seed of the random tree")
+    p.add_argument("--all-trees", type=positive, metavar="N",
+                   help="tree specs: check every non-isomorphic tree with up to N nodes and every initiator")
+    p.add_argument("--force", action="store_true", help=f"allow --all-trees beyond {FORCE_LIMIT} nodes")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..cli import UsageError
 
+    if args.all_trees is not None:
+        return check_all_trees(args)
     if args.engine == "smt":
         return check_smt(args)
     if args.depth is not None:
@@ -83,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
                          "per-process fairness); drop " + option)
     if args.property and args.engine == "vector":
         raise UsageError("--property: temporal properties are checked by the scalar engine; drop --engine vector")
-    params = parse_params(args.param)
+    params = tree_arguments(args, parse_params(args.param))
     model = load_model(args.spec, params, symmetry=args.symmetry, invariants=args.invariant or None)
     opts = Options(deadlock=not args.no_deadlock, max_depth=args.max_depth, max_states=args.max_states,
                    dfs=args.dfs, workers=args.workers)
@@ -115,7 +124,8 @@ def check_smt(args: argparse.Namespace) -> int:
     given = [flag for flag, on in explicit_only.items() if on]
     if given:
         raise UsageError(f"{', '.join(given)}: only for the explicit engine; the SMT engine's bound is --depth K")
-    model = load_typed(args.spec, parse_params(args.param), "--engine smt", invariants=args.invariant or None)
+    model = load_typed(args.spec, tree_arguments(args, parse_params(args.param)), "--engine smt",
+                       invariants=args.invariant or None)
     depth = SMT_DEPTH if args.depth is None else args.depth
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
     print(f"Checking {model.name}" + (f" ({ps})" if ps else "") + f": SMT bounded model checking to depth {depth}")

@@ -6,6 +6,7 @@ import argparse
 import time
 
 from ..population_validate import PopulationValidation, PopulationValidator, configuration_trace, is_population_run
+from ..rounds_validate import is_rounds_trace, report_rounds
 from ..runtrace import MergedRun, load
 from ..trace import TraceError
 from ..validate import Mismatch, Validation, validate
@@ -31,8 +32,11 @@ def run(args: argparse.Namespace) -> int:
     if is_population_run(merged):
         return validate_population_run(merged, args.configurations)
     if args.configurations:
-        raise TraceError("--configurations applies to runs of population protocols; this is a run of an actor spec")
+        raise TraceError("--configurations applies to runs of population protocols; this is a run of "
+                         + ("a rounds spec" if is_rounds_trace(merged) else "an actor spec"))
     t0 = time.monotonic()
+    if is_rounds_trace(merged):
+        return report_rounds(merged, t0)
     try:
         res = validate(merged)
     except Mismatch as m:

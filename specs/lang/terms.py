@@ -296,7 +296,7 @@ class Term:
 
     def is_empty(self) -> Term | bool:
         self._set_dom("is_empty")
-        return compare("eq", self, lift(0, self.dom))
+        return compare("eq", self, lift(frozenset(), self.dom))
 
     def issubset(self, o: Any) -> Term | bool:
         self._set_dom("issubset")

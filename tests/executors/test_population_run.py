@@ -288,7 +288,7 @@ def test_cli_run_and_validate(cli, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["run", "phase_clock", "--duration", "2"], "--duration applies to actor specs"),
-    (["run", "two_phase_commit", "--interactions", "5"], "--interactions and --start apply to population protocols"),
+    (["run", "two_phase_commit", "--interactions", "5"], "--interactions applies to population specs"),
     (["run", "phase_clock", "--start", "nowhere"], "has no start 'nowhere'"),
     (["run", "phase_clock", "-p", "n=1"], "value 1 is below its minimum 2"),
 ])
