@@ -20,7 +20,7 @@ from checker.loader import load_model
 from specs.lang.jsonvalues import to_json
 
 from .local import LocalExec, Outcome, StepFailed
-from .wire import LENGTH, FrameError, FrameReader, MessageCodec, frame, parse
+from .wire import LENGTH, FrameError, FrameProtocol, MessageCodec, frame, parse
 
 FAILED_EXIT = 3  # the exit code of a process whose handler failed
 FORGE_RATE = 0.3  # how likely a forging process sends each possible forged message
@@ -47,24 +47,6 @@ def main(cfg: dict[str, Any]) -> None:
         asyncio.run(Node(NodeConfig(**cfg)).run())
     except (KeyboardInterrupt, ConnectionError):
         pass
-
-
-class _DataIn(asyncio.Protocol):
-    """Frames arriving from peers (or the relay)."""
-
-    def __init__(self, node: Node):
-        self.node = node
-        self.reader = FrameReader()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        for body in self.reader.feed(data):
-            self.node.on_frame(body)
-        if self.reader.broken:
-            self.node.reject(self.reader.broken + "; connection closed")
-            self.transport.close()
 
 
 class Node:
@@ -98,7 +80,7 @@ class Node:
     # -- control ---------------------------------------------------------------------------------
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: _DataIn(self), "127.0.0.1", 0)
+        server = await loop.create_server(lambda: FrameProtocol(self.on_frame, self.broken_stream), "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         reader, self.ctl = await asyncio.open_connection("127.0.0.1", self.cfg.control_port)
         if self.trace is not None and not self.cfg.restore:
@@ -309,6 +291,10 @@ class Node:
     def reject(self, reason: str) -> None:
         self.stats["rejected"] += 1
         self._log({"kind": "rejected", "pid": self.pid, "time": self._now(), "reason": reason})
+
+    def broken_stream(self, why: str) -> None:
+        """A connection whose bytes cannot be split into frames: rejected, then closed."""
+        self.reject(why + "; connection closed")
 
     # -- the trace -------------------------------------------------------------------------------
     def _event(self, kind: str, src: int | None, msg: Any, timer: str | None, out: Outcome) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 
 from checker.population_rules import DRAWS, Rules, StateCodec, agent_rng, draw, load_protocol
 
-from .wire import LENGTH, FrameError, FrameReader, frame, parse
+from .wire import LENGTH, FrameError, FrameProtocol, frame, parse
 
 ACK_EVERY = 32  # interactions an initiator completes between acknowledgements to the scheduler
 
@@ -56,26 +56,6 @@ def main(cfg: dict[str, Any]) -> None:
     except (KeyboardInterrupt, ConnectionError):
         pass
     os._exit(0)
-
-
-class _DataIn(asyncio.Protocol):
-    """Frames arriving from other agents (`from_scheduler`: on the connection to the scheduler)."""
-
-    def __init__(self, agent: Agent, from_scheduler: bool = False):
-        self.agent = agent
-        self.from_scheduler = from_scheduler
-        self.reader = FrameReader()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        for body in self.reader.feed(data):
-            self.agent.on_frame(body, self.from_scheduler)
-        if self.reader.broken:
-            self.agent.reject(self.reader.broken + "; connection closed")
-            self.transport.close()
-        self.agent.pump()
 
 
 def _int(obj: dict[str, Any], key: str, lo: int, hi: int) -> int:
@@ -113,7 +93,7 @@ class Agent:
     # -- control ---------------------------------------------------------------------------------
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: _DataIn(self), "127.0.0.1", 0)
+        server = await loop.create_server(lambda: self._connection(False), "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         reader, self.ctl = await asyncio.open_connection("127.0.0.1", self.cfg.control_port)
         self._log(json.dumps({"kind": "header", "spec": self.cfg.spec, "pid": self.pid}))
@@ -152,7 +132,7 @@ class Agent:
         for dst, port in sorted(ports.items()):
             if dst != self.pid:
                 to_scheduler = dst == self.n
-                self.out[dst], _ = await loop.create_connection(lambda: _DataIn(self, to_scheduler), "127.0.0.1", port)
+                self.out[dst], _ = await loop.create_connection(lambda: self._connection(to_scheduler), "127.0.0.1", port)
         self._send(self.n, f'{{"done":0,"src":{self.pid}}}')  # tells the scheduler whose connection this is
         self._flush()
 
@@ -193,6 +173,11 @@ class Agent:
     def reject(self, reason: str) -> None:
         self.stats["rejected"] += 1
         self._log(f'{{"kind":"rejected","pid":{self.pid},"reason":{json.dumps(reason)}}}')
+
+    def _connection(self, from_scheduler: bool) -> FrameProtocol:
+        """A connection to another agent, or (`from_scheduler`) to the scheduler; meetings run as states arrive."""
+        return FrameProtocol(lambda body: self.on_frame(body, from_scheduler),
+                             lambda why: self.reject(why + "; connection closed"), after=self.pump)
 
     # -- interactions ----------------------------------------------------------------------------
     def pump(self) -> None:

@@ -16,23 +16,7 @@ import time
 from typing import Any
 
 from .faults import Faults
-from .wire import FrameReader
-
-
-class _FromNode(asyncio.Protocol):
-    def __init__(self, relay: Relay):
-        self.relay = relay
-        self.reader = FrameReader()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        for body in self.reader.feed(data):
-            self.relay.on_frame(body)
-        if self.reader.broken:
-            self.relay.stats["malformed"] += 1
-            self.transport.close()
+from .wire import FrameProtocol
 
 
 class Relay:
@@ -52,7 +36,7 @@ class Relay:
 
     async def start(self) -> int:
         loop = asyncio.get_running_loop()
-        self.server = await loop.create_server(lambda: _FromNode(self), "127.0.0.1", 0)
+        self.server = await loop.create_server(lambda: FrameProtocol(self.on_frame, self._malformed), "127.0.0.1", 0)
         self.port = self.server.sockets[0].getsockname()[1]
         return self.port
 
@@ -77,6 +61,9 @@ class Relay:
         self.server.close()
         for t in self.to.values():
             t.close()
+
+    def _malformed(self, why: str) -> None:
+        self.stats["malformed"] += 1
 
     def on_frame(self, body: bytes) -> None:
         try:

@@ -24,7 +24,7 @@ from checker.loader import resolve
 from specs.lang.jsonvalues import to_json
 from specs.lang.rounds import LocalRound, RoundsSystem, rounds_system
 
-from .wire import LENGTH, FrameReader, frame, parse
+from .wire import LENGTH, FrameProtocol, frame, parse
 
 
 @dataclass
@@ -50,22 +50,6 @@ def main(cfg: dict[str, Any]) -> None:
 def choice_json(step: LocalRound) -> dict[str, Any]:
     """The values of a step's choice parameters, as JSON."""
     return {name: to_json(d, v) for (name, v), d in zip(step.choice, step.choice_doms)}
-
-
-class _DataIn(asyncio.Protocol):
-    def __init__(self, node: RoundsNode):
-        self.node = node
-        self.reader = FrameReader()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        for body in self.reader.feed(data):
-            self.node.on_frame(body)
-        if self.reader.broken:
-            self.node.reject(self.reader.broken + "; connection closed")
-            self.transport.close()
 
 
 class RoundsNode:
@@ -99,7 +83,7 @@ class RoundsNode:
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: _DataIn(self), "127.0.0.1", 0)
+        server = await loop.create_server(lambda: FrameProtocol(self.on_frame, self.broken_stream), "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         reader, self.ctl = await asyncio.open_connection("127.0.0.1", self.cfg.control_port)
         self.ctl.write(frame({"op": "hello", "pid": self.pid, "port": port}))
@@ -209,6 +193,10 @@ class RoundsNode:
     def reject(self, reason: str) -> None:
         self.stats["rejected"] += 1
         self._write({"kind": "rejected", "pid": self.pid, "time": self._now(), "reason": reason})
+
+    def broken_stream(self, why: str) -> None:
+        """A connection whose bytes cannot be split into frames: rejected, then closed."""
+        self.reject(why + "; connection closed")
 
     # -- the trace ------------------------------------------------------------------------------
     def _write(self, obj: dict[str, Any]) -> None:

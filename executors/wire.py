@@ -8,8 +8,10 @@ between the runner and the processes are JSON objects with an `"op"`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from specs.lang.actors import ActorSystem
@@ -54,6 +56,28 @@ class FrameReader:
             pos += 4 + n
         del buf[:pos]
         return out
+
+
+class FrameProtocol(asyncio.Protocol):
+    """A connection that hands each frame body to `on_frame`; a stream that cannot be split into frames
+    is reported to `on_broken` and closed. `after` runs once the frames of each read are handled."""
+
+    def __init__(self, on_frame: Callable[[bytes], None], on_broken: Callable[[str], None],
+                 after: Callable[[], None] | None = None):
+        self.on_frame, self.on_broken, self.after = on_frame, on_broken, after
+        self.reader = FrameReader()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        for body in self.reader.feed(data):
+            self.on_frame(body)
+        if self.reader.broken:
+            self.on_broken(self.reader.broken)
+            self.transport.close()
+        if self.after is not None:
+            self.after()
 
 
 def parse(body: bytes) -> dict[str, Any]:
