@@ -57,14 +57,12 @@ from .spec import (
     Spec,
     _Builder,
     _def_location,
-    _exception_location,
-    _reraise_internal,
     _Stop,
     _symmetric_domains,
-    check_pending_quietly,
     require,
+    trace_body,
 )
-from .terms import If, Not, Term, as_bool, check_pending, const, start_pending
+from .terms import If, Not, Term, as_bool, const
 from .tracing import Disabled, TraceState, coerce, tracing
 from .types import (
     Bool,
@@ -638,25 +636,15 @@ class _ActorBuilder(_Builder):
         fx = _Effects(self.types, view, pid)
         token = _effects.set(fx)
         try:
+            def body() -> None:
+                if kind == "timeout":
+                    require(view.timers[inp[0]])  # only an armed timer fires; firing disarms it
+                    view.timers[inp[0]] = False
+                fn(view, *inp, *(x for _, x in choice))
+
             with tracing(view) as tracer:
-                start_pending()
-                try:
-                    if kind == "timeout":
-                        require(view.timers[inp[0]])  # only an armed timer fires; firing disarms it
-                        view.timers[inp[0]] = False
-                    fn(view, *inp, *(x for _, x in choice))
-                except Disabled:
-                    check_pending_quietly()
+                if not trace_body(tracer, body):
                     return None
-                except _Stop:
-                    pass
-                except SpecError:
-                    check_pending_quietly()
-                    raise
-                except Exception as e:
-                    _reraise_internal(e)
-                    tracer.checks.append(Check("error", None, f"{type(e).__name__}: {e}", _exception_location(e)))
-                check_pending()
         finally:
             _effects.reset(token)
         updates = {s: t for s, t in view.writes.items() if not (t.op == "slot" and t.args[0] == s)}

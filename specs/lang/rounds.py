@@ -63,9 +63,15 @@ from .errors import SpecError, user_location
 from .jsonvalues import from_json, to_json
 from .params import bound
 from .program import Check, Field, Program, Transition
-from .spec import Spec, _Builder, _def_location, _exception_location, _reraise_internal, _Stop, bind_params, check_pending_quietly
-from .terms import And, If, Not, Term, as_bool, check_pending, const, lift, start_pending
-from .tracing import Disabled, TraceState, coerce, tracing
+from .spec import (
+    Spec,
+    _Builder,
+    _def_location,
+    bind_params,
+    trace_body,
+)
+from .terms import And, If, Not, Term, as_bool, const, lift
+from .tracing import TraceState, coerce, tracing
 from .types import Domain, Enum, Int, Map, Option, Range, Set, Type, domain_values
 
 RESERVED = frozenset({"id", "round", "phase", "outbox", "inbox", "broadcasters", "collisions", "conflicts"})
@@ -357,26 +363,16 @@ class _RoundsBuilder(_Builder):
         token = _current.set(fx if kind == "transmit" else None)
         try:
             with tracing(view) as tracer:
-                start_pending()
-                try:
+                def body() -> None:
                     if kind == "terminated":
-                        require_term = as_bool(fn(view))
-                        tracer.checks.append(Check("require", require_term if isinstance(require_term, Term)
-                                                   else const(require_term, None), None, self._where(kind)))
+                        done = as_bool(fn(view))
+                        tracer.checks.append(Check("require", done if isinstance(done, Term) else const(done, None), None,
+                                                   self._where(kind)))
                     else:
                         fn(view, *inputs, *(v for _, v in choice))
-                except Disabled:
-                    check_pending_quietly()
+
+                if not trace_body(tracer, body):
                     return None
-                except _Stop:
-                    pass
-                except SpecError:
-                    check_pending_quietly()
-                    raise
-                except Exception as e:
-                    _reraise_internal(e)
-                    tracer.checks.append(Check("error", None, f"{type(e).__name__}: {e}", _exception_location(e)))
-                check_pending()
         finally:
             _current.reset(token)
         updates = {s: t for s, t in view.writes.items() if not (t.op == "slot" and t.args[0] == s)}

@@ -333,21 +333,8 @@ class _Builder:
     def _trace_one(self, prog: Program, name: str, fn: Callable, args: tuple) -> Transition | None:
         view = self._view(prog, writable=True)
         with tracing(view) as tracer:
-            start_pending()
-            try:
-                fn(view, *(v for _, v in args))
-            except Disabled:
-                check_pending_quietly()
+            if not trace_body(tracer, lambda: fn(view, *(v for _, v in args))):
                 return None
-            except _Stop:
-                pass
-            except SpecError:
-                check_pending_quietly()
-                raise
-            except Exception as e:  # the action raises wherever its guards so far hold
-                _reraise_internal(e)
-                tracer.checks.append(Check("error", None, f"{type(e).__name__}: {e}", _exception_location(e)))
-            check_pending()
         updates = {s: t for s, t in view.writes.items() if not (isinstance(t, Term) and t.op == "slot" and t.args[0] == s)}
         return Transition(name, args, tracer.checks, updates, _def_location(fn), getattr(fn, "_lockstep_meta", {}))
 
@@ -418,6 +405,27 @@ def _check_families(actions: list[tuple[str, Callable]]) -> None:
             raise SpecError(f"action {name} declares family {family!r} {meta['fairness']}ly fair, but {other} "
                             f"declares it {kind}ly fair", _def_location(fn), "give every member of a family the same fairness")
         kinds.setdefault(family, (meta["fairness"], name))
+
+
+def trace_body(tracer: Any, body: Callable[[], Any]) -> bool:
+    """Run an action's or a handler's body under `tracer`; False if a guard disables it. An exception
+    the body raises (where its guards so far hold) becomes an "error" check at the spec's line."""
+    start_pending()
+    try:
+        body()
+    except Disabled:
+        check_pending_quietly()
+        return False
+    except _Stop:
+        pass
+    except SpecError:
+        check_pending_quietly()
+        raise
+    except Exception as e:
+        _reraise_internal(e)
+        tracer.checks.append(Check("error", None, f"{type(e).__name__}: {e}", _exception_location(e)))
+    check_pending()
+    return True
 
 
 def check_pending_quietly() -> None:
