@@ -16,7 +16,7 @@ from typing import Any
 
 from .node import NodeConfig, main
 from .relay import Relay
-from .wire import LENGTH, frame, parse
+from .wire import frame, read_frame
 
 START_TIMEOUT = 60.0  # seconds for a spawned process to import Lockstep, build the spec and say hello
 STOP_TIMEOUT = 10.0
@@ -106,8 +106,7 @@ class Cluster:
         member = None
         try:
             while True:
-                head = await reader.readexactly(LENGTH.size)
-                msg = parse(await reader.readexactly(LENGTH.unpack(head)[0]))
+                msg = await read_frame(reader)
                 op = msg.get("op")
                 if op == "hello":
                     member = self.members[int(msg["pid"])]

@@ -20,7 +20,7 @@ from checker.loader import load_model
 from specs.lang.jsonvalues import to_json
 
 from .local import LocalExec, Outcome, StepFailed
-from .wire import LENGTH, FrameError, FrameProtocol, MessageCodec, frame, parse
+from .wire import FrameError, FrameProtocol, MessageCodec, frame, parse, read_frame
 
 FAILED_EXIT = 3  # the exit code of a process whose handler failed
 FORGE_RATE = 0.3  # how likely a forging process sends each possible forged message
@@ -89,9 +89,7 @@ class Node:
         self.report({"op": "hello", "pid": self.pid, "port": port})
         try:
             while True:
-                head = await reader.readexactly(LENGTH.size)
-                body = await reader.readexactly(LENGTH.unpack(head)[0])
-                cmd = parse(body)
+                cmd = await read_frame(reader)
                 op = cmd.get("op")
                 if op == "peers":
                     await self._connect({int(k): v for k, v in cmd["ports"].items()})

@@ -28,7 +28,7 @@ from typing import Any
 
 from checker.population_rules import DRAWS, Rules, StateCodec, agent_rng, draw, load_protocol
 
-from .wire import LENGTH, FrameError, FrameProtocol, frame, parse
+from .wire import LENGTH, FrameError, FrameProtocol, frame, parse, read_frame
 
 ACK_EVERY = 32  # interactions an initiator completes between acknowledgements to the scheduler
 
@@ -100,8 +100,7 @@ class Agent:
         self.ctl.write(frame({"op": "hello", "pid": self.pid, "port": port}))
         try:
             while True:
-                head = await reader.readexactly(LENGTH.size)
-                cmd = parse(await reader.readexactly(LENGTH.unpack(head)[0]))
+                cmd = await read_frame(reader)
                 op = cmd.get("op")
                 if op == "peers":
                     await self._connect({int(k): v for k, v in cmd["ports"].items()})

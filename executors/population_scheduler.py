@@ -17,7 +17,7 @@ from typing import Any
 
 from checker.population_rules import pairs
 
-from .wire import LENGTH, FrameError, FrameReader, frame, parse
+from .wire import LENGTH, FrameError, FrameReader, frame, parse, read_frame
 
 CHUNK = 256  # interactions announced per write
 PROGRESS_EVERY = 0.5  # seconds between progress reports to the runner
@@ -79,8 +79,7 @@ class Scheduler:
         task = None
         try:
             while True:
-                head = await reader.readexactly(LENGTH.size)
-                cmd = parse(await reader.readexactly(LENGTH.unpack(head)[0]))
+                cmd = await read_frame(reader)
                 op = cmd.get("op")
                 if op == "go":
                     task = asyncio.create_task(self.issue())

@@ -24,7 +24,7 @@ from checker.loader import resolve
 from specs.lang.jsonvalues import to_json
 from specs.lang.rounds import LocalRound, RoundsSystem, rounds_system
 
-from .wire import LENGTH, FrameProtocol, frame, parse
+from .wire import FrameProtocol, frame, parse, read_frame
 
 
 @dataclass
@@ -89,8 +89,7 @@ class RoundsNode:
         self.ctl.write(frame({"op": "hello", "pid": self.pid, "port": port}))
         try:
             while True:
-                head = await reader.readexactly(LENGTH.size)
-                cmd = parse(await reader.readexactly(LENGTH.unpack(head)[0]))
+                cmd = await read_frame(reader)
                 op = cmd.get("op")
                 if op == "peers":
                     for q in self.nbrs:

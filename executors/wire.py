@@ -80,6 +80,12 @@ class FrameProtocol(asyncio.Protocol):
             self.after()
 
 
+async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any]:
+    """The next frame of a stream, parsed; IncompleteReadError when the stream ends."""
+    head = await reader.readexactly(LENGTH.size)
+    return parse(await reader.readexactly(LENGTH.unpack(head)[0]))
+
+
 def parse(body: bytes) -> dict[str, Any]:
     """A frame body as a JSON object, or FrameError."""
     try:
