@@ -8,9 +8,11 @@ successor with the recorded fingerprint), so traces are real paths even under sy
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,15 +44,29 @@ class _Found(Exception):
 
 def check(model: Model, opts: Options, progress: Progress | None = None) -> CheckResult:
     """Explore `model` exhaustively (within the bounds) and report the verdict."""
-    if opts.workers > 1:
-        from .parallel import check_parallel
+    with no_cyclic_gc():
+        if opts.workers > 1:
+            from .parallel import check_parallel
 
-        return check_parallel(model, opts, progress)
-    progress = progress or NoProgress()
+            return check_parallel(model, opts, progress)
+        progress = progress or NoProgress()
+        try:
+            return _Search(model, opts, progress).run()
+        finally:
+            progress.close()
+
+
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector (forked workers inherit the pause). A search allocates
+    millions of acyclic state tuples, which the collector would only rescan, again and again."""
+    was = gc.isenabled()
+    gc.disable()
     try:
-        return _Search(model, opts, progress).run()
+        yield
     finally:
-        progress.close()
+        if was:
+            gc.enable()
 
 
 class _Search:
