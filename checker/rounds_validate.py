@@ -36,6 +36,15 @@ class RoundsValidation:
     notes: list[str] = field(default_factory=list)
 
 
+class BroadcastViolation(Mismatch):
+    """The broadcasts of a round (the spec's transmit step) violate an invariant: the run is a behaviour
+    of the spec up to there, and that step breaks the property."""
+
+    def __init__(self, event: dict[str, Any], invariant: str, r: int):
+        super().__init__(event, f"invariant {invariant} is violated by the broadcasts of round {r}")
+        self.invariant, self.round = invariant, r
+
+
 def is_rounds_trace(merged: MergedRun) -> bool:
     return any(e.get("kind") == "round" for e in merged.events) or \
         any(e.get("kind") == "start" and "initiator" in e for e in merged.events)
@@ -121,7 +130,7 @@ def _round(model: Any, sysm: Any, state: tuple, evs: dict[int, dict[str, Any]], 
                        sysm.message_json(halves[0][outbox + p]), evs[p].get("broadcast"))
     bad = model.violated(mid)
     if bad >= 0:
-        raise Mismatch(evs[0], f"invariant {model.invariant_names[bad]} is violated by the broadcasts of round {r}")
+        raise BroadcastViolation(evs[0], model.invariant_names[bad], r)
     for p in range(n):
         e = evs[p]
         heard = sum(1 for q in sysm.graph.neighbors(p) if sent[q])

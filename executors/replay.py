@@ -22,6 +22,7 @@ from checker.trace import Trace, TraceError
 from checker.validate import Mismatch, validate
 from specs.lang.actors import ActorProgram, in_flight
 from specs.lang.jsonvalues import from_json, to_json
+from specs.lang.rounds import RoundsProgram
 
 from .cluster import Cluster
 from .relay import Relay
@@ -44,8 +45,13 @@ async def replay_async(trace: Trace, say: Callable[[str], None]) -> ProcessRepla
     checked = replay(trace)  # the trace is a behaviour of the spec: check before running anything
     model = checked.model
     prog = getattr(model, "prog", None)
+    if isinstance(prog, RoundsProgram):
+        from .rounds_replay import replay_rounds  # it builds on this module's ProcessReplay
+
+        return await replay_rounds(trace, checked, say)
     if not isinstance(prog, ActorProgram):
-        raise TraceError(f"spec {model.name} is not an actor spec: only actor specs run as processes")
+        raise TraceError(f"spec {model.name} is not an actor spec or a rounds spec: only actor and rounds specs "
+                         "run as processes")
     system = prog.system
     actions = [s.action for s in trace.steps[1:]]
     n = system.proc.size
@@ -294,5 +300,6 @@ def _assemble(prog: ActorProgram, local: dict[int, tuple], relay: Relay, killed:
 
 
 def replay_on_processes(trace: Trace, say: Callable[[str], None] = print) -> ProcessReplay:
-    """Replay a counterexample of an actor spec on real processes (see the module docstring)."""
+    """Replay a counterexample of an actor spec (see the module docstring) or of a rounds spec
+    (`executors.rounds_replay`) on real processes."""
     return asyncio.run(replay_async(trace, say))

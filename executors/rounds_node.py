@@ -8,6 +8,13 @@ broadcast too) or a reception (exactly one did), runs its compiled receive step,
 round to its JSONL trace and reports `done` to the runner, which starts the next round once
 every node is done: the round barrier. Frames are JSON decoded into the spec's message type;
 a malformed frame is recorded as `rejected` and dropped.
+
+When a counterexample is replayed (`controlled`), the node reports its local state after its
+start and, with each `done`, the round's event and its local state after the transmit step; the
+round frame may carry `"choice": {"transmit": {...}, "receive": {...}}`, the values of the
+handlers' choice parameters to take instead of random ones. The choice is decoded into the
+parameters' declared types like any network input; a malformed or disabled one is recorded as
+`rejected` and reported to the runner, and the node does not take the round.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from typing import Any
 
 from checker.codegen import compile_transitions
 from checker.loader import resolve
-from specs.lang.jsonvalues import to_json
+from specs.lang.jsonvalues import from_json, to_json
 from specs.lang.rounds import LocalRound, RoundsSystem, rounds_system
 
 from .wire import FrameProtocol, frame, parse, read_frame
@@ -37,6 +44,7 @@ class RoundsNodeConfig:
     control_port: int
     trace: str | None
     seed: int = 0
+    controlled: bool = False  # replaying a counterexample: report states to the runner, take forced choices
 
 
 def main(cfg: dict[str, Any]) -> None:
@@ -75,6 +83,7 @@ class RoundsNode:
         self.inbox: dict[int, dict[int, int]] = {}
         self.sent: dict[int, tuple[int, tuple]] = {}  # round -> (broadcast rep, state after transmit)
         self.choice: dict[int, dict[str, Any]] = {}
+        self.forced: dict[int, tuple | None] = {}  # round -> the receive choice the runner imposes
         self.out: dict[int, asyncio.Transport] = {}
         self.stats = {"rounds": 0, "broadcasts": 0, "received": 0, "collisions": 0, "conflicts": 0, "rejected": 0}
         self.t0 = time.monotonic()
@@ -97,7 +106,7 @@ class RoundsNode:
                 elif op == "go":
                     self.start(bool((cmd.get("choice") or {}).get("initiator")))
                 elif op == "round":
-                    self.transmit(int(cmd["round"]))
+                    self.transmit(int(cmd["round"]), cmd.get("choice"))
                 elif op == "stop":
                     self._close()
                     self.ctl.write(frame({"op": "bye", "pid": self.pid, "stats": self.stats}))
@@ -112,7 +121,8 @@ class RoundsNode:
                 t.close()
 
     # -- the round ------------------------------------------------------------------------------
-    def _run(self, kind: str, padded: tuple) -> tuple[Any, tuple]:
+    def _run(self, kind: str, padded: tuple, forced: tuple | None = None) -> tuple[Any, tuple]:
+        """The step taken (the forced choice, else a random enabled one) and the local state after it."""
         enabled = []
         for step, fn in self.steps[kind]:
             out = fn(padded)
@@ -120,18 +130,57 @@ class RoundsNode:
                 enabled.append((step, out[0][1]))
         if not enabled:
             raise RuntimeError(f"node {self.pid}: no {kind} step is enabled")
+        if forced is not None:
+            hit = next((e for e in enabled if e[0].choice == forced), None)
+            if hit is None:
+                raise ValueError(f"the {kind} choice {dict(forced)} is not enabled at node {self.pid}")
+            return hit
         return enabled[0] if len(enabled) == 1 else self.rng.choice(enabled)
+
+    def _forced(self, choice: Any) -> dict[str, tuple | None]:
+        """The handlers' choices a round frame imposes, decoded into their declared types (ValueError if malformed)."""
+        if choice is None:
+            return {"transmit": None, "receive": None}
+        if not isinstance(choice, dict) or not set(choice) <= {"transmit", "receive"}:
+            raise ValueError('choice: expected an object with "transmit" and/or "receive"')
+        out: dict[str, tuple | None] = {}
+        for kind in ("transmit", "receive"):
+            given = choice.get(kind)
+            step = self.steps[kind][0][0]
+            names = [name for name, _ in step.choice]
+            if given is None:
+                out[kind] = None
+            elif not isinstance(given, dict) or sorted(given) != sorted(names):
+                raise ValueError(f"choice.{kind}: expected an object with the fields {', '.join(names) or '(none)'}")
+            else:
+                out[kind] = tuple((name, from_json(d, given[name], f"choice.{kind}.{name}"))
+                                  for name, d in zip(names, step.choice_doms))
+        return out
+
+    def refuse(self, r: int, reason: str) -> None:
+        """A round the runner asked for that this node does not take: rejected, and reported."""
+        self.reject(reason)
+        self.ctl.write(frame({"op": "rejected", "round": r, "reason": reason}))
 
     def start(self, initiator: bool) -> None:
         step, fn = self.steps["start"][int(initiator)]
         out = fn(self.state + self.pad)
         self.state = out[0][1][:self.system.nstate] if out else self.state
-        self._write({"kind": "start", "pid": self.pid, "clock": 0, "seq": 0, "time": self._now(),
-                     "initiator": initiator, "state": self.system.local_json(self.state)})
+        ev = {"kind": "start", "pid": self.pid, "clock": 0, "seq": 0, "time": self._now(),
+              "initiator": initiator, "state": self.system.local_json(self.state)}
+        self._write(ev)
+        if self.cfg.controlled:
+            self.ctl.write(frame({"op": "started", "event": ev}))
 
-    def transmit(self, r: int) -> None:
+    def transmit(self, r: int, choice: Any = None) -> None:
         n = self.system.nstate
-        step, full = self._run("transmit", self.state + self.pad)
+        try:
+            forced = self._forced(choice)
+            step, full = self._run("transmit", self.state + self.pad, forced["transmit"])
+        except ValueError as e:
+            self.refuse(r, str(e))
+            return
+        self.forced[r] = forced["receive"]
         rep = full[n]
         self.sent[r] = (rep, full[:n])
         self.choice[r] = choice_json(step)
@@ -173,7 +222,11 @@ class RoundsNode:
         mine, mid = self.sent.pop(r)
         spoke = [rep for rep in box.values() if rep]
         received = spoke[0] if not mine and len(spoke) == 1 else 0
-        step, full = self._run("receive", mid + (received,))
+        try:
+            step, full = self._run("receive", mid + (received,), self.forced.pop(r, None))
+        except ValueError as e:
+            self.refuse(r, str(e))
+            return
         self.state = full[:self.system.nstate]
         self.stats["rounds"] += 1
         self.stats["received"] += bool(received)
@@ -187,7 +240,10 @@ class RoundsNode:
             ev["choice"] = choice
         self._write(ev)
         finished = bool(self.finished_fn(self.state + self.pad))
-        self.ctl.write(frame({"op": "done", "round": r, "finished": finished}))
+        done: dict[str, Any] = {"op": "done", "round": r, "finished": finished}
+        if self.cfg.controlled:
+            done.update(event=ev, transmitted=self.system.local_json(mid))
+        self.ctl.write(frame(done))
 
     def reject(self, reason: str) -> None:
         self.stats["rejected"] += 1

@@ -57,14 +57,15 @@ class RoundsCluster(Cluster):
     """The processes of one run of a rounds spec (started by a preloaded fork server)."""
 
     def __init__(self, spec: str, params: dict[str, int], nproc: int, trace_dir: str | None, seed: int = 0,
-                 start_method: str = "forkserver"):
-        super().__init__(spec, params, nproc, trace_dir, seed)
+                 start_method: str = "forkserver", controlled: bool = False):
+        super().__init__(spec, params, nproc, trace_dir, seed, controlled=controlled)
         self.ctx = multiprocessing.get_context(start_method)
         if start_method == "forkserver":
             self.ctx.set_forkserver_preload(["executors.rounds_node"])
 
     def _spawn(self, pid: int, restore: bool) -> None:
-        cfg = RoundsNodeConfig(self.spec, self.params, pid, self.control_port, self.trace_path(pid), self.seed)
+        cfg = RoundsNodeConfig(self.spec, self.params, pid, self.control_port, self.trace_path(pid), self.seed,
+                               self.controlled)
         proc = self.ctx.Process(target=main, args=(asdict(cfg),), name=f"lockstep-node-{pid}", daemon=True)
         proc.start()
         self.members[pid] = Member(pid, proc, hello=asyncio.get_running_loop().create_future())

@@ -14,7 +14,7 @@ HELP = "re-execute a trace file against its spec, step by step"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="a trace written by `lockstep check --out`")
     p.add_argument("--on-processes", action="store_true",
-                   help="replay an actor spec's trace on real OS processes, in the trace's order")
+                   help="replay an actor or rounds spec's trace on real OS processes, in the trace's order")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -83,3 +83,39 @@ class Shout(RoundsSpec):
     @invariant
     def no_conflict(s):
         return s.conflicts.is_empty()
+
+
+class Pick(RoundsSpec):
+    """On a path of three, the initiator speaks once; a node that hears it picks a value (a receive choice)."""
+
+    Node = Range("n", default=3)
+    Message = Hello
+    has = Local(Bool, init=False)
+    sent = Local(Bool, init=False)
+    val = Local(Int(0, 1), init=0)
+
+    @staticmethod
+    def graph(params):
+        return nx.path_graph(params["n"])
+
+    @on_start
+    def start(p, initiator):
+        p.has = initiator
+
+    @on_transmit
+    def transmit(p):
+        broadcast(Hello(), when=And(p.has, Not(p.sent)))
+        p.sent = p.has
+
+    @on_receive
+    def receive(p, m, pick: Int(0, 1)):
+        p.val = If(m.is_some(), pick, p.val)
+        p.has = Or(p.has, m.is_some())
+
+    @terminated
+    def done(p):
+        return p.sent
+
+    @invariant
+    def ends_differ(s):
+        return Not(And(s.val[0] == 1, s.val[2] == 1))
