@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
 from dataclasses import dataclass
 
 import pytest
 
 from checker.cli import main
+from checker.loader import resolve
+from specs.lang import Spec
+from specs.registry import SPECS
 
 MODELS = os.path.join(os.path.dirname(__file__), "models")
 
@@ -33,3 +38,24 @@ def cli(capsys):
 
 def model_path(name: str) -> str:
     return os.path.join(MODELS, name)
+
+
+def typed_spec_refs() -> list[str]:
+    """Every typed spec: the registered ones written as Spec classes (not plain init/next specs), then every Spec
+    class defined in tests/models as `tests/models/FILE.py:Class` (a module that fails to import is the loader
+    tests' business)."""
+    refs = []
+    for ref in sorted(SPECS):
+        obj, _ = resolve(ref)
+        if inspect.isclass(obj) and issubclass(obj, Spec):
+            refs.append(ref)
+    for name in sorted(os.listdir(MODELS)):
+        if not name.endswith(".py") or name.startswith("_"):
+            continue
+        try:
+            module = importlib.import_module(f"tests.models.{name[:-3]}")
+        except Exception:
+            continue
+        refs += [f"tests/models/{name}:{n}" for n, v in vars(module).items()
+                 if inspect.isclass(v) and issubclass(v, Spec) and v.__module__ == module.__name__]
+    return refs

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import functools
-import importlib
-import inspect
-import os
 
 import numpy as np
 import pytest
@@ -13,39 +10,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checker.explicit import Options, check
-from checker.loader import load_model, resolve
+from checker.loader import load_model
 from checker.vector import VectorModel, VectorOptions, VectorUnsupported, check_vector
 from checker.vector.layout import Layout
 from checker.vector.visited import FingerprintTable
-from specs.lang import Spec, SpecError
-from specs.registry import SPECS
-from tests.conftest import MODELS, model_path
+from tests.conftest import model_path, typed_spec_refs
 
 AGREEMENT_BOUND = 20_000  # distinct states per spec in the agreement test (any size of spec stays quick)
 
 
 
-def typed_test_models() -> list[str]:
-    """Every Spec class defined in tests/models (a module that fails to import is skipped)."""
-    out = []
-    for name in sorted(os.listdir(MODELS)):
-        if not name.endswith(".py") or name.startswith("_"):
-            continue
-        try:
-            module = importlib.import_module(f"tests.models.{name[:-3]}")
-        except Exception:
-            continue
-        out += [model_path(name) + ":" + obj.__name__ for obj in vars(module).values()
-                if inspect.isclass(obj) and issubclass(obj, Spec) and obj.__module__ == module.__name__]
-    return out
-
-
-TEST_MODELS = typed_test_models()
-
-
-def typed(ref: str) -> bool:
-    obj, _ = resolve(ref)
-    return inspect.isclass(obj) and issubclass(obj, Spec)
 
 
 def outcome(res) -> tuple:
@@ -62,13 +36,10 @@ def both(ref: str, params: dict | None = None, vopts: VectorOptions | None = Non
     return check(model, Options(**opts)), check_vector(model, Options(**opts), vopts=vopts)
 
 
-@pytest.mark.parametrize("ref", sorted(r for r in SPECS if typed(r)) + TEST_MODELS)
+@pytest.mark.parametrize("ref", typed_spec_refs())
 @pytest.mark.parametrize("deadlock", [True, False])
 def test_agrees_with_the_scalar_engine(ref, deadlock):
-    try:
-        model = load_model(ref, {})
-    except SpecError:
-        pytest.skip("the spec is refused when it loads (a test of load-time errors)")
+    model = load_model(ref, {})
     opts = Options(deadlock=deadlock, max_states=AGREEMENT_BOUND)
     assert outcome(check_vector(model, opts)) == outcome(check(model, opts))
 
