@@ -35,7 +35,7 @@ as in the explicit engine (the `within` checks and assignment checks of the term
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,28 +83,26 @@ def _z(c: Cond) -> z3.BoolRef:
 
 def any_of(*cs: Cond) -> Cond:
     """Disjunction that folds Python bools away."""
-    rest = []
-    for c in cs:
-        if c is True:
-            return True
-        if c is not False:
-            rest.append(c)
-    if not rest:
-        return False
-    return rest[0] if len(rest) == 1 else z3.Or(*rest)
+    return _fold(cs, True, z3.Or)
 
 
 def all_of(*cs: Cond) -> Cond:
     """Conjunction that folds Python bools away."""
+    return _fold(cs, False, z3.And)
+
+
+def _fold(cs: tuple[Cond, ...], absorbing: bool, op: Callable[..., z3.BoolRef]) -> Cond:
+    """`op` over the terms of `cs`: `absorbing` if it occurs, the other bool if nothing is left."""
+    neutral = not absorbing
     rest = []
     for c in cs:
-        if c is False:
-            return False
-        if c is not True:
+        if c is absorbing:
+            return absorbing
+        if c is not neutral:
             rest.append(c)
     if not rest:
-        return True
-    return rest[0] if len(rest) == 1 else z3.And(*rest)
+        return neutral
+    return rest[0] if len(rest) == 1 else op(*rest)
 
 
 def negate(c: Cond) -> Cond:
