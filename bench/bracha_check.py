@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-from checker.explicit import Options, check
-from checker.loader import load_model
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.loader import load_model
 
 
 def measure(spec: str, params: dict[str, int]) -> tuple[str, int, int, int, float, str]:

@@ -14,9 +14,9 @@ import os
 import tempfile
 import time
 
-from checker.runtrace import load
-from checker.validate import Validator
-from executors.runner import run
+from lockstep.checker.validation.actors import Validator
+from lockstep.checker.validation.runtrace import load
+from lockstep.executors.actors.run import run
 
 
 def main() -> None:

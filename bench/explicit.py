@@ -38,8 +38,8 @@ def run_one(tool: str, model: str, n: int) -> dict:
         t0 = time.perf_counter()
         distinct, generated, _depth = getattr(handwritten, model)(n)
         return {"distinct": distinct, "generated": generated, "seconds": time.perf_counter() - t0}
-    from checker.explicit import Options, check
-    from checker.loader import load_model
+    from lockstep.checker.explicit import Options, check
+    from lockstep.checker.loader import load_model
 
     param = {"filter_lock": "n", "two_phase": "rm"}[model]
     m = load_model(model, {param: n})

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import time
 
-from checker.explicit import Options, check
-from checker.liveness import check_properties
-from checker.loader import load_model
-from checker.temporal import fairness, select
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.liveness import check_properties
+from lockstep.checker.loader import load_model
+from lockstep.checker.temporal import fairness, select
 
 CASES = [
     ("ewd840", "Liveness", {"n": 3}),

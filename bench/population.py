@@ -16,9 +16,9 @@ import argparse
 import math
 import time
 
-from checker.probabilistic import analysis, dtmc
-from checker.probabilistic.batched import Simulator
-from specs.phase_clock import PhaseClock
+from lockstep.checker.probabilistic import analysis, dtmc
+from lockstep.checker.probabilistic.batched import Simulator
+from lockstep.specs.phase_clock import PhaseClock
 
 
 def ppsim_rule(protocol: PhaseClock) -> dict:

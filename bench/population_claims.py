@@ -25,10 +25,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from checker.probabilistic import analysis, dtmc, smc  # noqa: E402
-from checker.probabilistic.batched import Simulator  # noqa: E402
-from specs.adaptive_majority import AdaptiveMajority  # noqa: E402
-from specs.phase_clock import PhaseClock  # noqa: E402
+from lockstep.checker.probabilistic import analysis, dtmc, smc  # noqa: E402
+from lockstep.checker.probabilistic.batched import Simulator  # noqa: E402
+from lockstep.specs.adaptive_majority import AdaptiveMajority  # noqa: E402
+from lockstep.specs.phase_clock import PhaseClock  # noqa: E402
 
 
 def recovery(out: str, quick: bool) -> None:

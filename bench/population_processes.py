@@ -15,10 +15,11 @@ import os
 import tempfile
 import time
 
-from checker.population_rules import Rules, agent_rng, draw, initial_agents, load_protocol, pairs
-from checker.population_validate import validate_population
-from checker.runtrace import load
-from executors.population_run import run_population
+from lockstep.checker.loader import load_protocol
+from lockstep.checker.validation.population import validate_population
+from lockstep.checker.validation.runtrace import load
+from lockstep.executors.population.run import run_population
+from lockstep.specs.lang.population.agents import Rules, agent_rng, draw, initial_agents, pairs
 
 
 def in_process(spec: str, params: dict[str, int], interactions: int, seed: int) -> float:

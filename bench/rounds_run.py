@@ -15,9 +15,9 @@ import argparse
 import tempfile
 import time
 
-from checker.rounds_validate import validate_rounds
-from executors.rounds_runner import run
-from specs.lang.trees import parse_tree, tree_params
+from lockstep.checker.validation.rounds import validate_rounds
+from lockstep.executors.rounds.run import run
+from lockstep.specs.lang.rounds.trees import parse_tree, tree_params
 
 
 def main() -> None:

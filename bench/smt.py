@@ -17,12 +17,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from checker.explicit import Options, check
-from checker.loader import load_model
-from checker.smt.bmc import bmc
-from checker.smt.encode import DEFAULT, ENCODINGS, Encoding
-from checker.smt.induction import prove
-from proofs.two_phase import STRENGTHENING
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.loader import load_model
+from lockstep.checker.smt.bmc import bmc
+from lockstep.checker.smt.encode import DEFAULT, ENCODINGS, Encoding
+from lockstep.checker.smt.induction import prove
+from lockstep.proofs.two_phase import STRENGTHENING
 
 
 @dataclass

@@ -19,10 +19,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from checker.explicit import Options  # noqa: E402
-from checker.loader import load_model, parse_params  # noqa: E402
-from checker.progress import Progress  # noqa: E402
-from checker.vector import VectorOptions, check_vector  # noqa: E402
+from lockstep.checker.explicit import Options  # noqa: E402
+from lockstep.checker.loader import load_model, parse_params  # noqa: E402
+from lockstep.checker.progress import Progress  # noqa: E402
+from lockstep.checker.vector import VectorOptions, check_vector  # noqa: E402
 
 
 def main() -> None:

@@ -41,9 +41,9 @@ TOOLS = ["vector", "scalar", "spin", "spin-por", "minicheck", "musil"]
 def run_lockstep(engine: str, model: str, n: int) -> dict:
     """Inside the measuring child: one Lockstep search."""
     sys.path.insert(0, ROOT)
-    from checker.explicit import Options, check
-    from checker.loader import load_model
-    from checker.vector import check_vector
+    from lockstep.checker.explicit import Options, check
+    from lockstep.checker.loader import load_model
+    from lockstep.checker.vector import check_vector
 
     m = load_model(model, {PARAM[model][0]: n})
     t0 = time.perf_counter()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specs.fair_algebra.commands import Command
-from specs.fair_algebra.semantics import CommandAutomaton, Semantics
-from specs.fair_algebra.traces import show_word
+from lockstep.specs.fair_algebra.commands import Command
+from lockstep.specs.fair_algebra.semantics import CommandAutomaton, Semantics
+from lockstep.specs.fair_algebra.traces import show_word
 
 from .refinement import Verdict, refines
 

@@ -12,33 +12,32 @@ import os
 import sys
 import traceback
 
-from specs.lang.errors import SpecError
+from lockstep import __version__
+from lockstep.specs.lang.errors import SpecError
 
+from .errors import UsageError
 from .loader import LoadError
 from .trace import TraceError
 
 COMMANDS = [
-    "checker.commands.list_specs",
-    "checker.commands.check",
-    "checker.commands.replay",
-    "checker.commands.prove",
-    "checker.commands.algebra",
-    "checker.commands.validate",
-    "executors.run_command",
-    "checker.commands.analyze",
-    "checker.commands.simulate",
+    "lockstep.checker.commands.list_specs",
+    "lockstep.checker.commands.check",
+    "lockstep.checker.commands.replay",
+    "lockstep.checker.commands.prove",
+    "lockstep.checker.commands.algebra",
+    "lockstep.checker.commands.validate",
+    "lockstep.executors.command",
+    "lockstep.checker.commands.analyze",
+    "lockstep.checker.commands.simulate",
 ]
 """Modules defining `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`."""
 
 INPUT_ERRORS = (SpecError, LoadError, TraceError)
 
 
-class UsageError(Exception):
-    """A command-line argument is wrong in a way argparse cannot see."""
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lockstep", description="Specify, model-check and run synchronization protocols.")
+    parser.add_argument("--version", action="version", version=f"lockstep {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:

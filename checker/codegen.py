@@ -3,7 +3,7 @@
 Each transition becomes a few lines of straight-line Python (no call, object or exception
 per action). The breadth-first engine uses `expand`, which fuses successor generation with
 the visited-set test for a whole level; the other functions serve traces, replay, DFS and
-simulation. The generated code follows `specs.lang.terms.OPS`; where it raises, the engine
+simulation. The generated code follows `lockstep.specs.lang.terms.OPS`; where it raises, the engine
 re-runs the state through `interpret` to name the failing spec line.
 
 Fingerprints are Zobrist hashes: the XOR of one random 64-bit key per (slot, value). Two
@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from specs.lang.program import Predicate, Program, Transition
-from specs.lang.terms import Term, _in, _within
+from lockstep.specs.lang.program import Predicate, Program, Transition
+from lockstep.specs.lang.terms import Term, _in, _within
 
 MAX_UNPACK = 48  # states with more slots are read by index instead of unpacked into locals
 TABLE_LIMIT = 4096  # slots with at most this many values get a key table; wider sets get a key per element

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from specs.lang.errors import Location
-from specs.lang.program import Program, Transition
-from specs.lang.terms import OPS, Term
+from lockstep.specs.lang.errors import Location
+from lockstep.specs.lang.program import Program, Transition
+from lockstep.specs.lang.terms import OPS, Term
 
 
 class EvalError(Exception):

@@ -11,7 +11,7 @@ import dataclasses
 import json
 from typing import Any
 
-from specs.lang.types import (
+from lockstep.specs.lang.types import (
     BoolDomain,
     Domain,
     EnumDomain,

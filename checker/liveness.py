@@ -34,7 +34,7 @@ from typing import Any
 
 import networkx as nx
 
-from specs.lang.errors import SpecError
+from lockstep.specs.lang.errors import SpecError
 
 from .explicit import Options
 from .model import Model

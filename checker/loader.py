@@ -17,9 +17,10 @@ import traceback
 from types import ModuleType
 from typing import Any
 
-from specs.lang.errors import SpecError
-from specs.lang.spec import Spec, build_program, declared_params
-from specs.registry import SPECS
+from lockstep.specs.lang.errors import SpecError
+from lockstep.specs.lang.population import Population
+from lockstep.specs.lang.spec import Spec, build_program, declared_params
+from lockstep.specs.registry import SPECS
 
 from .model import Model
 
@@ -196,3 +197,19 @@ def spec_summary(ref: str) -> tuple[str, dict[str, int]]:
     else:
         params = {}
     return (doc[0] if doc else ""), params
+
+
+def load_protocol(ref: str, params: dict[str, int]) -> Population:
+    """The population protocol named by `ref`, built for `params` (LoadError for any other spec)."""
+    obj, _ = resolve(ref)
+    if inspect.isclass(obj) and issubclass(obj, Population):
+        return obj(**params)
+    if isinstance(obj, Population):
+        return obj
+    raise LoadError(f"{ref} is not a population protocol (a Population subclass, see lockstep.specs.lang.population)")
+
+
+def is_protocol(ref: str) -> bool:
+    """Whether `ref` names a population protocol (without building it)."""
+    obj, _ = resolve(ref)
+    return (inspect.isclass(obj) and issubclass(obj, Population)) or isinstance(obj, Population)

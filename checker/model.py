@@ -1,6 +1,6 @@
 """`Model`: what the explicit engines, simulation and replay need from a spec.
 
-Two implementations: `TypedModel` (a `specs.lang` spec, compiled) and `PlainModel` (any
+Two implementations: `TypedModel` (a `lockstep.specs.lang` spec, compiled) and `PlainModel` (any
 object with `init()` and `next(state)`). Engines see only this interface.
 """
 

@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from specs.lang.errors import SpecError
+from lockstep.specs.lang.errors import SpecError
 
 from .itf import encode_plain, show
 from .model import Model, StepFailure

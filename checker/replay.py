@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from specs.lang.errors import SpecError
+from lockstep.specs.lang.errors import SpecError
 
 from .loader import LoadError, load_model, resolve
 from .model import Model

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from itertools import permutations, product
 from typing import Any
 
-from specs.lang.program import Program
-from specs.lang.types import (
+from lockstep.specs.lang.program import Program
+from lockstep.specs.lang.types import (
     Domain,
     MapDomain,
     OptionDomain,

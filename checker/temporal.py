@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from specs.lang.errors import SpecError
-from specs.lang.temporal import FAIRNESS, KINDS, Temporal
+from lockstep.specs.lang.errors import SpecError
+from lockstep.specs.lang.temporal import FAIRNESS, KINDS, Temporal
 
 from .itf import show
 from .model import Model

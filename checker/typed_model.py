@@ -1,12 +1,12 @@
-"""`TypedModel`: a `specs.lang` spec compiled for the explicit engines."""
+"""`TypedModel`: a `lockstep.specs.lang` spec compiled for the explicit engines."""
 
 from __future__ import annotations
 
 from itertools import product
 from typing import Any
 
-from specs.lang.errors import SpecError
-from specs.lang.program import Program, Transition
+from lockstep.specs.lang.errors import SpecError
+from lockstep.specs.lang.program import Program, Transition
 
 from . import interpret
 from .codegen import compile_program

@@ -1,4 +1,4 @@
-"""The runner's side of a run: spawn one OS process per actor, wire them up, stop them, leave none behind.
+"""The runner's side of a run: spawn one OS process per member, wire them up, stop them, leave none behind.
 
 Processes are started with multiprocessing's `spawn` method and talk to the runner over a control
 connection (length-prefixed JSON frames on 127.0.0.1, like the data plane). Data goes directly
@@ -11,10 +11,10 @@ import asyncio
 import multiprocessing
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from .node import NodeConfig, main
 from .relay import Relay
 from .wire import frame, read_frame
 
@@ -38,7 +38,7 @@ class Member:
 
 
 class Cluster:
-    """The processes of one run of an actor spec."""
+    """The processes of one run; a subclass per system model says what each process runs (`process_for`)."""
 
     def __init__(self, spec: str, params: dict[str, int], nproc: int, trace_dir: str | None, seed: int = 0,
                  relay: Relay | None = None, controlled: bool = False, durable: bool = False):
@@ -81,10 +81,13 @@ class Cluster:
             return {str(p): self.relay.port for p in range(self.nproc)}
         return {str(p): m.port for p, m in self.members.items()}
 
+    def process_for(self, pid: int, restore: bool) -> tuple[Callable[[dict[str, Any]], None], dict[str, Any], str]:
+        """Process `pid`'s entry point, its configuration (plain data) and its name: one per system model."""
+        raise NotImplementedError
+
     def _spawn(self, pid: int, restore: bool) -> None:
-        cfg = NodeConfig(self.spec, self.params, pid, self.control_port, self.trace_path(pid), self.seed,
-                         self.controlled, restore, self.durable)
-        proc = self.ctx.Process(target=main, args=(asdict(cfg),), name=f"lockstep-{pid}", daemon=True)
+        target, cfg, name = self.process_for(pid, restore)
+        proc = self.ctx.Process(target=target, args=(cfg,), name=name, daemon=True)
         proc.start()
         self.members[pid] = Member(pid, proc, hello=asyncio.get_running_loop().create_future())
 

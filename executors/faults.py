@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from checker.loader import LoadError
+from lockstep.checker.loader import LoadError
 
 
 class FaultsError(LoadError):

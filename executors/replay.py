@@ -1,305 +1,32 @@
-"""Replay a counterexample on real processes: a controlled scheduler imposes the trace's order.
-
-The processes run as in `lockstep run`, but every message waits in the relay until the
-scheduler releases it, and timers fire only when the scheduler says so. Step by step the
-scheduler does what the counterexample did (deliver this message, fire that timer, crash that
-process) and compares the local state each real process reports with the trace's. At the end
-it assembles the global state from what the real processes hold — their reported local states
-and the messages really in flight in the relay — and evaluates the spec's invariants on it.
-"""
+"""Replay a counterexample on real processes: the trace is re-checked against the spec, then run by
+the replay of its system model (`actors.replay`, `rounds.replay`) under a controlled scheduler."""
 
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
-from checker.replay import replay
-from checker.runtrace import merge
-from checker.trace import Trace, TraceError
-from checker.validate import Mismatch, validate
-from specs.lang.actors import ActorProgram, in_flight
-from specs.lang.jsonvalues import from_json, to_json
-from specs.lang.rounds import RoundsProgram
+from lockstep.checker.replay import replay
+from lockstep.checker.trace import Trace, TraceError
+from lockstep.specs.lang.actors import ActorProgram
+from lockstep.specs.lang.rounds import RoundsProgram
 
-from .cluster import Cluster
-from .relay import Relay
-
-STEP_TIMEOUT = 10.0
-
-
-@dataclass
-class ProcessReplay:
-    """What the real processes showed."""
-
-    steps: int
-    violated: str | None  # the invariant the processes' final global state violates
-    conclusion: str
-    validated: bool
-    failed: str | None = None  # the failure of the handler the trace says fails next
+from .actors.replay import replay_actors
+from .controlled import ProcessReplay
+from .rounds.replay import replay_rounds
 
 
 async def replay_async(trace: Trace, say: Callable[[str], None]) -> ProcessReplay:
     checked = replay(trace)  # the trace is a behaviour of the spec: check before running anything
-    model = checked.model
-    prog = getattr(model, "prog", None)
+    prog = getattr(checked.model, "prog", None)
     if isinstance(prog, RoundsProgram):
-        from .rounds_replay import replay_rounds  # it builds on this module's ProcessReplay
-
         return await replay_rounds(trace, checked, say)
-    if not isinstance(prog, ActorProgram):
-        raise TraceError(f"spec {model.name} is not an actor spec or a rounds spec: only actor and rounds specs "
-                         "run as processes")
-    system = prog.system
-    actions = [s.action for s in trace.steps[1:]]
-    n = system.proc.size
-    relay = Relay(None, controlled=True)
-    with tempfile.TemporaryDirectory(prefix="lockstep-replay-") as tmp:
-        cluster = Cluster(trace.spec, dict(model.params), n, tmp, 0, relay, controlled=True)
-        try:
-            result = await _drive(cluster, relay, model, checked.states, actions, checked.labels[1:],
-                                  trace.property or {}, say)
-            await cluster.stop()
-        finally:
-            cluster.close()
-        merged = merge({p: cluster.trace_path(p) for p in range(n)}, f"{tmp}/run.jsonl", trace.spec, model.name,
-                       dict(model.params))  # type: ignore[arg-type]
-        try:
-            validate(merged)
-            result.validated = True
-        except (Mismatch, TraceError) as e:
-            say(f"  the processes' own trace does not validate: {e}")
-    return result
-
-
-async def _drive(cluster: Cluster, relay: Relay, model: Any, states: list[tuple], actions: list[Any],
-                 labels: list[str], prop: dict[str, Any], say: Callable[[str], None]) -> ProcessReplay:
-    prog: ActorProgram = model.prog
-    system = prog.system
-    run = _Replaying(cluster, relay, prog, say)
-    start_choice = _start_choices(prog, states[0])
-    await cluster.start(start_choice)
-    for p in system.pids:
-        if start_choice.get(p) is not None:
-            run.took(await _next_event(cluster, p, "start"))
-    _compare(prog, states[0], run.local, 0, "init")
-    say("  0  init: every process started")
-    for i, (action, label) in enumerate(zip(actions, labels), start=1):
-        await run.perform(i, action["action"], action.get("args", {}), label)
-        _compare(prog, states[i], run.local, i, label)
-    steps = len(actions)
-    if prop.get("kind") == "step":
-        lid = next((k for k, t in enumerate(prog.transitions) if t.label == prop.get("name")), None)
-        if lid is None:
-            raise TraceError(f"the trace claims step {prop.get('name')} fails, but the spec has no such step")
-        failing = model.label_json(lid)
-        failed = await run.perform(steps + 1, failing["action"], failing["args"], prop["name"], failure=True)
-        conclusion = (f"replayed {steps} steps on {len(system.pids)} processes; then the real handler failed, "
-                      f"as in the counterexample: {failed}")
-        say(conclusion)
-        return ProcessReplay(steps, None, conclusion, False, failed)
-    expected = len(in_flight(prog, states[-1]))
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + STEP_TIMEOUT
-    while len(relay.held) < expected and loop.time() < deadline:
-        await asyncio.sleep(0.01)
-    real = _assemble(prog, run.local, relay, run.killed, run.history)
-    say("  the real processes' global state (local states reported, messages held in the relay):")
-    for k, v in model.show_state(real).items():
-        say(f"         {k} = {v}")
-    index = model.violated(real)
-    bad = model.invariant_names[index] if index >= 0 else None
-    if bad is None:
-        conclusion = f"replayed {steps} steps on {len(system.pids)} processes; the invariants hold in their final state"
-    else:
-        conclusion = (f"replayed {steps} steps on {len(system.pids)} processes; their final state violates "
-                      f"invariant {bad}, as in the counterexample")
-    say(conclusion)
-    return ProcessReplay(steps, bad, conclusion, False)
-
-
-class _Replaying:
-    """What the real processes hold so far, and how to make them take one step of the trace."""
-
-    def __init__(self, cluster: Cluster, relay: Relay, prog: ActorProgram, say: Callable[[str], None]):
-        self.cluster, self.relay, self.prog, self.say = cluster, relay, prog, say
-        self.system = prog.system
-        self.local = {p: self.system.init_locals[p] for p in self.system.pids}
-        self.history: set[Any] = set()
-        self.killed: set[int] = set()
-
-    def took(self, ev: dict[str, Any]) -> None:
-        """Record the local state and observations a process reported."""
-        self.local[ev["pid"]] = self.system.local_from_json(ev["state"])
-        self.history |= _observed(self.prog, ev)
-
-    async def perform(self, i: int, name: str, args: dict[str, Any], label: str, failure: bool = False) -> str | None:
-        """Make the processes take step `i`; with `failure`, expect the handler to fail and return its message."""
-        cluster, relay, system, prog = self.cluster, self.relay, self.system, self.prog
-        if name == "deliver":
-            src, dst = _int(args["src"]), _int(args["dst"])
-            msg = to_json(system.message, _itf_msg(prog, args["msg"]))
-            choice = {k: v for k, v in args.items() if k not in ("src", "dst", "msg")}
-            await _wait_held(relay, src, dst, msg)
-            relay.release(src, dst, msg, _decode_choice(prog, name, args) if choice else None)
-            ev = await _next_event(cluster, dst, label, failure)
-            what = f"process {dst} received it and ran its handler"
-        elif name == "timeout":
-            p, timer = _int(args["p"]), args["timer"]
-            choice = {k: v for k, v in args.items() if k not in ("p", "timer")}
-            cluster.send(p, {"op": "fire", "timer": timer, "choice": _decode_choice(prog, name, args) if choice else None})
-            ev = await _next_event(cluster, p, label, failure)
-            what = f"process {p}'s timer fired"
-        elif name == "forge" and not failure:
-            src, dst = _int(args["src"]), _int(args["dst"])
-            msg = to_json(system.message, _itf_msg(prog, args["msg"]))
-            cluster.send(src, {"op": "forge", "dst": dst, "msg": msg})
-            await _next_event(cluster, src, label)
-            self.say(f"  {i}  {label}: Byzantine process {src} forged it")
-            return None
-        elif name == "crash" and not failure:
-            p = _int(args["p"])
-            await cluster.kill(p)
-            self.killed.add(p)
-            self.say(f"  {i}  {label}: process {p} killed (SIGKILL)")
-            return None
-        elif name == "drop" and not failure:
-            src, dst = _int(args["src"]), _int(args["dst"])
-            msg = to_json(system.message, _itf_msg(prog, args["msg"]))
-            await _wait_held(relay, src, dst, msg)
-            relay.discard(src, dst, msg)
-            self.say(f"  {i}  {label}: the relay dropped it")
-            return None
-        else:
-            raise TraceError(f"step {i}: {name} steps cannot be replayed on processes")
-        if ev["kind"] == "failure":
-            if not failure:
-                raise TraceError(f"{label}: process {ev['pid']} failed: {ev.get('message')}")
-            self.say(f"  {i}  {label}: {what}, which failed: {ev.get('message')}")
-            return str(ev.get("message"))
-        if failure:
-            raise TraceError(f"{label}: the real handler did not fail, but the trace says the spec's step fails here")
-        self.took(ev)
-        self.say(f"  {i}  {label}: {what}")
-        return None
-
-
-def _start_choices(prog: ActorProgram, init: tuple) -> dict[int, dict[str, Any] | None]:
-    """For each process with a start handler, the choice of it (JSON form) that leads to the trace's initial state."""
-    from checker import interpret
-
-    system = prog.system
-    pre = tuple(prog.init_defaults)
-    start = next((t for t in prog.init_transitions if interpret.run_transition(prog, t, pre) == init), None)
-    if start is None:
-        raise TraceError("no start of the processes leads to the trace's initial state")
-    out: dict[int, dict[str, Any] | None] = {p: None for p in system.pids}
-    for s in system.steps:
-        if s.kind == "start":
-            out[s.pid] = {}
-    for (name, v), dom in zip(start.args, start.arg_doms):
-        choice, _, pid = name.rpartition("@")
-        out[int(pid)][choice] = to_json(dom, v)  # type: ignore[index]
-    return out
-
-
-def _decode_choice(prog: ActorProgram, action: str, args: dict[str, Any]) -> dict[str, Any]:
-    """The JSON form of a step's choice arguments (from their ITF form in the trace)."""
-    t = next(t for t in prog.transitions if t.action == action)
-    doms = dict(zip((n for n, _ in t.args), t.arg_doms))
-    fixed = ("src", "dst", "msg") if action == "deliver" else ("p", "timer")
-    return {k: to_json(doms[k], _itf_value(doms[k], v)) for k, v in args.items() if k not in fixed}
-
-
-def _itf_value(dom: Any, v: Any) -> Any:
-    from checker.itf import encode_typed
-
-    for x in dom.values():
-        if encode_typed(dom, x) == v:
-            return x
-    raise TraceError(f"{v!r} is not a value of {dom.describe()}")
-
-
-def _itf_msg(prog: ActorProgram, v: Any) -> Any:
-    return _itf_value(prog.system.message, v)
-
-
-def _int(v: Any) -> int:
-    if isinstance(v, dict) and "#bigint" in v:
-        return int(v["#bigint"])
-    if isinstance(v, int):
-        return v
-    raise TraceError(f"expected an integer, got {v!r}")
-
-
-async def _wait_held(relay: Relay, src: int, dst: int, msg: Any) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + STEP_TIMEOUT
-    while not any(s == src and d == dst and m == msg for s, d, m, _ in relay.held):
-        if loop.time() > deadline:
-            raise TraceError(f"process {src} never sent {msg} to process {dst}: the real processes diverge "
-                             "from the counterexample")
-        await asyncio.sleep(0.005)
-
-
-async def _next_event(cluster: Cluster, pid: int, label: str, failure: bool = False) -> dict[str, Any]:
-    q = cluster.members[pid].reports
-    try:
-        while True:
-            msg = await asyncio.wait_for(q.get(), STEP_TIMEOUT)
-            op = msg.get("op")
-            if op == "event":
-                ev = msg["event"]
-                if ev.get("kind") == "failure" and not failure:
-                    raise TraceError(f"{label}: process {pid} failed: {ev.get('message')}")
-                if ev.get("kind") in ("start", "message", "timeout", "forge", "failure"):
-                    return ev
-            elif op == "deferred":
-                raise TraceError(f"{label}: process {pid} did not take this step: its handler is not enabled")
-            elif op == "gone":
-                raise TraceError(f"{label}: process {pid} exited")
-    except TimeoutError:
-        raise TraceError(f"{label}: process {pid} did not report within {STEP_TIMEOUT:.0f} s") from None
-
-
-def _compare(prog: ActorProgram, state: tuple, local: dict[int, tuple], i: int, label: str) -> None:
-    system = prog.system
-    for p in system.pids:
-        want = tuple(state[j] for j in system.gslots[p])
-        if local[p] != want:
-            raise TraceError(f"step {i} ({label}): process {p}'s real state {system.local_json(local[p])} "
-                             f"is not the counterexample's {system.local_json(want)}")
-
-
-def _observed(prog: ActorProgram, ev: dict[str, Any]) -> set[Any]:
-    """The operations a real process reported observing in an event."""
-    dom = prog.system.observation
-    return {from_json(dom, j, "observed") for j in ev.get("observed", [])} if dom is not None else set()
-
-
-def _assemble(prog: ActorProgram, local: dict[int, tuple], relay: Relay, killed: set[int], history: set[Any]) -> tuple:
-    """The global state made of the real processes' local states and observations and the messages held in the relay."""
-    system = prog.system
-    state = list(prog.init_defaults)
-    for p, values in local.items():
-        for j, v in zip(system.gslots[p], values):
-            state[j] = v
-    envelopes = [(s, d, from_json(system.message, m, "msg")) for s, d, m, _ in relay.held]
-    net = prog.field("network")
-    state[net.base:net.base + net.count] = net.encode(system.net.value_of(envelopes))
-    names = {f.name for f in prog.fields}
-    if "history" in names:
-        h = prog.field("history")
-        state[h.base:h.base + h.count] = h.encode(frozenset(history))
-    if "crashed" in names:
-        c = prog.field("crashed")
-        state[c.base:c.base + c.count] = c.encode(frozenset(killed))
-    return tuple(state)
+    if isinstance(prog, ActorProgram):
+        return await replay_actors(trace, checked, say)
+    raise TraceError(f"spec {checked.model.name} is not an actor spec or a rounds spec: only actor and rounds "
+                     "specs run as processes")
 
 
 def replay_on_processes(trace: Trace, say: Callable[[str], None] = print) -> ProcessReplay:
-    """Replay a counterexample of an actor spec (see the module docstring) or of a rounds spec
-    (`executors.rounds_replay`) on real processes."""
+    """Replay a counterexample of an actor or rounds spec on real processes."""
     return asyncio.run(replay_async(trace, say))

@@ -14,8 +14,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from specs.lang.actors import ActorSystem
-from specs.lang.jsonvalues import from_json, to_json
+from lockstep.specs.lang.actors import ActorSystem
+from lockstep.specs.lang.jsonvalues import from_json, to_json
 
 LENGTH = struct.Struct(">I")
 MAX_FRAME = 1 << 20

@@ -1,1 +1,1 @@
-"""Machine-checked facts about specs. Each module is runnable (`python -m proofs.NAME`) and tested."""
+"""Machine-checked facts about specs. Each module is runnable (`python -m lockstep.proofs.NAME`) and tested."""

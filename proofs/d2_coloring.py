@@ -3,7 +3,7 @@
 For every tree T with 2..9 nodes (`networkx.nonisomorphic_trees`), z3 decides two colouring
 problems — one integer colour per node in 0..k-1, different for every pair at distance 1 or 2:
 with k = Δ(T)+1 it finds a colouring, with k = Δ(T) it proves there is none (unsat). So the
-distance-2 chromatic number of every such tree is Δ+1. The colouring `specs.d2_coloring`
+distance-2 chromatic number of every such tree is Δ+1. The colouring `lockstep.specs.d2_coloring`
 computes from each initiator is then checked against the same constraints with k = Δ+1 (with
 its colours fixed, they must stay satisfiable). Colours are one-hot Booleans with cardinality
 constraints, and each closed neighbourhood (pairwise at distance <= 2) says every colour is used
@@ -19,10 +19,10 @@ import sys
 import networkx as nx
 import z3
 
-from checker.typed_model import TypedModel
-from specs.d2_coloring import D2Coloring, near_pairs
-from specs.lang import build_program
-from specs.lang.trees import tree_params
+from lockstep.checker.typed_model import TypedModel
+from lockstep.specs.d2_coloring import D2Coloring, near_pairs
+from lockstep.specs.lang import build_program
+from lockstep.specs.lang.rounds.trees import tree_params
 
 from .facts import PROVED, REFUTED, UNKNOWN, Fact, Outcome, main
 

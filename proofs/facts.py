@@ -1,6 +1,6 @@
 """What a proof module is made of: facts, each a one-line statement, its expected outcome, and a check.
 
-`python -m proofs.NAME` runs a module's facts and prints one line per fact — the statement,
+`python -m lockstep.proofs.NAME` runs a module's facts and prints one line per fact — the statement,
 proved or refuted (with the counterexample), and the seconds taken — and exits 1 if any
 outcome differs from the one the module expects.
 """

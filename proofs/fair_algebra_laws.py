@@ -1,7 +1,7 @@
 """Laws of the fair synchronous concurrent program algebra, checked on generated commands.
 
 Each law is checked over commands drawn by hypothesis (derandomised, so a table is
-reproducible) on a small Σ, by exact refinement (`specs.fair_algebra.refine`): `=` is `⊑`
+reproducible) on a small Σ, by exact refinement (`lockstep.specs.fair_algebra.refine`): `=` is `⊑`
 both ways. A law the algebra does not have (`expect=False`) must be refuted with a
 counterexample. Sources: AFP `Concurrent_Ref_Alg` (S1), the synchronisation and atomic-step
 theories of the UQ rg_algebra development (S3), and its `Fairness.thy` (S2), which encodes
@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
-from checker.algebra import check_refines
-from specs.fair_algebra.commands import (
+from lockstep.checker.algebra import check_refines
+from lockstep.specs.fair_algebra.commands import (
     CHOICE,
     CONJ,
     ENV,
@@ -40,7 +40,7 @@ from specs.fair_algebra.commands import (
     universal,
     variables,
 )
-from specs.fair_algebra.syntax import parse
+from lockstep.specs.fair_algebra.syntax import parse
 
 METAVARIABLES = frozenset({"c", "d", "e", "c0", "c1", "d0", "d1"})
 SECONDS_PER_CHECK = 2.0  # a refinement check that needs longer counts as inconclusive for its example

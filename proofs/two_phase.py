@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import sys
 
-from checker.loader import load_model
-from checker.smt import induction
-from checker.typed_model import TypedModel
+from lockstep.checker.loader import load_model
+from lockstep.checker.smt import induction
+from lockstep.checker.typed_model import TypedModel
 
 from .facts import PROVED, REFUTED, UNKNOWN, Fact, Outcome, main
 

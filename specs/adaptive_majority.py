@@ -37,9 +37,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from specs.lang import Enum, Int, Param, Record
-from specs.lang.population import Population, predicate, start
-
+from .lang import Enum, Int, Param, Record
+from .lang.population import Population, predicate, start
 from .phase_clock import clock_step, default_minutes, spread
 
 Opinion = Enum("A", "B", "U")
@@ -60,7 +59,7 @@ class AdaptiveMajority(Population):
         self.m = self.m or default_minutes(self.n)
         self.M = self.hours * self.m
         if self.churn > self.n:
-            from specs.lang import SpecError
+            from .lang import SpecError
 
             raise SpecError(f"churn = {self.churn} exceeds n = {self.n}: the flip probability churn/n must be at most 1")
 

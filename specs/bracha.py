@@ -28,8 +28,8 @@ integrity is a checked property rather than a consequence of the state's type. L
 (totality) is not checked here.
 """
 
-from specs.lang import And, ForAll, If, Implies, Int, Map, Option, Param, Range, Record, Set, Union, invariant, require
-from specs.lang.actors import ActorSpec, Local, broadcast, on_message, on_start, send
+from .lang import And, ForAll, If, Implies, Int, Map, Option, Param, Range, Record, Set, Union, invariant, require
+from .lang.actors import ActorSpec, Local, broadcast, on_message, on_start, send
 
 F = Param("f", default=1, lo=0, doc="Byzantine processes tolerated")
 N = 3 * F + 1

@@ -56,10 +56,10 @@ from typing import Any
 
 import networkx as nx
 
-from specs.lang import And, Enum, If, Implies, Int, Option, Or, Param, Range, Record, Set, invariant
-from specs.lang.params import ParamExpr
-from specs.lang.rounds import Local, RoundsSpec, broadcast, on_receive, on_start, on_transmit, terminated
-from specs.lang.trees import distance2_violations, tree_code, tree_from_code
+from .lang import And, Enum, If, Implies, Int, Option, Or, Param, Range, Record, Set, invariant
+from .lang.params import ParamExpr
+from .lang.rounds import Local, RoundsSpec, broadcast, on_receive, on_start, on_transmit, terminated
+from .lang.rounds.trees import distance2_violations, tree_code, tree_from_code
 
 DEFAULT_TREE = nx.Graph([(0, 1), (1, 2), (2, 3), (1, 4), (4, 5), (2, 6)])
 
@@ -106,7 +106,7 @@ class D2Coloring(RoundsSpec):
     Message = Color
     starters = "one"
     n = Node
-    tree = Param("tree", default=tree_code(DEFAULT_TREE), lo=0, doc="the tree's Prüfer code (see specs.lang.trees)")
+    tree = Param("tree", default=tree_code(DEFAULT_TREE), lo=0, doc="the tree's Prüfer code (see specs/lang/rounds/trees.py)")
     delta = DELTA
 
     status = Local(Enum("idle", "pending", "done"), init="idle")
@@ -124,7 +124,7 @@ class D2Coloring(RoundsSpec):
         actual = max((d for _, d in graph.degree), default=0)
         given = params.get("delta", 0)
         if given and given < actual:
-            from specs.lang import SpecError
+            from .lang import SpecError
 
             raise SpecError(f"{cls.__name__}: delta={given} is below the tree's maximum degree {actual}", None,
                             f"drop --param delta or give at least {actual}")

@@ -41,8 +41,8 @@ from __future__ import annotations
 
 import math
 
-from specs.lang import Int, Param
-from specs.lang.population import ALL, Population, predicate, start
+from .lang import Int, Param
+from .lang.population import ALL, Population, predicate, start
 
 
 def default_minutes(n: int) -> int:

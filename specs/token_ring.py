@@ -10,8 +10,8 @@ without the stabilisation); this is the plain circulating-token workload, not a 
 from a paper. Deviations: none to state.
 """
 
-from specs.lang import Int, Param, Range, Record, invariant
-from specs.lang.actors import ActorSpec, Local, on_message, on_start, send
+from .lang import Int, Param, Range, Record, invariant
+from .lang.actors import ActorSpec, Local, on_message, on_start, send
 
 N = Range("n", default=3)
 TOKENS = Param("tokens", default=3, lo=1, doc="tokens in the ring")

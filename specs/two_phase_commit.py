@@ -22,8 +22,8 @@ An aborted RM answers Prepare with an explicit No rather than by staying silent,
 not wait for its timer. Messages carry no RM id: the sender's process id identifies it.
 """
 
-from specs.lang import And, Enum, ForAll, If, Implies, Not, Param, Range, Record, Set, Union, invariant, require
-from specs.lang.actors import ActorSpec, Local, Network, on_message, on_start, on_timeout, send, set_timer
+from .lang import And, Enum, ForAll, If, Implies, Not, Param, Range, Record, Set, Union, invariant, require
+from .lang.actors import ActorSpec, Local, Network, on_message, on_start, on_timeout, send, set_timer
 
 RM = Param("rm", default=2, lo=1, doc="resource managers")
 TM = 0

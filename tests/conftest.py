@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from checker.cli import main
-from checker.loader import resolve
-from specs.lang import Spec
-from specs.registry import SPECS
+from lockstep.checker.cli import main
+from lockstep.checker.loader import resolve
+from lockstep.specs.lang import Spec
+from lockstep.specs.registry import SPECS
 
 MODELS = os.path.join(os.path.dirname(__file__), "models")
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from specs.fair_algebra.semantics import CommandAutomaton, Semantics
-from specs.fair_algebra.syntax import parse
-from specs.fair_algebra.traces import enumerate_traces, show_word
+from lockstep.specs.fair_algebra.semantics import CommandAutomaton, Semantics
+from lockstep.specs.fair_algebra.syntax import parse
+from lockstep.specs.fair_algebra.traces import enumerate_traces, show_word
 
 from ..algebra import DEFAULT_LIMIT, check_refines
-from .check import natural, positive
+from .common import natural, positive
 
 REFUTE_FACTOR = 5  # a law expected to be false gets this many times the examples to find its counterexample
 NAME = "algebra"
@@ -67,7 +67,7 @@ def _refines(args: argparse.Namespace) -> int:
 
 
 def _traces(args: argparse.Namespace) -> int:
-    from ..cli import UsageError
+    from ..errors import UsageError
 
     if args.depth is None:
         raise UsageError("lockstep algebra traces needs --depth K: a command may have infinitely many traces, so the "
@@ -86,9 +86,9 @@ def _traces(args: argparse.Namespace) -> int:
 
 
 def _laws(args: argparse.Namespace) -> int:
-    from proofs.fair_algebra_laws import LAWS, check_law, table
+    from lockstep.proofs.fair_algebra_laws import LAWS, check_law, table
 
-    from ..cli import UsageError
+    from ..errors import UsageError
 
     laws = LAWS
     if args.law:

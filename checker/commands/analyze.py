@@ -10,11 +10,11 @@ import time
 
 import numpy as np
 
-from specs.lang.population import Population
+from lockstep.specs.lang.population import Population
 
 from ..loader import LoadError, parse_params, resolve
 from ..probabilistic import analysis, dtmc, exact
-from .check import add_spec_arguments, positive
+from .common import add_spec_arguments, positive
 
 NAME = "analyze"
 HELP = "exact analysis of a population protocol's Markov chain: reachability, hitting and holding times"
@@ -30,7 +30,7 @@ def load_population(ref: str, params: dict[str, int]) -> Population:
     if isinstance(obj, Population):
         return obj
     raise LoadError(f"{ref} is not a population protocol: this command needs a Population subclass "
-                    "(specs.lang.population)")
+                    "(lockstep.specs.lang.population)")
 
 
 def target_name(protocol: Population, name: str | None) -> str:
@@ -70,7 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli import UsageError
+    from ..errors import UsageError
 
     protocol = load_population(args.spec, parse_params(args.param))
     target = target_name(protocol, args.target)

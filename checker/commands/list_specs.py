@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from specs.registry import SPECS
+from lockstep.specs.registry import SPECS
 
 from ..loader import LoadError, spec_summary
 

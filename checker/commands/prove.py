@@ -7,7 +7,7 @@ import sys
 
 from ..loader import parse_params
 from ..trace import render
-from .check import add_spec_arguments, load_typed, positive
+from .common import add_spec_arguments, load_typed, positive
 
 NAME = "prove"
 HELP = "prove that an invariant holds in every reachable state (k-induction with z3)"

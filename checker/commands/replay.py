@@ -20,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     trace = Trace.load(args.file)
     if args.on_processes:
-        from executors.replay import replay_on_processes  # the command line composes checker and executors
+        from lockstep.executors.replay import replay_on_processes  # the command line composes checker and executors
 
         print(f"replaying {args.file} on processes: spec {trace.spec_name} {trace.params}")
         res = replay_on_processes(trace, say=print)

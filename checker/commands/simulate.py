@@ -8,13 +8,13 @@ import math
 import sys
 import time
 
-from specs.lang.population import ALL, Population
+from lockstep.specs.lang.population import ALL, Population
 
 from ..loader import LoadError, parse_params
 from ..probabilistic import smc
 from ..probabilistic.batched import Simulator
 from .analyze import load_population, target_name
-from .check import add_spec_arguments, positive
+from .common import add_spec_arguments, positive
 
 NAME = "simulate"
 HELP = "simulate a population protocol: hitting times with confidence intervals, statistical checks, plots"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..population_validate import PopulationValidation, PopulationValidator, configuration_trace, is_population_run
-from ..rounds_validate import is_rounds_trace, report_rounds
-from ..runtrace import MergedRun, load
 from ..trace import TraceError
-from ..validate import Mismatch, Validation, validate
+from ..validation.actors import Validation, validate
+from ..validation.population import PopulationValidation, PopulationValidator, configuration_trace, is_population_run
+from ..validation.rounds import is_rounds_trace, report_rounds
+from ..validation.runtrace import MergedRun, Mismatch, load
 
 NAME = "validate"
 HELP = "check a run trace (from `lockstep run --trace`) against its spec, event by event"

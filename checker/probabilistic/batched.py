@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from specs.lang.population import Population
+from lockstep.specs.lang.population import Population
 
 
 class Simulator:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from specs.lang.population import ALL, Population
+from lockstep.specs.lang.population import ALL, Population
 
 from ..loader import LoadError
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-from specs.lang.errors import SpecError
+from lockstep.specs.lang.errors import SpecError
 
 from ..result import HOLDS, INCONCLUSIVE, VIOLATION, Violation
 from ..typed_model import TypedModel

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-from specs.lang.errors import SpecError
+from lockstep.specs.lang.errors import SpecError
 
 from .. import interpret
 from ..typed_model import TypedModel

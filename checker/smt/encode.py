@@ -8,7 +8,7 @@ guard, each slot's next value is the update of the chosen transition or, for the
 that do not update it, its old value (frame), and every slot of every state is constrained to
 its type.
 
-Failures follow the reference evaluator (`checker.interpret`): every term is encoded as a
+Failures follow the reference evaluator (`lockstep.checker.interpret`): every term is encoded as a
 value and the condition under which evaluating it raises (an index outside a `select`, a
 negative set element, a division by zero), respecting the laziness of `and`, `or` and `ite`.
 An enabled transition *fails* where an `assert` is false, an `error` check is reached, an
@@ -41,10 +41,10 @@ from typing import Any
 
 import z3
 
-from specs.lang.errors import SpecError
-from specs.lang.program import Predicate, Program, Transition
-from specs.lang.terms import Term
-from specs.lang.types import BoolDomain, Domain, SetDomain
+from lockstep.specs.lang.errors import SpecError
+from lockstep.specs.lang.program import Predicate, Program, Transition
+from lockstep.specs.lang.terms import Term
+from lockstep.specs.lang.types import BoolDomain, Domain, SetDomain
 
 
 @dataclass(frozen=True)

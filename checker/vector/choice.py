@@ -1,6 +1,6 @@
 """Which explicit engine runs a check: `--engine auto|vector|scalar|explicit|smt`.
 
-`auto` runs the vector engine on typed specs and the scalar engine (`checker.explicit`) on
+`auto` runs the vector engine on typed specs and the scalar engine (`lockstep.checker.explicit`) on
 plain specs and on whatever the vector engine does not cover (symmetry reduction, depth-first
 search, integers beyond 64 bits); `explicit` is another name for `scalar`. `smt` (the symbolic
 engine) is handled by the check command itself.
@@ -12,14 +12,15 @@ from ..explicit import Options, check
 from ..model import Model
 from ..progress import Progress
 from ..result import CheckResult
+from . import check_vector
 from .layout import VectorUnsupported
-from .search import VectorModel, check_vector
+from .search import VectorModel
 
 ENGINES = ("auto", "vector", "scalar", "explicit", "smt")
 
 
 def _usage(message: str) -> Exception:
-    from ..cli import UsageError
+    from ..errors import UsageError
 
     return UsageError(message)
 

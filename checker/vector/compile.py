@@ -1,7 +1,7 @@
 """Compile a `Program`'s terms to numpy code that runs over a batch of packed states.
 
-The third interpreter of the term language (after `checker.interpret` and `checker.codegen`),
-following `specs.lang.terms.OPS` column-wise: a Bool term is a bool array, an integer term an
+The third interpreter of the term language (after `lockstep.checker.interpret` and `lockstep.checker.codegen`),
+following `lockstep.specs.lang.terms.OPS` column-wise: a Bool term is a bool array, an integer term an
 int64 array, a Set term an int64 bitmask array (a tuple of them when its universe exceeds 63
 elements), `ite` is `np.where`, `select` a gather, `card` a popcount. Every term is computed on
 every row of the batch, with safe stand-ins where the operation would fail (a zero divisor, an
@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from specs.lang.program import Predicate, Program, Transition
-from specs.lang.terms import Term
-from specs.lang.types import SetDomain
+from lockstep.specs.lang.program import Predicate, Program, Transition
+from lockstep.specs.lang.terms import Term
+from lockstep.specs.lang.types import SetDomain
 
 from .layout import CHUNK, Layout, VectorUnsupported
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specs.lang.program import Program
+from lockstep.specs.lang.program import Program
 
 CHUNK = 63  # set elements per column: a chunk of a bitmask stays a non-negative int64
 MAX_BITS = 63  # wider scalar domains (and any intermediate beyond int64) are not vectorised

@@ -6,7 +6,7 @@ are dropped at once (their parent is visited); the rest are fingerprinted and lo
 visited table; those not found are put in the scalar engine's order — frontier row, then
 transition — and the first occurrence of each fingerprint is a new state, whose parent is the
 row that produced it. So the counts, the stopping point of a violation and the counterexample
-are those of `checker.explicit`, which visits successors in that order one by one.
+are those of `lockstep.checker.explicit`, which visits successors in that order one by one.
 
 Counterexamples are rebuilt as the scalar engine rebuilds them: walk the parent links back to
 an initial state, then regenerate the path forward with the scalar model, choosing at each
@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..explicit import Options, _Found, _Search, safe_predicates
-from ..progress import NoProgress, Progress, Stats
+from ..explicit.search import Options, _Found, _Search, safe_predicates
+from ..progress import Progress, Stats
 from ..result import HOLDS, INCONCLUSIVE, VIOLATION, CheckResult
 from ..typed_model import TypedModel
 from .compile import VectorProgram
@@ -71,26 +71,6 @@ class _VectorFingerprints:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._model, name)
-
-
-def check_vector(model: Any, opts: Options, progress: Progress | None = None,
-                 vopts: VectorOptions | None = None) -> CheckResult:
-    """Explore a typed model with the vector engine; the same verdict and counts as `explicit.check`."""
-    if opts.dfs:
-        raise VectorUnsupported("depth-first search runs on the scalar engine")
-    vm = model if isinstance(model, VectorModel) else VectorModel(model)
-    progress = progress or NoProgress()
-    vopts = vopts or VectorOptions()
-    if opts.workers > 1:
-        from .workers import check_workers
-
-        return check_workers(vm, opts, progress, vopts)
-    search = VectorSearch(vm, opts, progress, vopts)
-    try:
-        return search.run()
-    finally:
-        search.close()
-        progress.close()
 
 
 class _Stop(Exception):

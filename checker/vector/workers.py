@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..explicit import Options, _Found
+from ..explicit.search import Options, _Found
 from ..progress import Progress, Stats
 from ..result import HOLDS, INCONCLUSIVE, VIOLATION, CheckResult
 from .search import FirstOccurrences, VectorModel, VectorOptions, VectorSearch

@@ -19,7 +19,7 @@ the state space is that of the agents themselves. The seeded bug `AgentClockNoWr
 the wrap-around, so a phase leaves its type; the checker reports that step.
 """
 
-from specs.lang import If, Int, Map, Param, Range, Spec, action, require
+from ..lang import If, Int, Map, Param, Range, Spec, action, require
 
 N = Param("agents", default=8, lo=2)
 Agent = Range(N)

@@ -7,7 +7,7 @@ violated, and the shortest counterexample — 6 steps — is the puzzle's soluti
 Deviations: none. The jug sizes are parameters (`small_cap`, `big_cap`), 3 and 5 by default.
 """
 
-from specs.lang import Int, Min, Param, Spec, Var, action, invariant
+from ..lang import Int, Min, Param, Spec, Var, action, invariant
 
 SMALL = Param("small_cap", default=3, lo=1)
 BIG = Param("big_cap", default=5, lo=1)

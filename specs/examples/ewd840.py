@@ -21,7 +21,7 @@ Deviations: none. `TypeOK` is implied by the declared types and so is not restat
 parameter `n` (3 by default). `SendMsg(i)` with its `∃ j` becomes the action `send_msg(i, j)`.
 """
 
-from specs.lang import (
+from ..lang import (
     ANY,
     And,
     Bool,

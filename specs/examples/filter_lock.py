@@ -10,7 +10,7 @@ processes), as in the Promela model in `bench/`. N = 5: 344,805 distinct states.
 none; `j` is the loop variable of the paper's `for` loop, reset to 0 in the critical section.
 """
 
-from specs.lang import And, Enum, ForAll, If, Implies, Int, Map, Not, Or, Param, Range, Spec, action, invariant, require
+from ..lang import And, Enum, ForAll, If, Implies, Int, Map, Not, Or, Param, Range, Spec, action, invariant, require
 
 N = Param("n", default=3, lo=2)
 Proc = Range(N)

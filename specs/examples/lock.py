@@ -19,7 +19,7 @@ Deviations: the book gives the definitions, not this spec; the spec is Lockstep'
 example of the difference between them (a test-and-set lock with no queue).
 """
 
-from specs.lang import (
+from ..lang import (
     Bool,
     Count,
     Enum,

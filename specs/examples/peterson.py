@@ -9,7 +9,7 @@ Deviations: none; each assignment and the wait's test are single atomic steps, a
 usual TLA+ and Promela models.
 """
 
-from specs.lang import And, Bool, Enum, ForAll, Implies, Map, Not, Or, Range, Spec, Var, action, invariant, require
+from ..lang import And, Bool, Enum, ForAll, Implies, Map, Not, Or, Range, Spec, Var, action, invariant, require
 
 Proc = Range(2, symmetric=True)
 PC = Enum("idle", "set_flag", "set_turn", "wait", "cs", "exit")

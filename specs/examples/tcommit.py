@@ -10,7 +10,7 @@ all-committed and all-aborted states have no successors; TLC's published counts 
 run without deadlock checking, so check with `--no-deadlock`.
 """
 
-from specs.lang import And, Enum, ForAll, Map, Not, Or, Range, Spec, action, invariant, require
+from ..lang import And, Enum, ForAll, Map, Not, Or, Range, Spec, action, invariant, require
 
 RM = Range("rm", default=3, symmetric=True)
 RMState = Enum("working", "prepared", "committed", "aborted")

@@ -14,7 +14,7 @@ strengthen it into one (`lockstep prove two_phase --invariant consistent --with 
 state, so checking them changes no count.
 """
 
-from specs.lang import (
+from ..lang import (
     And,
     Enum,
     ForAll,

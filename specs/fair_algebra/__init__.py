@@ -9,8 +9,8 @@ and `Fairness.thy`, which encodes `fair` and fair parallel with the paper's lemm
 
 Modules: `commands` (the command trees), `syntax` (the textual syntax, parsed with lark),
 `semantics` (the labelled transition system with Büchi acceptance), `traces` (trace listing).
-Refinement is decided by the engine in `checker.refinement` (`lockstep algebra refines`), and
-the laws are checked in `proofs.fair_algebra_laws` (`lockstep algebra laws`).
+Refinement is decided by the engine in `lockstep.checker.refinement` (`lockstep algebra refines`), and
+the laws are checked in `lockstep.proofs.fair_algebra_laws` (`lockstep algebra laws`).
 
 Definitions followed
 - Orientation of the paper and the AFP: ⊓ is nondeterministic choice, c ⊑ d means d refines c

@@ -3,7 +3,7 @@
 A command is an immutable tree. `Step` is one atomic step, a program step π(r) or an environment
 step ε(r) for a relation r ⊆ Σ×Σ; the derived commands (skip, chaos, fair parallel, ...) are
 kept as their own nodes so that commands print as they were written, and are unfolded into
-their definitions by `specs.fair_algebra.semantics`.
+their definitions by `lockstep.specs.fair_algebra.semantics`.
 """
 
 from __future__ import annotations

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, v_args
 
-from specs.lang.errors import SpecError
-
+from ..lang.errors import SpecError
 from .commands import (
     CHOICE,
     CONJ,

@@ -2,7 +2,7 @@
 
 Write a protocol once as a `Spec` subclass; every engine interprets the same code:
 
-    from specs.lang import *
+    from lockstep.specs.lang import *
 
     RM = Range("rm", default=3, symmetric=True)
 
@@ -26,13 +26,13 @@ on Python values):
 - membership is `s.field.contains(x)`, not `x in s.field`; sets are values:
   `s.f = s.f.add(x)`;
 - temporal properties (`@temporal` returning `eventually(P)`, `leads_to(P, Q)`, ...) and
-  fairness (`@action(fairness="weak")`) are described in `specs.lang.temporal`;
+  fairness (`@action(fairness="weak")`) are described in `lockstep.specs.lang.temporal`;
 - Python control flow over *parameters* (`for r in RM`, `if p == 0` on an action's
   parameter) is fine: parameters are concrete while a spec is built.
 
 A misuse fails when the spec is loaded, naming the line and the fix.
 
-Message-passing protocols are written with `specs.lang.actors` (processes with local state and
+Message-passing protocols are written with `lockstep.specs.lang.actors` (processes with local state and
 handlers, a network, crashes and Byzantine processes); they compile to a spec like any other.
 """
 

@@ -125,7 +125,7 @@ class Predicate:
 
 @dataclass
 class TemporalProperty:
-    """A `@temporal` property: its shape (`specs.lang.temporal.KINDS`) and its state conditions as Bool terms."""
+    """A `@temporal` property: its shape (`lockstep.specs.lang.temporal.KINDS`) and its state conditions as Bool terms."""
 
     name: str
     kind: str

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import Location, SpecError, user_location
+from .markers import kind_of, marker, meta_of
 from .params import Binding, Param, ParamLike, bound
 from .program import Check, Field, Predicate, Program, TemporalProperty, Transition
 from .temporal import as_temporal, check_fairness_meta
@@ -28,43 +29,30 @@ from .terms import (
 from .tracing import Disabled, TraceState, current_tracer, tracing
 from .types import ANY, Map, MapDomain, Range, Set, Type, Var, domain_values
 
-_KIND = "_lockstep_kind"
-
-
-def _marker(kind: str, fn: Callable | None, **meta: Any):
-    def mark(f: Callable) -> Callable:
-        if not callable(f):
-            raise SpecError(f"@{kind} decorates a function", user_location())
-        setattr(f, _KIND, kind)
-        f._lockstep_meta = meta  # type: ignore[attr-defined]
-        return f
-
-    return mark(fn) if fn is not None else mark
-
 
 def action(fn: Callable | None = None, **meta: Any):
     """Mark `def name(s, p: T, ...)` as an action; its parameters range over finite types.
 
     Keyword options are kept for engines (for example `fairness="weak"`).
     """
-    return _marker("action", fn, **meta)
+    return marker("action", fn, **meta)
 
 
 def invariant(fn: Callable | None = None, **meta: Any):
     """Mark `def name(s) -> bool` as a state invariant."""
-    return _marker("invariant", fn, **meta)
+    return marker("invariant", fn, **meta)
 
 
 def constraint(fn: Callable | None = None, **meta: Any):
     """Mark `def name(s) -> bool` as a state constraint (TLC's CONSTRAINT): states outside it are
     checked against the invariants but neither stored nor expanded."""
-    return _marker("constraint", fn, **meta)
+    return marker("constraint", fn, **meta)
 
 
 def initial(fn: Callable | None = None, **meta: Any):
     """Mark `def name(s, p: T, ...)` as an initial-state function: it starts from the fields'
     `init` values, may `require(...)` and assign; each enabled parameter choice is an initial state."""
-    return _marker("initial", fn, **meta)
+    return marker("initial", fn, **meta)
 
 
 def require(*conds: Any) -> None:
@@ -122,11 +110,7 @@ class Spec:
 
 def _is_decl(value: Any) -> bool:
     return isinstance(value, (Var, Map, Set, Param)) or (isinstance(value, Range) and isinstance(value.size, Param)) \
-        or (callable(value) and hasattr(value, _KIND))
-
-
-def kind_of(fn: Any) -> str | None:
-    return getattr(fn, _KIND, None)
+        or (callable(value) and kind_of(value) is not None)
 
 
 # ----------------------------------------------------------------------------- parameters
@@ -336,7 +320,7 @@ class _Builder:
             if not trace_body(tracer, lambda: fn(view, *(v for _, v in args))):
                 return None
         updates = {s: t for s, t in view.writes.items() if not (isinstance(t, Term) and t.op == "slot" and t.args[0] == s)}
-        return Transition(name, args, tracer.checks, updates, _def_location(fn), getattr(fn, "_lockstep_meta", {}))
+        return Transition(name, args, tracer.checks, updates, _def_location(fn), meta_of(fn))
 
     def _temporal(self, prog: Program, name: str, fn: Callable) -> TemporalProperty:
         if len(inspect.signature(fn).parameters) != 1:
@@ -362,7 +346,7 @@ class _Builder:
         for x in operands:
             if x is not None and not isinstance(x, bool):
                 mark_used(x)
-        return TemporalProperty(name, formula.kind, operands, _def_location(fn), getattr(fn, "_lockstep_meta", {}))
+        return TemporalProperty(name, formula.kind, operands, _def_location(fn), meta_of(fn))
 
     def _predicate(self, prog: Program, name: str, fn: Callable) -> Predicate:
         if len(inspect.signature(fn).parameters) != 1:
@@ -383,19 +367,19 @@ class _Builder:
                 check_pending_quietly()
                 _reraise_internal(e)
                 return Predicate(name, None, _def_location(fn), (f"{type(e).__name__}: {e}", _exception_location(e)),
-                                 getattr(fn, "_lockstep_meta", {}))
+                                 meta_of(fn))
             check_pending()
         if tracer.checks:
             raise SpecError(f"{kind_of(fn)} {name} calls require() or Assert()", _def_location(fn),
                             "return a condition instead")
-        return Predicate(name, value, _def_location(fn), None, getattr(fn, "_lockstep_meta", {}))
+        return Predicate(name, value, _def_location(fn), None, meta_of(fn))
 
 
 def _check_families(actions: list[tuple[str, Callable]]) -> None:
     """Every action's fairness options are well formed, and the members of a family agree on its kind."""
     kinds: dict[str, tuple[str, str]] = {}
     for name, fn in actions:
-        meta = getattr(fn, "_lockstep_meta", {})
+        meta = meta_of(fn)
         check_fairness_meta(name, meta, _def_location(fn))
         family = meta.get("family")
         if family is None:

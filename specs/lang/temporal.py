@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import SpecError, user_location
+from .markers import marker
 
 KINDS = {"eventually": 1, "always_eventually": 1, "eventually_always": 1, "leads_to": 2}
 FAIRNESS = ("weak", "strong")
@@ -66,9 +67,7 @@ def leads_to(p: Any, q: Any) -> Temporal:
 
 def temporal(fn: Callable | None = None, **meta: Any):
     """Mark `def name(s) -> Temporal` as a temporal property, checked with `lockstep check --property name`."""
-    from .spec import _marker
-
-    return _marker("temporal", fn, **meta)
+    return marker("temporal", fn, **meta)
 
 
 def check_fairness_meta(action: str, meta: dict[str, Any], loc: Any) -> None:

@@ -122,6 +122,12 @@ class Term:
             if isinstance(a, Term):
                 a.used = True
 
+    @staticmethod
+    def _build_record(rtype: Record, vals: tuple) -> Term:
+        """`Record(...)` called with a term among its field values builds a record term (`specs.lang.types`
+        finds this on the values' class, so that module need not import this one)."""
+        return record_term(rtype, vals)
+
     # -- identity ---------------------------------------------------------------------
     @property
     def key(self) -> tuple:

@@ -355,10 +355,10 @@ class Record(Type):
 
     def __call__(self, *args: Any, **kwargs: Any):
         vals = self._arguments(args, kwargs)
-        from .terms import Term, record_term
-
-        if any(isinstance(v, Term) for v in vals):
-            return record_term(self, vals)
+        for v in vals:
+            build = getattr(type(v), "_build_record", None)  # a term: the record is a term too
+            if build is not None:
+                return build(self, vals)
         return RecordValue(self, tuple(resolve(v) for v in vals))
 
     def _arguments(self, args, kwargs) -> tuple:

@@ -50,14 +50,14 @@ def test_spec_that_fails_to_import(cli):
 
 def test_spec_with_a_syntax_error(cli, tmp_path):
     spec = tmp_path / "broken.py"
-    spec.write_text("from specs.lang import *\nclass X(Spec)\n    pass\n")
+    spec.write_text("from lockstep.specs.lang import *\nclass X(Spec)\n    pass\n")
     r = no_traceback(cli("check", str(spec)))
     assert r.code == 2 and "syntax error at" in r.err and "broken.py:2" in r.err
 
 
 def test_unbounded_action_parameter(cli, tmp_path):
     spec = tmp_path / "unbounded.py"
-    spec.write_text("from specs.lang import *\nclass U(Spec):\n    x = Var(Int(0, 3), init=0)\n"
+    spec.write_text("from lockstep.specs.lang import *\nclass U(Spec):\n    x = Var(Int(0, 3), init=0)\n"
                     "    @action\n    def set(s, v: int):\n        s.x = v\n")
     r = no_traceback(cli("check", str(spec)))
     assert r.code == 2 and "parameter 'v' of set has type 'int', which is not a finite domain" in r.err

@@ -2,7 +2,7 @@
 
 Random states (reachable or not) of every registered typed spec and of the test models:
 the compiled successors, invariant checks and fused level expansion must match the direct
-evaluation of each transition's terms (`checker.interpret`), including where a step fails.
+evaluation of each transition's terms (`lockstep.checker.interpret`), including where a step fails.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker import interpret
-from checker.loader import load_model, resolve
-from checker.typed_model import TypedModel
-from specs.lang import Spec
-from specs.registry import SPECS
+from lockstep.checker import interpret
+from lockstep.checker.loader import load_model, resolve
+from lockstep.checker.typed_model import TypedModel
+from lockstep.specs.lang import Spec
+from lockstep.specs.registry import SPECS
 from tests.conftest import model_path
 
 

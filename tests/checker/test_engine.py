@@ -8,11 +8,11 @@ from itertools import permutations
 import pytest
 
 from bench import handwritten
-from checker.explicit import Options, check
-from checker.loader import load_model
-from checker.parallel import check_parallel
-from checker.progress import Progress
-from specs.lang import SpecError
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.explicit.parallel import check_parallel
+from lockstep.checker.loader import load_model
+from lockstep.checker.progress import Progress
+from lockstep.specs.lang import SpecError
 from tests.conftest import model_path
 
 
@@ -159,7 +159,7 @@ def test_symmetry_counterexamples_are_real_paths(cli, tmp_path):
 def test_declared_symmetry_that_does_not_hold_is_refused(tmp_path):
     spec = tmp_path / "asym.py"
     spec.write_text(
-        "from specs.lang import *\n"
+        "from lockstep.specs.lang import *\n"
         "P = Range('n', default=3, symmetric=True)\n"
         "class Leader(Spec):\n"
         "    up = Map(P, Bool, init=False)\n"

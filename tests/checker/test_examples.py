@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bench import handwritten
-from checker.explicit import Options, check
-from checker.loader import load_model
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.loader import load_model
 
 
 def run(spec: str, deadlock: bool = True, workers: int = 1, symmetry: bool = False, **params: int):

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker.explicit import Options, check
-from checker.liveness import check_properties, lasso_violates
-from checker.loader import load_model
-from checker.replay import replay
-from checker.temporal import fairness, select
-from checker.trace import Trace, TraceError
-from specs.lang import SpecError
-from specs.lang.temporal import Temporal
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.liveness import check_properties, lasso_violates
+from lockstep.checker.loader import load_model
+from lockstep.checker.replay import replay
+from lockstep.checker.temporal import fairness, select
+from lockstep.checker.trace import Trace, TraceError
+from lockstep.specs.lang import SpecError
+from lockstep.specs.lang.temporal import Temporal
 from tests.conftest import model_path
 
 WORKER = model_path("fair_worker.py") + ":Worker"
@@ -236,18 +236,18 @@ def test_cli_bad_liveness_input(cli):
 
 def test_malformed_fairness_declarations(tmp_path, cli):
     spec = tmp_path / "bad_fair.py"
-    spec.write_text("from specs.lang import *\nclass B(Spec):\n    x = Var(Bool, init=False)\n"
+    spec.write_text("from lockstep.specs.lang import *\nclass B(Spec):\n    x = Var(Bool, init=False)\n"
                     "    @action(fairness='often')\n    def go(s):\n        s.x = True\n")
     r = cli("check", str(spec))
     assert r.code == 2 and "fairness='often' is not a kind of fairness" in r.err and "bad_fair.py:5" in r.err
     spec = tmp_path / "bad_family.py"
-    spec.write_text("from specs.lang import *\nclass B(Spec):\n    x = Var(Bool, init=False)\n"
+    spec.write_text("from lockstep.specs.lang import *\nclass B(Spec):\n    x = Var(Bool, init=False)\n"
                     "    @action(fairness='weak', family='f')\n    def go(s):\n        s.x = True\n"
                     "    @action(fairness='strong', family='f')\n    def stop(s):\n        s.x = False\n")
     r = cli("check", str(spec))
     assert r.code == 2 and "family 'f'" in r.err and "same fairness" in r.err
     spec = tmp_path / "bad_temporal.py"
-    spec.write_text("from specs.lang import *\nclass B(Spec):\n    x = Var(Bool, init=False)\n"
+    spec.write_text("from lockstep.specs.lang import *\nclass B(Spec):\n    x = Var(Bool, init=False)\n"
                     "    @action\n    def go(s):\n        s.x = True\n    @temporal\n    def p(s):\n        return s.x\n")
     r = cli("check", str(spec), "--property", "p")
     assert r.code == 2 and "not a temporal formula" in r.err
@@ -348,7 +348,7 @@ def test_fair_cycle_search_agrees_with_brute_force(g):
     n, edges, fair, kind, p, q = g
     operands = (lambda s: s in p,) if kind != "leads_to" else (lambda s: s in p, lambda s: s in q)
     spec = RandomGraph(n, edges, fair, Temporal(kind, operands))
-    from checker.plain_model import PlainModel
+    from lockstep.checker.plain_model import PlainModel
 
     model = PlainModel(spec, "random", "RandomGraph", {})
     reach = _reachable_region(n, [(s, None, t) for s, _, t in edges], ([0], set(range(n))))

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from fractions import Fraction
 
-from checker.population_rules import DRAWS, Rules, StateCodec, initial_agents, load_protocol, pairs
-from specs.lang import Enum, Param
-from specs.lang.population import Population, start
+from lockstep.checker.loader import load_protocol
+from lockstep.specs.lang import Enum, Param
+from lockstep.specs.lang.population import Population, start
+from lockstep.specs.lang.population.agents import DRAWS, Rules, StateCodec, initial_agents, pairs
 
 
 class Coin(Population):

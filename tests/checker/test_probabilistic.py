@@ -11,10 +11,10 @@ import pytest
 from scipy import stats
 from sympy import Rational
 
-from checker.probabilistic import analysis, dtmc, exact, smc
-from checker.probabilistic.batched import Simulator
-from specs.adaptive_majority import AdaptiveMajority, AdaptiveMajorityNoReset
-from specs.phase_clock import PhaseClock, PhaseClockNoResync
+from lockstep.checker.probabilistic import analysis, dtmc, exact, smc
+from lockstep.checker.probabilistic.batched import Simulator
+from lockstep.specs.adaptive_majority import AdaptiveMajority, AdaptiveMajorityNoReset
+from lockstep.specs.phase_clock import PhaseClock, PhaseClockNoResync
 from tests.specs.test_population import Coin, Epidemic
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from checker.explicit import Options, check
-from checker.loader import load_model
-from checker.replay import replay
-from checker.smt.bmc import bmc
-from checker.trace import Trace
-from specs.lang import SpecError
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.loader import load_model
+from lockstep.checker.replay import replay
+from lockstep.checker.smt.bmc import bmc
+from lockstep.checker.trace import Trace
+from lockstep.specs.lang import SpecError
 
 
 def both(ref: str, depth: int, deadlock: bool = True, **params: int):

@@ -144,7 +144,7 @@ def test_python_logic_on_state_values_is_explained(cli, tmp_path, command, const
     body = textwrap.indent(code, " " * 8)
     spec = tmp_path / f"misuse_{construct}.py"
     spec.write_text(textwrap.dedent("""\
-        from specs.lang import *
+        from lockstep.specs.lang import *
 
         class Misuse(Spec):
             x = Var(Int(0, 3), init=0)

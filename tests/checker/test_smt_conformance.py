@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from checker.loader import load_model
-from checker.smt import encode
-from checker.smt.conformance import compare
-from checker.smt.encode import DEFAULT, ENCODINGS
-from specs.lang import SpecError
+from lockstep.checker.loader import load_model
+from lockstep.checker.smt import encode
+from lockstep.checker.smt.conformance import compare
+from lockstep.checker.smt.encode import DEFAULT, ENCODINGS
+from lockstep.specs.lang import SpecError
 from tests.conftest import typed_spec_refs
 
 LIMIT = 1000  # reachable states compared per spec (breadth-first); specs at their default parameters

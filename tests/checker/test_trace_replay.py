@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from checker.explicit import Options, check
-from checker.loader import load_model
-from checker.replay import replay
-from checker.trace import Trace, TraceError
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.loader import load_model
+from lockstep.checker.replay import replay
+from lockstep.checker.trace import Trace, TraceError
 from tests.conftest import model_path
 
 

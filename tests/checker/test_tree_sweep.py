@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from checker.cli import main
-from checker.tree_sweep import sweep
+from lockstep.checker.cli import main
+from lockstep.checker.rounds.sweep import sweep
 
 TREES = {2: 1, 3: 1, 4: 2, 5: 3, 6: 6, 7: 11, 8: 23, 9: 47, 10: 106, 11: 235, 12: 551}  # OEIS A000055
 

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker.explicit import Options, check
-from checker.loader import load_model
-from checker.vector import VectorModel, VectorOptions, VectorUnsupported, check_vector
-from checker.vector.layout import Layout
-from checker.vector.visited import FingerprintTable
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.loader import load_model
+from lockstep.checker.vector import VectorModel, VectorOptions, VectorUnsupported, check_vector
+from lockstep.checker.vector.layout import Layout
+from lockstep.checker.vector.visited import FingerprintTable
 from tests.conftest import model_path, typed_spec_refs
 
 AGREEMENT_BOUND = 20_000  # distinct states per spec in the agreement test (any size of spec stays quick)
@@ -206,8 +206,8 @@ def test_vector_counterexample_replays(cli, tmp_path):
 
 def par(ref: str, params: dict | None = None, **opts):
     """Two vector workers, handing off at once so that the worker code runs even on small models."""
-    from checker.progress import NoProgress
-    from checker.vector.workers import check_workers
+    from lockstep.checker.progress import NoProgress
+    from lockstep.checker.vector.workers import check_workers
 
     model = VectorModel(load_model(ref, params or {}))
     return check_workers(model, Options(workers=2, **opts), NoProgress(), VectorOptions(), handoff=1)
@@ -257,8 +257,8 @@ def test_large_instances_agree(ref, params, want):
     """The published and scalar counts (test_examples) and SPIN's, on the benchmark instances."""
     vector = check_vector(load_model(ref, params), Options())
     assert (vector.verdict, vector.distinct, vector.generated, vector.depth) == ("holds", *want)
-    from checker.progress import NoProgress
-    from checker.vector.workers import check_workers
+    from lockstep.checker.progress import NoProgress
+    from lockstep.checker.vector.workers import check_workers
 
     two = check_workers(VectorModel(load_model(ref, params)), Options(workers=2), NoProgress(), VectorOptions(),
                         handoff=2000)
@@ -275,7 +275,7 @@ def test_large_instance_agrees_with_the_scalar_engine_when_spilled(tmp_path):
 
 
 def test_growing_in_slices_keeps_every_key(monkeypatch):
-    import checker.vector.visited as visited
+    import lockstep.checker.vector.visited as visited
 
     monkeypatch.setattr(visited, "GROW_SLICE", 1000)  # many slices: keys left behind a slice get probed in
     keys = np.arange(1, 200_001, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)

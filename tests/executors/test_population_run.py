@@ -11,14 +11,14 @@ import signal
 
 import pytest
 
-from checker.population_rules import Rules, StateCodec, load_protocol, pairs
-from checker.population_validate import configuration_trace, validate_population
-from checker.replay import replay
-from checker.runtrace import MergedRun, load
-from checker.validate import Mismatch
-from executors.faults import parse_faults
-from executors.population_run import run_population, run_population_async
-from executors.wire import LENGTH, frame
+from lockstep.checker.loader import load_protocol
+from lockstep.checker.replay import replay
+from lockstep.checker.validation.population import configuration_trace, validate_population
+from lockstep.checker.validation.runtrace import MergedRun, Mismatch, load
+from lockstep.executors.faults import parse_faults
+from lockstep.executors.population.run import run_population, run_population_async
+from lockstep.executors.wire import LENGTH, frame
+from lockstep.specs.lang.population.agents import Rules, StateCodec, pairs
 
 N, K, SEED = 4, 1500, 5
 
@@ -85,7 +85,7 @@ def test_the_configuration_trace_replays_against_the_plain_spec(clock_run, tmp_p
     res = validate_population(merged)
     path = tmp_path / "configs.json"
     configuration_trace(res, "phase_clock").save(str(path))
-    from checker.trace import Trace
+    from lockstep.checker.trace import Trace
 
     out = replay(Trace.load(str(path)))
     assert len(out.states) == len(res.path) and out.states[-1] == res.final

@@ -7,10 +7,10 @@ import multiprocessing
 
 import pytest
 
-from checker.explicit import Options, check
-from checker.loader import load_model
-from checker.trace import Trace, TraceError
-from executors.replay import replay_on_processes
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.loader import load_model
+from lockstep.checker.trace import Trace, TraceError
+from lockstep.executors.replay import replay_on_processes
 from tests.conftest import model_path
 
 

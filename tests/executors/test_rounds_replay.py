@@ -7,11 +7,11 @@ import multiprocessing
 
 import pytest
 
-from checker.trace import Trace, TraceError
-from executors import rounds_replay
-from executors.replay import replay_on_processes
-from executors.rounds_node import RoundsNode, RoundsNodeConfig
-from executors.wire import frame, parse
+from lockstep.checker.trace import Trace, TraceError
+from lockstep.executors.replay import replay_on_processes
+from lockstep.executors.rounds import replay as rounds_replay
+from lockstep.executors.rounds.process import RoundsNode, RoundsNodeConfig
+from lockstep.executors.wire import frame, parse
 from tests.conftest import model_path
 from tests.executors.test_replay_processes import counterexample
 

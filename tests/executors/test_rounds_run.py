@@ -8,13 +8,12 @@ import multiprocessing
 import networkx as nx
 import pytest
 
-from checker.cli import main
-from checker.rounds_validate import validate_rounds
-from checker.runtrace import load
-from checker.validate import Mismatch
-from executors.rounds_runner import run
-from specs.d2_coloring import D2Coloring
-from specs.lang.trees import distance2_violations, parse_tree, tree_params
+from lockstep.checker.cli import main
+from lockstep.checker.validation.rounds import validate_rounds
+from lockstep.checker.validation.runtrace import Mismatch, load
+from lockstep.executors.rounds.run import run
+from lockstep.specs.d2_coloring import D2Coloring
+from lockstep.specs.lang.rounds.trees import distance2_violations, parse_tree, tree_params
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +34,7 @@ def test_thirty_nodes_colour_their_tree_and_the_run_validates(run30):
     assert len(set(colour.values())) == delta + 1 and colour[4] == 0
     assert sum(s["collisions"] + s["conflicts"] for s in rep.stats.values()) == 0
     assert sum(s["broadcasts"] for s in rep.stats.values()) == sum(1 for v in tree.nodes if tree.degree(v) > 1 or v == 4)
-    from specs.d2_coloring import round_bound
+    from lockstep.specs.d2_coloring import round_bound
 
     assert rep.rounds <= round_bound(tree, 4, delta)
     res = validate_rounds(load(str(path)))
@@ -109,8 +108,8 @@ def test_the_outcome_check_is_independent_of_the_spec():
 
 
 def test_malformed_frames_are_rejected_and_change_nothing():
-    from executors.rounds_node import RoundsNode, RoundsNodeConfig
-    from executors.wire import frame
+    from lockstep.executors.rounds.process import RoundsNode, RoundsNodeConfig
+    from lockstep.executors.wire import frame
 
     node = RoundsNode(RoundsNodeConfig("d2_coloring", tree_params(nx.path_graph(3)), 1, 0, None))
     for body in (b"not json", frame({"src": 0, "round": 1})[4:], frame({"src": 2, "round": 0, "msg": None})[4:],

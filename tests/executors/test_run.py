@@ -9,12 +9,11 @@ from collections import Counter
 
 import pytest
 
-from checker.runtrace import load, read_jsonl
-from checker.validate import Mismatch, validate
-from executors.cluster import Cluster
-from executors.faults import parse_faults
-from executors.runner import actor_program, run
-from executors.wire import LENGTH, frame
+from lockstep.checker.validation.actors import validate
+from lockstep.checker.validation.runtrace import Mismatch, load, read_jsonl
+from lockstep.executors.actors.run import ActorCluster, actor_program, run
+from lockstep.executors.faults import parse_faults
+from lockstep.executors.wire import LENGTH, frame
 from tests.conftest import model_path
 
 
@@ -107,7 +106,7 @@ def test_malformed_frames_are_logged_and_dropped(tmp_path):
 
     async def scenario() -> None:
         prog = actor_program("two_phase_commit", {})
-        cluster = Cluster("two_phase_commit", dict(prog.params), 3, str(tmp_path))
+        cluster = ActorCluster("two_phase_commit", dict(prog.params), 3, str(tmp_path))
         try:
             await cluster.start()
             _, w = await asyncio.open_connection("127.0.0.1", cluster.members[1].port)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from executors.runner import run
+from lockstep.executors.actors.run import run
 
 
 @pytest.fixture(scope="module")

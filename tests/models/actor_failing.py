@@ -1,7 +1,7 @@
 """An actor spec whose handler fails: process 1 asserts it is never handed a second token."""
 
-from specs.lang import Assert, Int, Range, Record
-from specs.lang.actors import ActorSpec, Local, on_message, on_start, send
+from lockstep.specs.lang import Assert, Int, Range, Record
+from lockstep.specs.lang.actors import ActorSpec, Local, on_message, on_start, send
 
 Token = Record("Token")
 

@@ -1,7 +1,7 @@
 """A symmetric actor spec: every process says hello to all others and records whom it heard."""
 
-from specs.lang import ForAll, Implies, Not, Range, Record, Set, invariant
-from specs.lang.actors import ActorSpec, Local, broadcast, observe, on_message, on_start
+from lockstep.specs.lang import ForAll, Implies, Not, Range, Record, Set, invariant
+from lockstep.specs.lang.actors import ActorSpec, Local, broadcast, observe, on_message, on_start
 
 Proc = Range("n", default=3, symmetric=True)
 Hello = Record("Hello")

@@ -1,6 +1,6 @@
 """A spec module that fails when imported."""
 
-from specs.lang import Spec
+from lockstep.specs.lang import Spec
 
 undefined_name_here  # noqa: B018, F821
 

@@ -1,6 +1,6 @@
 """Specs whose invariant or constraint raises when it is built, whatever the state."""
 
-from specs.lang import Int, Spec, Var, action, constraint, invariant, require
+from lockstep.specs.lang import Int, Spec, Var, action, constraint, invariant, require
 
 TABLE = [0, 1]
 

@@ -1,6 +1,6 @@
 """An unbounded counter made finite by a state constraint, and a spec for the bound options."""
 
-from specs.lang import Bool, Int, Not, Spec, Var, action, constraint, invariant, require
+from lockstep.specs.lang import Bool, Int, Not, Spec, Var, action, constraint, invariant, require
 
 
 class Counter(Spec):

@@ -1,6 +1,6 @@
 """Specs whose steps fail: a division by zero, an out-of-type value, an explicit assertion."""
 
-from specs.lang import Assert, Int, Max, Spec, Var, action, require
+from lockstep.specs.lang import Assert, Int, Max, Spec, Var, action, require
 
 
 class Divide(Spec):

@@ -1,6 +1,6 @@
 """A worker that must finish while a clock keeps ticking: `finishes` needs weak fairness of `finish`."""
 
-from specs.lang import Bool, Int, Spec, Var, action, always_eventually, eventually, eventually_always, require, temporal
+from lockstep.specs.lang import Bool, Int, Spec, Var, action, always_eventually, eventually, eventually_always, require, temporal
 
 
 class Worker(Spec):

@@ -1,6 +1,6 @@
 """Small specs with known induction facts."""
 
-from specs.lang import If, Int, Spec, Var, action, invariant
+from lockstep.specs.lang import If, Int, Spec, Var, action, invariant
 
 
 class Hop(Spec):

@@ -1,6 +1,6 @@
 """A plain spec with fairness: a counter mod 3 that may also `park` at 0; `visits_two` needs WF(step)."""
 
-from specs.lang import always_eventually, eventually
+from lockstep.specs.lang import always_eventually, eventually
 
 fairness = {"step": "weak"}
 temporal = {"visits_two": eventually(lambda s: s == 2), "two_forever": always_eventually(lambda s: s == 2)}

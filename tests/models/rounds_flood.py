@@ -2,8 +2,8 @@
 
 import networkx as nx
 
-from specs.lang import And, Bool, If, Int, Not, Or, Range, Record, invariant
-from specs.lang.rounds import Local, RoundsSpec, broadcast, on_receive, on_start, on_transmit, terminated
+from lockstep.specs.lang import And, Bool, If, Int, Not, Or, Range, Record, invariant
+from lockstep.specs.lang.rounds import Local, RoundsSpec, broadcast, on_receive, on_start, on_transmit, terminated
 
 Token = Record("Token", hops=Int(0, 7))
 Hello = Record("Hello")

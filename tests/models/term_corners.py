@@ -2,7 +2,7 @@
 nested maps written at state-dependent keys, sets of integers, floor division and modulo of negative
 numbers, indices that can leave their map, and initial states chosen by an @initial function."""
 
-from specs.lang import (
+from lockstep.specs.lang import (
     ANY,
     Assert,
     Bool,

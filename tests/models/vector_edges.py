@@ -1,6 +1,6 @@
 """Specs that exercise the corners of the vector interpreter: wide sets, lazy errors, bad indices."""
 
-from specs.lang import And, Bool, If, Implies, Int, Map, Range, Set, Spec, Var, action, constraint, invariant, require
+from lockstep.specs.lang import And, Bool, If, Implies, Int, Map, Range, Set, Spec, Var, action, constraint, invariant, require
 
 Big = Range(70)  # a set over 70 elements spans two 63-bit columns
 

@@ -9,7 +9,7 @@ import networkx as nx
 import pytest
 import z3
 
-from proofs import d2_coloring, facts
+from lockstep.proofs import d2_coloring, facts
 
 HEAVY = {"D2Coloring colours every tree with 9 nodes, from every initiator, with Δ+1 colours"}
 
@@ -43,6 +43,6 @@ def test_a_wrong_colouring_is_not_accepted():
 
 @pytest.mark.slow
 def test_module_runs_as_a_script():
-    run = subprocess.run([sys.executable, "-m", "proofs.d2_coloring"], capture_output=True, text=True, timeout=300)
+    run = subprocess.run([sys.executable, "-m", "lockstep.proofs.d2_coloring"], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert len(run.stdout.splitlines()) == len(d2_coloring.FACTS)

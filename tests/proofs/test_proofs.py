@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from proofs import facts, quorum, two_phase
+from lockstep.proofs import facts, quorum, two_phase
 
 
 @pytest.mark.parametrize("fact", two_phase.FACTS + quorum.FACTS, ids=lambda f: f.statement)
@@ -43,7 +43,7 @@ def test_quorums_of_2f_counterexample_is_concrete(f):
 
 @pytest.mark.parametrize("module", [two_phase, quorum], ids=lambda m: m.__name__)
 def test_modules_run_as_scripts(module):
-    """`python -m proofs.NAME` prints one line per fact and exits 0 when every outcome is the expected one."""
+    """`python -m lockstep.proofs.NAME` prints one line per fact and exits 0 when every outcome is the expected one."""
     run = subprocess.run([sys.executable, "-m", module.__name__], capture_output=True, text=True, timeout=300)
     lines = run.stdout.splitlines()
     assert run.returncode == 0, run.stderr

@@ -1,6 +1,6 @@
 """Independent plain-Python models of the actor demos, for cross-checking the compiled actor specs.
 
-They share no code with `specs.lang.actors`: states are tuples and frozensets of envelopes, and
+They share no code with `lockstep.specs.lang.actors`: states are tuples and frozensets of envelopes, and
 each handler is written out by hand. `bench.handwritten.bfs` counts as TLC does.
 """
 

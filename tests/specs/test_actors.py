@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from checker.explicit import Options, check
-from checker.loader import load_model
-from specs.lang import Enum, Int, Range, Record, SpecError, Union, action, build_program, require
-from specs.lang.actors import ActorSpec, Local, observe, on_message, on_start, on_timeout, send, set_timer
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.loader import load_model
+from lockstep.specs.lang import Enum, Int, Range, Record, SpecError, Union, action, build_program, require
+from lockstep.specs.lang.actors import ActorSpec, Local, observe, on_message, on_start, on_timeout, send, set_timer
 from tests.conftest import model_path
 from tests.specs import handwritten_actors as hand
 

@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker.cli import main
-from checker.explicit import Options, check
-from checker.loader import load_model
-from specs.d2_coloring import D2Coloring, labels, round_bound
-from specs.lang import SpecError
-from specs.lang.trees import distance2_violations, parse_tree, tree_code, tree_from_code, tree_params
+from lockstep.checker.cli import main
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.loader import load_model
+from lockstep.specs.d2_coloring import D2Coloring, labels, round_bound
+from lockstep.specs.lang import SpecError
+from lockstep.specs.lang.rounds.trees import distance2_violations, parse_tree, tree_code, tree_from_code, tree_params
 
 
 def final_colours(model, initiator):
@@ -126,8 +126,8 @@ def spider(labels_: dict[int, int]) -> nx.Graph:
 
 def test_any_labelling_distinct_among_neighbours_works():
     """Identities need only differ among the neighbours of each node; here 0 and 4, 1 and ... repeat freely."""
-    from checker.typed_model import TypedModel
-    from specs.lang import build_program
+    from lockstep.checker.typed_model import TypedModel
+    from lockstep.specs.lang import build_program
 
     g = spider({0: 3, 1: 2, 2: 0, 3: 1, 4: 0})
     res = check(TypedModel(build_program(D2Coloring.on(g, "Spider"), {"n": 5}), "spider"), Options())
@@ -135,8 +135,8 @@ def test_any_labelling_distinct_among_neighbours_works():
 
 
 def test_siblings_with_the_same_label_break_it_and_the_checker_says_how():
-    from checker.typed_model import TypedModel
-    from specs.lang import build_program
+    from lockstep.checker.typed_model import TypedModel
+    from lockstep.specs.lang import build_program
 
     g = spider({0: 3, 1: 2, 2: 2, 3: 1, 4: 0})  # leaves 1 and 2 of node 0 share a label
     v = check(TypedModel(build_program(D2Coloring.on(g, "SpiderClash"), {"n": 5}), "spider"), Options()).violation
@@ -164,8 +164,8 @@ class ManyInitiators(D2Coloring):
 
 
 def test_two_initiators_break_it_which_is_why_the_spec_has_one():
-    from checker.typed_model import TypedModel
-    from specs.lang import build_program
+    from lockstep.checker.typed_model import TypedModel
+    from lockstep.specs.lang import build_program
 
     model = TypedModel(build_program(ManyInitiators, tree_params(nx.path_graph(4))), "many")
     assert len(model.initial_states()) == 15

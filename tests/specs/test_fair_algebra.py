@@ -8,12 +8,12 @@ import os
 import pytest
 from hypothesis import given, settings
 
-from checker.algebra import check_refines
-from checker.refinement import accepts_lasso
-from proofs.fair_algebra_laws import LAWS, check_law, commands, table
-from specs.fair_algebra.semantics import CommandAutomaton, Semantics
-from specs.fair_algebra.syntax import AlgebraError, parse
-from specs.fair_algebra.traces import enumerate_traces, show_word
+from lockstep.checker.algebra import check_refines
+from lockstep.checker.refinement import accepts_lasso
+from lockstep.proofs.fair_algebra_laws import LAWS, check_law, commands, table
+from lockstep.specs.fair_algebra.semantics import CommandAutomaton, Semantics
+from lockstep.specs.fair_algebra.syntax import AlgebraError, parse
+from lockstep.specs.fair_algebra.traces import enumerate_traces, show_word
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

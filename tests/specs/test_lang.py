@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from checker import interpret
-from checker.explicit import Options, check
-from checker.typed_model import TypedModel
-from specs.lang import (
+from lockstep.checker import interpret
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.typed_model import TypedModel
+from lockstep.specs.lang import (
     ANY,
     And,
     Bool,

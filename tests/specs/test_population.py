@@ -6,11 +6,11 @@ from fractions import Fraction
 
 import pytest
 
-from checker.explicit import Options, check
-from checker.loader import load_model
-from specs.lang import Enum, Int, Param, SpecError
-from specs.lang.population import ALL, Population, predicate, start
-from specs.phase_clock import PhaseClock, PhaseClockNoResync
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.loader import load_model
+from lockstep.specs.lang import Enum, Int, Param, SpecError
+from lockstep.specs.lang.population import ALL, Population, predicate, start
+from lockstep.specs.phase_clock import PhaseClock, PhaseClockNoResync
 
 HERE = __file__
 
@@ -79,7 +79,7 @@ def test_randomized_rules_keep_exact_probabilities():
 
 
 def test_explicit_engine_explores_configurations_and_finds_the_silent_one():
-    res = check(load_model("specs.phase_clock:PhaseClockNoResync", {"n": 2, "hours": 8, "m": 2}), Options())
+    res = check(load_model("lockstep.specs.phase_clock:PhaseClockNoResync", {"n": 2, "hours": 8, "m": 2}), Options())
     assert res.verdict == "violation" and res.violation.kind == "deadlock"
     # all 136 configurations of 2 agents over 16 states are initial; the first silent one is two lone agents far apart
     assert res.distinct == 136

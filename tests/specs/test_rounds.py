@@ -5,11 +5,11 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from checker.explicit import Options, check
-from checker.loader import load_model
-from checker.typed_model import TypedModel
-from specs.lang import Range, Set, Spec, SpecError, action, build_program, invariant
-from specs.lang.rounds import rounds_system
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.loader import load_model
+from lockstep.checker.typed_model import TypedModel
+from lockstep.specs.lang import Range, Set, Spec, SpecError, action, build_program, invariant
+from lockstep.specs.lang.rounds import rounds_system
 from tests.models.rounds_flood import Flood
 
 FLOOD = "tests/models/rounds_flood.py:Flood"
@@ -86,7 +86,7 @@ def test_a_graph_with_other_nodes_is_refused():
 
 
 def test_a_spec_without_a_receive_handler_is_refused():
-    from specs.lang.rounds import RoundsSpec
+    from lockstep.specs.lang.rounds import RoundsSpec
 
     class Mute(RoundsSpec):
         Node = Flood.Node

@@ -1,0 +1,79 @@
+"""What the commands share: spec arguments, integer options, loading a typed spec, printing a verdict."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..loader import LoadError, load_model
+from ..result import CheckResult, Violation
+from ..trace import render
+from ..typed_model import TypedModel
+
+
+def _at_least(minimum: int, what: str):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"{v} is {what}")
+        return v
+
+    return parse
+
+
+positive = _at_least(1, "not positive")
+natural = _at_least(0, "negative")
+
+
+def add_spec_arguments(p: argparse.ArgumentParser) -> None:
+    """SPEC and --param, shared by the commands that load a spec."""
+    p.add_argument("spec", metavar="SPEC", help="a registered name (see `lockstep list`), module:Object, or file.py[:Object]")
+    p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a spec parameter (repeatable), e.g. --param rm=5")
+
+
+def load_typed(ref: str, params: dict[str, int], what: str, invariants: list[str] | None = None):
+    """The typed model named by `ref`; plain specs (init/next) are refused with a clear message."""
+    model = load_model(ref, params, invariants=invariants)
+    if not isinstance(model, TypedModel):
+        raise LoadError(f"{model.name} is a plain spec (init/next): {what} needs a typed spec, a Spec subclass "
+                        "whose actions the symbolic interpreter can read")
+    return model
+
+
+def print_violation(v: Violation, out: str | None) -> None:
+    """Print a violation and its counterexample (a lasso: where it loops) and save it."""
+    steps = len(v.trace.steps) - 1
+    print(f"\nViolation: {v.message}" + (f" at {v.location}" if v.location and v.location not in v.message else ""))
+    print(f"Counterexample ({steps} step{'s' if steps != 1 else ''}):")
+    print(render(v.trace))
+    if v.trace.loop is not None:
+        print(f"  {'':>3}  (stutters in state {steps} for ever)" if v.trace.loop == steps
+              else f"  {'':>3}  (back to state {v.trace.loop}; the loop repeats for ever)")
+    if out:
+        v.trace.save(out)
+        print(f"Trace written to {out} (replay it: lockstep replay {out})")
+
+
+def report(res: CheckResult, out: str | None) -> None:
+    """Print a check's outcome (and save its counterexample)."""
+    v = res.violation
+    if v is not None:
+        print_violation(v, out)
+    elif res.verdict == "inconclusive":
+        print(f"\nInconclusive: {res.cut}; no violation among the states explored.")
+    else:
+        print("\nNo violation: all reachable states explored.")
+    rate = res.distinct / res.seconds if res.seconds > 0 else 0.0
+    print(f"  {res.distinct:,} distinct states, {res.generated:,} generated, depth {res.depth}, "
+          f"{res.seconds:.2f} s ({rate:,.0f} distinct states/s)")
+    if res.queued:
+        print(f"  {res.queued:,} states left unexplored")
+    for note in res.notes:
+        print(f"  {note}")
+    if res.fingerprinted:
+        print(f"  fingerprint collision probability (optimistic, as TLC): {res.collision_probability:.1e}")
+    sys.stdout.flush()

@@ -1,0 +1,61 @@
+"""`lockstep run` for actor specs: one process per actor for a while, with faults, then validation."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from lockstep.checker.commands.validate import report as report_validation
+from lockstep.checker.trace import TraceError
+from lockstep.checker.validation.actors import validate
+from lockstep.checker.validation.runtrace import Mismatch
+
+from ..faults import load_faults
+from .run import RunReport, actor_program
+from .run import run as run_processes
+
+
+def run_actor_command(args: argparse.Namespace, params: dict[str, int]) -> int:
+    """Run the actor spec `args.spec`, print what happened and validate the trace (exit code as `check`)."""
+    args.duration = args.duration or 2.0
+    prog = actor_program(args.spec, params)
+    n = prog.system.proc.size
+    faults = load_faults(args.faults, n) if args.faults else None
+    ps = ", ".join(f"{k}={v}" for k, v in prog.params.items())
+    print(f"Running {prog.name} ({ps}): {n} processes for {args.duration:g} s"
+          + (f", faults from {args.faults}" if args.faults else ""))
+    rep = run_processes(args.spec, params, args.duration, faults, args.trace, args.seed, tracing=not args.no_trace,
+                        progress=lambda t: print(f"progress: {t:.0f} s of {args.duration:g} s", file=sys.stderr,
+                                                 flush=True))
+    show(rep)
+    if rep.trace is None or args.no_validate:
+        return 0
+    t0 = time.monotonic()
+    try:
+        res = validate(rep.merged)  # type: ignore[arg-type]
+    except Mismatch as m:
+        print("Invalid: the run is not a behaviour of the spec at " + m.render())
+        return 1
+    except TraceError as e:
+        print(f"Not validated: {e}")
+        return 1
+    return report_validation(res, time.monotonic() - t0)
+
+
+
+def show(rep: RunReport) -> None:
+    """Print what the processes did."""
+    total = {k: sum(s.get(k, 0) for s in rep.stats.values()) for k in ("events", "sent", "rejected", "deferred", "lost")}
+    print(f"  {total['events']:,} handler events, {total['sent']:,} messages sent, "
+          f"{total['rejected']:,} frames rejected, {total['deferred']:,} deliveries deferred")
+    for pid, s in sorted(rep.stats.items()):
+        if not s:
+            print(f"  process {pid}: no report (it did not stop normally)")
+    if rep.relay:
+        print("  relay: " + ", ".join(f"{v:,} {k}" for k, v in rep.relay.items() if v))
+    for note in rep.notes:
+        print(f"  note: {note}")
+    if rep.trace:
+        print(f"Trace written to {rep.trace} (validate it: lockstep validate {rep.trace})")
+

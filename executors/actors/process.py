@@ -1,0 +1,353 @@
+"""One actor as an OS process: TCP on 127.0.0.1, real timers, a JSONL trace with Lamport clocks.
+
+The process runs the spec's compiled handlers (`LocalExec`) on its local state. A message
+whose handler is not enabled (a `require` fails) is kept and retried after each later step, as
+the spec keeps it in flight. A malformed frame is recorded as `rejected` and dropped; the
+process keeps running. In controlled mode (replay) timers fire only when the runner says so,
+and every event is also reported to the runner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from lockstep.checker.loader import load_model
+from lockstep.specs.lang.jsonvalues import to_json
+
+from ..wire import FrameError, FrameProtocol, MessageCodec, frame, parse, read_frame
+from .handlers import LocalExec, Outcome, StepFailed
+
+FAILED_EXIT = 3  # the exit code of a process whose handler failed
+FORGE_RATE = 0.3  # how likely a forging process sends each possible forged message
+
+
+@dataclass
+class NodeConfig:
+    """What a spawned process is told (plain data)."""
+
+    spec: str
+    params: dict[str, int]
+    pid: int
+    control_port: int
+    trace: str | None
+    seed: int = 0
+    controlled: bool = False
+    restore: bool = False
+    durable: bool = False  # write each event through before its messages leave (crashes are planned)
+
+
+def main(cfg: dict[str, Any]) -> None:
+    """Entry point of a spawned process."""
+    try:
+        asyncio.run(Node(NodeConfig(**cfg)).run())
+    except (KeyboardInterrupt, ConnectionError):
+        pass
+
+
+class Node:
+    """The state and event loop of one process."""
+
+    def __init__(self, cfg: NodeConfig):
+        self.cfg = cfg
+        self.pid = cfg.pid
+        model = load_model(cfg.spec, cfg.params)
+        self.system = model.prog.system
+        self.exec = LocalExec(self.system, cfg.pid, cfg.seed * 1000 + cfg.pid)
+        self.codec = MessageCodec(self.system)
+        self.state = self.system.init_locals[cfg.pid]
+        self.timer_field = self.system.local.field("timers") if self.system.timer is not None else None
+        self.clock = 0
+        self.seq = 0
+        self.t0 = time.monotonic()
+        self.deferred: list[tuple[int, int, Any]] = []
+        self.handles: dict[str, asyncio.TimerHandle] = {}
+        self.out: dict[int, asyncio.Transport] = {}
+        self.outbox: dict[asyncio.Transport, bytearray] = {}
+        self.failed = False
+        self.started = False
+        self.stats = {"events": 0, "sent": 0, "received": 0, "rejected": 0, "deferred": 0, "lost": 0}
+        self._msg_texts: dict[Any, str] = {}
+        self._state_texts: dict[tuple, str] = {}
+        self.trace = None
+        if cfg.trace:
+            self.trace = open(cfg.trace, "a" if cfg.restore else "w", encoding="utf-8", buffering=1 << 16)
+
+    # -- control ---------------------------------------------------------------------------------
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: FrameProtocol(self.on_frame, self.broken_stream), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, self.ctl = await asyncio.open_connection("127.0.0.1", self.cfg.control_port)
+        if self.trace is not None and not self.cfg.restore:
+            self._write({"kind": "header", "spec": self.cfg.spec, "spec_name": self.system.name,
+                         "params": self.cfg.params, "pid": self.pid})
+        self.report({"op": "hello", "pid": self.pid, "port": port})
+        try:
+            while True:
+                cmd = await read_frame(reader)
+                op = cmd.get("op")
+                if op == "peers":
+                    await self._connect({int(k): v for k, v in cmd["ports"].items()})
+                elif op == "go":
+                    self.t0 = time.monotonic() - float(cmd.get("elapsed", 0.0))
+                    self._restore() if self.cfg.restore else self._start(cmd.get("choice"))
+                    self.started = True
+                    self._retry()
+                elif op == "fire":
+                    self.fire(cmd["timer"], cmd.get("choice"))
+                elif op == "forge":
+                    self._forge_one(int(cmd["dst"]), self.codec.decode_msg(cmd["msg"]))
+                elif op == "stop":
+                    self._close_trace()
+                    self.report({"op": "bye", "pid": self.pid, "stats": self.stats, "deferred": len(self.deferred),
+                                 "state": self._json_state(self.state)})
+                    await self.ctl.drain()
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the runner went away: stop
+        finally:
+            self._close_trace()
+            server.close()
+            for t in set(self.out.values()):
+                t.close()
+
+    async def _connect(self, ports: dict[int, int]) -> None:
+        loop = asyncio.get_running_loop()
+        by_port: dict[int, asyncio.Transport] = {}
+        for dst, port in sorted(ports.items()):
+            if port not in by_port:
+                transport, _ = await loop.create_connection(asyncio.Protocol, "127.0.0.1", port)
+                by_port[port] = transport
+            self.out[dst] = by_port[port]
+
+    def report(self, obj: dict[str, Any]) -> None:
+        self.ctl.write(frame(obj))
+
+    # -- events ----------------------------------------------------------------------------------
+    def _start(self, choice: dict[str, Any] | None = None) -> None:
+        if self.exec.handles("start") and not self.handle("start", choice=choice):
+            self.reject("the start handler is not enabled in the initial state")
+        if self.system.forge and self.pid in self.system.byzantine and not self.cfg.controlled:
+            self._forge()
+
+    def _forge(self) -> None:
+        """A Byzantine process of a spec with `forge = True`: send forged messages, each well-typed
+        message to each process at most once (with probability FORGE_RATE), as the spec allows."""
+        for dst in self.system.pids:
+            for msg in self.system.message.values():
+                if self.exec.rng.random() < FORGE_RATE:
+                    self._forge_one(dst, msg)
+
+    def _forge_one(self, dst: int, msg: Any) -> None:
+        self.clock += 1
+        self.seq += 1
+        self._log(f'{{"kind":"forge","pid":{self.pid},"clock":{self.clock},"seq":{self.seq},'
+                  f'"time":{self._now()},"dst":{dst},"msg":{self._msg_text(msg)}}}')
+        self._send(dst, msg)
+
+    def _restore(self) -> None:
+        """Continue from the last state this process recorded before it was killed."""
+        from lockstep.checker.validation.runtrace import STEP_KINDS, read_jsonl
+
+        events = read_jsonl(self.cfg.trace, tolerate_torn_end=True)[0] if self.cfg.trace else []
+        last = next((e for e in reversed(events) if e.get("kind") in (*STEP_KINDS, "restart")), None)
+        if last is None:  # killed before it recorded its start: start afresh
+            self._start()
+            return
+        self.state = self.system.local_from_json(last["state"])
+        self.clock = max(e["clock"] for e in events if "clock" in e)
+        self.seq = max(e["seq"] for e in events if "seq" in e) + 1
+        self._log({"kind": "restart", "pid": self.pid, "clock": self.clock, "seq": self.seq, "time": self._now(),
+                   "state": self._json_state(self.state)})
+        self._timers([])
+
+    def on_frame(self, body: bytes) -> None:
+        self.stats["received"] += 1
+        try:
+            src, dst, clock, msg = self.codec.decode(body)
+        except FrameError as e:
+            self.reject(str(e))
+            return
+        if dst != self.pid:
+            self.reject(f"a frame for process {dst} arrived at process {self.pid}")
+            return
+        choice = None
+        if self.cfg.controlled and b'"choice"' in body:  # the scheduler names the nondeterministic choice
+            choice = parse(body).get("choice")
+        self.deliver(src, clock, msg, choice)
+
+    def deliver(self, src: int, clock: int, msg: Any, choice: dict[str, Any] | None = None) -> None:
+        if self.failed:
+            return
+        if not self.started:  # every process starts before it handles a message, as in the spec
+            self.deferred.append((src, clock, msg))
+            return
+        if self.handle("message", src, msg, None, clock, choice):
+            self._retry()
+        else:
+            self.deferred.append((src, clock, msg))
+            self.stats["deferred"] += 1
+            if self.cfg.controlled:
+                self.report({"op": "deferred", "pid": self.pid, "src": src, "msg": self.codec.msg_json(msg)})
+
+    def _retry(self) -> None:
+        progress = True
+        while progress and self.deferred and not self.failed:
+            progress = False
+            for i, (src, clock, msg) in enumerate(self.deferred):
+                if self.handle("message", src, msg, None, clock):
+                    del self.deferred[i]
+                    progress = True
+                    break
+
+    def fire(self, timer: str, choice: dict[str, Any] | None = None) -> None:
+        self.handles.pop(timer, None)
+        if not self.failed and self.handle("timeout", timer=timer, choice=choice):
+            self._retry()
+        elif self.cfg.controlled:
+            self.report({"op": "deferred", "pid": self.pid, "timer": timer})
+
+    def handle(self, kind: str, src: int | None = None, msg: Any = None, timer: str | None = None,
+               in_clock: int = 0, choice: dict[str, Any] | None = None) -> bool:
+        """Run the handler for one input; False if it is not enabled in the current state."""
+        try:
+            out = self.exec.run(self.state, kind, src, msg, timer, choice)
+        except StepFailed as e:
+            self._fail(kind, src, msg, timer, in_clock, str(e))
+            return True
+        if out is None:
+            return False
+        self.clock = max(self.clock, in_clock) + 1
+        self.seq += 1
+        self.state = out.state
+        self.stats["events"] += 1
+        if self.trace is not None or self.cfg.controlled:
+            self._log(self._event(kind, src, msg, timer, out))
+        for dst, m in out.sends:
+            self._send(dst, m)
+        self._timers(out.restarts)
+        return True
+
+    def _send(self, dst: int, msg: Any) -> None:
+        """Queue a frame; the frames of one batch of input leave together (one write per connection)."""
+        t = self.out.get(dst)
+        if t is None or t.is_closing():
+            self.stats["lost"] += 1
+            return
+        buf = self.outbox.get(t)
+        if buf is None:
+            buf = self.outbox[t] = bytearray()
+            if len(self.outbox) == 1:
+                asyncio.get_running_loop().call_soon(self._flush)
+        buf += self.codec.encode(self.pid, dst, self.clock, msg)
+        self.stats["sent"] += 1
+
+    def _flush(self) -> None:
+        boxes, self.outbox = self.outbox, {}
+        for t, buf in boxes.items():
+            if not t.is_closing():
+                t.write(bytes(buf))
+
+    def _timers(self, restarts: list[str]) -> None:
+        if self.timer_field is None or self.cfg.controlled:
+            return
+        armed = self.timer_field.decode(self.state)
+        loop = asyncio.get_running_loop()
+        for name, on in armed.items():
+            h = self.handles.get(name)
+            if not on:
+                if h is not None:
+                    h.cancel()
+                    del self.handles[name]
+            elif name in restarts or h is None:
+                if h is not None:
+                    h.cancel()
+                self.handles[name] = loop.call_later(self.system.timeouts_ms[name] / 1000, self.fire, name)
+
+    def _fail(self, kind: str, src: int | None, msg: Any, timer: str | None, in_clock: int, message: str) -> None:
+        self.failed = True
+        self.clock = max(self.clock, in_clock) + 1
+        self.seq += 1
+        ev = {"kind": "failure", "pid": self.pid, "clock": self.clock, "seq": self.seq, "time": self._now(),
+              "input": kind, "message": message}
+        if src is not None:
+            ev["src"], ev["msg"] = src, self.codec.msg_json(msg)
+        if timer is not None:
+            ev["timer"] = timer
+        self._log(ev)
+        for h in self.handles.values():
+            h.cancel()
+        if not self.cfg.controlled:  # a failed handler stops the process, as a failed step stops the spec
+            self._close_trace()
+            os._exit(FAILED_EXIT)
+
+    def reject(self, reason: str) -> None:
+        self.stats["rejected"] += 1
+        self._log({"kind": "rejected", "pid": self.pid, "time": self._now(), "reason": reason})
+
+    def broken_stream(self, why: str) -> None:
+        """A connection whose bytes cannot be split into frames: rejected, then closed."""
+        self.reject(why + "; connection closed")
+
+    # -- the trace -------------------------------------------------------------------------------
+    def _event(self, kind: str, src: int | None, msg: Any, timer: str | None, out: Outcome) -> str:
+        """The event as one JSON line, assembled from cached JSON texts of messages and states."""
+        parts = [f'{{"kind":"{kind}","pid":{self.pid},"clock":{self.clock},"seq":{self.seq},"time":{self._now()}']
+        if kind == "message":
+            parts.append(f',"src":{src},"msg":{self._msg_text(msg)}')
+        elif kind == "timeout":
+            parts.append(f',"timer":{json.dumps(timer)}')
+        if out.step.choice:
+            choice = {n: to_json(d, v) for (n, v), d in zip(out.step.choice, out.step.choice_doms)}
+            parts.append(f',"choice":{json.dumps(choice, separators=(",", ":"))}')
+        sends = ",".join(f"[{d},{self._msg_text(m)}]" for d, m in out.sends)
+        parts.append(f',"sends":[{sends}],"timers":{json.dumps(out.restarts)}')
+        if out.observed:
+            ops = [to_json(self.system.observation, op) for op in out.observed]  # type: ignore[arg-type]
+            parts.append(f',"observed":{json.dumps(ops, separators=(",", ":"))}')
+        parts.append(f',"state":{self._state_text(out.state)}}}')
+        return "".join(parts)
+
+    def _msg_text(self, msg: Any) -> str:
+        t = self._msg_texts.get(msg)
+        if t is None:
+            t = self._msg_texts[msg] = json.dumps(self.codec.msg_json(msg), separators=(",", ":"))
+        return t
+
+    def _state_text(self, state: tuple) -> str:
+        t = self._state_texts.get(state)
+        if t is None:
+            if len(self._state_texts) > 100_000:
+                self._state_texts.clear()
+            t = self._state_texts[state] = json.dumps(self._json_state(state), separators=(",", ":"))
+        return t
+
+    def _json_state(self, state: tuple) -> Any:
+        return self.system.local_json(state)
+
+    def _log(self, ev: dict[str, Any] | str) -> None:
+        line = ev if isinstance(ev, str) else json.dumps(ev, separators=(",", ":"))
+        if self.trace is not None:
+            self.trace.write(line + "\n")
+            if self.cfg.durable:
+                self.trace.flush()
+        if self.cfg.controlled:
+            self.report({"op": "event", "event": json.loads(line)})
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        assert self.trace is not None
+        self.trace.write(json.dumps(obj, separators=(",", ":")) + "\n")
+
+    def _close_trace(self) -> None:
+        if self.trace is not None:
+            self.trace.close()
+            self.trace = None
+
+    def _now(self) -> float:
+        return round(time.monotonic() - self.t0, 6)
+

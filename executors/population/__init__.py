@@ -1,0 +1,2 @@
+"""Population protocols on real processes: the agent (`agent`), the scheduler (`scheduler`), the
+run driver (`run`) and `lockstep run` (`command`)."""

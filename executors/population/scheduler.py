@@ -1,0 +1,147 @@
+"""The scheduler of a population run, as its own OS process: it draws the ordered pairs and tells the agents.
+
+Interaction k is the k-th pair of `lockstep.specs.lang.population.agents.pairs(seed, n)`; both agents of the
+pair get the frame `{"k": k, "i": initiator, "r": responder}`, on the connection the agent opened
+to the scheduler (its first frame, `{"done": 0, "src": agent}`, says whose it is). At most `window` interactions are
+outstanding: initiators acknowledge completed interactions (`{"done": count, "src": agent}`), and
+the scheduler reports progress to the runner and, when every interaction is done, `complete`.
+Its choices need no trace: the validator draws the same pairs from the run's seed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from lockstep.specs.lang.population.agents import pairs
+
+from ..wire import LENGTH, FrameError, FrameReader, frame, parse, read_frame
+
+CHUNK = 256  # interactions announced per write
+PROGRESS_EVERY = 0.5  # seconds between progress reports to the runner
+
+
+@dataclass
+class SchedulerConfig:
+    """What the spawned scheduler is told (plain data)."""
+
+    pid: int  # = the number of agents
+    control_port: int
+    seed: int
+    interactions: int
+    window: int = 4096
+
+
+def main(cfg: dict[str, Any]) -> None:
+    """Entry point of the spawned scheduler."""
+    try:
+        asyncio.run(Scheduler(SchedulerConfig(**cfg)).run())
+    except (KeyboardInterrupt, ConnectionError):
+        pass
+
+
+class _Acks(asyncio.Protocol):
+    """Acknowledgements arriving from the agents."""
+
+    def __init__(self, sched: Scheduler):
+        self.sched = sched
+        self.reader = FrameReader()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        for body in self.reader.feed(data):
+            self.sched.on_ack(body, self.transport)  # type: ignore[arg-type]
+
+
+class Scheduler:
+    """Issues the run's interactions to the agents and counts the completed ones."""
+
+    def __init__(self, cfg: SchedulerConfig):
+        self.cfg = cfg
+        self.n = cfg.pid
+        self.done = [0] * self.n
+        self.completed = 0
+        self.issued = 0
+        self.rejected = 0
+        self.progress = asyncio.Event()
+        self.registered = asyncio.Event()  # every agent has connected
+        self.out: dict[int, asyncio.Transport] = {}
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: _Acks(self), "127.0.0.1", 0)
+        reader, self.ctl = await asyncio.open_connection("127.0.0.1", self.cfg.control_port)
+        self.ctl.write(frame({"op": "hello", "pid": self.n, "port": server.sockets[0].getsockname()[1]}))
+        task = None
+        try:
+            while True:
+                cmd = await read_frame(reader)
+                op = cmd.get("op")
+                if op == "go":
+                    task = asyncio.create_task(self.issue())
+                elif op == "stop":
+                    stats = {"issued": self.issued, "completed": self.completed, "rejected": self.rejected}
+                    self.ctl.write(frame({"op": "bye", "pid": self.n, "stats": stats}))
+                    await self.ctl.drain()
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            if task is not None:
+                task.cancel()
+            server.close()
+            for t in self.out.values():
+                t.close()
+
+    def on_ack(self, body: bytes, transport: asyncio.Transport) -> None:
+        try:
+            obj = parse(body)
+            src, done = obj.get("src"), obj.get("done")
+            if isinstance(src, bool) or not isinstance(src, int) or not 0 <= src < self.n:
+                raise FrameError(f"src {src!r} is not an agent")
+            if isinstance(done, bool) or not isinstance(done, int) or not self.done[src] <= done <= self.issued:
+                raise FrameError(f"done {done!r} is not a count of interactions agent {src} may have completed")
+        except FrameError:
+            self.rejected += 1
+            return
+        if src not in self.out:
+            self.out[src] = transport
+            if len(self.out) == self.n:
+                self.registered.set()
+        elif self.out[src] is not transport:
+            self.rejected += 1
+            return
+        self.completed += done - self.done[src]
+        self.done[src] = done
+        self.progress.set()
+
+    async def issue(self) -> None:
+        """Announce every interaction, keeping at most `window` outstanding; report progress and completion."""
+        gen, total, window = pairs(self.cfg.seed, self.n), self.cfg.interactions, self.cfg.window
+        await self.registered.wait()
+        last_report = time.monotonic()
+        while self.completed < total:
+            room = min(total - self.issued, window - (self.issued - self.completed), CHUNK)
+            if room > 0:
+                bufs: dict[int, bytearray] = {}
+                for k in range(self.issued + 1, self.issued + room + 1):
+                    i, r = next(gen)
+                    body = f'{{"k":{k},"i":{i},"r":{r}}}'.encode()
+                    data = LENGTH.pack(len(body)) + body
+                    bufs.setdefault(i, bytearray()).extend(data)
+                    bufs.setdefault(r, bytearray()).extend(data)
+                self.issued += room
+                for pid, buf in bufs.items():
+                    self.out[pid].write(bytes(buf))
+                await asyncio.sleep(0)
+            else:
+                self.progress.clear()
+                await self.progress.wait()
+            if time.monotonic() - last_report >= PROGRESS_EVERY:
+                last_report = time.monotonic()
+                self.ctl.write(frame({"op": "progress", "completed": self.completed, "issued": self.issued}))
+        self.ctl.write(frame({"op": "complete", "completed": self.completed, "issued": self.issued}))

@@ -1,0 +1,5 @@
+"""`python -m lockstep`: the `lockstep` command line."""
+
+from lockstep.checker.cli import entry
+
+entry()
