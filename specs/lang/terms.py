@@ -131,9 +131,12 @@ class Term:
     # -- identity ---------------------------------------------------------------------
     @property
     def key(self) -> tuple:
-        """A structural key: equal keys mean equal expressions."""
+        """A structural key: equal keys mean equal expressions — the same operator on the same arguments,
+        giving a value of the same type (a set bitmask and an integer may share a bit pattern) with the same
+        bounds (compilers decide range checks from them)."""
         if self._key is None:
-            self._key = (self.op, tuple(a.key if isinstance(a, Term) else a for a in self.args))
+            dom = 0 if self.dom is None else self.dom.shape_id
+            self._key = (self.op, dom, self.lo, self.hi, tuple(a.key if isinstance(a, Term) else a for a in self.args))
         return self._key
 
     @property
@@ -672,6 +675,7 @@ class PendingIf:
 
 def _ite(c: Term, a: Term, b: Term) -> Term:
     if a.key == b.key:
+        b.used = True  # folded into `a`, not discarded
         return a
     dom = a.dom if a.dom is not None else b.dom
     if _int_like(a.dom) and _int_like(b.dom) and a.dom is not b.dom:
@@ -683,6 +687,7 @@ def If(cond: Any, a: Any, b: Any) -> Any:
     """`a` if `cond` else `b`; both branches are expressions (no statements)."""
     c = as_bool(cond)
     if isinstance(c, bool):
+        mark_used(b if c else a)  # the branch not taken was used by the If: no "result never used" error
         return a if c else b
     if isinstance(a, Term) or isinstance(b, Term):
         ta = a if isinstance(a, Term) else lift_like(a, b)

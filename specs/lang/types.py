@@ -97,6 +97,38 @@ class Domain:
     def bad_value(self, v: Any) -> SpecError:
         return SpecError(f"{v!r} is not a value of {self.describe()}", user_location())
 
+    # structural identity: two declarations of the same type are one type
+    def _shape(self) -> tuple:
+        raise NotImplementedError
+
+    @property
+    def shape(self) -> tuple:
+        """What the domain is, independent of where it was declared (hashable)."""
+        s = self.__dict__.get("_shape_cache")
+        if s is None:
+            s = self.__dict__["_shape_cache"] = self._shape()
+        return s
+
+    @property
+    def shape_id(self) -> int:
+        """A small integer naming `shape` (equal for structurally equal domains)."""
+        i = self.__dict__.get("_shape_id")
+        if i is None:
+            i = self.__dict__["_shape_id"] = _SHAPE_IDS.setdefault(self.shape, len(_SHAPE_IDS) + 1)
+        return i
+
+
+_SHAPE_IDS: dict[tuple, int] = {}
+
+
+def same_domain(a: Domain | None, b: Domain | None) -> bool:
+    """Whether two domains are the same type: the same object, or structurally equal declarations."""
+    if a is b:
+        return True
+    if a is None or b is None:
+        return False
+    return a.shape_id == b.shape_id
+
 
 # ---------------------------------------------------------------------------- scalars
 
@@ -130,6 +162,9 @@ class BoolDomain(Domain):
 
     def rep_of_index(self, i):
         return bool(i)
+
+    def _shape(self):
+        return ("bool",)
 
 
 Bool = _BoolType()
@@ -192,6 +227,9 @@ class IntDomain(Domain):
     def describe(self):
         return f"Int({self.lo}, {self.hi})"
 
+    def _shape(self):
+        return ("int", self.lo, self.hi)
+
 
 class Enum(Type):
     """A finite set of named values, written as strings in specs: `Enum("init", "done")`."""
@@ -231,6 +269,9 @@ class EnumDomain(Domain):
 
     def value(self, i):
         return self.names[i]
+
+    def _shape(self):
+        return ("enum", self.names)
 
 
 class Range(Type):
@@ -289,6 +330,10 @@ class RangeDomain(Domain):
 
     def describe(self):
         return f"{self.type!r} (0..{self.size - 1})"
+
+    def _shape(self):
+        # a symmetric range is its own type: two process-id sets of one size are not interchangeable
+        return ("range", self.size, id(self.type)) if self.symmetric else ("range", self.size)
 
 
 # ---------------------------------------------------------------------------- records
@@ -410,6 +455,9 @@ class RecordDomain(Domain):
     def describe(self):
         return self.type.name
 
+    def _shape(self):
+        return ("record", self.type.name, self.type.field_names, tuple(d.shape for d in self.field_doms))
+
 
 class Union(Type):
     """A tagged union of record types: `Message = Union(Prepared, Commit, Abort)`."""
@@ -466,6 +514,9 @@ class UnionDomain(Domain):
     def mentions(self, dom):
         return self is dom or any(d.mentions(dom) for d in self.member_doms)
 
+    def _shape(self):
+        return ("union",) + tuple(d.shape for d in self.member_doms)
+
 
 class Option(Type):
     """`None` or a value of the inner type."""
@@ -500,6 +551,9 @@ class OptionDomain(Domain):
 
     def mentions(self, dom):
         return self is dom or self.inner.mentions(dom)
+
+    def _shape(self):
+        return ("option", self.inner.shape)
 
 
 # ---------------------------------------------------------------------------- collections
@@ -554,6 +608,9 @@ class SetDomain(Domain):
     def default(self):
         return frozenset()
 
+    def _shape(self):
+        return ("set", self.elem.shape)
+
 
 class Map(Type):
     """A total function from a finite key type to values (TLA+'s `[K -> V]`).
@@ -597,6 +654,9 @@ class MapDomain(Domain):
 
     def index(self, v):
         raise SpecError("a Map cannot be an element of a set or record", user_location())
+
+    def _shape(self):
+        return ("map", self.key.shape, self.val.shape)
 
 
 def slot_count(dom: Domain) -> int:
