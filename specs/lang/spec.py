@@ -158,6 +158,12 @@ def _annotations(cls: type, fn: Callable) -> dict[str, Any]:
     ns.update(vars(cls))
     out = {}
     for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            star = "*" if p.kind is p.VAR_POSITIONAL else "**"
+            raise SpecError(f"parameter {star}{p.name} of {fn.__name__}: a variable number of parameters cannot be "
+                            "enumerated", _def_location(fn),
+                            f"take one parameter per witness (def {fn.__name__}(s, w1: T, w2: T)), or one parameter "
+                            "over a declared set of values (OneOf([...]), e.g. the quorums)")
         ann = p.annotation
         if ann is inspect.Parameter.empty:
             raise SpecError(f"parameter {p.name!r} of {fn.__name__} has no type", _def_location(fn),

@@ -43,6 +43,7 @@ from .types import (
     Type,
     UnionDomain,
     domain_values,
+    same_domain,
 )
 
 BOOL = BoolDomain(None)
@@ -343,7 +344,7 @@ class Term:
             if len(members) != len(d.member_doms):
                 raise SpecError(f"field {name!r} is not in every member of {d.type!r}", user_location(),
                                 f"use x.as_(Member).{name} after testing x.tag")
-            fdoms = {id(m.field_doms[m.type.field_names.index(name)]) for m in members}
+            fdoms = {m.field_doms[m.type.field_names.index(name)].shape_id for m in members}
             if len(fdoms) != 1:
                 raise SpecError(f"field {name!r} has different types in the members of {d.type!r}", user_location(),
                                 f"use x.as_(Member).{name}")
@@ -506,13 +507,54 @@ def _int_like(d: Domain | None) -> bool:
 
 
 def compatible(a: Term, b: Term) -> bool:
+    """Whether two terms are values of one type (structurally equal declarations are one type)."""
     if _int_like(a.dom) and _int_like(b.dom):
         return True
     if isinstance(a.dom, BoolDomain) and isinstance(b.dom, BoolDomain):
         return True
-    if isinstance(a.dom, SetDomain) and isinstance(b.dom, SetDomain):
-        return a.dom.elem is b.dom.elem or a.dom.elem.type is b.dom.elem.type
-    return a.dom is b.dom or (a.dom is not None and b.dom is not None and a.dom.type is b.dom.type)
+    return same_domain(a.dom, b.dom)
+
+
+def convert(t: Term, dom: Domain | None) -> Term | None:
+    """`t` as a value of `dom`, where the language widens it implicitly: a value of `dom` itself, an
+    integer into an integer type, a record into a union that has it as a member, a value into an
+    Option of its type (or of a union containing it). None where no such widening exists."""
+    if _int_like(dom) and _int_like(t.dom):
+        return t
+    if isinstance(dom, BoolDomain):
+        return t if isinstance(t.dom, BoolDomain) else None
+    if same_domain(t.dom, dom):
+        return t
+    if isinstance(dom, UnionDomain) and isinstance(t.dom, RecordDomain):
+        member = dom.by_name.get(t.dom.type.name)
+        if member is None or not same_domain(member, t.dom):
+            return None
+        off = dom.offsets[member.type.name]
+        return _retype(arith("add", _retype(t, None), off) if off else t, dom)
+    if isinstance(dom, OptionDomain) and not isinstance(t.dom, OptionDomain):
+        inner = convert(t, dom.inner)
+        return None if inner is None else as_option(inner, dom)
+    return None
+
+
+def unify(a: Term, b: Term, what: str) -> tuple[Term, Term]:
+    """Two terms as values of one type (one of them widened, see `convert`), or a SpecError about `what`."""
+    if compatible(a, b):
+        return a, b
+    b2 = convert(b, a.dom)
+    if b2 is not None:
+        return a, b2
+    a2 = convert(a, b.dom)
+    if a2 is not None:
+        return a2, b
+    raise SpecError(f"{what}: {describe(a)} and {describe(b)}", user_location(), type_hint(a, b))
+
+
+def type_hint(a: Term, b: Term) -> str | None:
+    """When two types print alike but differ, say where each was declared."""
+    if a.dom is None or b.dom is None or a.dom.describe() != b.dom.describe():
+        return None
+    return "the two types have the same name but different definitions; declare the type once and use it in both places"
 
 
 def as_option(t: Term, dom: OptionDomain) -> Term:
@@ -525,12 +567,7 @@ def compare(op: str, a: Any, b: Any) -> Term | bool:
         a = lift_like(a, b)
     if not isinstance(b, Term):
         b = lift_like(b, a)
-    if isinstance(a.dom, OptionDomain) and not isinstance(b.dom, OptionDomain):
-        b = as_option(b, a.dom)
-    elif isinstance(b.dom, OptionDomain) and not isinstance(a.dom, OptionDomain):
-        a = as_option(a, b.dom)
-    if not compatible(a, b):
-        raise SpecError(f"cannot compare {describe(a)} with {describe(b)}", user_location())
+    a, b = unify(a, b, "cannot compare")
     if op in ("lt", "le") and not (_int_like(a.dom) and _int_like(b.dom)):
         raise SpecError(f"ordering needs integers, got {describe(a)} and {describe(b)}", user_location())
     t = mk(op, (a, b), BOOL)
@@ -603,9 +640,12 @@ def elem_index(x: Any, elem: Domain) -> Term:
             return const(elem.index(resolve(x)), None)
     if isinstance(elem, BoolDomain):
         return If(as_bool(x), lift(1, None), lift(0, None))
-    probe = lift(elem.default(), elem) if not _int_like(elem) else None
-    if probe is not None and not compatible(x, probe):
-        raise SpecError(f"{describe(x)} cannot be an element of a set of {elem.describe()}", user_location())
+    if not _int_like(elem):
+        widened = convert(x, elem)
+        if widened is None:
+            raise SpecError(f"{describe(x)} cannot be an element of a set of {elem.describe()}", user_location(),
+                            type_hint(x, lift(elem.default(), elem)))
+        x = widened
     off = elem.index_offset()
     t = arith("sub", x, off) if off else x
     return _retype(t, None) if t.dom is not None else t
@@ -692,8 +732,7 @@ def If(cond: Any, a: Any, b: Any) -> Any:
     if isinstance(a, Term) or isinstance(b, Term):
         ta = a if isinstance(a, Term) else lift_like(a, b)
         tb = b if isinstance(b, Term) else lift_like(b, ta)
-        if not compatible(ta, tb):
-            raise SpecError(f"If branches differ in type: {describe(ta)} and {describe(tb)}", user_location())
+        ta, tb = unify(ta, tb, "If branches differ in type")
         return _ite(c, ta, tb)
     if isinstance(a, bool) and isinstance(b, bool):
         return _ite(c, const(a, BOOL), const(b, BOOL))

@@ -367,7 +367,7 @@ class RecordValue:
 
     def __eq__(self, other):
         if isinstance(other, RecordValue):
-            return self._rtype is other._rtype and self._vals == other._vals
+            return self._vals == other._vals and self._rtype.same_as(other._rtype)
         return NotImplemented
 
     def __hash__(self):
@@ -406,6 +406,10 @@ class Record(Type):
                 return build(self, vals)
         return RecordValue(self, tuple(resolve(v) for v in vals))
 
+    def same_as(self, other: Record) -> bool:
+        """Structurally the same record type: the same name and field names (field values are checked by type)."""
+        return self is other or (self.name == other.name and self.field_names == other.field_names)
+
     def _arguments(self, args, kwargs) -> tuple:
         if len(args) > len(self.field_names):
             raise SpecError(f"{self.name} takes {len(self.field_names)} fields, got {len(args)}", user_location())
@@ -441,7 +445,7 @@ class RecordDomain(Domain):
         self.hi = size - 1
 
     def index(self, v):
-        if not isinstance(v, RecordValue) or v._rtype is not self.type:
+        if not isinstance(v, RecordValue) or not v._rtype.same_as(self.type):
             raise self.bad_value(v)
         return sum(d.index(x) * s for d, x, s in zip(self.field_doms, v._vals, self.strides))
 
@@ -503,7 +507,7 @@ class UnionDomain(Domain):
         raise IndexError(i)
 
     def index(self, v):
-        if not isinstance(v, RecordValue) or v.tag not in self.by_name or self.by_name[v.tag].type is not v._rtype:
+        if not isinstance(v, RecordValue) or v.tag not in self.by_name or not self.by_name[v.tag].type.same_as(v._rtype):
             raise self.bad_value(v)
         return self.offsets[v.tag] + self.by_name[v.tag].index(v)
 
