@@ -47,7 +47,13 @@ def load_typed(ref: str, params: dict[str, int], what: str, invariants: list[str
 def print_violation(v: Violation, out: str | None) -> None:
     """Print a violation and its counterexample (a lasso: where it loops) and save it."""
     steps = len(v.trace.steps) - 1
-    print(f"\nViolation: {v.message}" + (f" at {v.location}" if v.location and v.location not in v.message else ""))
+    where = f" at {v.location}" if v.location and v.location not in v.message else ""
+    if v.kind == "error":
+        print(f"\nSpec error: {v.message}{where}")
+        print("  the spec's own code fails here (a bug of the spec, not a violation of its properties); "
+              "fix it and check again")
+    else:
+        print(f"\nViolation: {v.message}{where}")
     print(f"Counterexample ({steps} step{'s' if steps != 1 else ''}):")
     print(render(v.trace))
     if v.trace.loop is not None:

@@ -322,7 +322,7 @@ class _Coordinator:
                 kind, name, msg, loc = "invariant", m.invariant_names[i], f"invariant {m.invariant_names[i]} is violated", None
             except Exception:
                 fail = m.diagnose_predicate(st)
-                kind, name, msg, loc = "error", fail.action, fail.message, fail.location
+                kind, name, msg, loc = fail.kind, fail.action, fail.message, fail.location
         prop = {"kind": "invariant" if kind == "invariant" else ("deadlock" if kind == "deadlock" else "step"),
                 "name": name}
         trace = Trace.from_states(m, path, property=prop, message=msg, location=loc)

@@ -86,7 +86,7 @@ class _Search:
             i = m.violated(st)
         except Exception:
             f = m.diagnose_predicate(st)
-            return _Found("error", f.action, f.message, f.location, fp, last, st)
+            return _Found(f.kind, f.action, f.message, f.location, fp, last, st)
         return _Found("invariant", m.invariant_names[i], f"invariant {m.invariant_names[i]} is violated",
                       None, fp, last, st)
 

@@ -22,7 +22,7 @@ import z3
 
 from lockstep.specs.lang.errors import SpecError
 
-from ..result import HOLDS, INCONCLUSIVE, VIOLATION, Violation
+from ..result import HOLDS, INCONCLUSIVE, VIOLATION, Violation, exit_code
 from ..typed_model import TypedModel
 from .encode import DEFAULT, Encoding, Symbolic, _z, all_of, any_of, negate
 from .paths import concrete_path, labelled, violation
@@ -42,7 +42,7 @@ class BmcResult:
 
     @property
     def exit_code(self) -> int:
-        return {HOLDS: 0, VIOLATION: 1, INCONCLUSIVE: 3}[self.verdict]
+        return exit_code(self.verdict, self.violation)
 
 
 def bmc(model: TypedModel, depth: int, deadlock: bool = True, encoding: Encoding = DEFAULT,

@@ -346,7 +346,7 @@ class Symbolic:
         if op == "ite":
             (c, cu), (a, au), (b, bu) = (self.ev(x, st) for x in args)
             return self._ite(kind, c, a, b), any_of(cu, all_of(c, au), all_of(negate(c), bu))
-        vals, undefs = zip(*(self.ev(x, st) for x in args))
+        vals, undefs = zip(*(self.ev(x, st) for x in args if isinstance(x, Term)))  # `within` may carry a message
         undef = any_of(*undefs)
         if op == "not":
             return z3.Not(vals[0]), undef

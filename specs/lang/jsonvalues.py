@@ -5,7 +5,7 @@ validates it against the declared type, so data from outside (a socket, a trace 
 a value of the type or a `ValueError` that says which part is wrong. Forms: Bool as a JSON
 boolean, Int and Range as numbers, Enum as its name, a record (or union member) as an object
 with `"tag"` and its fields, Option as `null` or the value, Set as a list ordered by the
-element type, Map as an object keyed by the keys' text.
+element type, Seq as a list (the head first), Map as an object keyed by the keys' text.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from .types import (
     RangeDomain,
     RecordDomain,
     RecordValue,
+    SeqDomain,
     SetDomain,
     UnionDomain,
 )
@@ -39,6 +40,8 @@ def to_json(dom: Domain, v: Any) -> Any:
         return None if v is None else to_json(dom.inner, v)
     if isinstance(dom, SetDomain):
         return [to_json(dom.elem, x) for x in sorted(v, key=dom.elem.index)]
+    if isinstance(dom, SeqDomain):
+        return [to_json(dom.elem, x) for x in v]
     if isinstance(dom, MapDomain):
         return {key_text(k): to_json(dom.val, v[k]) for k in dom.key.values()}
     raise TypeError(f"no JSON form for {dom!r}")
@@ -82,6 +85,10 @@ def from_json(dom: Domain, j: Any, where: str = "value") -> Any:
         if not isinstance(j, list):
             raise ValueError(f"{where}: expected a list (a set), got {_show(j)}")
         return frozenset(from_json(dom.elem, x, f"{where}[{i}]") for i, x in enumerate(j))
+    if isinstance(dom, SeqDomain):
+        if not isinstance(j, list) or len(j) > dom.max_len:
+            raise ValueError(f"{where}: expected a list of at most {dom.max_len} elements (a sequence), got {_show(j)}")
+        return tuple(from_json(dom.elem, x, f"{where}[{i}]") for i, x in enumerate(j))
     if isinstance(dom, MapDomain):
         if not isinstance(j, dict):
             raise ValueError(f"{where}: expected an object (a map), got {_show(j)}")

@@ -20,14 +20,16 @@ from .params import Binding, Param, ParamLike, bound
 from .program import Check, Field, Predicate, Program, TemporalProperty, Transition
 from .temporal import as_temporal, check_fairness_meta
 from .terms import (
+    BOOL,
     Term,
     as_bool,
     check_pending,
+    const,
     mark_used,
     start_pending,
 )
 from .tracing import Disabled, TraceState, current_tracer, tracing
-from .types import ANY, Map, MapDomain, Range, Set, Type, Var, domain_values
+from .types import ANY, Map, MapDomain, Range, Seq, Set, Type, Var, domain_values
 
 
 def action(fn: Callable | None = None, **meta: Any):
@@ -74,8 +76,8 @@ def Assert(cond: Any, message: str = "assertion failed") -> None:
     if b is True:
         return
     loc = user_location()
-    if b is False:
-        tracer.checks.append(Check("error", None, message, loc))
+    if b is False:  # fails wherever it is reached: still an assertion (a violation), not an error of the spec
+        tracer.checks.append(Check("assert", const(False, BOOL), message, loc))
         raise _Stop()
     mark_used(b)
     tracer.checks.append(Check("assert", b, message, loc))
@@ -109,7 +111,7 @@ class Spec:
 
 
 def _is_decl(value: Any) -> bool:
-    return isinstance(value, (Var, Map, Set, Param)) or (isinstance(value, Range) and isinstance(value.size, Param)) \
+    return isinstance(value, (Var, Map, Set, Seq, Param)) or (isinstance(value, Range) and isinstance(value.size, Param)) \
         or (callable(value) and kind_of(value) is not None)
 
 
@@ -139,7 +141,7 @@ def declared_params(cls: type) -> dict[str, Param]:
         elif isinstance(d, Var):
             for p in d.type.params():
                 add(p)
-        elif isinstance(d, (Map, Set)):
+        elif isinstance(d, (Map, Set, Seq)):
             for p in d.params():
                 add(p)
         elif callable(d):
@@ -260,7 +262,7 @@ class _Builder:
         for name, d in self.decls.items():
             if isinstance(d, Var):
                 dom, init, loc = d.type.dom(), d.init, d.location
-            elif isinstance(d, (Map, Set)):
+            elif isinstance(d, (Map, Set, Seq)):
                 dom, init, loc = d.dom(), d.init, d.location
             else:
                 continue

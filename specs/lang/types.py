@@ -616,6 +616,93 @@ class SetDomain(Domain):
         return ("set", self.elem.shape)
 
 
+class Seq(Type):
+    """A finite sequence of at most `max_len` values of a finite type (TLA+'s `Seq(T)`, bounded): a FIFO
+    queue or an ordered channel. Values are Python tuples, the head first.
+
+    As a class attribute of a spec, `Seq(T, n)` declares a state field (initially empty). A sequence is one
+    value (an integer index, see `SeqDomain`), so it can be an element of a set, a record field or a map value.
+    """
+
+    def __init__(self, elem: Type, max_len: int | ParamLike, init: Any = ()):
+        if not isinstance(elem, Type):
+            raise SpecError(f"Seq({elem!r}, ...): the element type is not a Lockstep type", user_location())
+        if isinstance(max_len, bool) or not isinstance(max_len, (int, ParamLike)):
+            raise SpecError(f"Seq(..., {max_len!r}): the maximum length must be an integer or a parameter",
+                            user_location())
+        self.elem = elem
+        self.max_len = max_len
+        self.init = init
+        self.location = user_location()
+
+    def _bind(self, binding):
+        n = resolve(self.max_len, binding)
+        if n < 0:
+            raise SpecError(f"Seq(..., {n}): the maximum length is negative", self.location)
+        elem = self.elem.dom(binding)
+        if isinstance(elem, MapDomain):
+            raise SpecError("a Map cannot be an element of a Seq", self.location, "use a record or a Seq of values")
+        return SeqDomain(self, elem, n)
+
+    def params(self):
+        return self.elem.params() + ([self.max_len] if isinstance(self.max_len, ParamLike) else [])
+
+    def __repr__(self):
+        return f"Seq({self.elem!r}, {self.max_len!r})"
+
+
+class SeqDomain(Domain):
+    """Sequences of length 0..max_len, numbered by length and then as base-n numerals (n = the element
+    type's size, the head the lowest digit): sequence (e0, .., ek-1) has index offset(k) + sum idx(ei)*n^i,
+    where offset(k) = n^0 + .. + n^(k-1) counts the shorter sequences. The numbering is a bijection onto
+    0..size-1, so a sequence is an integer-represented value like a record, and every interpreter runs
+    sequence operations as integer arithmetic (`lockstep.specs.lang.terms`)."""
+
+    kind = "seq"
+
+    def __init__(self, type_, elem: Domain, max_len: int):
+        super().__init__(type_)
+        self.elem = elem
+        self.max_len = max_len
+        n = elem.size
+        self.powers = [n**k for k in range(max_len + 1)]
+        self.offsets = [0]
+        for k in range(max_len + 1):
+            self.offsets.append(self.offsets[-1] + self.powers[k])
+        self.size = self.offsets[max_len + 1]
+        self.hi = self.size - 1
+
+    def index(self, v):
+        if isinstance(v, (str, bytes)) or not isinstance(v, (tuple, list)):
+            raise self.bad_value(v)
+        if len(v) > self.max_len:
+            raise SpecError(f"{tuple(v)!r} is longer than {self.describe()} allows", user_location())
+        return self.offsets[len(v)] + sum(self.elem.index(x) * p for x, p in zip(v, self.powers))
+
+    def value(self, i):
+        k = 0
+        while self.offsets[k + 1] <= i:
+            k += 1
+        body, n = i - self.offsets[k], self.elem.size
+        out = []
+        for _ in range(k):
+            out.append(self.elem.value(body % n))
+            body //= n
+        return tuple(out)
+
+    def default(self):
+        return ()
+
+    def mentions(self, dom):
+        return self is dom or self.elem.mentions(dom)
+
+    def describe(self):
+        return f"Seq({self.elem.describe()}, {self.max_len})"
+
+    def _shape(self):
+        return ("seq", self.elem.shape, self.max_len)
+
+
 class Map(Type):
     """A total function from a finite key type to values (TLA+'s `[K -> V]`).
 
@@ -727,6 +814,6 @@ def as_domain(t: Any) -> Domain:
 
 
 __all__ = [
-    "ANY", "Bool", "Int", "Enum", "Range", "Record", "RecordValue", "Union", "Option", "Set", "Map", "Var",
+    "ANY", "Bool", "Int", "Enum", "Range", "Record", "RecordValue", "Union", "Option", "Set", "Seq", "Map", "Var",
     "Type", "Domain", "bits",
 ]

@@ -1,7 +1,7 @@
 """Generated specs (hypothesis) on which the interpreters must agree: vector with scalar, z3 with scalar.
 
 Each spec mixes what once made the vector engine compile wrong code — a set wider than one 63-bit
-column, a map, a small set and integer constants, some of them with the bit pattern of a set constant
+column, a map, a small set, a sequence and integer constants, some of them with the bit pattern of a set constant
 (`{0}` is 1, `{0, 1}` is 3, `{63}` is 2**63) — in guards and updates drawn from a small typed grammar.
 """
 
@@ -16,7 +16,25 @@ from lockstep.checker.smt.conformance import compare
 from lockstep.checker.smt.encode import DEFAULT
 from lockstep.checker.typed_model import TypedModel
 from lockstep.checker.vector import check_vector
-from lockstep.specs.lang import And, Bool, If, Int, Map, Max, Min, Not, Or, Range, Set, Spec, Var, action, build_program, require
+from lockstep.specs.lang import (
+    And,
+    Bool,
+    If,
+    Int,
+    Map,
+    Max,
+    Min,
+    Not,
+    Or,
+    Range,
+    Seq,
+    Set,
+    Spec,
+    Var,
+    action,
+    build_program,
+    require,
+)
 from lockstep.specs.lang.terms import lift
 
 STATES = 300  # distinct states explored per generated spec
@@ -29,7 +47,7 @@ WIDE_ELEMS = [0, 1, 6, 63, 64, 65]
 def _ints(depth: int) -> st.SearchStrategy:
     leaves = st.one_of(st.tuples(st.just("const"), st.sampled_from(INTS)),
                        st.just(("x",)), st.just(("m_i",)), st.just(("m_0",)),
-                       st.just(("card_w",)), st.just(("card_t",)))
+                       st.just(("card_w",)), st.just(("card_t",)), st.just(("len_q",)), st.just(("head_q",)))
     if depth == 0:
         return leaves
     sub, cond = _ints(depth - 1), _bools(depth - 1)
@@ -75,6 +93,9 @@ UPDATES = st.one_of(
     st.tuples(st.just("w"), _sets(2)),
     st.tuples(st.just("t"), _ints(1)),
     st.tuples(st.just("b"), _bools(2)),
+    st.tuples(st.just("q_push"), _ints(1)),
+    st.tuples(st.just("q_pop"),),
+    st.tuples(st.just("q_lose"), _ints(1)),
 )
 ACTIONS = st.lists(st.tuples(st.booleans(), _bools(2), st.lists(UPDATES, min_size=1, max_size=3)), min_size=1, max_size=4)
 SHAPES = st.tuples(st.integers(64, 130), st.integers(1, 4), st.integers(1, 9))  # set width, map keys, int bound
@@ -101,6 +122,10 @@ def _int(n, c):
         return s.w.card()
     if op == "card_t":
         return s.t.card()
+    if op == "len_q":
+        return s.q.len()
+    if op == "head_q":
+        return If(s.q.is_empty(), 0, s.q.head())
     if op == "ite":
         return If(_bool(n[1], c), _int(n[2], c), _int(n[3], c))
     a, b = _int(n[1], c), _int(n[2], c)
@@ -170,8 +195,15 @@ def _apply(u, c, hi):
         s.w = _set(u[1], c)
     elif u[0] == "t":
         s.t = s.t.add(_wrap(_int(u[1], c), 5))
-    else:
+    elif u[0] == "b":
         s.b = _bool(u[1], c)
+    elif u[0] == "q_push":
+        s.q = If(s.q.len() < 3, s.q.append(_wrap(_int(u[1], c), 3)), s.q)
+    elif u[0] == "q_pop":
+        s.q = If(s.q.is_empty(), s.q, s.q.tail())
+    else:
+        i = _wrap(_int(u[1], c), 3)
+        s.q = If(i < s.q.len(), s.q.remove_at(i), s.q)
 
 
 def _action(guard, updates, width: int, hi: int, key):
@@ -209,11 +241,11 @@ DRIVERS = {"tick": action(_tick), "toggle": action(_toggle), "grow": action(_gro
 
 
 def make_spec(shape, actions) -> type:
-    """A Spec class with a wide set w, a small set t, a map m, an int x and a Bool b."""
+    """A Spec class with a wide set w, a small set t, a map m, an int x, a Bool b and a sequence q."""
     width, keys, hi = shape
     Key = Range(keys)
     ns = {"w": Set(Range(width)), "t": Set(Range(5)), "m": Map(Key, Int(0, hi), init=0),
-          "x": Var(Int(0, hi), init=0), "b": Var(Bool, init=False)}
+          "x": Var(Int(0, hi), init=0), "b": Var(Bool, init=False), "q": Seq(Int(0, 2), 3)}
     ns.update(DRIVERS)
     for k, (with_key, guard, updates) in enumerate(actions):
         ns[f"act{k}"] = action(_action(guard, updates, width, hi, Key if with_key else None))

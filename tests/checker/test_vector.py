@@ -74,7 +74,7 @@ def test_step_failures_name_the_spec_line():
         line = next(i for i, text in enumerate(f, 1) if "12 // s.x" in text)
     assert v.kind == "error" and "ZeroDivisionError" in v.message and v.location.endswith(f"failing_action.py:{line}")
     v = check_vector(load_model(model_path("vector_edges.py") + ":BadIndex"), Options()).violation
-    assert v.kind == "error" and v.name == "read" and "IndexError" in v.message
+    assert v.kind == "type" and v.name == "read" and "index 3 outside 0..2" in v.message
     assert [s.shown["i"] for s in v.trace.steps] == ["0", "1", "2", "3"]
 
 
