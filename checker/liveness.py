@@ -123,7 +123,7 @@ def explore(model: Model, fair: Fairness, opts: Options, progress: Progress, g: 
         i = queue.popleft()
         st = g.states[i]
         if opts.max_depth is not None and g.depth[i] >= opts.max_depth:
-            g.cut = f"depth bound {opts.max_depth} reached with unexplored states"
+            g.cut = opts.depth_cut()
             continue
         try:
             succs = model.successors(st)

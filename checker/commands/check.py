@@ -59,11 +59,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--dfs runs on one worker; drop --workers or --dfs")
     if args.fairness and not args.property:
         raise UsageError("--fairness applies to temporal properties; name one with --property")
-    if args.property and (args.symmetry or args.workers > 1 or args.dfs):
-        option = "--symmetry" if args.symmetry else ("--workers" if args.workers > 1 else "--dfs")
-        raise UsageError(f"{option} is not available with --property: temporal properties are checked on the "
-                         "whole state graph, breadth-first, by one worker (symmetry reduction is not sound for "
-                         "per-process fairness); drop " + option)
+    if args.property:
+        why = {"--symmetry": args.symmetry and "symmetry reduction is not sound for per-process fairness",
+               "--workers": args.workers > 1 and "temporal properties are checked on the whole state graph, "
+                                                 "which one process holds",
+               "--dfs": args.dfs and "temporal properties are checked on the whole state graph, built breadth-first"}
+        for option, reason in why.items():
+            if reason:
+                raise UsageError(f"{option} is not available with --property: {reason}; drop {option}")
     if args.property and args.engine == "vector":
         raise UsageError("--property: temporal properties are checked by the scalar engine; drop --engine vector")
     params = tree_arguments(args, parse_params(args.param))

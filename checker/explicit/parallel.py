@@ -267,7 +267,7 @@ class _Coordinator:
                 reports = self._gather()
                 found = self._first_found(reports)
                 if found is None and any(r["new"] for r in reports):
-                    cut = f"depth bound {opts.max_depth} reached with unexplored states"
+                    cut = opts.depth_cut()
                 break
             if opts.max_states is not None and distinct >= opts.max_states:
                 cut = f"state bound {opts.max_states} reached"

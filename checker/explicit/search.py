@@ -32,6 +32,11 @@ class Options:
     dfs: bool = False
     workers: int = 1
 
+    def depth_cut(self) -> str:
+        """Why a search that stopped at the depth bound is inconclusive (in the bound's own unit, steps)."""
+        n = self.max_depth
+        return f"depth bound of {n} step{'s' if n != 1 else ''} reached with unexplored states"
+
 
 class _Found(Exception):
     """Stops the search: a violation at a state (by fingerprint), possibly via one more step."""
@@ -167,7 +172,7 @@ class _Search:
                 return 0
             if opts.max_depth is not None and level >= opts.max_depth:
                 if self._frontier_grows(frontier):
-                    self.cut = f"depth bound {opts.max_depth} reached with unexplored states"
+                    self.cut = opts.depth_cut()
                 return len(frontier)
             nxt: list[tuple[int, Any]] = []
             base = self.generated
@@ -245,7 +250,7 @@ class _Search:
                         raise self._invariant_violation(pf, c, (lid, t))
                     continue
                 if opts.max_depth is not None and d >= opts.max_depth:
-                    self.cut = f"depth bound {opts.max_depth} reached with unexplored states"
+                    self.cut = opts.depth_cut()
                     continue
                 if len(parents) >= max_states:
                     self.cut = f"state bound {opts.max_states} reached"

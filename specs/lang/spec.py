@@ -25,6 +25,7 @@ from .terms import (
     as_bool,
     check_pending,
     const,
+    describe,
     mark_used,
     start_pending,
 )
@@ -291,17 +292,24 @@ class _Builder:
                             raise SpecError(f"init of field {f.name!r} has no value for key {k!r}", f.location)
                         init = init[k]
                     elif callable(init) and not isinstance(init, Type):
-                        init = init(k)
+                        try:
+                            init = init(k)
+                        except Exception as e:
+                            raise SpecError(f"init of field {f.name!r} raised {type(e).__name__}: {e} for key {k!r}",
+                                            _exception_location(e) or f.location) from None
                 if init is ANY:
                     choices[s] = [dom.rep_of_index(j) for j in range(dom.size)]
                     defaults[s] = choices[s][0]
                     continue
-                if init is None or (isinstance(f.dom, Set) and init == ()):
+                if init is None:
                     init = dom.default()
                 try:
                     defaults[s] = dom.rep(init)
                 except SpecError as e:
                     raise SpecError(f"init of field {f.name!r}: {e.message}", f.location, e.hint) from None
+                except ValueError as e:  # an integer outside its Int or Range
+                    raise SpecError(f"init of field {f.name!r}: {e}", f.location,
+                                    f"give an initial value of {dom.describe()}") from None
         return defaults, choices
 
     def _trace(self, prog: Program, name: str, fn: Callable) -> list[Transition]:
@@ -364,10 +372,13 @@ class _Builder:
             start_pending()
             try:
                 result = fn(view)
-                value = as_bool(result) if result is not None else None
-                if value is None:
+                if result is None:
                     raise SpecError(f"{kind_of(fn)} {name} returns nothing", _def_location(fn),
                                     "return the condition, e.g. `return s.x != 4`")
+                if not isinstance(result, (bool, Term)) or (isinstance(result, Term) and not result.is_bool):
+                    raise SpecError(f"{kind_of(fn)} {name} returns {describe(result)}, not a condition", _def_location(fn),
+                                    "return a Bool: a comparison (s.x != 4) or And/Or/Not of them")
+                value = as_bool(result)
             except SpecError:
                 check_pending_quietly()
                 raise

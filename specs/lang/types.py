@@ -26,6 +26,8 @@ class DomainError(ValueError):
 class Type:
     """A declared finite type. `dom()` is its domain under the current parameters."""
 
+    location = None  # where it was declared (set by the types whose binding can fail)
+
     def dom(self, binding: Binding | None = None) -> Domain:
         binding = binding or current_binding()
         cached = binding.domains.get(id(self))
@@ -175,12 +177,19 @@ class Int(Type):
     """Integers lo..hi inclusive; bounds may be parameter expressions."""
 
     def __init__(self, lo: int | ParamLike, hi: int | ParamLike):
+        self.location = user_location()
+        for b in (lo, hi):
+            if isinstance(b, bool) or not isinstance(b, (int, ParamLike)):
+                raise SpecError(f"Int({lo!r}, {hi!r}): the bounds must be integers or parameters", self.location)
+        if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
+            raise SpecError(f"Int({lo}, {hi}) is empty", self.location, f"write the bounds low first: Int({hi}, {lo})")
         self.lo, self.hi = lo, hi
 
     def _bind(self, binding):
         lo, hi = resolve(self.lo, binding), resolve(self.hi, binding)
         if lo > hi:
-            raise SpecError(f"Int({lo}, {hi}) is empty", user_location())
+            raise SpecError(f"Int({lo}, {hi}) is empty (with {self!r} under the spec's parameters)", self.location,
+                            "choose parameter values that make the range non-empty, or give the parameter a minimum")
         return IntDomain(self, lo, hi)
 
     def params(self):
@@ -283,6 +292,15 @@ class Range(Type):
     """
 
     def __init__(self, size: str | int | ParamLike, default: int | None = None, symmetric: bool = False):
+        self.location = user_location()
+        if isinstance(size, Range):
+            raise SpecError("Range(N): N is already a Range", self.location,
+                            "use N itself as the type; for another range of the same size write Range(N.size)")
+        if isinstance(size, bool) or not isinstance(size, (str, int, ParamLike)):
+            raise SpecError(f"Range({size!r}): the size must be an integer, a parameter or a parameter name",
+                            self.location, 'e.g. Range(3), Range(n) or Range("n", default=3)')
+        if isinstance(size, int) and size < 1:
+            raise SpecError(f"Range({size}) is empty", self.location, "a Range has at least one value")
         if isinstance(size, str):
             if default is None:
                 raise SpecError(f"Range({size!r}) declares a parameter and needs a default", user_location())
@@ -299,7 +317,8 @@ class Range(Type):
     def _bind(self, binding):
         n = resolve(self.size, binding)
         if n < 1:
-            raise SpecError(f"Range of size {n} is empty", user_location())
+            raise SpecError(f"Range of size {n} is empty ({self!r} under the spec's parameters)", self.location,
+                            "give the parameter a value of at least 1")
         return RangeDomain(self, n)
 
     def params(self):
