@@ -8,7 +8,7 @@ import sys
 from ..errors import UsageError
 from ..explicit import Options
 from ..loader import load_model, parse_params
-from ..progress import NoProgress, Progress
+from ..progress import NoProgress, Progress, stderr_say
 from ..rounds.sweep import FORCE_LIMIT, sweep, table, tree_arguments, tree_spec
 from ..vector import choice
 from .common import add_spec_arguments, load_typed, natural, positive, print_violation, report
@@ -107,7 +107,7 @@ def check_smt(args: argparse.Namespace) -> int:
     print(f"Checking {model.name}" + (f" ({ps})" if ps else "") + f": SMT bounded model checking to depth {depth}")
     print(f"  invariants: {', '.join(model.invariant_names) or 'none'}; "
           f"deadlock: {'not checked' if args.no_deadlock else 'checked'}; step failures: checked")
-    say = None if args.quiet else (lambda text: print("progress: " + text, file=sys.stderr, flush=True))
+    say = stderr_say(args.quiet)
     res = bmc(model, depth, deadlock=not args.no_deadlock, say=say)
     if res.violation is not None:
         print_violation(res.violation, args.out)
