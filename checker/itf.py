@@ -17,6 +17,7 @@ from lockstep.specs.lang.types import (
     EnumDomain,
     IntDomain,
     MapDomain,
+    OneOfDomain,
     OptionDomain,
     RangeDomain,
     RecordDomain,
@@ -51,6 +52,8 @@ def encode_typed(dom: Domain, v: Any) -> Any:
         return {"#set": [encode_typed(dom.elem, x) for x in sorted(v, key=dom.elem.index)]}
     if isinstance(dom, SeqDomain):  # ITF lists are JSON arrays
         return [encode_typed(dom.elem, x) for x in v]
+    if isinstance(dom, OneOfDomain):  # a declared Python value (a quorum): as a plain value
+        return encode_plain(v)
     if isinstance(dom, MapDomain):
         return {"#map": [[encode_typed(dom.key, k), encode_typed(dom.val, v[k])] for k in dom.key.values()]}
     raise TypeError(f"no ITF encoding for {dom!r}")
@@ -143,6 +146,11 @@ def decode_typed(dom: Domain, v: Any) -> Any:
         if not isinstance(v, dict) or not isinstance(v.get("#set"), list):
             raise ValueError(f"expected a set, got {json.dumps(v)}")
         return frozenset(decode_typed(dom.elem, x) for x in v["#set"])
+    if isinstance(dom, OneOfDomain):
+        for x in dom.vals:
+            if encode_plain(x) == v:
+                return x
+        raise ValueError(f"expected a value of {dom.describe()}, got {json.dumps(v)}")
     if isinstance(dom, SeqDomain):
         if not isinstance(v, list) or len(v) > dom.max_len:
             raise ValueError(f"expected a list of at most {dom.max_len} elements, got {json.dumps(v)}")

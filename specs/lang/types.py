@@ -355,6 +355,71 @@ class RangeDomain(Domain):
         return ("range", self.size, id(self.type)) if self.symmetric else ("range", self.size)
 
 
+class OneOf(Type):
+    """A declared finite set of Python values (hashable, distinct): the quorums of a protocol, a table of
+    configurations. `OneOf(values)` or `OneOf(lambda: values)`; the function runs with the spec's parameters
+    bound, so it may use them (`OneOf(lambda: majorities(range(N)))`). An action parameter of this type
+    takes each value in turn, as itself (`def decide(s, q: Quorum)` gets a frozenset), so the action's code
+    can iterate over it (`ForAll(q, lambda a: ...)`, `a in q`). As a state field, a value is held as its
+    position in the list. The values are opaque to symmetry reduction."""
+
+    def __init__(self, values: Iterable[Any] | Callable[[], Iterable[Any]], name: str | None = None):
+        self.values = values
+        self.name = name
+        self.location = user_location()
+
+    def _bind(self, binding):
+        try:
+            vals = list(self.values() if callable(self.values) else self.values)
+        except SpecError:
+            raise
+        except Exception as e:
+            raise SpecError(f"OneOf: computing its values raised {type(e).__name__}: {e}", self.location) from None
+        if not vals:
+            raise SpecError("OneOf() has no values", self.location, "give at least one value")
+        for v in vals:
+            try:
+                hash(v)
+            except TypeError:
+                raise SpecError(f"OneOf: {v!r} is not hashable", self.location,
+                                "use tuples and frozensets instead of lists and sets") from None
+        if len(set(vals)) != len(vals):
+            raise SpecError("OneOf: the values are not distinct", self.location)
+        return OneOfDomain(self, vals)
+
+    def __repr__(self):
+        return self.name or "OneOf(...)"
+
+
+class OneOfDomain(Domain):
+    kind = "oneof"
+
+    def __init__(self, type_, vals: list):
+        super().__init__(type_)
+        self.vals = vals
+        self.size = len(vals)
+        self.hi = self.size - 1
+        self._index = {v: i for i, v in enumerate(vals)}
+
+    def index(self, v):
+        try:
+            return self._index[v]
+        except (KeyError, TypeError):
+            raise SpecError(f"{v!r} is not a value of {self.describe()}", user_location()) from None
+
+    def value(self, i):
+        return self.vals[i]
+
+    def describe(self):
+        if self.type.name:
+            return self.type.name
+        shown = ", ".join(map(repr, self.vals[:3]))
+        return f"OneOf({shown}{', ...' if self.size > 3 else ''})"
+
+    def _shape(self):
+        return ("oneof", tuple(self.vals))
+
+
 # ---------------------------------------------------------------------------- records
 
 
@@ -833,6 +898,7 @@ def as_domain(t: Any) -> Domain:
 
 
 __all__ = [
-    "ANY", "Bool", "Int", "Enum", "Range", "Record", "RecordValue", "Union", "Option", "Set", "Seq", "Map", "Var",
+    "ANY", "Bool", "Int", "Enum", "OneOf", "Range", "Record", "RecordValue", "Union", "Option", "Set", "Seq", "Map",
+    "Var",
     "Type", "Domain", "bits",
 ]

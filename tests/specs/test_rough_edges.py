@@ -3,6 +3,8 @@ that says what to write instead."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from lockstep.checker.explicit import Options, check
@@ -199,3 +201,48 @@ def test_variadic_action_parameters_are_refused():
 
     with pytest.raises(SpecError, match=r"\*\*ws"):
         build_program(Kw)
+
+
+# ----------------------------------------------------------------- parameters over values
+
+QUORUMS = os.path.join(os.path.dirname(HERE), "..", "models", "quorums.py")
+
+
+def test_an_action_parameter_ranges_over_a_declared_set_of_values():
+    from lockstep.checker.loader import load_model
+
+    model = load_model(QUORUMS + ":Vote")
+    labels = [t.label for t in model.prog.transitions]
+    assert sum(lb.startswith("choose(") for lb in labels) == 3 * 2
+    assert "choose(q=frozenset({0, 1}), v='a')" in labels
+    assert sum(lb.startswith("promise(") for lb in labels) == 3 * 2  # only the members of each quorum
+    res = check(model, Options(deadlock=False))
+    # nothing chosen: 27 vote assignments x 8 sets of promised acceptors; one value chosen: the 14 assignments
+    # where a quorum agrees (7 per value) x 8 (promises stop once a value is chosen)
+    assert (res.verdict, res.distinct) == ("holds", 27 * 8 + 14 * 8)
+    bug = check(load_model(QUORUMS + ":VoteTwice"), Options(deadlock=False)).violation
+    assert bug.kind == "invariant" and bug.name == "agreement"
+
+
+def test_a_counterexample_through_a_value_parameter_replays(cli, tmp_path):
+    out = tmp_path / "cex.json"
+    r = cli("check", QUORUMS + ":VoteTwice", "--no-deadlock", "--out", str(out), "--quiet")
+    assert r.code == 1 and "choose(q=frozenset(" in r.out
+    r = cli("replay", str(out))
+    assert r.code == 0, r.out + r.err
+
+
+def test_declared_values_must_be_distinct_and_hashable():
+    from lockstep.specs.lang import OneOf
+
+    for values, message in (([], "has no values"), ([[0, 1]], "not hashable"), ([1, 1], "not distinct")):
+        class Bad(Spec):
+            x = Var(OneOf(values))  # marker: oneof-decl
+
+            @action
+            def go(s):
+                s.x = s.x
+
+        with pytest.raises(SpecError, match=message) as e:
+            build_program(Bad)
+        assert e.value.location.line == line("marker: oneof-decl")
