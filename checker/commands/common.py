@@ -75,8 +75,8 @@ def report(res: CheckResult, out: str | None) -> None:
         print("\nNo violation: all reachable states explored.")
     rate = res.distinct / res.seconds if res.seconds > 0 else 0.0
     steps = max(res.depth - 1, 0)  # TLC's depth counts the states of the longest shortest path, initial ones as 1
-    print(f"  {res.distinct:,} distinct states, {res.generated:,} generated, depth {res.depth} "
-          f"({steps} step{'s' if steps != 1 else ''}), "
+    in_steps = "" if v is not None else f" ({steps} step{'s' if steps != 1 else ''})"  # a counterexample gives its own
+    print(f"  {res.distinct:,} distinct states, {res.generated:,} generated, depth {res.depth}{in_steps}, "
           f"{res.seconds:.2f} s ({rate:,.0f} distinct states/s)")
     if res.queued:
         print(f"  {res.queued:,} states left unexplored")
