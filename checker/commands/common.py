@@ -54,7 +54,8 @@ def print_violation(v: Violation, out: str | None) -> None:
               "fix it and check again")
     else:
         print(f"\nViolation: {v.message}{where}")
-    print(f"Counterexample ({steps} step{'s' if steps != 1 else ''}):")
+    heading = "The run that reaches it" if v.kind == "error" else "Counterexample"
+    print(f"{heading} ({steps} step{'s' if steps != 1 else ''}):")
     print(render(v.trace))
     if v.trace.loop is not None:
         print(f"  {'':>3}  (stutters in state {steps} for ever)" if v.trace.loop == steps

@@ -33,13 +33,13 @@ def test_a_typo_in_an_action_is_a_spec_error_with_the_trace(cli, tmp_path, engin
     assert "Spec error:" in r.out and "Violation" not in r.out
     assert "NameError: name 'zer0' is not defined" in r.out
     assert f"spec_errors.py:{spec_line(ERRORS, 'zer0')}" in r.out
-    assert "Counterexample (3 steps)" in r.out and out.exists()
+    assert "The run that reaches it (3 steps)" in r.out and out.exists()
     assert json.loads(out.read_text())["#meta"]["lockstep"]["property"]["kind"] == "step"
 
 
 def test_a_type_error_in_an_action_is_a_spec_error(cli):
     r = cli("check", ERRORS + ":WrongCall", "--quiet")
-    assert r.code == 5 and "TypeError: 'tuple' object is not callable" in r.out and "Counterexample (2 steps)" in r.out
+    assert r.code == 5 and "TypeError: 'tuple' object is not callable" in r.out and "reaches it (2 steps)" in r.out
 
 
 def test_a_division_by_zero_is_a_spec_error(cli):
