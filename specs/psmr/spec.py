@@ -50,8 +50,26 @@ from __future__ import annotations
 
 from itertools import combinations, permutations
 
-from ..lang import And, Bool, Enum, ForAll, If, Implies, Int, Map, Not, Option, Or, Param, Range, Record, Set, Union
-from ..lang import invariant, require
+from ..lang import (
+    And,
+    Bool,
+    Enum,
+    ForAll,
+    If,
+    Implies,
+    Int,
+    Map,
+    Not,
+    Option,
+    Or,
+    Param,
+    Range,
+    Record,
+    Set,
+    Union,
+    invariant,
+    require,
+)
 from ..lang.actors import ActorSpec, Local, Network, on_message, on_start, on_timeout, send, set_timer
 from .commands import MAX_COMMANDS, MAX_VALUE, WORKLOAD, Command, cg, cg_first_key, dependent, execute
 
