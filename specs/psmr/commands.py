@@ -56,17 +56,18 @@ def owner(key: int, workers: int) -> int:
     return key % workers
 
 
-def cg(c: Command, workers: int) -> frozenset[int]:
-    """C-G: the workers (groups g_1..g_W; all of them is g_all) a command is multicast to."""
-    return frozenset(owner(k, workers) for k in c.keys(workers))
+def cg(c: Command, workers: int, nkeys: int | None = None) -> frozenset[int]:
+    """C-G: the workers (groups g_1..g_W; all of them is g_all) a command is multicast to (K = W keys
+    unless `nkeys` says otherwise)."""
+    return frozenset(owner(k, workers) for k in c.keys(nkeys or workers))
 
 
-def cg_first_key(c: Command, workers: int) -> frozenset[int]:
+def cg_first_key(c: Command, workers: int, nkeys: int | None = None) -> frozenset[int]:
     """Seeded bug: a multi-key command goes to the group of its first key only."""
-    return frozenset({owner(min(c.keys(workers)), workers)})
+    return frozenset({owner(min(c.keys(nkeys or workers)), workers)})
 
 
-CG_FUNCTIONS: dict[str, Callable[[Command, int], frozenset[int]]] = {"keys": cg, "first_key": cg_first_key}
+CG_FUNCTIONS: dict[str, Callable[..., frozenset[int]]] = {"keys": cg, "first_key": cg_first_key}
 
 
 def execute(c: Command, store: list[int]) -> int:
