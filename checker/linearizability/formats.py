@@ -12,7 +12,9 @@
   `:process` is not an integer (`:nemesis`) are not client operations and are skipped.
 - `json`: the same events as JSON objects, one per line (`{"process": 0, "type": "invoke", "f":
   "put", "key": "k", "value": "v", "time": 0.0012}`), as `lockstep run psmr` records them; events
-  are ordered by `time` when every event has one, else by line.
+  are ordered by `time` when every event has one, else by line. An `ok` event may carry an
+  `output` (what the operation returned, e.g. the value a swap replaced); otherwise a read's or
+  get's output is the ok event's `value`, and other operations just succeed.
 """
 
 from __future__ import annotations
@@ -203,6 +205,8 @@ def _build(events: list[tuple[str, dict[str, Any]]], path: str, fmt: str, keywor
             b.invoke(client, f, None if f in ("read", "get") else value, key, where)
         elif kind == "ok":
             out = value if f in ("read", "get") else True
+            if "output" in ev:  # what the operation returned, where that is not its value (a swap)
+                out = _hashable(ev["output"])
             b.complete(client, out, where, f=f)
         elif kind == "fail":
             b.complete(client, None, where, f=f, drop=True)

@@ -150,6 +150,38 @@ class KeyValueWhole(KeyValue):
         return [ops]
 
 
+class SwapKeyValue(Model):
+    """The P-SMR key-value service (`lockstep.specs.psmr.commands`): integer values, initially 0; get(k);
+    put(k, v) returns the value it replaced; putall(v) writes every key and returns 0.
+
+    A state is (the value of every key not written since the last putall, the keys written since).
+    Partitioned by key when the history has no putall (which touches every key)."""
+
+    name = "psmr-kv"
+    operations = ("get", "put", "putall")
+    observers = ("get",)
+
+    def init(self) -> Any:
+        return (0, frozenset())
+
+    def step(self, state: Any, op: Operation) -> Any:
+        base, written = state
+        if op.f == "putall":
+            return (op.value, frozenset()) if op.unknown or op.output == 0 else ILLEGAL
+        cur = dict(written).get(op.key, base)
+        if not op.unknown and op.output != cur:
+            return ILLEGAL
+        if op.f == "get":
+            return state
+        rest = frozenset(kv for kv in written if kv[0] != op.key)
+        return (base, rest | {(op.key, op.value)})
+
+    def partition(self, ops: list[Operation]) -> list[list[Operation]]:
+        if any(op.f == "putall" for op in ops):
+            return [ops]
+        return _by_key(ops, lambda op: op.key)
+
+
 class Mutex(Model):
     """A lock: `acquire` succeeds only when free, `release` only when held (by anyone, as in Knossos)."""
 
@@ -223,6 +255,7 @@ MODELS: dict[str, type[Model]] = {
     "kv": KeyValue,
     "kv-whole": KeyValueWhole,
     "mutex": Mutex,
+    "psmr-kv": SwapKeyValue,
 }
 
 

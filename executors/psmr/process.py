@@ -336,6 +336,9 @@ class Worker(Member):
                     x += i * i
 
     def finish(self) -> None:
+        task = getattr(self, "task", None)
+        if task is not None:
+            task.cancel()
         self.store.release()
         self.shm.close()
 
