@@ -104,7 +104,7 @@ class PSMR(ActorSpec):
     Process = Proc
     Message = Union(Multicast, Deliver, Reply)
     Timer = Enum("tick", "idle")
-    network = Network(ordered=True, capacity=6)
+    network = Network(ordered=True, capacity=8)  # deliveries in flight to a replica: up to sum |C-G(C)|
     crashable = staticmethod(lambda params: range(2, params["replicas"] + 2))  # replicas may crash
     timeouts = {"tick": 1, "idle": 50}
 
