@@ -29,7 +29,7 @@ from typing import Any
 
 import networkx as nx
 
-from lockstep.specs.psmr.commands import CG_FUNCTIONS, Command, dependent, execute
+from lockstep.specs.psmr.commands import CG_FUNCTIONS, Command, execute
 
 
 class RunInvalid(Exception):
@@ -163,7 +163,7 @@ def _check_replica(r: int, evs: list[tuple[int, int, dict[str, Any]]], commands:
         if cid not in execs or not execs[cid][0] < lc:
             raise RunInvalid(f"replica {r} worker {w} resumed after command {cid} before it was executed")
     store = [0] * K
-    for cid, (lc, w, v) in sorted(execs.items(), key=lambda x: (x[1][0], x[1][1])):
+    for cid, (_lc, _w, v) in sorted(execs.items(), key=lambda x: (x[1][0], x[1][1])):
         want = execute(commands[cid], store)
         if want != v:
             raise RunInvalid(f"replica {r}: command {cid} ({commands[cid]}) replied {v}; executed in the replica's "
