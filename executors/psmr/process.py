@@ -81,6 +81,7 @@ class Member:
         self.peers: dict[int, int] = {}
         self.out: dict[int, asyncio.Transport] = {}
         self.outbox: dict[int, list] = {}
+        self.connecting: dict[int, list] = {}  # frames for peers whose connection is being made
         self.rejected = 0
         self.stats: dict[str, int] = {}
         self.durable = bool(cfg.get("durable"))
@@ -165,25 +166,24 @@ class Member:
         boxes, self.outbox = self.outbox, {}
         for dst, msgs in boxes.items():
             t = self.out.get(dst)
-            if t is None:
-                asyncio.get_running_loop().create_task(self._connect_and_send(dst, msgs))
-            elif not t.is_closing():
-                t.write(b"".join(frame(m) for m in msgs))
-
-    async def _connect_and_send(self, dst: int, msgs: list) -> None:
-        if dst not in self.out:
-            try:
-                t, _ = await asyncio.get_running_loop().create_connection(asyncio.Protocol, "127.0.0.1", self.peers[dst])
-            except OSError:
-                self.stats["lost"] = self.stats.get("lost", 0) + len(msgs)
-                return
-            if dst in self.out:  # connected meanwhile by another task
-                t.close()
+            if t is not None:
+                if not t.is_closing():
+                    t.write(b"".join(frame(m) for m in msgs))
+            elif dst in self.connecting:  # frames wait, in order, for the connection being made
+                self.connecting[dst].extend(msgs)
             else:
-                self.out[dst] = t
-        t = self.out[dst]
-        if not t.is_closing():
-            t.write(b"".join(frame(m) for m in msgs))
+                self.connecting[dst] = list(msgs)
+                asyncio.get_running_loop().create_task(self._connect(dst))
+
+    async def _connect(self, dst: int) -> None:
+        try:
+            t, _ = await asyncio.get_running_loop().create_connection(asyncio.Protocol, "127.0.0.1", self.peers[dst])
+        except (OSError, KeyError):
+            lost = self.connecting.pop(dst, [])
+            self.stats["lost"] = self.stats.get("lost", 0) + len(lost)
+            return
+        self.out[dst] = t
+        t.write(b"".join(frame(m) for m in self.connecting.pop(dst, [])))
 
     def now(self) -> float:
         return round(time.monotonic() - self.t0, 6)
