@@ -101,3 +101,13 @@ def test_bmc_to_depth_8(cli):
 def test_cg_proof(fact):
     result = facts.run([fact])[0]
     assert result.outcome.verdict == fact.expected, result.line()
+
+
+def test_proof_runs_as_a_script():
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "lockstep.proofs.psmr"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert len(run.stdout.splitlines()) == len(psmr.FACTS)
+    assert "refuted" in run.stdout and "put(" in run.stdout
