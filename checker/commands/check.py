@@ -11,7 +11,7 @@ from ..loader import load_model, parse_params
 from ..progress import NoProgress, Progress
 from ..rounds.sweep import FORCE_LIMIT, sweep, table, tree_arguments, tree_spec
 from ..vector import choice
-from .common import add_spec_arguments, load_typed, natural, positive, print_violation, report
+from .common import add_full_argument, add_spec_arguments, load_typed, natural, positive, print_violation, report
 
 NAME = "check"
 HELP = "model-check a spec: invariants, deadlocks, step failures and temporal properties"
@@ -40,6 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"--engine smt: look for violations within K steps (default {SMT_DEPTH})")
     p.add_argument("--out", metavar="FILE", help="write the counterexample trace (JSON, ITF) to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_full_argument(p)
     p.add_argument("--tree", metavar="GEN", help="tree specs: check on this tree "
                                                  "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")
     p.add_argument("--seed", type=natural, default=0, help="with --tree random:N: the seed of the random tree")
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     res = choice.run(engine, model, vm, opts, progress)
     if why and engine != args.engine:
         res.notes.append(why)
-    report(res, args.out)
+    report(res, args.out, model, args.full)
     return res.exit_code
 
 
@@ -107,7 +108,7 @@ def check_smt(args: argparse.Namespace) -> int:
     say = None if args.quiet else (lambda text: print("progress: " + text, file=sys.stderr, flush=True))
     res = bmc(model, depth, deadlock=not args.no_deadlock, say=say)
     if res.violation is not None:
-        print_violation(res.violation, args.out)
+        print_violation(res.violation, args.out, model, args.full)
     elif res.complete:
         print(f"\nNo violation: {res.reason}.")
     else:
@@ -132,7 +133,7 @@ def _check_properties(args: argparse.Namespace, model, opts: Options) -> int:
           f"{'checked' if opts.deadlock else 'not checked'}")
     progress = NoProgress() if args.quiet else Progress()
     res = check_properties(model, props, fair, opts, progress)
-    report(res, args.out)
+    report(res, args.out, model, args.full)
     return res.exit_code
 
 

@@ -6,8 +6,9 @@ import argparse
 import sys
 
 from ..loader import LoadError, load_model
+from ..model import Model
 from ..result import CheckResult, Violation
-from ..trace import render
+from ..trace import Trace
 from ..typed_model import TypedModel
 
 
@@ -44,25 +45,38 @@ def load_typed(ref: str, params: dict[str, int], what: str, invariants: list[str
     return model
 
 
-def print_violation(v: Violation, out: str | None) -> None:
-    """Print a violation and its counterexample (a lasso: where it loops) and save it."""
+def add_full_argument(p: argparse.ArgumentParser) -> None:
+    """--full, shared by the commands that print traces."""
+    p.add_argument("--full", action="store_true", help="print whole states at every step, not only what changed")
+
+
+def print_trace(trace: Trace, model: Model | None = None, full: bool = False) -> None:
+    """Print a trace's listing (per-element changes; colour on a terminal)."""
+    from ..render.notation import notation_of
+    from ..render.text import printer, trace_lines
+
+    sys.stdout.flush()
+    say = printer()
+    for line in trace_lines(trace, notation_of(model), full):
+        say(line)
+
+
+def print_violation(v: Violation, out: str | None, model: Model | None = None, full: bool = False) -> None:
+    """Print a violation and its counterexample (a lasso: where it loops and how) and save it."""
     steps = len(v.trace.steps) - 1
     print(f"\nViolation: {v.message}" + (f" at {v.location}" if v.location and v.location not in v.message else ""))
     print(f"Counterexample ({steps} step{'s' if steps != 1 else ''}):")
-    print(render(v.trace))
-    if v.trace.loop is not None:
-        print(f"  {'':>3}  (stutters in state {steps} for ever)" if v.trace.loop == steps
-              else f"  {'':>3}  (back to state {v.trace.loop}; the loop repeats for ever)")
+    print_trace(v.trace, model, full)
     if out:
         v.trace.save(out)
         print(f"Trace written to {out} (replay it: lockstep replay {out})")
 
 
-def report(res: CheckResult, out: str | None) -> None:
+def report(res: CheckResult, out: str | None, model: Model | None = None, full: bool = False) -> None:
     """Print a check's outcome (and save its counterexample)."""
     v = res.violation
     if v is not None:
-        print_violation(v, out)
+        print_violation(v, out, model, full)
     elif res.verdict == "inconclusive":
         print(f"\nInconclusive: {res.cut}; no violation among the states explored.")
     else:
