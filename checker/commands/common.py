@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
+from ..errors import UsageError
 from ..loader import LoadError, load_model
 from ..model import Model
 from ..result import CheckResult, Violation
-from ..trace import Trace
+from ..trace import Trace, TraceError
 from ..typed_model import TypedModel
 
 
@@ -34,6 +36,38 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", metavar="SPEC", help="a registered name (see `lockstep list`), module:Object, or file.py[:Object]")
     p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
                    help="set a spec parameter (repeatable), e.g. --param rm=5")
+
+
+def trace_spec(ref: str, given: str | None) -> str:
+    """The spec to read a trace with: the one the user names, or the trace's own if it is a registered name
+    (a trace file never chooses what code runs)."""
+    from lockstep.specs.registry import SPECS
+
+    if given:
+        return given
+    if ref in SPECS:
+        return ref
+    raise UsageError(f"the trace names spec {ref!r}, which is not a registered spec name; a trace file does not "
+                     f"choose what code runs: name the spec yourself with --spec {ref}")
+
+
+def read_trace_file(path: str):
+    """A counterexample or simulation (ITF JSON, a `Trace`) or a merged run trace (JSON lines, a `MergedRun`)."""
+    from ..validation.runtrace import load
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            head = f.read(4096)
+    except OSError as e:
+        raise TraceError(f"cannot read trace {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise TraceError(f"{path}: not a text file (expected a JSON trace)") from None
+    first = head.lstrip().split("\n", 1)[0]
+    try:
+        run_header = json.loads(first).get("kind") == "run"
+    except (json.JSONDecodeError, AttributeError):
+        run_header = False
+    return load(path) if run_header else Trace.load(path)
 
 
 def load_typed(ref: str, params: dict[str, int], what: str, invariants: list[str] | None = None):

@@ -155,9 +155,13 @@ def _event(r, x: int, y: int) -> list[str]:
 
 def page(chart: Chart) -> str:
     """The chart as one HTML page: the SVG inline, and a panel that shows the state of the step under the pointer."""
-    body = svg(chart, standalone=False)
+    return wrap(chart.title, svg(chart, standalone=False))
+
+
+def wrap(title: str, body: str) -> str:
+    """An inline SVG as a self-contained HTML page whose `data-state` elements show their state in a panel."""
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(chart.title)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>
 body {{ margin: 0; font-family: ui-sans-serif, system-ui, sans-serif; }}
 #panel {{ position: fixed; right: 12px; top: 12px; max-width: 420px; background: #fffde7; border: 1px solid #ccc;
