@@ -30,6 +30,7 @@ COMMANDS = [
     "lockstep.checker.commands.analyze",
     "lockstep.checker.commands.simulate",
     "lockstep.checker.commands.draw",
+    "lockstep.checker.commands.explore",
 ]
 """Modules defining `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`."""
 
