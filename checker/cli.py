@@ -31,6 +31,7 @@ COMMANDS = [
     "lockstep.checker.commands.simulate",
     "lockstep.checker.commands.draw",
     "lockstep.checker.commands.explore",
+    "lockstep.checker.commands.export",
 ]
 """Modules defining `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`."""
 

@@ -44,6 +44,7 @@ class Row:
     bad: bool = False  # the violating (or first invalid) step
     time: float | None = None
     y: int = -1  # the row's level in the chart (steps taken at once share one); -1: its own
+    vc: list[int] | None = None  # the vector clock the process recorded with the event (runs)
 
 
 @dataclass
@@ -254,7 +255,8 @@ def chart_of_run(run: MergedRun, model: TypedModel, bad: dict[str, Any] | None =
             chart.rows.append(Row(p, "crash", "killed", time=t))
         row = len(chart.rows)
         state = _run_state(system, lay, pid, e.get("state"))
-        r = Row(pid, kind, kind, state, byzantine=pid in system.byzantine, time=e.get("time"))
+        vc = e.get("vc") if isinstance(e.get("vc"), list) else None
+        r = Row(pid, kind, kind, state, byzantine=pid in system.byzantine, time=e.get("time"), vc=vc)
         if kind == "message":
             m, text = message(e, e.get("msg"))
             r.kind, r.label = "deliver", f"{text} from {e.get('src')}"
