@@ -41,6 +41,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="FILE", help="write the counterexample trace (JSON, ITF) to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     add_full_argument(p)
+    p.add_argument("--dump-graph", metavar="FILE.dot", help="write the state graph (Graphviz DOT), the counterexample "
+                                                             "in red; for small instances")
+    p.add_argument("--graph-limit", type=positive, default=1000, metavar="N",
+                   help="--dump-graph: refuse graphs of more than N states (default 1000)")
     p.add_argument("--tree", metavar="GEN", help="tree specs: check on this tree "
                                                  "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")
     p.add_argument("--seed", type=natural, default=0, help="with --tree random:N: the seed of the random tree")
@@ -73,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
                    dfs=args.dfs, workers=args.workers)
     if args.property:
         return _check_properties(args, model, opts)
+    graph = dump_graph_first(args, model)
     engine, vm, why = choice.choose(args.engine, model, opts)
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
     mode = "depth-first" if args.dfs else "breadth-first"
@@ -86,7 +91,34 @@ def run(args: argparse.Namespace) -> int:
     if why and engine != args.engine:
         res.notes.append(why)
     report(res, args.out, model, args.full)
+    write_graph(args, model, graph, res)
     return res.exit_code
+
+
+def dump_graph_first(args: argparse.Namespace, model):
+    """With --dump-graph: the state graph, built (or refused as too large) before the search."""
+    if not args.dump_graph:
+        return None
+    from ..render.graph import state_graph
+
+    return state_graph(model, args.graph_limit)
+
+
+def write_graph(args: argparse.Namespace, model, graph, res) -> None:
+    """Write the --dump-graph file, with the counterexample marked."""
+    if graph is None:
+        return
+    from ..render.graph import mark_trace, to_dot
+
+    v = res.violation
+    if v is not None:
+        mark_trace(graph, model, v.trace)
+    try:
+        with open(args.dump_graph, "w", encoding="utf-8") as f:
+            f.write(to_dot(graph, model, v.message if v is not None else None))
+    except OSError as e:
+        raise UsageError(f"cannot write {args.dump_graph}: {e.strerror}") from None
+    print(f"State graph ({len(graph)} states, {graph.number_of_edges()} steps) written to {args.dump_graph}")
 
 
 def check_smt(args: argparse.Namespace) -> int:
@@ -132,8 +164,10 @@ def _check_properties(args: argparse.Namespace, model, opts: Options) -> int:
     print(f"  invariants: {', '.join(model.invariant_names) or 'none'}; deadlock: "
           f"{'checked' if opts.deadlock else 'not checked'}")
     progress = NoProgress() if args.quiet else Progress()
+    graph = dump_graph_first(args, model)
     res = check_properties(model, props, fair, opts, progress)
     report(res, args.out, model, args.full)
+    write_graph(args, model, graph, res)
     return res.exit_code
 
 
