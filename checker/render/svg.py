@@ -12,7 +12,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from .chart import Chart
 
-COL, LEFT, TOP, ROW, BOTTOM = 190, 40, 104, 40, 96
+COL, LEFT, TOP, ROW, BOTTOM = 190, 40, 104, 44, 80
 COLOURS = {"start": "#4a6fa5", "deliver": "#2e7d32", "timeout": "#b26a00", "crash": "#c62828", "restart": "#00897b",
            "forge": "#d84315", "drop": "#6d4c41", "failure": "#c62828", "step": "#555"}
 STYLE = """
@@ -40,7 +40,7 @@ def svg(chart: Chart, standalone: bool = True) -> str:
     """The chart as SVG (`standalone`: with an XML declaration, for a .svg file)."""
     levels = chart.levels()
     height = TOP + ROW * (max(levels, default=0) + 1) + BOTTOM
-    width = max(LEFT + COL * len(chart.pids) + 150, 640)
+    width = max(LEFT + COL * len(chart.pids) + 220, 640)
     x = {p: LEFT + COL * i + COL // 2 for i, p in enumerate(chart.pids)}
 
     def y(row: int) -> int:
@@ -63,18 +63,23 @@ def svg(chart: Chart, standalone: bool = True) -> str:
             cls = "bad" if r.bad else "loop"
             out.append(f'<rect class="band {cls}" x="0" y="{y(i) - ROW // 2}" width="{width}" height="{ROW}"/>')
             text = r.note if r.bad else "the loop starts here"
-            out.append(f'<text class="note" x="{width - 145}" y="{y(i) + 4}">{escape(text[:60])}</text>')
+            out.append(f'<text class="note" x="{width - 12}" y="{y(i) + 4}" text-anchor="end">{escape(text[:60])}</text>')
     end = height - BOTTOM + 34
     for p in chart.pids:
         out += _lifeline(chart, p, x[p], end, y)
+    stubs: dict[tuple[int, bool], int] = {}
     for a in chart.arrows:
-        out += _arrow(a, x, y, end)
+        k = 0
+        if a.received is None and a.kind != "dropped":
+            side = (a.sent, x[a.dst] >= x[a.src])
+            k = stubs[side] = stubs.get(side, -1) + 1
+        out += _arrow(a, x, y, end, k)
     for i, r in enumerate(chart.rows):
         out += _event(r, x[r.pid], y(i))
     out.append(f'<text class="legend" x="12" y="{height - 26}">circles: handler runs (blue start, green delivery, '
                'orange timer); red cross: crash or failed handler; teal square: restart</text>')
-    out.append(f'<text class="legend" x="12" y="{height - 10}">arrows: dashed grey never delivered, purple duplicate, '
-               'red forged, cross dropped; hover a step for its state</text>')
+    out.append(f'<text class="legend" x="12" y="{height - 10}">arrows: a grey stub is never delivered (→ its destination), '
+               'purple a duplicate, red forged, a cross dropped; hover a step for its state</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -100,10 +105,20 @@ def _lifeline(chart: Chart, p: int, x: int, end: int, y) -> list[str]:
     return out
 
 
-def _arrow(a, x: dict[int, int], y, end: int) -> list[str]:
+def _arrow(a, x: dict[int, int], y, end: int, stub: int = 0) -> list[str]:
     x1, y1 = x[a.src], y(a.sent)
     cls = f"arrow {a.kind}" + (" forged" if a.forged else "")
     title = f"<title>{escape(a.msg)}: {a.src} → {a.dst} ({a.kind}{', forged' if a.forged else ''})</title>"
+    if a.received is None and a.kind != "dropped":  # never delivered: a stub pointing at its destination
+        d = 1 if x[a.dst] > x1 else -1
+        if a.dst == a.src:
+            d = 1
+        x2, y2 = x1 + d * 46, y1 + 14 + 11 * stub
+        cls += " stub"
+        return [f'<line class="{cls}" x1="{x1 + 7 * d}" y1="{y1 + 2}" x2="{x2}" y2="{y2}" marker-end="url(#head)">'
+                f'{title}</line>',
+                f'<text class="legend" x="{x2 + 3 * d}" y="{y2 + 10}" text-anchor="{"start" if d > 0 else "end"}">'
+                f'→{a.dst}</text>']
     if a.received is None:
         x2, y2 = x[a.dst], end - 8
     else:
@@ -125,8 +140,6 @@ def _arrow(a, x: dict[int, int], y, end: int) -> list[str]:
         out.append(f'<path d="M{x2 - 6},{y2 - 6} L{x2 + 6},{y2 + 6} M{x2 - 6},{y2 + 6} L{x2 + 6},{y2 - 6}" '
                    'stroke="#6d4c41" stroke-width="2"/>')
     label = a.msg if len(a.msg) <= 28 else a.msg[:27] + "…"
-    if a.received is None and a.kind != "dropped":
-        out.append(f'<text class="legend" x="{x2}" y="{y2 + 18}" text-anchor="middle">in flight</text>')
     out.append(f'<text class="msg" x="{tx}" y="{ty}" text-anchor="middle">{escape(label)}</text>')
     return out
 

@@ -154,3 +154,15 @@ def test_a_trace_of_an_unregistered_spec_needs_spec(cli, tmp_path):
     assert r.code == 2 and "--spec tests/models/actor_gossip.py:GossipWithForger" in r.err
     r = cli("draw", str(path), "--out", str(tmp_path / "c.svg"), "--spec", "tests/models/actor_gossip.py:GossipWithForger")
     assert r.code == 0
+
+
+def test_readme_chart_is_current(cli, tmp_path):
+    """docs/pictures/two_phase_commit_eager.svg, embedded in the README, is what `lockstep draw` makes today."""
+    from pathlib import Path
+
+    cex = tmp_path / "cex.json"
+    cli("check", "two_phase_commit_eager", "--no-deadlock", "--quiet", "--out", str(cex))
+    out = tmp_path / "chart.svg"
+    assert cli("draw", str(cex), "--out", str(out)).code == 0
+    committed = Path(__file__).parents[3] / "docs" / "pictures" / "two_phase_commit_eager.svg"
+    assert out.read_text() == committed.read_text(), "regenerate it with the command in the README"
