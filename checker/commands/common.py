@@ -70,6 +70,23 @@ def read_trace_file(path: str):
     return load(path) if run_header else Trace.load(path)
 
 
+def typed_for_pictures(model: Model) -> TypedModel:
+    """The model of a trace to draw or export: plain specs have no processes to picture."""
+    if not isinstance(model, TypedModel):
+        raise TraceError(f"spec {model.name} is a plain spec: only actor and rounds specs have pictures "
+                         "(for a state graph: lockstep check SPEC --dump-graph FILE.dot)")
+    return model
+
+
+def write_text(path: str, text: str) -> None:
+    """Write an output file, or a usage error that says why it cannot be written."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from None
+
+
 def load_typed(ref: str, params: dict[str, int], what: str, invariants: list[str] | None = None):
     """The typed model named by `ref`; plain specs (init/next) are refused with a clear message."""
     model = load_model(ref, params, invariants=invariants)

@@ -15,7 +15,7 @@ from ..loader import load_model
 from ..trace import Trace, TraceError
 from ..typed_model import TypedModel
 from ..validation.runtrace import MergedRun, Mismatch
-from .common import read_trace_file, trace_spec
+from .common import read_trace_file, trace_spec, typed_for_pictures, write_text
 
 NAME = "draw"
 HELP = "draw a trace: a message-sequence chart (actors), a rounds grid, or agent counts over time (population runs)"
@@ -38,18 +38,11 @@ def run(args: argparse.Namespace) -> int:
         return _draw_run(trace, args, ext)
     if ext not in CHART_FORMATS:
         raise UsageError(f"--out {args.out}: a chart is written as .svg or .html")
-    model = _typed(load_model(trace_spec(trace.spec, args.spec), trace.params))
+    model = typed_for_pictures(load_model(trace_spec(trace.spec, args.spec), trace.params))
     text = _chart_of_trace(trace, model, ext)
-    _write(args.out, text)
+    write_text(args.out, text)
     print(f"{_kind(model)} of {len(trace.steps) - 1} steps written to {args.out}")
     return 0
-
-
-def _typed(model) -> TypedModel:
-    if not isinstance(model, TypedModel):
-        raise TraceError(f"spec {model.name} is a plain spec: only actor and rounds specs have pictures "
-                         "(for a state graph: lockstep check SPEC --dump-graph FILE.dot)")
-    return model
 
 
 def _kind(model: TypedModel) -> str:
@@ -87,7 +80,7 @@ def _draw_run(merged: MergedRun, args: argparse.Namespace, ext: str) -> int:
     if ext not in CHART_FORMATS:
         raise UsageError(f"--out {args.out}: a chart is written as .svg or .html")
     spec = trace_spec(h["spec"], args.spec)
-    model = _typed(load_model(spec, h.get("params") or {}))
+    model = typed_for_pictures(load_model(spec, h.get("params") or {}))
     if is_rounds_trace(merged):
         from ..render.rounds import grid_of_run, grid_svg
         from ..render.svg import wrap
@@ -102,7 +95,7 @@ def _draw_run(merged: MergedRun, args: argparse.Namespace, ext: str) -> int:
             bad, note = m.event.get("round"), f"not a round of the spec: {m.reason}"
         grid = grid_of_run(merged, model, bad, note or "")
         text = grid_svg(grid) if ext == ".svg" else wrap(grid.title, grid_svg(grid, standalone=False))
-        _write(args.out, text)
+        write_text(args.out, text)
         print(f"rounds grid of {len(grid.rounds)} rounds written to {args.out}")
         return 0
     from ..render.chart import chart_of_run
@@ -117,7 +110,7 @@ def _draw_run(merged: MergedRun, args: argparse.Namespace, ext: str) -> int:
     except Mismatch as m:
         bad, note = m.event, f"not a step of the spec: {m.reason}"
     chart = chart_of_run(merged, model, bad, note)
-    _write(args.out, svg(chart) if ext == ".svg" else page(chart))
+    write_text(args.out, svg(chart) if ext == ".svg" else page(chart))
     print(f"sequence chart of {len(chart.rows)} events written to {args.out}" + (f" ({note})" if note else ""))
     return 0
 
@@ -143,10 +136,3 @@ def _plot_population(merged: MergedRun, args: argparse.Namespace, ext: str) -> i
     print(f"agent counts over {res.interactions:,} interactions written to {args.out}")
     return 0
 
-
-def _write(path: str, text: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as e:
-        raise UsageError(f"cannot write {path}: {e.strerror}") from None

@@ -7,11 +7,10 @@ import argparse
 from ..errors import UsageError
 from ..loader import load_model
 from ..validation.runtrace import MergedRun
-from .common import read_trace_file, trace_spec
-from .draw import _typed, _write
+from .common import read_trace_file, trace_spec, typed_for_pictures, write_text
 
 NAME = "export"
-HELP = "export a trace for another tool: ShiViz (vector clocks) for actor runs and counterexamples"
+HELP = "export a trace for another tool: ShiViz (vector clocks) for actor and rounds runs and actor counterexamples"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,23 +22,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..render.chart import chart_of_run, chart_of_trace
-    from ..render.shiviz import shiviz_of_chart, shiviz_of_run
+    from ..render.rounds import rounds_events
+    from ..render.shiviz import shiviz_of_chart, shiviz_of_rounds, shiviz_of_run
     from ..validation.population import is_population_run
     from ..validation.rounds import is_rounds_trace
 
     trace = read_trace_file(args.file)
     if isinstance(trace, MergedRun):
-        if is_population_run(trace) or is_rounds_trace(trace):
-            raise UsageError("--shiviz exports runs of actor specs; this is a run of a "
-                             + ("population protocol" if is_population_run(trace) else "rounds spec"))
+        if is_population_run(trace):
+            raise UsageError("--shiviz exports runs of actor and rounds specs; population agents record no vector "
+                             "clocks (plot the run instead: lockstep draw RUN --out counts.png)")
         h = trace.header
-        model = _typed(load_model(trace_spec(h["spec"], args.spec), h.get("params") or {}))
-        text = shiviz_of_run(chart_of_run(trace, model))
+        model = typed_for_pictures(load_model(trace_spec(h["spec"], args.spec), h.get("params") or {}))
+        if is_rounds_trace(trace):
+            text = shiviz_of_rounds(rounds_events(trace, model))
+        else:
+            text = shiviz_of_run(chart_of_run(trace, model))
         what = f"{len(text.splitlines()) // 2 - 1} events"
     else:
-        model = _typed(load_model(trace_spec(trace.spec, args.spec), trace.params))
+        model = typed_for_pictures(load_model(trace_spec(trace.spec, args.spec), trace.params))
         text = shiviz_of_chart(chart_of_trace(trace, model))
         what = f"{len(trace.steps) - 1} steps"
-    _write(args.shiviz, text)
+    write_text(args.shiviz, text)
     print(f"ShiViz log of {what} written to {args.shiviz} (open it at ShiViz's upload page, or paste it there)")
     return 0

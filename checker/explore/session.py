@@ -11,7 +11,8 @@ from typing import Any
 
 from ..model import Model
 from ..render.notation import notation_of
-from ..render.text import action_text, nodes, state_lines, step_lines
+from ..render.text import action_text, changed_marks, changes_of, nodes, state_lines, state_rows
+from ..render.values import change_text
 from ..trace import Trace, TraceError
 
 MAX_ACTIONS = 2000  # enabled steps listed at one state
@@ -113,10 +114,10 @@ class Session:
         st = self.path[-1][1]
         cur = nodes(m.encode_state(st), self.notation)
         prev = nodes(m.encode_state(self.path[-2][1]), self.notation) if len(self.path) > 1 else None
-        lines = step_lines(len(self.path) - 1, None, prev, cur, self.notation, full=True)[1:]
-        out["state"] = [{"text": t.plain.strip().lstrip("* "), "changed": t.plain.lstrip().startswith("*")} for t in lines]
-        diff = step_lines(len(self.path) - 1, None, prev, cur, self.notation)[1:] if prev is not None else []
-        out["changes"] = [t.plain.strip() for t in diff]
+        changes = changes_of(prev, cur) if prev is not None else []
+        marks = changed_marks(prev, cur, changes) if prev is not None else set()
+        out["state"] = [{"text": t.plain, "changed": ch} for t, ch in state_rows(cur, self.notation, marks)]
+        out["changes"] = [change_text(c).plain for c in changes]
         out["invariants"] = [{"name": n, "holds": m.invariant_holds(n, st)} for n in m.invariant_names]
         out["chart"] = self._chart()
         return out

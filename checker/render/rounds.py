@@ -154,6 +154,30 @@ def _run_state(sysm: RoundsSystem, q: int, j: Any) -> str:
                                      for f in sysm.state_fields)
 
 
+def rounds_events(run: MergedRun, model: TypedModel) -> list[tuple[str, int, list[int] | None]]:
+    """(what happened, node, recorded vector clock) for each start and round event of a rounds run."""
+    sysm = _system(model)
+    out = []
+    for e in run.events:
+        q, kind = e.get("pid"), e.get("kind")
+        if not isinstance(q, int) or kind not in ("start", "round"):
+            continue
+        state = _run_state(sysm, q, e.get("state"))
+        if kind == "start":
+            text = ("start as the initiator" if e.get("initiator") else "start") + f"; {state}"
+        else:
+            heard = e.get("heard") if isinstance(e.get("heard"), int) else 0
+            sent, got = _run_msg(sysm, e.get("broadcast")), _run_msg(sysm, e.get("received"))
+            did = [f"broadcasts {sent}"] if sent else []
+            did += [f"hears {got}"] if got else ([f"collision ({heard} neighbours broadcast)"] if heard >= 2 else [])
+            if sent and heard:
+                did.append("conflict")
+            text = f"round {e.get('round')}: " + (", ".join(did) or "listens, hears nothing") + f"; {state}"
+        vc = e.get("vc") if isinstance(e.get("vc"), list) else None
+        out.append((text, q, vc))
+    return out
+
+
 # ------------------------------------------------------------------------------------- SVG
 
 CW, CH, LEFT, TOP = 150, 34, 90, 92

@@ -18,19 +18,30 @@ from .chart import Chart
 REGEX = r"(?<event>.*)\n(?<host>\S*) (?<clock>{.*})"
 
 
-def host(pid: int) -> str:
-    return f"process{pid}"
+def host(pid: int, what: str = "process") -> str:
+    return f"{what}{pid}"
 
 
-def _clock(vc: list[int]) -> str:
-    return json.dumps({host(p): c for p, c in enumerate(vc) if c > 0}, separators=(", ", ": "))
+def _clock(vc: list[int], what: str) -> str:
+    return json.dumps({host(p, what): c for p, c in enumerate(vc) if c > 0}, separators=(", ", ": "))
 
 
-def _log(entries: list[tuple[str, int, list[int]]]) -> str:
+def _log(entries: list[tuple[str, int, list[int]]], what: str = "process") -> str:
     out = [REGEX, ""]
     for text, pid, vc in entries:
-        out += [text.replace("\n", " "), f"{host(pid)} {_clock(vc)}"]
+        out += [text.replace("\n", " "), f"{host(pid, what)} {_clock(vc, what)}"]
     return "\n".join(out) + "\n"
+
+
+def shiviz_of_rounds(events: list[tuple[str, int, list[int] | None]]) -> str:
+    """The ShiViz log of a recorded rounds run (`render.rounds.rounds_events`)."""
+    for _, q, vc in events:
+        if vc is None:
+            raise TraceError(f"an event of node {q} has no vector clock (\"vc\"); runs recorded by this version of "
+                             "`lockstep run` have them: record the run again")
+    if not events:
+        raise TraceError("the run has no events to export")
+    return _log([(t, q, vc) for t, q, vc in events], "node")  # type: ignore[misc]
 
 
 def shiviz_of_run(chart: Chart) -> str:

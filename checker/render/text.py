@@ -18,7 +18,7 @@ from rich.text import Text
 
 from ..trace import Trace
 from .notation import Notation
-from .values import NONE, Node, change_text, diff, fmt, from_itf, key_text
+from .values import NONE, Change, Node, change_text, diff, fmt, from_itf, key_text
 
 INDENT = " " * 9
 
@@ -50,8 +50,13 @@ def action_text(action: dict[str, Any] | None, fallback: str = "init") -> Text:
 def state_lines(state: dict[str, Node], notation: Notation, changed: Iterable[str] = ()) -> list[Text]:
     """A whole state, one line per variable (actor specs: one line per process first); lines holding
     a changed variable (or a process's changed entry, `field[pid]`) are marked."""
+    return [_marked(line, ch) for line, ch in state_rows(state, notation, changed)]
+
+
+def state_rows(state: dict[str, Node], notation: Notation, changed: Iterable[str] = ()) -> list[tuple[Text, bool]]:
+    """The lines of `state_lines`, unindented, each with whether it holds a change."""
     marks = set(changed)
-    out: list[Text] = []
+    out: list[tuple[Text, bool]] = []
     rest = dict(state)
     lay = notation.actors
     if lay is not None:
@@ -70,11 +75,11 @@ def state_lines(state: dict[str, Node], notation: Notation, changed: Iterable[st
                 line.append_text(fmt(per[f].get(key, NONE)))
             if not shown:
                 line.append("(no local state)", "dim")
-            out.append(_marked(line, any(f"{f}[{key_text(key)}]" in marks for f in shown)))
+            out.append((line, any(f"{f}[{key_text(key)}]" in marks for f in shown)))
     for k, v in rest.items():
         line = Text(f"{k} = ")
         line.append_text(fmt(v))
-        out.append(_marked(line, k in marks))
+        out.append((line, k in marks))
     return out
 
 
@@ -95,14 +100,24 @@ def step_lines(i: int, action: dict[str, Any] | None, prev: dict[str, Node] | No
     out = [head]
     if prev is None:
         return out + state_lines(cur, notation)
-    changes = [c for k, v in cur.items() for c in diff(k, prev.get(k, v), v)]
+    changes = changes_of(prev, cur)
     if full:
-        touched = {c.path.split(".")[0] for c in changes} | {k for k in cur if k in prev and prev[k] != cur[k]}
-        return out + state_lines(cur, notation, touched | {_entry(c.path) for c in changes})
+        return out + state_lines(cur, notation, changed_marks(prev, cur, changes))
     if not changes:
         out.append(Text(INDENT + "(no change)", "dim"))
     out.extend(Text(INDENT) + change_text(c) for c in changes)
     return out
+
+
+def changes_of(prev: dict[str, Node], cur: dict[str, Node]) -> list[Change]:
+    """Every per-element change from state `prev` to state `cur`."""
+    return [c for k, v in cur.items() for c in diff(k, prev.get(k, v), v)]
+
+
+def changed_marks(prev: dict[str, Node], cur: dict[str, Node], changes: list[Change]) -> set[str]:
+    """The variables and first map entries (`field[pid]`) that `changes` touch, for `state_lines`."""
+    return ({c.path.split(".")[0] for c in changes} | {k for k in cur if k in prev and prev[k] != cur[k]}
+            | {_entry(c.path) for c in changes})
 
 
 def _entry(path: str) -> str:

@@ -80,3 +80,22 @@ def test_runs_without_clocks_are_refused(cli, tmp_path):
     path.write_text("".join(json.dumps(e) + "\n" for e in lines))
     r = cli("export", str(path), "--shiviz", str(tmp_path / "x.log"))
     assert r.code == 2 and "no vector clock" in r.err
+
+
+def test_rounds_runs_carry_vector_clocks(cli, tmp_path):
+    """A node's clock after round r has seen each neighbour's events up to its round r - 1 (start is event 1)."""
+    path = tmp_path / "run.jsonl"
+    assert cli("run", "d2_coloring", "--tree", "path:5", "--trace", str(path)).code == 0
+    rounds = [json.loads(x) for x in path.read_text().splitlines()[1:]]
+    rounds = [e for e in rounds if e["kind"] == "round"]
+    assert rounds
+    for e in rounds:
+        q, r = e["pid"], e["round"]
+        assert e["vc"][q] == r + 1
+        for nbr in (q - 1, q + 1):
+            if 0 <= nbr < 5:
+                assert e["vc"][nbr] >= r
+    out = tmp_path / "run.shiviz"
+    assert cli("export", str(path), "--shiviz", str(out)).code == 0
+    entries = check_log(out.read_text())
+    assert entries[0][1] == "node0" and any("broadcasts Color(" in e for e, _, _ in entries)
