@@ -83,6 +83,14 @@ def state_rows(state: dict[str, Node], notation: Notation, changed: Iterable[str
     return out
 
 
+def model_state_lines(model: Any, state: Any) -> list[Text]:
+    """A model state, whole, as `state_lines` shows it (`model` a `lockstep.checker.model.Model`)."""
+    from .notation import notation_of
+
+    notation = notation_of(model)
+    return state_lines(nodes(model.encode_state(state), notation), notation)
+
+
 def _marked(line: Text, changed: bool) -> Text:
     t = Text(INDENT[:-2])
     t.append("* " if changed else "  ", "bold yellow")
