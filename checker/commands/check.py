@@ -126,7 +126,8 @@ def check_smt(args: argparse.Namespace) -> int:
     from ..smt.bmc import bmc
 
     explicit_only = {"--symmetry": args.symmetry, "--workers": args.workers > 1, "--dfs": args.dfs,
-                     "--max-depth": args.max_depth is not None, "--max-states": args.max_states is not None}
+                     "--max-depth": args.max_depth is not None, "--max-states": args.max_states is not None,
+                     "--dump-graph": args.dump_graph is not None}
     given = [flag for flag, on in explicit_only.items() if on]
     if given:
         raise UsageError(f"{', '.join(given)}: only for the explicit engine; the SMT engine's bound is --depth K")
@@ -178,9 +179,9 @@ def check_all_trees(args: argparse.Namespace) -> int:
     if args.all_trees > FORCE_LIMIT and not args.force:
         raise UsageError(f"--all-trees {args.all_trees}: beyond {FORCE_LIMIT} nodes the trees multiply (1,301 with "
                          f"13 nodes, 19,320 with 16, each with every initiator); add --force to run it anyway")
-    if args.engine == "smt" or args.property or args.symmetry or args.workers > 1 or args.dfs:
+    if args.engine == "smt" or args.property or args.symmetry or args.workers > 1 or args.dfs or args.dump_graph:
         raise UsageError("--all-trees runs the explicit engine with its defaults; drop --engine smt, --property, "
-                         "--symmetry, --workers and --dfs")
+                         "--symmetry, --workers, --dfs and --dump-graph")
     params = parse_params(args.param)
     if "n" in params or "tree" in params:
         raise UsageError("--all-trees chooses n and tree itself; drop --param n and --param tree")

@@ -21,15 +21,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 
 
 @pytest.fixture
-def cex(cli, tmp_path):
-    path = tmp_path / "cex.json"
-    assert cli("check", "two_phase_commit_eager", "--no-deadlock", "--quiet", "--out", str(path)).code == 1
-    return path
-
-
-@pytest.fixture
-def server(cex):
-    trace = Trace.load(str(cex))
+def server(eager_cex):
+    trace = Trace.load(str(eager_cex))
     srv = Server(Session(load_model("two_phase_commit_eager", trace.params), trace)).start()
     yield srv
     srv.stop()

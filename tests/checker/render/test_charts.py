@@ -38,9 +38,8 @@ def walk(model, choose) -> Trace:
     return Trace.from_states(model, path)
 
 
-def test_counterexample_chart(cli, tmp_path):
-    cex = tmp_path / "cex.json"
-    cli("check", "two_phase_commit_eager", "--no-deadlock", "--quiet", "--out", str(cex))
+def test_counterexample_chart(cli, tmp_path, eager_cex):
+    cex = eager_cex
     out = tmp_path / "chart.svg"
     r = cli("draw", str(cex), "--out", str(out))
     assert r.code == 0, r.err
@@ -56,9 +55,8 @@ def test_counterexample_chart(cli, tmp_path):
     assert classes(root, "rect", "band bad")
 
 
-def test_html_page_is_self_contained(cli, tmp_path):
-    cex = tmp_path / "cex.json"
-    cli("check", "two_phase_commit_eager", "--no-deadlock", "--quiet", "--out", str(cex))
+def test_html_page_is_self_contained(cli, tmp_path, eager_cex):
+    cex = eager_cex
     out = tmp_path / "chart.html"
     assert cli("draw", str(cex), "--out", str(out)).code == 0
     page = out.read_text()
@@ -138,10 +136,8 @@ def test_population_run_plot(cli, tmp_path):
     (["--out", "x.txt"], "written as .svg or .html"),
     (["--out", "x.svg", "--spec", "no_such_spec"], "no_such_spec"),
 ])
-def test_draw_refuses_bad_arguments(cli, tmp_path, args, message):
-    cex = tmp_path / "cex.json"
-    cli("check", "two_phase_commit_eager", "--no-deadlock", "--quiet", "--out", str(cex))
-    r = cli("draw", str(cex), *[str(tmp_path / a) if a.startswith("x.") else a for a in args])
+def test_draw_refuses_bad_arguments(cli, tmp_path, eager_cex, args, message):
+    r = cli("draw", str(eager_cex), *[str(tmp_path / a) if a.startswith("x.") else a for a in args])
     assert r.code == 2 and message in r.err
 
 
@@ -156,13 +152,11 @@ def test_a_trace_of_an_unregistered_spec_needs_spec(cli, tmp_path):
     assert r.code == 0
 
 
-def test_readme_chart_is_current(cli, tmp_path):
+def test_readme_chart_is_current(cli, tmp_path, eager_cex):
     """docs/pictures/two_phase_commit_eager.svg, embedded in the README, is what `lockstep draw` makes today."""
     from pathlib import Path
 
-    cex = tmp_path / "cex.json"
-    cli("check", "two_phase_commit_eager", "--no-deadlock", "--quiet", "--out", str(cex))
     out = tmp_path / "chart.svg"
-    assert cli("draw", str(cex), "--out", str(out)).code == 0
+    assert cli("draw", str(eager_cex), "--out", str(out)).code == 0
     committed = Path(__file__).parents[3] / "docs" / "pictures" / "two_phase_commit_eager.svg"
     assert out.read_text() == committed.read_text(), "regenerate it with the command in the README"

@@ -42,3 +42,8 @@ def test_large_graphs_are_refused_before_the_search(cli, tmp_path):
     r = cli("check", "two_phase", "-p", "rm=4", "--quiet", "--dump-graph", str(out), "--graph-limit", "100")
     assert r.code == 2 and "more than 100 states" in r.err and not out.exists()
     assert "distinct states" not in r.out
+
+
+def test_graph_is_refused_with_the_smt_engine(cli, tmp_path):
+    r = cli("check", "diehard", "--engine", "smt", "--dump-graph", str(tmp_path / "g.dot"))
+    assert r.code == 2 and "--dump-graph" in r.err

@@ -60,11 +60,9 @@ def test_run_events_carry_vector_clocks(cli, tmp_path):
     assert any(e.startswith("Prepare() from 0; process 1: rm_state") for e, _, _ in entries)
 
 
-def test_counterexample_export_computes_clocks(cli, tmp_path):
-    cex = tmp_path / "cex.json"
-    cli("check", "two_phase_commit_eager", "--no-deadlock", "--quiet", "--out", str(cex))
+def test_counterexample_export_computes_clocks(cli, tmp_path, eager_cex):
     out = tmp_path / "cex.shiviz"
-    assert cli("export", str(cex), "--shiviz", str(out)).code == 0
+    assert cli("export", str(eager_cex), "--shiviz", str(out)).code == 0
     entries = check_log(out.read_text())
     assert [(h, c) for _, h, c in entries][-2:] == [("process1", {"process0": 1, "process1": 2}),
                                                   ("process1", {"process0": 1, "process1": 3})]

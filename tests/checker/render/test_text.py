@@ -44,10 +44,8 @@ def test_actor_counterexample(cli, tmp_path):
     assert "network: - Envelope(src=0, dst=1, msg=Prepare())" in text
 
 
-def test_full_states(cli, tmp_path):
-    path = tmp_path / "cex.json"
-    cli("check", "two_phase_commit_eager", "--no-deadlock", "--quiet", "--out", str(path))
-    r = cli("replay", str(path), "--full")
+def test_full_states(cli, eager_cex):
+    r = cli("replay", str(eager_cex), "--full")
     assert r.code == 0
     golden("two_phase_commit_eager_full.txt", r.out.split("\n", 1)[1])
 
@@ -115,9 +113,8 @@ def test_plain_spec_listing():
     assert text.splitlines()[-1].strip() == "state[0] = 5  (was 0)"
 
 
-def test_colour_on_a_terminal_only(cli, tmp_path, monkeypatch):
-    path = tmp_path / "cex.json"
-    cli("check", "two_phase_commit_eager", "--no-deadlock", "--quiet", "--out", str(path))
+def test_colour_on_a_terminal_only(cli, eager_cex, monkeypatch):
+    path = eager_cex
     monkeypatch.setenv("FORCE_COLOR", "1")
     monkeypatch.delenv("NO_COLOR", raising=False)
     coloured = cli("replay", str(path)).out
