@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..errors import UsageError
-from ..loader import load_model, parse_params
+from ..loader import load_model, parse_params, resolve
 from ..trace import Trace
 from .common import add_spec_arguments, natural
 
@@ -27,6 +27,10 @@ def run(args: argparse.Namespace) -> int:
     trace = Trace.load(args.trace) if args.trace else None
     params = parse_params(args.param)
     if trace is not None:
+        obj, _ = resolve(args.spec)
+        name = getattr(obj, "__name__", type(obj).__name__).rsplit(".", 1)[-1]
+        if trace.spec_name and trace.spec_name != name:
+            raise UsageError(f"--trace {args.trace} is a trace of spec {trace.spec_name}, not of {name}")
         clash = {k: v for k, v in params.items() if trace.params.get(k, v) != v}
         if clash:
             raise UsageError(f"--param {', '.join(f'{k}={v}' for k, v in clash.items())}: the trace was recorded with "

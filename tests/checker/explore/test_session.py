@@ -61,3 +61,8 @@ def test_a_trace_of_another_spec_is_refused():
     bad = Trace("diehard", "DieHard", {}, ["x"], [Step(None, {"x": 1})])
     with pytest.raises(TraceError, match="variables"):
         Session(model, bad)
+
+
+def test_explore_refuses_a_trace_of_another_spec(cli, eager_cex):
+    r = cli("explore", "diehard", "--trace", str(eager_cex))
+    assert r.code == 2 and "a trace of spec TwoPhaseCommitEager, not of DieHard" in r.err
