@@ -7,8 +7,7 @@ import sys
 
 from ..loader import parse_params
 from ..progress import stderr_say
-from ..trace import render
-from .common import add_spec_arguments, load_typed, positive
+from .common import add_full_argument, add_spec_arguments, load_typed, positive, print_trace
 
 NAME = "prove"
 HELP = "prove that an invariant holds in every reachable state (k-induction with z3)"
@@ -22,6 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=positive, default=1, metavar="K", help="induction depth (default 1: plain induction)")
     p.add_argument("--out", metavar="FILE", help="write the counterexample (or counterexample to induction) to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_full_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         steps = len(res.trace.steps) - 1
         kind = "Counterexample" if res.verdict == REFUTED else "Counterexample to induction"
         print(f"{kind} ({steps} step{'s' if steps != 1 else ''}):")
-        print(render(res.trace))
+        print_trace(res.trace, model, args.full)
         if args.out:
             res.trace.save(args.out)
             print(f"Trace written to {args.out} (replay it: lockstep replay {args.out})")
