@@ -149,3 +149,38 @@ def test_ci_runs_the_readme_test_command():
     with open(os.path.join(ROOT, ".ci", "run")) as f:
         lines = [line.strip() for line in f if line.strip() and not line.startswith("#")]
     assert readme_test_command() in lines
+
+
+ACTOR_TEMPORAL = '''from lockstep.specs.lang import Int, Range, Record, eventually, temporal
+from lockstep.specs.lang.actors import ActorSpec, Local, on_message, on_start, send
+
+Ping = Record("Ping", k=Int(0, 1))
+
+
+class Pinger(ActorSpec):
+    Process = Range("n", default=2)
+    Message = Ping
+    got = Local(Int(0, 1), init=0)
+
+    @on_start
+    def start(p):
+        send((p.id + 1) % p.n, Ping(0))
+
+    @on_message
+    def receive(p, src, m):
+        p.got = 1
+
+    @temporal
+    def all_get(s):  # HERE
+        return eventually(s.network.card() == 0)
+'''
+
+
+@pytest.mark.parametrize("extra", [[], ["--property", "all_get"]])
+def test_a_temporal_property_on_an_actor_spec_is_refused_not_dropped(cli, tmp_path, extra):
+    path = tmp_path / "pinger.py"
+    path.write_text(ACTOR_TEMPORAL)
+    r = cli("check", str(path), "--quiet", *extra)
+    assert r.code == 2 and "Violation" not in r.out, r.out + r.err
+    assert f"{path}:{spec_line(str(path), '# HERE')}: temporal property all_get: actor specs cannot" in r.err
+    assert "Traceback" not in r.err
