@@ -184,3 +184,12 @@ def test_a_temporal_property_on_an_actor_spec_is_refused_not_dropped(cli, tmp_pa
     assert r.code == 2 and "Violation" not in r.out, r.out + r.err
     assert f"{path}:{spec_line(str(path), '# HERE')}: temporal property all_get: actor specs cannot" in r.err
     assert "Traceback" not in r.err
+
+
+def test_the_version_is_printed(capsys):
+    from lockstep import __version__
+    from lockstep.checker.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out == f"lockstep {__version__}\n"
