@@ -7,6 +7,8 @@ import json
 import os
 import re
 import shlex
+import subprocess
+import sys
 import tomllib
 
 import pytest
@@ -193,3 +195,21 @@ def test_the_version_is_printed(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0 and capsys.readouterr().out == f"lockstep {__version__}\n"
+
+
+def test_a_plain_spec_file_is_named_by_its_file(cli):
+    r = cli("check", model_path("plain_counter.py"), "--quiet")
+    assert r.code == 1 and r.out.startswith("Checking plain_counter:") and "lockstep_user_" not in r.out
+    r = cli("check", model_path("plain_counter.py"), "-p", "bound=3")
+    assert r.code == 2 and "plain spec plain_counter takes no parameters" in r.err
+
+
+def test_a_plain_spec_trace_replays_in_another_process(cli, tmp_path):
+    """The trace records the spec by its file's name, which does not depend on the process's string hashing."""
+    out = tmp_path / "cex.json"
+    r = cli("check", model_path("plain_counter.py"), "--out", str(out), "--quiet")
+    assert r.code == 1 and json.loads(out.read_text())["#meta"]["lockstep"]["spec_name"] == "plain_counter"
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    p = subprocess.run([sys.executable, "-m", "lockstep", "replay", str(out)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
