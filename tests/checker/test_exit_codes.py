@@ -107,6 +107,8 @@ def test_max_depth_is_reported_in_steps(cli):
     assert r.code == 3 and "depth bound of 3 steps reached" in r.out and "depth 4 (3 steps)" in r.out
     r = cli("check", "two_phase", "--quiet")
     assert "depth 11 (10 steps)" in r.out
+    r = cli("check", "two_phase", "--max-depth", "0", "--quiet")
+    assert r.code == 3 and "depth bound of 0 steps" in r.out and "\n  1 state left unexplored" in r.out
 
 
 def test_the_same_invariant_twice_is_refused(cli):
