@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .trace import Trace
+from .trace import Trace, render
 
 HOLDS, VIOLATION, INCONCLUSIVE = "holds", "violation", "inconclusive"
 EXIT_CODES = {HOLDS: 0, VIOLATION: 1, INCONCLUSIVE: 3}
@@ -19,6 +19,17 @@ class Violation:
     message: str
     location: str | None
     trace: Trace
+
+    def text(self) -> str:
+        """The violation and its numbered counterexample, as `lockstep check` prints them."""
+        steps = len(self.trace.steps) - 1
+        where = f" at {self.location}" if self.location and self.location not in self.message else ""
+        lines = [f"Violation: {self.message}{where}", f"Counterexample ({steps} step{'s' if steps != 1 else ''}):",
+                 render(self.trace)]
+        if self.trace.loop is not None:
+            lines.append(f"  {'':>3}  (stutters in state {steps} for ever)" if self.trace.loop == steps
+                         else f"  {'':>3}  (back to state {self.trace.loop}; the loop repeats for ever)")
+        return "\n".join(lines)
 
 
 @dataclass
@@ -42,6 +53,11 @@ class CheckResult:
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.verdict]
+
+    @property
+    def holds(self) -> bool:
+        """Every reachable state was explored and no property was violated."""
+        return self.verdict == HOLDS
 
     @property
     def collision_probability(self) -> float:

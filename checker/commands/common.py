@@ -7,7 +7,6 @@ import sys
 
 from ..loader import LoadError, load_model
 from ..result import CheckResult, Violation
-from ..trace import render
 from ..typed_model import TypedModel
 
 
@@ -46,13 +45,7 @@ def load_typed(ref: str, params: dict[str, int], what: str, invariants: list[str
 
 def print_violation(v: Violation, out: str | None) -> None:
     """Print a violation and its counterexample (a lasso: where it loops) and save it."""
-    steps = len(v.trace.steps) - 1
-    print(f"\nViolation: {v.message}" + (f" at {v.location}" if v.location and v.location not in v.message else ""))
-    print(f"Counterexample ({steps} step{'s' if steps != 1 else ''}):")
-    print(render(v.trace))
-    if v.trace.loop is not None:
-        print(f"  {'':>3}  (stutters in state {steps} for ever)" if v.trace.loop == steps
-              else f"  {'':>3}  (back to state {v.trace.loop}; the loop repeats for ever)")
+    print("\n" + v.text())
     if out:
         v.trace.save(out)
         print(f"Trace written to {out} (replay it: lockstep replay {out})")

@@ -1,0 +1,57 @@
+"""The Python API: what the command line does, on spec classes, objects, modules or names.
+
+Every function takes the spec as a `Spec` subclass, a plain spec (an object or module with
+`init()` and `next(state)`, or a class of them), or a name as `lockstep check` takes it (a
+registered name, `module:Object`, `file.py[:Object]`); spec parameters are keyword arguments.
+Bad input raises `SpecError` (the spec itself), `LoadError` (it cannot be found or built),
+`TraceError` (a trace) or `UsageError` (options that do not fit together).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from lockstep.checker.errors import UsageError
+from lockstep.checker.explicit import Options
+from lockstep.checker.loader import LoadError, load_model, model_of, reference
+from lockstep.checker.model import Model
+from lockstep.checker.progress import NoProgress, Progress
+from lockstep.checker.result import CheckResult
+
+SpecLike = Any  # a Spec subclass, a plain spec (class, object or module), or a name
+
+
+def model(spec: SpecLike, *, symmetry: bool = False, invariants: list[str] | None = None, **params: int) -> Model:
+    """The model the engines explore: `spec` built for `params`."""
+    if isinstance(spec, str):
+        return load_model(spec, params, symmetry=symmetry, invariants=invariants)
+    if isinstance(spec, Model):
+        if params or symmetry or invariants:
+            raise UsageError("a built model takes no parameters, symmetry or invariants: pass the spec instead")
+        return spec
+    if not (inspect.isclass(spec) or inspect.ismodule(spec) or callable(getattr(spec, "next", None))):
+        raise LoadError(f"{spec!r} is not a spec: pass a Spec subclass, a plain spec with init() and next(state), "
+                        "or a spec's name")
+    return model_of(spec, reference(spec), params, symmetry, invariants)
+
+
+def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None = None, deadlock: bool = True,
+          max_depth: int | None = None, max_states: int | None = None, symmetry: bool = False, workers: int = 1,
+          dfs: bool = False, progress: bool = False, **params: int) -> CheckResult:
+    """Explore every reachable state (within the bounds) and report whether the invariants hold and no
+    step fails or deadlocks; `engine` is "auto", "vector" or "scalar" (as `lockstep check --engine`).
+    The result's `violation.trace` is the shortest counterexample (breadth-first)."""
+    from lockstep.checker.vector import choice
+
+    if engine not in ("auto", "vector", "scalar", "explicit"):
+        raise UsageError(f"engine {engine!r}: use auto, vector or scalar (the symbolic engine is lockstep.bmc)")
+    if workers < 1:
+        raise UsageError(f"workers={workers}: at least one worker")
+    m = model(spec, symmetry=symmetry, invariants=invariants, **params)
+    opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states, dfs=dfs, workers=workers)
+    chosen, vm, why = choice.choose(engine, m, opts)
+    res = choice.run(chosen, m, vm, opts, Progress() if progress else NoProgress())
+    if why and chosen != engine:
+        res.notes.append(why)
+    return res

@@ -1,0 +1,45 @@
+"""`import lockstep`: the API on spec classes, plain specs, modules and names."""
+
+import pytest
+
+import lockstep
+from lockstep.specs.examples.diehard import DieHard
+from lockstep.specs.examples.two_phase import TwoPhase
+from tests.models import plain_counter
+from tests.models.plain_counter import Counters
+
+
+@pytest.mark.parametrize("engine", ["auto", "vector", "scalar"])
+def test_check_a_spec_class_on_every_explicit_engine(engine):
+    res = lockstep.check(TwoPhase, rm=3, engine=engine)
+    assert res.holds and res.distinct == 288 and res.depth == 11
+
+
+def test_a_class_and_its_name_give_the_same_result():
+    assert lockstep.check(TwoPhase, rm=4).distinct == lockstep.check("two_phase", rm=4).distinct == 1568
+
+
+def test_the_counterexample_is_a_trace_that_names_the_spec():
+    v = lockstep.check(DieHard).violation
+    assert v.name == "not_solved" and len(v.trace.steps) - 1 == 6
+    assert v.trace.spec == "diehard"  # a registered spec is named by its registered name
+    assert v.trace.steps[-1].state["big"] == {"#bigint": "4"}
+
+
+def test_plain_specs_as_class_object_and_module():
+    by_class = lockstep.check(Counters, bound=3, limit=20)
+    assert by_class.holds and by_class.distinct == 16 == lockstep.check(Counters(bound=3, limit=20)).distinct
+    assert lockstep.check(plain_counter).verdict in ("holds", "violation")
+
+
+def test_options_and_bad_input():
+    assert lockstep.check(TwoPhase, rm=3, max_depth=3).verdict == "inconclusive"
+    assert lockstep.check(TwoPhase, rm=3, invariants=["consistent"]).holds
+    with pytest.raises(lockstep.LoadError):
+        lockstep.check(42)
+    with pytest.raises(lockstep.LoadError):
+        lockstep.check("no_such_spec")
+    with pytest.raises(lockstep.UsageError):
+        lockstep.check(TwoPhase, engine="fast")
+    with pytest.raises(lockstep.SpecError):
+        lockstep.check(TwoPhase, no_such_param=1)
