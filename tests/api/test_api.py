@@ -43,3 +43,14 @@ def test_options_and_bad_input():
         lockstep.check(TwoPhase, engine="fast")
     with pytest.raises(lockstep.SpecError):
         lockstep.check(TwoPhase, no_such_param=1)
+
+
+def test_the_api_reference_builds(tmp_path):
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "pdoc", "lockstep.api", "lockstep.testing", "-o", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    page = (tmp_path / "lockstep" / "testing.html").read_text()
+    assert "conforms" in page and "Drive the implementation behind" in page
