@@ -4,32 +4,51 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .trace import Trace, render
+from .trace import Trace
 
 HOLDS, VIOLATION, INCONCLUSIVE = "holds", "violation", "inconclusive"
 EXIT_CODES = {HOLDS: 0, VIOLATION: 1, INCONCLUSIVE: 3}
+SPEC_ERROR_EXIT = 5
+"""A spec error found while checking: the spec's code raised (a NameError, a TypeError, a division by zero),
+which is a bug of the spec, not a property violation of the protocol; the trace shows how it is reached."""
+
+
+def exit_code(verdict: str, violation: Violation | None) -> int:
+    """The CLI's exit code for a verdict: a violation of kind "error" is a spec error (5), not a violation (1)."""
+    if verdict == VIOLATION and violation is not None and violation.kind == "error":
+        return SPEC_ERROR_EXIT
+    return EXIT_CODES[verdict]
 
 
 @dataclass
 class Violation:
     """What failed: an invariant, a deadlock, or a step (assertion, error, out-of-type value)."""
 
-    kind: str  # "invariant" | "deadlock" | "assertion" | "error" | "type"
+    kind: str  # "invariant" | "deadlock" | "assertion" | "type" (violations) | "error" (a spec error)
     name: str  # invariant name or action label
     message: str
     location: str | None
     trace: Trace
 
-    def text(self) -> str:
-        """The violation and its numbered counterexample, as `lockstep check` prints them."""
+    def heading(self) -> list[str]:
+        """What was found and where, and the title of its trace, as `lockstep check` prints them."""
         steps = len(self.trace.steps) - 1
         where = f" at {self.location}" if self.location and self.location not in self.message else ""
-        lines = [f"Violation: {self.message}{where}", f"Counterexample ({steps} step{'s' if steps != 1 else ''}):",
-                 render(self.trace)]
-        if self.trace.loop is not None:
-            lines.append(f"  {'':>3}  (stutters in state {steps} for ever)" if self.trace.loop == steps
-                         else f"  {'':>3}  (back to state {self.trace.loop}; the loop repeats for ever)")
-        return "\n".join(lines)
+        if self.kind == "error":
+            lines = [f"Spec error: {self.message}{where}",
+                     "  the spec's own code fails here (a bug of the spec, not a violation of its properties); "
+                     "fix it and check again"]
+        else:
+            lines = [f"Violation: {self.message}{where}"]
+        title = "The run that reaches it" if self.kind == "error" else "Counterexample"
+        return lines + [f"{title} ({steps} step{'s' if steps != 1 else ''}):"]
+
+    def text(self, model: object | None = None, full: bool = False) -> str:
+        """The violation and its numbered counterexample as plain text (per-element changes, or whole states)."""
+        from .render.notation import notation_of
+        from .render.text import trace_lines
+
+        return "\n".join(self.heading() + [line.plain for line in trace_lines(self.trace, notation_of(model), full)])
 
 
 @dataclass
@@ -49,10 +68,11 @@ class CheckResult:
     exact_fingerprints: bool = False  # fingerprints identify states (an injective packing): no collision
     notes: list[str] = field(default_factory=list)
     fingerprinted: bool = True  # states were stored as fingerprints (False: kept whole, no collisions)
+    model: object | None = field(default=None, repr=False, compare=False)  # what was explored (set by the API)
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODES[self.verdict]
+        return exit_code(self.verdict, self.violation)
 
     @property
     def holds(self) -> bool:

@@ -54,4 +54,5 @@ def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None 
     res = choice.run(chosen, m, vm, opts, Progress() if progress else NoProgress())
     if why and chosen != engine:
         res.notes.append(why)
+    res.model = m
     return res

@@ -32,7 +32,7 @@ def assert_holds(spec: Any, **options: Any) -> CheckResult:
 
     res = check(spec, **options)
     if res.violation is not None:
-        raise AssertionError(res.violation.text())
+        raise AssertionError(res.violation.text(res.model))
     if not res.holds:
         raise AssertionError(f"inconclusive: {res.cut}; {res.distinct:,} states explored without a violation")
     return res
@@ -50,7 +50,7 @@ def assert_violates(spec: Any, property: str | None = None, max_steps: int | Non
         within = f" within {max_steps} steps" if max_steps is not None else ""
         raise AssertionError(f"expected a violation{within}, but {res.verdict}: {res.distinct:,} states explored")
     if property is not None and property not in (v.name, v.kind):
-        raise AssertionError(f"expected {property} to be violated, but {v.kind} {v.name} was:\n{v.text()}")
+        raise AssertionError(f"expected {property} to be violated, but {v.kind} {v.name} was:\n{v.text(res.model)}")
     return v
 
 
