@@ -45,10 +45,9 @@ class Violation:
 
     def text(self, model: object | None = None, full: bool = False) -> str:
         """The violation and its numbered counterexample as plain text (per-element changes, or whole states)."""
-        from .render.notation import notation_of
-        from .render.text import trace_lines
+        from .render.text import plain_listing
 
-        return "\n".join(self.heading() + [line.plain for line in trace_lines(self.trace, notation_of(model), full)])
+        return "\n".join([*self.heading(), plain_listing(self.trace, model, full)])
 
 
 @dataclass

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from lockstep.checker.model import Model
-from lockstep.checker.trace import Trace, render
+from lockstep.checker.render.text import plain_listing
+from lockstep.checker.trace import Trace
 from lockstep.checker.typed_model import TypedModel
 
 
@@ -161,7 +162,7 @@ def machine(model: Model, adapter: Callable[[], Any]) -> type:
             trace = Trace.from_states(model, [*path, (lid, t)], property=self._claim(label, observed),
                                       message=message)
             raise NonConformance(message + "\nThe spec's run (its last state is what the spec expected):\n"
-                                 + render(trace), trace)
+                                 + plain_listing(trace, model), trace)
 
         def teardown(self) -> None:
             close = getattr(self.impl, "close", None)
