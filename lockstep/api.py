@@ -56,3 +56,36 @@ def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None 
         res.notes.append(why)
     res.model = m
     return res
+
+
+def _typed(spec: SpecLike, what: str, invariants: list[str] | None = None, **params: int) -> Any:
+    from lockstep.checker.typed_model import TypedModel
+
+    m = model(spec, invariants=invariants, **params)
+    if not isinstance(m, TypedModel):
+        raise LoadError(f"{m.name} is a plain spec (init/next): {what} needs a Spec subclass, whose actions "
+                        "the symbolic interpreter can read")
+    return m
+
+
+def bmc(spec: SpecLike, *, depth: int = 10, invariants: list[str] | None = None, deadlock: bool = True,
+        **params: int) -> Any:
+    """Bounded model checking with z3 (as `lockstep check --engine smt --depth`): every run of at most
+    `depth` steps; returns a `BmcResult` (`verdict`, `complete`, `violation` with its trace)."""
+    from lockstep.checker.smt.bmc import bmc as run_bmc
+
+    if depth < 0:
+        raise UsageError(f"depth={depth}: a depth is at least 0")
+    m = _typed(spec, "bmc", invariants, **params)
+    return run_bmc(m, depth, deadlock=deadlock)
+
+
+def prove(spec: SpecLike, invariant: str, *, assumed: list[str] | None = None, k: int = 1, **params: int) -> Any:
+    """Prove `invariant` by k-induction with z3, strengthened with the `assumed` invariants (as
+    `lockstep prove`); returns a `ProofResult` (`verdict`: proved, refuted, not inductive or unknown,
+    `trace`: the counterexample or the counterexample to induction)."""
+    from lockstep.checker.smt.induction import prove as run_prove
+
+    if k < 1:
+        raise UsageError(f"k={k}: the induction depth is at least 1")
+    return run_prove(_typed(spec, "prove", **params), invariant, list(assumed or []), k)
