@@ -161,6 +161,13 @@ def load_model(ref: str, params: dict[str, int] | None = None, symmetry: bool = 
     if twice:
         raise LoadError(f"--invariant {twice[0]} is given twice; name each invariant once")
     obj, ref = resolve(ref)
+    return model_of(obj, ref, params, symmetry, invariants)
+
+
+def model_of(obj: Any, ref: str, params: dict[str, int] | None = None, symmetry: bool = False,
+             invariants: list[str] | None = None) -> Model:
+    """Build the model of a spec object (a Spec subclass, or a plain spec: class, object or module);
+    `ref` is how a trace names it."""
     params = params or {}
     if inspect.isclass(obj) and issubclass(obj, Spec):
         from .typed_model import TypedModel
@@ -232,3 +239,25 @@ def is_protocol(ref: str) -> bool:
     """Whether `ref` names a population protocol (without building it)."""
     obj, _ = resolve(ref)
     return (inspect.isclass(obj) and issubclass(obj, Population)) or isinstance(obj, Population)
+
+
+def reference(obj: Any) -> str:
+    """How a trace names the spec object `obj`: its registered name, else `module:Name` when its module
+    can be imported again, else `file.py:Name`."""
+    if inspect.ismodule(obj):
+        module, name = obj, ""
+    else:
+        module, name = sys.modules.get(getattr(obj, "__module__", "") or ""), getattr(obj, "__qualname__", "")
+        if not name:  # an instance of a plain spec class
+            name = type(obj).__qualname__
+    modname = getattr(module, "__name__", "")
+    target = f"{modname}:{name}" if name else modname
+    for registered, where in SPECS.items():
+        if where == target:
+            return registered
+    if modname and not modname.startswith("lockstep_user_") and modname != "__main__":
+        return target
+    path = getattr(module, "__file__", None)
+    if path:
+        return f"{path}:{name}" if name else path
+    raise LoadError(f"spec {name or modname} was defined where it cannot be loaded again (no module or file)")
