@@ -1,0 +1,147 @@
+"""Relations as numpy columns: integer keys packed into one int64 code, joins by sorted index (a CSR-like
+offset table when the key space is dense), grouping and deduplication without Python loops."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .syntax import DatalogError
+
+VALUE_LIMIT = 1 << 62  # values beyond ±2^62 are an overflow (so + and - of two values never wrap)
+DENSE_LIMIT = 1 << 25  # key spaces up to this many codes get a direct (dense) table
+EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def as_columns(rows: np.ndarray) -> list[np.ndarray]:
+    return [np.ascontiguousarray(rows[:, i]) for i in range(rows.shape[1])]
+
+
+class KeySpace:
+    """Mixed-radix packing of key tuples into int64 codes over per-column ranges [lo, lo + size)."""
+
+    def __init__(self, los: list[int], sizes: list[int]):
+        self.los, self.sizes = list(los), list(sizes)
+        total = 1
+        for s in self.sizes:
+            total *= max(s, 1)
+        if total >= 1 << 62:
+            raise DatalogError("the key space of a relation is too large to pack into 64 bits", None,
+                               hint="renumber the input's values densely (0..n-1)")
+        self.total = total
+
+    @classmethod
+    def covering(cls, cols: list[np.ndarray], slack: float = 0.0) -> KeySpace:
+        los, sizes = [], []
+        for c in cols:
+            lo, hi = (int(c.min()), int(c.max())) if len(c) else (0, 0)
+            span = hi - lo + 1
+            extra = int(span * slack)
+            los.append(lo - extra)
+            sizes.append(span + 2 * extra)
+        return cls(los, sizes)
+
+    def contains(self, cols: list[np.ndarray]) -> np.ndarray:
+        ok = np.ones(len(cols[0]) if cols else 0, dtype=bool)
+        for c, lo, s in zip(cols, self.los, self.sizes):
+            ok &= (c >= lo) & (c < lo + s)
+        return ok
+
+    def fits(self, cols: list[np.ndarray]) -> bool:
+        return bool(self.contains(cols).all()) if cols and len(cols[0]) else True
+
+    def encode(self, cols: list[np.ndarray]) -> np.ndarray:
+        """Codes of key tuples known to lie in the space."""
+        if not cols:
+            return np.zeros(0, dtype=np.int64)
+        code = cols[0] - self.los[0]
+        for c, lo, s in zip(cols[1:], self.los[1:], self.sizes[1:]):
+            code = code * s + (c - lo)
+        return code.astype(np.int64, copy=False)
+
+    def decode(self, codes: np.ndarray) -> list[np.ndarray]:
+        out = []
+        rest = codes
+        for lo, s in zip(reversed(self.los), reversed(self.sizes)):
+            out.append(rest % s + lo)
+            rest = rest // s
+        return list(reversed(out))
+
+    def union(self, cols: list[np.ndarray]) -> KeySpace:
+        """A space covering this one and the given tuples (with room to grow)."""
+        other = KeySpace.covering(cols, 0.25)
+        los = [min(a, b) for a, b in zip(self.los, other.los)]
+        his = [max(a + s, b + t) for a, s, b, t in zip(self.los, self.sizes, other.los, other.sizes)]
+        return KeySpace(los, [h - lo for lo, h in zip(los, his)])
+
+
+class Index:
+    """A relation's rows sorted by some key columns, for probing: `matches(codes)` gives, for each probe,
+    the range of rows with that key."""
+
+    def __init__(self, key_cols: list[np.ndarray]):
+        self.space = KeySpace.covering(key_cols)
+        codes = self.space.encode(key_cols)
+        self.dense = self.space.total <= max(DENSE_LIMIT, 4 * len(codes))
+        if self.dense:
+            counts = np.bincount(codes, minlength=self.space.total) if len(codes) else np.zeros(self.space.total, np.int64)
+            self.indptr = np.zeros(self.space.total + 1, dtype=np.int64)
+            np.cumsum(counts, out=self.indptr[1:])
+            self.order = np.argsort(codes, kind="stable")
+        else:
+            self.order = np.argsort(codes, kind="stable")
+            self.sorted = codes[self.order]
+
+    def probe(self, key_cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """(probe index, row index) pairs of every match."""
+        n = len(key_cols[0])
+        inside = self.space.contains(key_cols)
+        probes = np.flatnonzero(inside) if not inside.all() else np.arange(n)
+        codes = self.space.encode([c[probes] for c in key_cols])
+        if self.dense:
+            start, stop = self.indptr[codes], self.indptr[codes + 1]
+        else:
+            start = np.searchsorted(self.sorted, codes, "left")
+            stop = np.searchsorted(self.sorted, codes, "right")
+        counts = stop - start
+        total = int(counts.sum())
+        left = np.repeat(probes, counts)
+        offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        rows = self.order[np.repeat(start, counts) + offsets]
+        return left, rows
+
+
+def group_best(codes: np.ndarray, vals: np.ndarray, func: str) -> tuple[np.ndarray, np.ndarray]:
+    """One (code, best value) per distinct code, codes ascending; `func` is min or max."""
+    if len(codes) == 0:
+        return EMPTY, EMPTY
+    order = np.lexsort((vals if func == "min" else -vals, codes))
+    c = codes[order]
+    first = np.ones(len(c), dtype=bool)
+    first[1:] = c[1:] != c[:-1]
+    return c[first], vals[order][first]
+
+
+def group_sum(codes: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One (code, sum of values) per distinct code, codes ascending."""
+    if len(codes) == 0:
+        return EMPTY, EMPTY
+    u, inv = np.unique(codes, return_inverse=True)
+    out = np.zeros(len(u), dtype=np.int64)
+    np.add.at(out, inv, vals)
+    return u, out
+
+
+def unique_rows(cols: list[np.ndarray]) -> list[np.ndarray]:
+    """The distinct rows of a relation given by its columns (in code order)."""
+    if not cols or len(cols[0]) == 0:
+        return [c[:0] for c in cols]
+    space = KeySpace.covering(cols)
+    codes = np.unique(space.encode(cols))
+    return space.decode(codes)
+
+
+def check_values(a: np.ndarray, what: str) -> np.ndarray:
+    if len(a) and (int(a.max()) > VALUE_LIMIT or int(a.min()) < -VALUE_LIMIT):
+        raise DatalogError(f"arithmetic overflow in {what}: a value passed ±2^62", None,
+                           hint="values are 64-bit integers; a value that keeps growing often means divergence")
+    return a
