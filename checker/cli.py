@@ -29,6 +29,7 @@ COMMANDS = [
     "lockstep.executors.command",
     "lockstep.checker.commands.analyze",
     "lockstep.checker.commands.simulate",
+    "lockstep.checker.commands.datalog",
 ]
 """Modules defining `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`."""
 

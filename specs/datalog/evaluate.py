@@ -28,7 +28,7 @@ import numpy as np
 
 from .analysis import Analysed, Site, Stratum, assignment, is_exit
 from .relations import DENSE_LIMIT, EMPTY, Index, KeySpace, check_values, group_best, group_sum, unique_rows
-from .syntax import Atom, BinOp, Compare, Const, DatalogError, Expr, Neg, Rule, Var, Wildcard, variables
+from .syntax import Atom, BinOp, Compare, Const, DatalogError, Expr, Neg, Rule, Var, variables
 
 CROSS_LIMIT = 50_000_000  # rows a join without shared variables may produce
 
@@ -179,9 +179,10 @@ class AggRelation:
     def add_contributions(self, cols: list[np.ndarray], vals: np.ndarray) -> list[np.ndarray]:
         """count/sum: contributions are rows (group columns..., distinguishing columns...) with a value each
         (1 for count); the new distinct ones are added to their groups' totals."""
+        rows = [*cols, vals] if self.func == "sum" else cols
         if self.contributions.arity == 0:
-            self.contributions = SetRelation(len(cols))
-        new = self.contributions.add([*cols, vals] if self.func == "sum" else cols)
+            self.contributions = SetRelation(len(rows))
+        new = self.contributions.add(rows)
         if len(new[0]) == 0:
             return [EMPTY] * self.nkeys + [EMPTY]
         add = new[-1] if self.func == "sum" else np.ones(len(new[0]), dtype=np.int64)
@@ -224,10 +225,6 @@ class Result:
 
 
 Bindings = dict[str, np.ndarray]
-
-
-def _length(b: Bindings, n: int) -> int:
-    return n
 
 
 def eval_expr(e: Expr, b: Bindings, n: int) -> np.ndarray:
@@ -441,11 +438,13 @@ class Evaluator:
     def derive(self, rule: Rule, sources: dict[int, tuple]) -> list[np.ndarray] | tuple[list[np.ndarray], np.ndarray]:
         """The head rows a rule derives (for count/sum: contribution rows and values)."""
         b, n = self.fire(rule, sources)
+        if n == 0:  # the join stopped early: not every variable is bound
+            b = {name: EMPTY for name in {v.name for lit in rule.body for v in _vars(lit)}}
         h = rule.head
         cols = [np.full(n, t.value, dtype=np.int64) if isinstance(t, Const) else b[t.name][:n] for t in h.args]
         if h.agg is None:
             return cols
-        v = b[h.agg.var.name][:n] if n else EMPTY
+        v = b[h.agg.var.name][:n]
         if h.agg.func in ("min", "max"):
             return cols + [v]
         # count: distinct values of the counted variable per group; sum: per group and body binding
@@ -534,6 +533,12 @@ class Evaluator:
         return rounds
 
 
+def _vars(lit) -> list[Var]:
+    if isinstance(lit, Atom):
+        return [t for t in lit.args if isinstance(t, Var)]
+    return variables(lit.left) + variables(lit.right)
+
+
 def _concat(a: list[np.ndarray] | None, b: list[np.ndarray]) -> list[np.ndarray]:
     if a is None:
         return b
@@ -546,5 +551,4 @@ def evaluate(prog: Analysed, inputs: Mapping[str, np.ndarray] | None = None, pre
     return Evaluator(prog, inputs or {}, prem, max_iterations, progress).run()
 
 
-__all__ = ["AggRelation", "Divergence", "Evaluator", "NotPreM", "Result", "SetRelation", "evaluate", "eval_expr",
-           "Wildcard"]
+__all__ = ["AggRelation", "Divergence", "Evaluator", "NotPreM", "Result", "SetRelation", "evaluate", "eval_expr"]

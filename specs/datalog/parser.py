@@ -227,6 +227,8 @@ def _syntax_error(e: UnexpectedInput, program: Program) -> DatalogError:
         lines = (program.text or "").splitlines() or [""]
         pos = Pos(len(lines), len(lines[-1]) + 1)
     msg = f"unexpected {got}; expected {', '.join(expected[:6])}" + (" or ..." if len(expected) > 6 else "")
+    if tok.type == "$END":
+        msg = f"the program ends in the middle of a statement; expected {', '.join(expected[:6])}"
     hint = None
     if tok.type == "LPAR" and e.token_history and e.token_history[-1].type == "VAR":
         hint = "predicate names start with a lower-case letter"
