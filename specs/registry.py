@@ -27,4 +27,8 @@ SPECS: dict[str, str] = {
     "adaptive_majority_buggy": "lockstep.specs.adaptive_majority:AdaptiveMajorityNoReset",
     "d2_coloring": "lockstep.specs.d2_coloring:D2Coloring",
     "d2_coloring_uncoordinated": "lockstep.specs.d2_coloring:D2ColoringUncoordinated",
+    "ssp_sssp": "lockstep.specs.datalog.ssp:SSPShortestPaths",
+    "ssp_cc": "lockstep.specs.datalog.ssp:SSPComponents",
+    "ssp_reach": "lockstep.specs.datalog.ssp:SSPReach",
+    "ssp_stale_delta": "lockstep.specs.datalog.ssp:SSPStaleDelta",
 }

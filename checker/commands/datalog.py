@@ -13,6 +13,7 @@ from lockstep.specs.datalog.syntax import DatalogError
 
 from ..datalog.evaluation import evaluate_program, prepare
 from ..datalog.prem import Verdict
+from ..datalog.termination import check_termination
 from ..errors import UsageError
 from ..loader import parse_params
 from .common import natural, positive
@@ -37,6 +38,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     prem.add_argument("program", metavar="PROGRAM")
     _params(prem)
     prem.set_defaults(action=_prem)
+    term = sub.add_parser("terminates", help="check that an SSP spec terminates under every schedule (exit 0), or "
+                                             "show the run that cycles, gets stuck or diverges (exit 1)",
+                          description="Explore every state of an SSP evaluation (e.g. ssp_sssp) and check that no "
+                                      "run cycles or stops before every worker has detected termination.")
+    term.add_argument("spec", metavar="SPEC", help="an SSP spec: ssp_sssp, ssp_cc, ssp_reach, or module:Class")
+    term.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
+                      help="set a spec parameter, e.g. -p s=0 -p graph=2 (repeatable)")
+    term.add_argument("--max-states", type=positive, default=2_000_000, metavar="N")
+    term.set_defaults(action=_terminates)
     ev = sub.add_parser("eval", help="evaluate a program on a graph in this process (semi-naive, numpy)")
     ev.add_argument("program", metavar="PROGRAM")
     graph_arguments(ev)
@@ -133,6 +143,24 @@ def _prem(args: argparse.Namespace) -> int:
         return 1
     print("PreM undecided at some site.")
     return 3
+
+
+def _terminates(args: argparse.Namespace) -> int:
+    res = check_termination(args.spec, parse_params(args.param), args.max_states)
+    counts = f"{res.states:,} states, {res.finished:,} where every worker has stopped"
+    if res.verdict == "terminates":
+        print(f"Terminates: every run ends with every worker stopped ({counts}).")
+        return 0
+    if res.verdict == "inconclusive":
+        print(f"Inconclusive: {res.message} ({counts}).")
+        return 3
+    print(f"{res.verdict.capitalize()}: {res.message} ({counts}).")
+    for i, (label, state) in enumerate(res.path):
+        mark = "  <- the cycle starts here" if res.loop is not None and i == res.loop else ""
+        print(f"  {i:>3}  {label}{mark}")
+    if res.loop is not None:
+        print(f"  {'':>3}  (back to state {res.loop})")
+    return 1
 
 
 def _eval(args: argparse.Namespace) -> int:
