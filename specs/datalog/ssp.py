@@ -167,7 +167,7 @@ def ssp_spec(program: str, doc: str) -> type[ActorSpec]:
         Process = Proc
         Message = Union(Delta, Tick, Stop)
         Timer = Enum("iterate")
-        network = Network(ordered=True, capacity=8)
+        network = Network(ordered=True, capacity=16)
         workers, s, graph, source, clocks = W, S, G, SRC, C
 
         val = Local(Map(Key, Value), init=0)  # set by the start handler
