@@ -18,9 +18,11 @@ keys improved since its last iteration (its δ).
   it has heard of, and `clock − known clock of every other worker ≤ s`) applies the plan's steps to the
   changed keys: a candidate for an own key improves it directly (for the next iteration), a candidate
   for another worker's key is pre-aggregated per key (PreM lets γ run before sending) and sent as one
-  `Delta`; then the clock advances and `Tick(clock, idle, seen)` goes to every other worker.
-- Quiescence: channels are FIFO (as TCP), so `Tick(c)` from v tells w that it has every delta v sent
-  in its iterations up to c. `seen` carries the clocks of the others' ticks the sender has received. A
+  `Delta`; then the clock advances and `Tick(fresh, idle, seen)` goes to every other worker (`fresh`:
+  it ends an iteration; channels are FIFO, as TCP, so the receiver knows the sender's clock by counting
+  fresh ticks, and a re-announcement is a tick that is not fresh).
+- Quiescence: FIFO channels also mean that the tick ending v's iteration c tells w that it has every
+  delta v sent in its iterations up to c. `seen` carries the clocks of the others' ticks the sender has received. A
   worker that is idle detects termination when every other worker's latest tick says it was idle and
   had received all ticks of every worker up to the clocks w knows (its own current clock for w); then
   it sends `Stop` to the others. When a tick raises what a worker knows and it is idle, it announces
@@ -94,6 +96,8 @@ GRAPHS: list[tuple[str, list[tuple[int, int, int]]]] = [
     ("cycle with a chord", [(0, 1, 1), (1, 2, 1), (2, 0, 1), (1, 3, 2), (2, 3, 0)]),
     ("negative cycle", [(0, 1, 1), (1, 2, -2), (2, 1, 1)]),
     ("two components", [(0, 1, 1), (2, 3, 1), (3, 2, 1)]),
+    # a chain of worker 0's keys: asynchronous workers drift apart, SSP(s) ones by at most s + 1
+    ("local chain", [(0, 2, 1), (2, 4, 1), (4, 6, 1), (0, 1, 1), (6, 7, 1)]),
 ]
 
 
@@ -149,7 +153,7 @@ def ssp_spec(program: str, doc: str) -> type[ActorSpec]:
     Clock = Int(0, C)
     Seen = Int(0, ParamExpr(lambda c, w: (c + 1) ** max(w - 1, 1) - 1, "seen", (C, W)))
     Delta = Record("Delta", k=Key, v=Value)
-    Tick = Record("Tick", c=Clock, idle=Bool, seen=Seen)
+    Tick = Record("Tick", fresh=Bool, idle=Bool, seen=Seen)
     Stop = Record("Stop")
 
     def none(pl: LinearPlan) -> int:
@@ -205,9 +209,9 @@ def ssp_spec(program: str, doc: str) -> type[ActorSpec]:
                 p.val[m.k] = new
                 p.changed = If(new != old, p.changed.add(m.k), p.changed)
             elif m.tag == "Tick":
-                c = m.c
-                raised = p.known[src] < c
-                p.known[src] = c
+                raised = m.fresh  # a tick that ends an iteration: FIFO, so the sender's clock is one more
+                if m.fresh:
+                    p.known[src] = p.known[src] + 1
                 p.rep_idle[src] = m.idle
                 base = int(C) + 1
                 for i, u in enumerate(others(src, int(W))):
@@ -215,7 +219,7 @@ def ssp_spec(program: str, doc: str) -> type[ActorSpec]:
                 idle = p.changed.is_empty()
                 again = And(raised, idle, Not(p.done))
                 for v in others(p.id, int(W)):
-                    send(v, Tick(p.clock, True, SSP.seen_code(p, v)), when=again)
+                    send(v, Tick(False, True, SSP.seen_code(p, v)), when=again)
                 SSP.detect(p)
             else:
                 p.done = True
@@ -266,7 +270,7 @@ def ssp_spec(program: str, doc: str) -> type[ActorSpec]:
             p.clock = If(go, p.clock + 1, p.clock)
             idle = p.changed.is_empty()
             for v in others(p.id, w):
-                send(v, Tick(p.clock, idle, SSP.seen_code(p, v)), when=go)
+                send(v, Tick(True, idle, SSP.seen_code(p, v)), when=go)
             SSP.detect(p, go)
 
         def seen_code(p, dst):
