@@ -155,7 +155,7 @@ def _terminates(args: argparse.Namespace) -> int:
         print(f"Inconclusive: {res.message} ({counts}).")
         return 3
     print(f"{res.verdict.capitalize()}: {res.message} ({counts}).")
-    for i, (label, state) in enumerate(res.path):
+    for i, (label, _state) in enumerate(res.path):
         mark = "  <- the cycle starts here" if res.loop is not None and i == res.loop else ""
         print(f"  {i:>3}  {label}{mark}")
     if res.loop is not None:
