@@ -15,13 +15,15 @@ numpy columns and the spec language's terms (`logic` supplies the conjunction fo
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from .analysis import Analysed, Stratum, analyse, assignment, is_exit
 from .evaluate import Divergence, Evaluator
+from .relations import group_best
 from .syntax import Atom, BinOp, Compare, Const, DatalogError, Expr, Neg, Program, Rule, Var, Wildcard, variables
 
 
@@ -77,22 +79,84 @@ def _compare(op: str, a: Any, b: Any) -> Any:
 
 
 @dataclass
+class StepGroup:
+    """The steps of one recursive rule, as columns: `src[i]` and `dst[i]` are key indices, `env` the other
+    variables' columns; `apply(v, rows)` evaluates the rule's remaining literals on numpy columns."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    env: dict[str, np.ndarray]
+    value_var: str | None
+    literals: tuple[Compare, ...]
+    head: Expr | None
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def apply(self, v: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(derived values, enabled mask) for the values `v` read at `src[rows]`."""
+        env: dict[str, Any] = {k: c[rows] for k, c in self.env.items()}
+        if self.value_var is not None:
+            env[self.value_var] = v
+        ok = np.ones(len(rows), dtype=bool)
+        for lit in self.literals:
+            a = assignment(lit, set(env))
+            if a is not None:
+                env[a[0].name] = _eval(a[1], env)
+            else:
+                ok &= _compare(lit.op, _eval(lit.left, env), _eval(lit.right, env))
+        value = _eval(self.head, env) if self.head is not None else np.zeros(len(rows), dtype=np.int64)
+        if not isinstance(value, np.ndarray):
+            value = np.full(len(rows), value, dtype=np.int64)
+        return value, ok
+
+
+@dataclass
 class LinearPlan:
     """A decomposable program bound to its input: keys, initial values, steps, and the sequential answer."""
 
     pred: str
     func: str  # "min" or "max" (a plain relation is min over 0)
-    keys: list[int]  # key values; a key's index is its position
-    init: dict[int, int]  # key index -> value from the exit rules
-    steps: list[Step]
-    fixpoint: dict[int, int] | None  # key index -> value of the sequential least model (None: it diverges)
+    keys: np.ndarray  # key values, ascending; a key's index is its position
+    init_keys: np.ndarray  # key indices with a value from the exit rules
+    init_vals: np.ndarray
+    groups: list[StepGroup]
+    fixpoint_keys: np.ndarray | None  # the sequential least model (None: it diverges, or was not computed)
+    fixpoint_vals: np.ndarray | None
     program: Analysed
     plain: bool = False
-    by_src: dict[int, list[Step]] = field(default_factory=dict)
+    _steps: list[Step] | None = None
+    _by_src: dict[int, list[Step]] | None = None
 
-    def __post_init__(self) -> None:
-        for s in self.steps:
-            self.by_src.setdefault(s.src, []).append(s)
+    @cached_property
+    def init(self) -> dict[int, int]:
+        return dict(zip(self.init_keys.tolist(), self.init_vals.tolist()))
+
+    @cached_property
+    def fixpoint(self) -> dict[int, int] | None:
+        if self.fixpoint_keys is None:
+            return None
+        return dict(zip(self.fixpoint_keys.tolist(), self.fixpoint_vals.tolist()))
+
+    @property
+    def steps(self) -> list[Step]:
+        """One `Step` per row (for small graphs: the spec traces each)."""
+        if self._steps is None:
+            self._steps = [Step(int(g.src[i]), int(g.dst[i]), {k: int(c[i]) for k, c in g.env.items()}, g.value_var,
+                                g.literals, g.head) for g in self.groups for i in range(len(g))]
+        return self._steps
+
+    @property
+    def by_src(self) -> dict[int, list[Step]]:
+        if self._by_src is None:
+            self._by_src = {}
+            for s in self.steps:
+                self._by_src.setdefault(s.src, []).append(s)
+        return self._by_src
+
+    def owner(self, w: int) -> np.ndarray:
+        """The worker of each key (hash partitioning: key value mod W)."""
+        return self.keys % w
 
     def better(self, a: Any, b: Any) -> Any:
         return a < b if self.func == "min" else a > b
@@ -138,7 +202,7 @@ class LinearPlan:
 
 
 def linear_plan(program: Program | Analysed, inputs: Mapping[str, np.ndarray], params: Mapping[str, int] | None = None,
-                max_iterations: int | None = None) -> LinearPlan:
+                max_iterations: int | None = None, with_fixpoint: bool = True) -> LinearPlan:
     """The plan of a decomposable program on these inputs (DatalogError saying why if it is not one)."""
     prog = program if isinstance(program, Analysed) else analyse(program, params)
     rec = [s for s in prog.strata if s.recursive]
@@ -167,27 +231,36 @@ def linear_plan(program: Program | Analysed, inputs: Mapping[str, np.ndarray], p
         for i in lower.rules:
             r = prog.rules[i]
             ev._merge(r.head.pred, ev.derive(r, {}))
-    init: dict[Any, int] = {}
-    raw_steps: list[tuple[int, int, dict, str | None, tuple, Expr | None]] = []
+    init_k: list[np.ndarray] = []
+    init_v: list[np.ndarray] = []
+    raw: list[tuple[np.ndarray, np.ndarray, dict, str | None, tuple, Expr | None]] = []
     for i in st.rules:
         r = prog.rules[i]
         if is_exit(r, st):
             cols = ev.derive(r, {})
-            vals = cols[-1] if not plain else np.zeros(len(cols[0]), dtype=np.int64)
-            for k, v in zip(cols[0].tolist(), vals.tolist()):
-                if k not in init or (v < init[k] if func != "max" else v > init[k]):
-                    init[k] = v
+            init_k.append(cols[0])
+            init_v.append(cols[-1] if not plain else np.zeros(len(cols[0]), dtype=np.int64))
         else:
-            raw_steps.extend(_steps(ev, r, st, plain))
-    keys = sorted(set(init) | {s[0] for s in raw_steps} | {s[1] for s in raw_steps})
-    index = {k: i for i, k in enumerate(keys)}
-    steps = [Step(index[a], index[b], env, vv, lits, head) for a, b, env, vv, lits, head in raw_steps]
-    try:
-        res = Evaluator(prog, inputs, {s: True for s in prog.sites}, max_iterations).run()
-        fix = {index[k]: v for k, v in (res.mapping(pred).items() if not plain else ((x, 0) for x in res.set(pred)))}
-    except Divergence:
-        fix = None
-    return LinearPlan(pred, func or "min", keys, {index[k]: v for k, v in init.items()}, steps, fix, prog, plain)
+            raw.append(_steps(ev, r, st, plain))
+    empty = np.zeros(0, dtype=np.int64)
+    ik = np.concatenate(init_k) if init_k else empty
+    iv = np.concatenate(init_v) if init_v else empty
+    keys = np.unique(np.concatenate([ik] + [g[0] for g in raw] + [g[1] for g in raw]))
+    ik_idx = np.searchsorted(keys, ik)
+    best = "min" if func != "max" else "max"
+    ik_idx, iv = group_best(ik_idx, iv, best)
+    groups = [StepGroup(np.searchsorted(keys, a), np.searchsorted(keys, b), env, vv, lits, head)
+              for a, b, env, vv, lits, head in raw]
+    fk = fv = None
+    if with_fixpoint:
+        try:
+            res = Evaluator(prog, inputs, {s: True for s in prog.sites}, max_iterations).run()
+            cols = res.relations[pred]
+            fk = np.searchsorted(keys, cols[0])
+            fv = cols[1] if not plain else np.zeros(len(cols[0]), dtype=np.int64)
+        except Divergence:
+            fk = fv = None
+    return LinearPlan(pred, func or "min", keys, ik_idx, iv, groups, fk, fv, prog, plain)
 
 
 def _steps(ev: Evaluator, r: Rule, st: Stratum, plain: bool) -> list[tuple]:
@@ -237,18 +310,15 @@ def _steps(ev: Evaluator, r: Rule, st: Stratum, plain: bool) -> list[tuple]:
         raise DatalogError(f"the rule for {head.pred} joins {atom.pred} with nothing", r.pos, ev.prog.program.source)
     sub = Rule(head, body, r.pos)
     b, n = ev.fire(sub, {})
-    if key.name not in b:
+    if n and key.name not in b:
         raise DatalogError(f"{key} (the key read from {atom.pred}) is not bound by the rest of the body", atom.pos,
                            ev.prog.program.source)
+    empty = np.zeros(0, dtype=np.int64)
     names = [x for x in b if x != key.name]
     dst = head.args[0]
-    out = []
-    srcs = b[key.name][:n].tolist()
-    dsts = [dst.value] * n if isinstance(dst, Const) else b[dst.name][:n].tolist()
-    cols = {x: b[x][:n].tolist() for x in names}
+    srcs = b[key.name][:n] if n else empty
+    dsts = np.full(n, dst.value, dtype=np.int64) if isinstance(dst, Const) else (b[dst.name][:n] if n else empty)
+    env = {x: b[x][:n] for x in names}
+    env[key.name] = srcs
     hv = head.agg.var if head.agg is not None else None
-    for i in range(n):
-        env = {x: cols[x][i] for x in names}
-        env[key.name] = srcs[i]
-        out.append((srcs[i], dsts[i], env, value_var, tuple(rest), hv))
-    return out
+    return srcs, dsts, env, value_var, tuple(rest), hv

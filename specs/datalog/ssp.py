@@ -161,7 +161,7 @@ def ssp_spec(program: str, doc: str) -> type[ActorSpec]:
         return worst + 1 if pl.func == "min" else worst - 1
 
     def owner(pl: LinearPlan, k: int, w: int) -> int:
-        return pl.keys[k] % w
+        return int(pl.keys[k]) % w
 
     def others(pid: int, w: int) -> list[int]:
         return [u for u in range(w) if u != pid]
