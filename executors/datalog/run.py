@@ -55,6 +55,7 @@ class DatalogRun:
     spec: str | None = None
     spec_params: dict[str, int] | None = None
     plan: LinearPlan | None = None
+    startup: float = 0.0  # seconds to start the workers (not included in `seconds`: from go to the last stop)
 
     def mapping(self) -> dict[int, int]:
         return dict(zip(self.keys.tolist(), self.vals.tolist()))
@@ -161,9 +162,7 @@ def run(ref: str, graph: str, workers: int = 2, staleness: int = 1, params: dict
                 max_clock or max(10_000, 2 * len(plan.keys) + 10), delays.get(pid, 0.0),
                 os.path.join(tmp, f"worker-{pid}.jsonl") if traced else None, spec, spec_params,
                 clocks_base if workers > 2 else 0))
-        t0 = time.perf_counter()
-        stats, clocks, failures = asyncio.run(_drive(configs, timeout, progress))
-        seconds = time.perf_counter() - t0
+        stats, clocks, failures, seconds, startup = asyncio.run(_drive(configs, timeout, progress))
         keys, vals = [], []
         for pid in range(workers):
             path = configs[pid].result
@@ -177,7 +176,7 @@ def run(ref: str, graph: str, workers: int = 2, staleness: int = 1, params: dict
         v = np.concatenate(vals) if vals else np.zeros(0, dtype=np.int64)
         order = np.argsort(k)
         out = DatalogRun(name, workers, staleness, seconds, plan.keys[k[order]], v[order], stats, clocks, failures,
-                         notes, spec=spec, plan=plan)
+                         notes, spec=spec, plan=plan, startup=startup)
         if traced:
             out.trace = trace or os.path.join(tempfile.gettempdir(), f"lockstep-datalog-{name}-{os.getpid()}.jsonl")
             paths = {pid: configs[pid].trace for pid in range(workers)}
@@ -218,11 +217,15 @@ def _validation_params(paths: dict[int, str | None], params: dict[str, int], wor
 
 
 async def _drive(configs: list[WorkerConfig], timeout: float,
-                 progress: Callable[[str], None] | None) -> tuple[dict, dict, list[str]]:
+                 progress: Callable[[str], None] | None) -> tuple[dict, dict, list[str], float, float]:
     cluster = DatalogCluster(configs)
     failures: list[str] = []
+    t0 = time.perf_counter()
+    seconds = startup = 0.0
     try:
         await cluster.start()
+        startup = time.perf_counter() - t0
+        t1 = time.perf_counter()
         pending = set(range(len(configs)))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -248,7 +251,8 @@ async def _drive(configs: list[WorkerConfig], timeout: float,
             if dead:
                 failures.append(f"worker {dead[0]} exited unexpectedly")
                 break
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(0.002)
+        seconds = time.perf_counter() - t1
         await cluster.stop()
     finally:
         cluster.close()
@@ -257,4 +261,4 @@ async def _drive(configs: list[WorkerConfig], timeout: float,
     for p, m in sorted(cluster.members.items()):
         if m.exit_note:
             failures.append(f"worker {p} {m.exit_note}")
-    return stats, clocks, failures
+    return stats, clocks, failures, seconds, startup

@@ -217,6 +217,13 @@ def linear_plan(program: Program | Analysed, inputs: Mapping[str, np.ndarray], p
     if func not in (None, "min", "max"):
         raise DatalogError(f"{pred} aggregates with {func}: the workers run min, max or plain recursions", None,
                            prog.program.source)
+    for i in st.rules:
+        r = prog.rules[i]
+        n = len(st.recursive_atoms(r))
+        if n > 1:
+            raise DatalogError(f"the rule for {pred} reads it {n} times: the workers run linear recursions (non-linear "
+                               "programs such as apsp need the hybrid SSP model, which is not implemented)", r.pos,
+                               prog.program.source, prog.program.text)
     if prog.arity[pred] != (1 if plain else 2):
         raise DatalogError(f"{pred} must have one key column (and the value) to be partitioned", None,
                            prog.program.source)
