@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .analysis import Analysed, Site, Stratum, assignment, is_exit
-from .relations import DENSE_LIMIT, EMPTY, Index, KeySpace, check_values, group_best, group_sum, unique_rows
+from .relations import DENSE_LIMIT, EMPTY, Index, KeySpace, check_values, distinct, group_best, group_sum, unique_rows
 from .syntax import Atom, BinOp, Compare, Const, DatalogError, Expr, Neg, Rule, Var, variables
 
 CROSS_LIMIT = 50_000_000  # rows a join without shared variables may produce
@@ -85,7 +85,7 @@ class SetRelation:
         if self.space is None or not self.space.fits(cols):
             self._reindex(cols)
         space = self.space
-        codes = np.unique(space.encode(cols))
+        codes = distinct(space.encode(cols))
         if self.table is not None:
             new = codes[~self.table[codes]]
             self.table[new] = True
@@ -94,7 +94,7 @@ class SetRelation:
             present = (pos < len(self.codes)) & (self.codes[np.minimum(pos, len(self.codes) - 1)] == codes) \
                 if len(self.codes) else np.zeros(len(codes), dtype=bool)
             new = codes[~present]
-            self.codes = np.union1d(self.codes, new)
+            self.codes = np.sort(np.concatenate([self.codes, new]))  # new codes are distinct and absent
         out = space.decode(new)
         if len(new):
             self.cols = [np.concatenate([a, b]) for a, b in zip(self.cols, out)]
@@ -146,7 +146,7 @@ class AggRelation:
             return [EMPTY] * self.nkeys + [EMPTY]
         codes = self._codes(keys)
         if self.func in ("min", "max"):
-            codes, vals = group_best(codes, vals, self.func)
+            codes, vals = group_best(codes, vals, self.func, self.space.total if self.space is not None else 1)
         else:
             codes, vals = group_sum(codes, vals)
         pos = np.searchsorted(self.codes, codes)
@@ -295,7 +295,7 @@ class Evaluator:
                   for t in (lit.args if isinstance(lit, Atom) else variables(lit.left) + variables(lit.right))
                   if isinstance(t, Const)]
         allv = np.concatenate(vals + consts) if vals or consts else EMPTY
-        return len(np.unique(allv))
+        return len(distinct(allv))
 
     # -- relations ---------------------------------------------------------------------------
     def _new_relation(self, pred: str) -> Relation:

@@ -23,7 +23,7 @@ import numpy as np
 
 from .analysis import Analysed, Stratum, analyse, assignment, is_exit
 from .evaluate import Divergence, Evaluator
-from .relations import group_best
+from .relations import distinct, group_best
 from .syntax import Atom, BinOp, Compare, Const, DatalogError, Expr, Neg, Program, Rule, Var, Wildcard, variables
 
 
@@ -252,7 +252,7 @@ def linear_plan(program: Program | Analysed, inputs: Mapping[str, np.ndarray], p
     empty = np.zeros(0, dtype=np.int64)
     ik = np.concatenate(init_k) if init_k else empty
     iv = np.concatenate(init_v) if init_v else empty
-    keys = np.unique(np.concatenate([ik] + [g[0] for g in raw] + [g[1] for g in raw]))
+    keys = distinct(np.concatenate([ik] + [g[0] for g in raw] + [g[1] for g in raw]))
     ik_idx = np.searchsorted(keys, ik)
     best = "min" if func != "max" else "max"
     ik_idx, iv = group_best(ik_idx, iv, best)
