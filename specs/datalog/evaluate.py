@@ -110,31 +110,53 @@ class AggRelation:
     def __init__(self, arity: int, func: str):
         self.nkeys, self.func = arity - 1, func
         self.space: KeySpace | None = None
-        self.codes = EMPTY  # sorted codes of the groups present
+        self.codes = EMPTY  # sparse: sorted codes of the groups present, and their values
         self.vals = EMPTY
+        self.table: np.ndarray | None = None  # dense (a small key space): the value of every code
+        self.has: np.ndarray | None = None  # ... and whether the group is present
         self.contributions = SetRelation(0)
         self.version = 0
         self._cols: list[np.ndarray] | None = None
 
     def __len__(self) -> int:
-        return len(self.codes)
+        return int(self.has.sum()) if self.has is not None else len(self.codes)
+
+    def _present(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.has is not None:
+            c = np.flatnonzero(self.has)
+            return c, self.table[c]
+        return self.codes, self.vals
 
     def columns(self) -> list[np.ndarray]:
         """Rows (group columns..., value)."""
         if self._cols is None:
-            keys = self.space.decode(self.codes) if self.space is not None else [EMPTY] * self.nkeys
-            self._cols = [*keys, self.vals]
+            codes, vals = self._present()
+            keys = self.space.decode(codes) if self.space is not None else [EMPTY] * self.nkeys
+            self._cols = [*keys, vals]
         return self._cols
 
     def _codes(self, keys: list[np.ndarray]) -> np.ndarray:
         if self.nkeys == 0:
+            if self.space is None:
+                self.space = KeySpace([], [])
+                self._store(EMPTY, EMPTY)
             return np.zeros(len(keys[0]) if keys else 0, dtype=np.int64)
         if self.space is None or not self.space.fits(keys):
-            old = self.space.decode(self.codes) if self.space is not None else None
+            codes, vals = self._present()
+            old = self.space.decode(codes) if self.space is not None else None
             self.space = KeySpace.covering(keys, 0.25) if old is None else self.space.union(keys)
-            if old is not None:
-                self.codes = self.space.encode(old)  # order is preserved: the packing is monotone
+            self._store(self.space.encode(old) if old is not None else EMPTY, vals)  # the packing is monotone
         return self.space.encode(keys)
+
+    def _store(self, codes: np.ndarray, vals: np.ndarray) -> None:
+        if self.space.total <= DENSE_LIMIT:
+            self.table = np.zeros(self.space.total, dtype=np.int64)
+            self.has = np.zeros(self.space.total, dtype=bool)
+            self.table[codes] = vals
+            self.has[codes] = True
+        else:
+            self.table = self.has = None
+            self.codes, self.vals = codes, vals
 
     def better(self, new: np.ndarray, old: np.ndarray) -> np.ndarray:
         return new < old if self.func == "min" else new > old
@@ -146,33 +168,42 @@ class AggRelation:
             return [EMPTY] * self.nkeys + [EMPTY]
         codes = self._codes(keys)
         if self.func in ("min", "max"):
-            codes, vals = group_best(codes, vals, self.func, self.space.total if self.space is not None else 1)
+            codes, vals = group_best(codes, vals, self.func, self.space.total)
         else:
             codes, vals = group_sum(codes, vals)
-        pos = np.searchsorted(self.codes, codes)
-        safe = np.minimum(pos, max(len(self.codes) - 1, 0))
-        present = (pos < len(self.codes)) & (self.codes[safe] == codes) if len(self.codes) else \
-            np.zeros(len(codes), dtype=bool)
+        if self.has is not None:  # dense
+            present = self.has[codes]
+            cur = self.table[codes]
+        else:
+            pos = np.searchsorted(self.codes, codes)
+            safe = np.minimum(pos, max(len(self.codes) - 1, 0))
+            present = (pos < len(self.codes)) & (self.codes[safe] == codes) if len(self.codes) else \
+                np.zeros(len(codes), dtype=bool)
+            cur = self.vals[safe] if len(self.vals) else np.zeros(len(codes), dtype=np.int64)
         if self.func in ("min", "max"):
-            improved = ~present | self.better(vals, self.vals[safe] if len(self.vals) else vals)
+            improved = ~present | self.better(vals, cur)
             newvals = vals
         else:
             improved = vals != 0
-            newvals = vals + np.where(present, self.vals[safe] if len(self.vals) else 0, 0)
+            newvals = vals + np.where(present, cur, 0)
         if not improved.any():
             return [EMPTY] * self.nkeys + [EMPTY]
-        upd = improved & present
-        self.vals = self.vals.copy()
-        self.vals[safe[upd]] = newvals[upd]
-        ins = improved & ~present
-        if ins.any():
-            allc = np.concatenate([self.codes, codes[ins]])
-            allv = np.concatenate([self.vals, newvals[ins]])
-            order = np.argsort(allc, kind="stable")
-            self.codes, self.vals = allc[order], allv[order]
+        out_codes, out_vals = codes[improved], newvals[improved]
+        if self.has is not None:
+            self.table[out_codes] = out_vals
+            self.has[out_codes] = True
+        else:
+            upd = improved & present
+            self.vals = self.vals.copy()
+            self.vals[safe[upd]] = newvals[upd]
+            ins = improved & ~present
+            if ins.any():
+                allc = np.concatenate([self.codes, codes[ins]])
+                allv = np.concatenate([self.vals, newvals[ins]])
+                order = np.argsort(allc, kind="stable")
+                self.codes, self.vals = allc[order], allv[order]
         self.version += 1
         self._cols = None
-        out_codes, out_vals = codes[improved], newvals[improved]
         keys_out = self.space.decode(out_codes) if self.nkeys else []
         return [*keys_out, out_vals]
 
