@@ -28,7 +28,7 @@ from lockstep.executors.datalog.run import run as run_workers
 from lockstep.executors.faults import Faults, Straggler
 from lockstep.specs.datalog.analysis import analyse
 from lockstep.specs.datalog.catalog import load
-from lockstep.specs.datalog.evaluate import evaluate
+from lockstep.specs.datalog.evaluate import Evaluator
 from lockstep.specs.datalog.graphs import Graph, write_edge_list
 
 
@@ -43,10 +43,14 @@ def measure(fn: Callable[[], Any]) -> tuple[float, float, Any]:
     return seconds, peak, out
 
 
-def ours(name: str, edges: np.ndarray):
+def ours(name: str, edges: np.ndarray) -> tuple[float, dict]:
+    """(seconds spent loading the input: deduplicating and indexing it, the least model as a mapping)."""
     prog = analyse(load(name))
-    res = evaluate(prog, {"edge": edges}, {s: True for s in prog.sites})
-    return res.mapping("sp" if name == "sssp" else "cc")
+    t0 = time.perf_counter()
+    ev = Evaluator(prog, {"edge": edges}, {s: True for s in prog.sites})
+    t_load = time.perf_counter() - t0
+    res = ev.run()
+    return t_load, res.mapping("sp" if name == "sssp" else "cc")
 
 
 def duckdb_sssp(con, n: int):
@@ -85,17 +89,19 @@ def main() -> None:
     # SSSP
     s_t, s_m, dist = measure(lambda: csgraph.dijkstra(M, indices=0))
     ref = {i: int(d) for i, d in enumerate(dist) if np.isfinite(d)}
-    o_t, o_m, got = measure(lambda: ours("sssp", edges))
+    o_t, o_m, (o_load, got) = measure(lambda: ours("sssp", edges))
     assert got == ref, "SSSP differs from scipy"
-    rows.append(("SSSP", "lockstep (semi-naive, numpy)", o_t, o_m, f"{o_t / s_t:.1f}x scipy"))
+    rows.append(("SSSP", "lockstep (semi-naive, numpy)", o_t, o_m,
+                 f"{o_t / s_t:.1f}x scipy; {(o_t - o_load) / s_t:.1f}x without loading the input ({o_load:.2f} s)"))
     rows.append(("SSSP", "scipy.sparse.csgraph.dijkstra", s_t, s_m, f"(+{t_csr:.2f} s to build the CSR matrix)"))
     # CC
     U = M + M.T
     c_t, c_m, (_, labels) = measure(lambda: csgraph.connected_components(U, directed=False))
-    o2_t, o2_m, cc = measure(lambda: ours("cc", edges[:, :2]))
+    o2_t, o2_m, (o2_load, cc) = measure(lambda: ours("cc", edges[:, :2]))
     present = np.unique(np.concatenate([src, dst]))
     assert len(set(cc.values())) == len(np.unique(labels[present])) and len(cc) == len(present), "CC differs"
-    rows.append(("CC", "lockstep (semi-naive, numpy)", o2_t, o2_m, f"{o2_t / c_t:.1f}x scipy"))
+    rows.append(("CC", "lockstep (semi-naive, numpy)", o2_t, o2_m,
+                 f"{o2_t / c_t:.1f}x scipy; {(o2_t - o2_load) / c_t:.1f}x without loading the input ({o2_load:.2f} s)"))
     rows.append(("CC", "scipy.sparse.csgraph.connected_components", c_t, c_m, ""))
     if not args.skip_networkx:
         t0 = time.perf_counter()

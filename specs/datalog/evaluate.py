@@ -31,6 +31,7 @@ from .relations import DENSE_LIMIT, EMPTY, Index, KeySpace, check_values, distin
 from .syntax import Atom, BinOp, Compare, Const, DatalogError, Expr, Neg, Rule, Var, variables
 
 CROSS_LIMIT = 50_000_000  # rows a join without shared variables may produce
+MIN_ROUNDS = 10_000  # a recursion may always run this many rounds before divergence is considered
 
 
 class Divergence(DatalogError):
@@ -317,7 +318,7 @@ class Evaluator:
         if unknown:
             raise DatalogError(f"the program declares no input {unknown[0]!r}", None, prog.program.source,
                                hint=f"declare it: .input {unknown[0]}(...).")
-        self.max_iterations = max_iterations or max(self._active_domain() + 1, 10_000)
+        self.max_iterations = max_iterations  # None: decided when a recursion passes MIN_ROUNDS (see the docstring)
         self._index_cache: dict[tuple, Index] = {}
 
     def _active_domain(self) -> int:
@@ -539,7 +540,9 @@ class Evaluator:
         rounds = 0
         while any(len(d[0]) if d else 0 for d in delta.values()):
             rounds += 1
-            if rounds > self.max_iterations:
+            if self.max_iterations is None and rounds > MIN_ROUNDS:
+                self.max_iterations = max(self._active_domain() + 1, MIN_ROUNDS)
+            if self.max_iterations is not None and rounds > self.max_iterations:
                 big = max(delta, key=lambda p: len(delta[p][0]) if delta[p] else 0)
                 raise Divergence(f"the recursion of {', '.join(st.preds)} has not settled after "
                                  f"{self.max_iterations:,} iterations ({len(delta[big][0]):,} facts of {big} still "

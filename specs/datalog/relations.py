@@ -157,8 +157,14 @@ def unique_rows(cols: list[np.ndarray]) -> list[np.ndarray]:
     if not cols or len(cols[0]) == 0:
         return [c[:0] for c in cols]
     space = KeySpace.covering(cols)
-    codes = distinct(space.encode(cols))
-    return space.decode(codes)
+    codes = space.encode(cols)
+    order = np.argsort(codes)
+    c = codes[order]
+    keep = np.empty(len(c), dtype=bool)
+    keep[0] = True
+    np.not_equal(c[1:], c[:-1], out=keep[1:])
+    rows = order[keep]
+    return [col[rows] for col in cols]
 
 
 def check_values(a: np.ndarray, what: str) -> np.ndarray:
