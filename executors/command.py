@@ -6,10 +6,9 @@ from __future__ import annotations
 import argparse
 
 from lockstep.checker.commands.common import add_spec_arguments, natural
+from lockstep.checker.commands.datalog import weight_range
 from lockstep.checker.errors import UsageError
 from lockstep.checker.loader import is_protocol, parse_params
-
-from lockstep.checker.commands.datalog import weight_range
 from lockstep.specs.datalog.catalog import is_program_ref
 
 from .actors.command import run_actor_command
