@@ -127,8 +127,8 @@ def plan_for(program: str, graph: int, source: int) -> LinearPlan:
     return linear_plan(a, {next(iter(a.inputs)): edges[:, :arity]})
 
 
-def ssp_spec(program: str, doc: str) -> type[ActorSpec]:
-    """The SSP actor spec of one shipped linear program."""
+def ssp_spec(program: str, doc: str, capacity: int = 8) -> type[ActorSpec]:
+    """The SSP actor spec of one shipped linear program (`capacity`: messages a channel holds by default)."""
     W = Param("workers", 2, lo=1, hi=4, doc="workers")
     S = Param("s", 1, lo=-1, doc="staleness bound (0: BSP, -1: unbounded, i.e. asynchronous)")
     G = Param("graph", 0, lo=0, doc=f"catalogue graph 0..{len(GRAPHS) - 1}, or >= {RANDOM_BASE}: random")
@@ -171,7 +171,7 @@ def ssp_spec(program: str, doc: str) -> type[ActorSpec]:
         Process = Proc
         Message = Union(Delta, Tick, Stop)
         Timer = Enum("iterate")
-        network = Network(ordered=True, capacity=16)
+        network = Network(ordered=True, capacity=capacity)
         workers, s, graph, source, clocks = W, S, G, SRC, C
 
         val = Local(Map(Key, Value), init=0)  # set by the start handler
@@ -349,7 +349,7 @@ def _better(pl: LinearPlan, a, b):
 
 
 SSPShortestPaths = ssp_spec("sssp", "SSP evaluation of single-source shortest paths (sssp.dl).")
-SSPComponents = ssp_spec("cc", "SSP evaluation of connected components (cc.dl).")
+SSPComponents = ssp_spec("cc", "SSP evaluation of connected components (cc.dl).", capacity=16)
 SSPReach = ssp_spec("reach", "SSP evaluation of reachability (reach.dl).")
 
 
