@@ -14,6 +14,7 @@ from lockstep.specs.datalog.catalog import is_program_ref
 from .actors.command import run_actor_command
 from .datalog.command import run_datalog_command, staleness, straggler
 from .population.command import run_population_command
+from .psmr import command as psmr_command
 from .rounds.command import kill_plan
 from .rounds.command import run as run_rounds_spec
 from .rounds.run import rounds_class
@@ -54,7 +55,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kill", type=kill_plan, metavar="P@R", help="rounds specs: kill node P at the start of round R")
     p.add_argument("--graph", metavar="GRAPH", help="Datalog programs: an edge-list file, a generator (gnm:N:M, grid:R:C, "
                                                    "...) or ssp:N (a graph of the SSP spec, validated against it)")
-    p.add_argument("--workers", type=positive, metavar="W", help="Datalog programs: worker processes (default 2)")
     p.add_argument("--staleness", "-s", type=staleness, metavar="S",
                    help="Datalog programs: 0 (BSP), a bound, or inf (asynchronous); default 1")
     p.add_argument("--straggler", type=straggler, metavar="W:MS",
@@ -63,6 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--undirected", action="store_true", help="Datalog programs: generators list each edge once")
     p.add_argument("--no-check", action="store_true",
                    help="Datalog programs: do not compare the result with the sequential evaluation")
+    psmr_command.add_arguments(p)  # also --workers, which Datalog programs share
 
 
 def positive(text: str) -> int:
@@ -85,6 +86,8 @@ ONE_KIND_OPTIONS = [("tree", "--tree", "rounds"), ("initiator", "--initiator", "
 
 
 def run(args: argparse.Namespace) -> int:
+    if psmr_command.is_psmr(args.spec):
+        return psmr_command.run_psmr_command(args)
     if is_program_ref(args.spec):
         kind = "datalog"
     else:

@@ -31,4 +31,7 @@ SPECS: dict[str, str] = {
     "ssp_cc": "lockstep.specs.datalog.ssp:SSPComponents",
     "ssp_reach": "lockstep.specs.datalog.ssp:SSPReach",
     "ssp_stale_delta": "lockstep.specs.datalog.ssp:SSPStaleDelta",
+    "psmr": "lockstep.specs.psmr.spec:PSMR",
+    "psmr_no_acyclic_order": "lockstep.specs.psmr.spec:PSMRNoAcyclicOrder",
+    "psmr_first_key_cg": "lockstep.specs.psmr.spec:PSMRFirstKeyCG",
 }

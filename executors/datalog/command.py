@@ -43,7 +43,7 @@ def straggler(text: str) -> tuple[int, float]:
 
 
 def run_datalog_command(args: argparse.Namespace, params: dict[str, int]) -> int:
-    workers = args.workers or 2
+    workers = 2 if args.workers is None else args.workers
     if workers < 1 or workers > 64:
         raise UsageError(f"--workers {workers}: give 1 to 64 workers")
     if not args.graph:
