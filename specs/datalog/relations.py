@@ -59,11 +59,15 @@ class KeySpace:
         return code.astype(np.int64, copy=False)
 
     def decode(self, codes: np.ndarray) -> list[np.ndarray]:
+        if not self.los:
+            return []
         out = []
         rest = codes
-        for lo, s in zip(reversed(self.los), reversed(self.sizes)):
-            out.append(rest % s + lo)
-            rest = rest // s
+        for lo, s in zip(reversed(self.los[1:]), reversed(self.sizes[1:])):
+            rest, digit = np.divmod(rest, s)
+            digit += lo
+            out.append(digit)
+        out.append(rest + self.los[0])  # the leading column: what the divisions leave (codes lie in the space)
         return list(reversed(out))
 
     def union(self, cols: list[np.ndarray]) -> KeySpace:
@@ -103,11 +107,12 @@ class Index:
             start = np.searchsorted(self.sorted, codes, "left")
             stop = np.searchsorted(self.sorted, codes, "right")
         counts = stop - start
-        total = int(counts.sum())
+        ends = np.cumsum(counts)
         left = np.repeat(probes, counts)
-        offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-        rows = self.order[np.repeat(start, counts) + offsets]
-        return left, rows
+        # match j of probe i is sorted row start[i] + (j - (ends[i] - counts[i])): one repeat for both terms
+        pos = np.arange(int(ends[-1]) if len(ends) else 0, dtype=np.int64)
+        pos += np.repeat(start - (ends - counts), counts)
+        return left, self.order[pos]
 
 
 def distinct(a: np.ndarray) -> np.ndarray:
@@ -134,6 +139,19 @@ def group_best(codes: np.ndarray, vals: np.ndarray, func: str, total: int | None
         hit[codes] = True
         c = np.flatnonzero(hit)
         return c, table[c]
+    lo = int(vals.min())
+    span = int(vals.max()) - lo + 1
+    if int(codes.max()) < (1 << 62) // span:  # (code, value) packed into one int64: one plain sort
+        packed = np.sort(codes * span + (vals - lo))
+        c = packed // span
+        edge = np.empty(len(c), dtype=bool)
+        if func == "min":  # the first of each group holds its least value, the last its greatest
+            edge[0] = True
+            np.not_equal(c[1:], c[:-1], out=edge[1:])
+        else:
+            edge[-1] = True
+            np.not_equal(c[1:], c[:-1], out=edge[:-1])
+        return c[edge], packed[edge] % span + lo
     order = np.argsort(codes, kind="stable")
     c = codes[order]
     v = vals[order]
@@ -153,18 +171,12 @@ def group_sum(codes: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def unique_rows(cols: list[np.ndarray]) -> list[np.ndarray]:
-    """The distinct rows of a relation given by its columns (in code order)."""
+    """The distinct rows of a relation given by its columns (in code order): a sort of the packed codes,
+    decoded (several times faster than an argsort and a gather)."""
     if not cols or len(cols[0]) == 0:
         return [c[:0] for c in cols]
     space = KeySpace.covering(cols)
-    codes = space.encode(cols)
-    order = np.argsort(codes)
-    c = codes[order]
-    keep = np.empty(len(c), dtype=bool)
-    keep[0] = True
-    np.not_equal(c[1:], c[:-1], out=keep[1:])
-    rows = order[keep]
-    return [col[rows] for col in cols]
+    return space.decode(distinct(space.encode(cols)))
 
 
 def check_values(a: np.ndarray, what: str) -> np.ndarray:
