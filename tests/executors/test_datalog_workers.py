@@ -88,6 +88,9 @@ def test_command(capsys):
     assert main(["run", "quiet", "--graph", "path:4"]) == 2
     assert main(["run", "sssp"]) == 2
     assert main(["run", "two_phase_commit", "--graph", "path:3"]) == 2  # a Datalog option on an actor spec
+    capsys.readouterr()
+    assert main(["run", "sssp", "--graph", "path:4", "--workers", "0"]) == 2  # --workers is shared with P-SMR
+    assert "give 1 to 64 workers" in capsys.readouterr().err
 
 
 @pytest.mark.slow
