@@ -31,6 +31,7 @@ COMMANDS = [
     "lockstep.executors.command",
     "lockstep.checker.commands.analyze",
     "lockstep.checker.commands.simulate",
+    "lockstep.checker.commands.datalog",
     "lockstep.checker.commands.linearizable",
     "lockstep.checker.commands.draw",
     "lockstep.checker.commands.explore",

@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 
 from lockstep.checker.commands.common import add_spec_arguments, natural
+from lockstep.checker.commands.datalog import weight_range
 from lockstep.checker.errors import UsageError
 from lockstep.checker.loader import is_protocol, parse_params
+from lockstep.specs.datalog.catalog import is_program_ref
 
 from .actors.command import run_actor_command
+from .datalog.command import run_datalog_command, staleness, straggler
 from .population.command import run_population_command
 from .psmr import command as psmr_command
 from .rounds.command import kill_plan
@@ -17,8 +20,8 @@ from .rounds.command import run as run_rounds_spec
 from .rounds.run import rounds_class
 
 NAME = "run"
-HELP = ("run an actor spec as one OS process per actor, or a population protocol as one process per agent and a "
-        "scheduler (TCP on 127.0.0.1), then validate the run")
+HELP = ("run an actor spec as one OS process per actor, a population protocol as one process per agent and a "
+        "scheduler, or a Datalog program on SSP workers (TCP on 127.0.0.1), then validate the run")
 
 
 def seconds(text: str) -> float:
@@ -50,7 +53,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                  "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")
     p.add_argument("--initiator", type=natural, metavar="P", help="rounds specs: the node that starts (default 0)")
     p.add_argument("--kill", type=kill_plan, metavar="P@R", help="rounds specs: kill node P at the start of round R")
-    psmr_command.add_arguments(p)
+    p.add_argument("--graph", metavar="GRAPH", help="Datalog programs: an edge-list file, a generator (gnm:N:M, grid:R:C, "
+                                                   "...) or ssp:N (a graph of the SSP spec, validated against it)")
+    p.add_argument("--staleness", "-s", type=staleness, metavar="S",
+                   help="Datalog programs: 0 (BSP), a bound, or inf (asynchronous); default 1")
+    p.add_argument("--straggler", type=straggler, metavar="W:MS",
+                   help="Datalog programs: delay worker W by MS milliseconds before each iteration")
+    p.add_argument("--weights", type=weight_range, metavar="LO:HI", help="Datalog programs: random edge weights")
+    p.add_argument("--undirected", action="store_true", help="Datalog programs: generators list each edge once")
+    p.add_argument("--no-check", action="store_true",
+                   help="Datalog programs: do not compare the result with the sequential evaluation")
+    psmr_command.add_arguments(p)  # also --workers, which Datalog programs share
 
 
 def positive(text: str) -> int:
@@ -67,13 +80,18 @@ def positive(text: str) -> int:
 # Options that only one kind of spec takes: (attribute, flag, kind).
 ONE_KIND_OPTIONS = [("tree", "--tree", "rounds"), ("initiator", "--initiator", "rounds"), ("kill", "--kill", "rounds"),
                     ("interactions", "--interactions", "population"), ("start", "--start", "population"),
-                    ("duration", "--duration", "actor")]
+                    ("duration", "--duration", "actor"), ("graph", "--graph", "datalog"),
+                    ("workers", "--workers", "datalog"), ("staleness", "--staleness", "datalog"),
+                    ("straggler", "--straggler", "datalog"), ("weights", "--weights", "datalog")]
 
 
 def run(args: argparse.Namespace) -> int:
     if psmr_command.is_psmr(args.spec):
         return psmr_command.run_psmr_command(args)
-    kind = "rounds" if rounds_class(args.spec) is not None else "population" if is_protocol(args.spec) else "actor"
+    if is_program_ref(args.spec):
+        kind = "datalog"
+    else:
+        kind = "rounds" if rounds_class(args.spec) is not None else "population" if is_protocol(args.spec) else "actor"
     for attr, flag, owner in ONE_KIND_OPTIONS:
         if getattr(args, attr) is not None and owner != kind:
             raise UsageError(f"{flag} applies to {owner} specs; {args.spec} is a{'n' if kind == 'actor' else ''} "
@@ -81,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
     if kind == "rounds":
         return run_rounds_spec(args)
     params = parse_params(args.param)
+    if kind == "datalog":
+        return run_datalog_command(args, params)
     if kind == "population":
         return run_population_command(args, params)
     return run_actor_command(args, params)

@@ -4,12 +4,14 @@ A JSON object; every key is optional:
 
     {"drop": 0.05, "duplicate": 0.02, "reorder": 0.1, "delay_ms": [0, 20], "reorder_ms": 30,
      "partitions": [{"start": 0.5, "end": 1.5, "groups": [[0, 1], [2, 3]]}],
-     "crashes": [{"pid": 2, "at": 1.0, "restart": 2.0}]}
+     "crashes": [{"pid": 2, "at": 1.0, "restart": 2.0}],
+     "stragglers": [{"pid": 1, "delay_ms": 20}]}
 
 Probabilities apply per message; a delay is drawn uniformly from `delay_ms`; a reordered message
 is held back up to `reorder_ms` more. During a partition, messages between groups are lost.
 A crash is a SIGKILL at `at` seconds; with `restart` the process comes back then and continues
-from the last local state it recorded.
+from the last local state it recorded. A straggler is slowed by `delay_ms` before each of its
+iterations (Datalog workers).
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ class Crash:
 
 
 @dataclass
+class Straggler:
+    pid: int
+    delay_ms: float
+
+
+@dataclass
 class Faults:
     """A parsed fault plan."""
 
@@ -55,13 +63,14 @@ class Faults:
     reorder_ms: float = 30.0
     partitions: list[Partition] = field(default_factory=list)
     crashes: list[Crash] = field(default_factory=list)
+    stragglers: list[Straggler] = field(default_factory=list)
 
     @property
     def needs_relay(self) -> bool:
         return bool(self.drop or self.duplicate or self.reorder or self.delay_ms[1] or self.partitions or self.crashes)
 
 
-_KEYS = {"drop", "duplicate", "reorder", "delay_ms", "reorder_ms", "partitions", "crashes"}
+_KEYS = {"drop", "duplicate", "reorder", "delay_ms", "reorder_ms", "partitions", "crashes", "stragglers"}
 
 
 def load_faults(path: str, nproc: int) -> Faults:
@@ -133,4 +142,9 @@ def parse_faults(data: Any, nproc: int, where: str = "faults") -> Faults:
         if restart is not None and number(restart, f"{w}.restart") <= at:
             raise bad(f"{w} restarts before it crashes", "give restart > at")
         out.crashes.append(Crash(pid(c["pid"], f"{w}.pid"), at, None if restart is None else float(restart)))
+    for i, c in enumerate(data.get("stragglers", [])):
+        w = f"stragglers[{i}]"
+        if not isinstance(c, dict) or "pid" not in c:
+            raise bad(f"{w} needs pid and delay_ms", '{"pid": 1, "delay_ms": 20}')
+        out.stragglers.append(Straggler(pid(c["pid"], f"{w}.pid"), number(c.get("delay_ms", 0), f"{w}.delay_ms")))
     return out

@@ -27,7 +27,8 @@ def is_psmr(spec: str) -> bool:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("psmr (the replicated key-value service)")
     g.add_argument("--replicas", type=int, help="replicas (default 2)")
-    g.add_argument("--workers", type=int, help="worker processes per replica, W (default 2)")
+    g.add_argument("--workers", type=int, help="worker processes per replica, W (default 2); Datalog programs: "
+                   "worker processes (default 2)")
     g.add_argument("--clients", type=int, help="client proxy processes (default 2)")
     g.add_argument("--outstanding", type=int, help="commands each client keeps in flight (default 2)")
     g.add_argument("--keys", type=int, help="keys of the store (default 8)")

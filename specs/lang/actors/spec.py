@@ -72,9 +72,11 @@ from ..types import (
     Option,
     Range,
     Record,
+    RecordDomain,
     RecordValue,
     Set,
     Type,
+    UnionDomain,
     domain_values,
 )
 from .networks import FifoNetwork, NetworkKind, choose
@@ -261,6 +263,8 @@ class _SystemTypes:
         if isinstance(msg, RecordValue):
             dom.index(msg)  # a SpecError if it is not a declared message
             return msg
+        if isinstance(msg, Term) and isinstance(dom, UnionDomain) and isinstance(msg.dom, RecordDomain):
+            msg = msg.in_union(dom)  # a member record built from terms (`Tick(p.clock, ...)`)
         return coerce(msg, dom, "sent message")
 
     def check_observation(self, op: Any) -> Any:
