@@ -31,6 +31,7 @@ class Options:
     max_states: int | None = None  # distinct states
     dfs: bool = False
     workers: int = 1
+    por: bool = False  # partial-order reduction (actor specs, breadth-first)
 
 
 class _Found(Exception):
@@ -78,6 +79,7 @@ class _Search:
         self.generated = 0
         self.depth = 0
         self.cut: str | None = None
+        self.por: Any = None  # the reduction's statistics when opts.por
 
     # -- shared helpers ----------------------------------------------------------------------
     def _invariant_violation(self, fp: int, st: Any, last: tuple[Any, Any] | None = None) -> _Found:
@@ -146,6 +148,8 @@ class _Search:
         secs = time.monotonic() - t0
         res = CheckResult(HOLDS, len(self.parents), self.generated, self.depth, secs, queued=queued,
                           visited_bytes=_dict_bytes(self.parents))
+        if self.por is not None:
+            res.notes.append(self.por.note())
         if found is not None:
             res.verdict = VIOLATION
             res.violation = self._violation(found)
@@ -156,7 +160,14 @@ class _Search:
 
     def _bfs(self, frontier: list[tuple[int, Any]]) -> int:
         m, opts, parents, progress = self.model, self.opts, self.parents, self.progress
-        expand = expander(m, deadlock=opts.deadlock, partitioned=False)
+        if opts.por:
+            from ..reduction.ample import PorStats, for_model
+            from .reduced import reduced_level
+
+            self.por = PorStats()
+            expand = reduced_level(m, for_model(m), self.por, opts.deadlock)
+        else:
+            expand = expander(m, deadlock=opts.deadlock, partitioned=False)
         canon = m.canonical if m.symmetry else None
         bad, outside = safe_predicates(m)
         cap = opts.max_states if opts.max_states is not None else sys.maxsize

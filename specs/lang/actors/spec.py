@@ -777,10 +777,12 @@ class _ActorBuilder(_Builder):
         if step.kind == "message":
             args = (("src", step.src), ("dst", step.pid), ("msg", step.msg)) + step.choice
             doms = (self.proc, self.proc, self.msg) + step.choice_doms
-            return self._global_step(prog, "deliver", args, doms, step.loc, body, {"byzantine": step.byzantine})
+            return self._global_step(prog, "deliver", args, doms, step.loc, body,
+                                     {"byzantine": step.byzantine, "event": ("deliver", step.pid, step.src, step.msg, step.key)})
         args = (("p", step.pid), ("timer", step.timer)) + step.choice
         doms = (self.proc, self.types.timer.dom()) + step.choice_doms
-        return self._global_step(prog, "timeout", args, doms, step.loc, body, {"byzantine": step.byzantine})
+        return self._global_step(prog, "timeout", args, doms, step.loc, body,
+                                 {"byzantine": step.byzantine, "event": ("timeout", step.pid, step.timer, step.key)})
 
     def _starts(self, prog: ActorProgram, gslots: dict[int, list[int]], steps: list[LocalStep]) -> list[Transition]:
         """One initial transition per combination of the processes' start choices (all start at once)."""
@@ -808,7 +810,7 @@ class _ActorBuilder(_Builder):
                     require(Not(g.crashed.contains(p)), g.crashed.card() < self.crashes)
                     g.crashed = g.crashed.add(p)
 
-                out.append(self._global_step(prog, "crash", (("p", p),), (self.proc,), None, crash))
+                out.append(self._global_step(prog, "crash", (("p", p),), (self.proc,), None, crash, {"event": ("crash", p)}))
         if self.lossy:
             if isinstance(self.net, FifoNetwork):
                 cap = self.net.capacity
@@ -818,7 +820,8 @@ class _ActorBuilder(_Builder):
                         self.net.remove_at(g, s, d, i)
 
                     out.append(self._global_step(prog, "drop", (("src", s), ("dst", d), ("pos", i)),
-                                                 (self.proc, self.proc, Int(0, cap - 1).dom()), None, drop_at))
+                                                 (self.proc, self.proc, Int(0, cap - 1).dom()), None, drop_at,
+                                                 {"event": ("drop_at", d, s, i)}))
             else:
                 for s, d, m in product(pids, pids, self.msg.values()):
                     def drop(g: TraceState, tracer: Any, s: int = s, d: int = d, m: Any = m) -> None:
@@ -828,7 +831,7 @@ class _ActorBuilder(_Builder):
                             g.network = g.network.remove(self.types.envelope(s, d, m))
 
                     out.append(self._global_step(prog, "drop", (("src", s), ("dst", d), ("msg", m)),
-                                                 (self.proc, self.proc, self.msg), None, drop))
+                                                 (self.proc, self.proc, self.msg), None, drop, {"event": ("drop", d, s, m)}))
         if self.cls.forge:
             for b, d, m in product(sorted(self.byz), pids, self.msg.values()):
                 def forge(g: TraceState, tracer: Any, b: int = b, d: int = d, m: Any = m) -> None:
@@ -838,7 +841,8 @@ class _ActorBuilder(_Builder):
                     self.net.send(g, b, d, m, True)
 
                 out.append(self._global_step(prog, "forge", (("src", b), ("dst", d), ("msg", m)),
-                                             (self.proc, self.proc, self.msg), None, forge, {"byzantine": True}))
+                                             (self.proc, self.proc, self.msg), None, forge,
+                                             {"byzantine": True, "event": ("forge", b, d, m)}))
         return [t for t in out if t is not None]
 
 
