@@ -99,7 +99,8 @@ class ProcessUnits:
                     count[lit] = count.get(lit, 0) + 1
         self.pivots = sorted(count, key=lambda lit: (-count[lit], repr(lit)))[:MAX_PIVOTS]
         bit = {lit: 1 << i for i, lit in enumerate(self.pivots)}
-        self.edges: list[tuple[int, int, list[int]]] = []  # (a, b, masks): conflict unless a mask's literal holds
+        self.edges: list[tuple[int, int, list[int]]] = []  # (a, b, masks): a and b conflict while, for some
+        # mask, none of its literals holds
         always = []
         for (a, b), rs in reasons.items():
             masks = []
@@ -130,7 +131,7 @@ class ProcessUnits:
             for a, b in self.always:
                 parent[find(a)] = find(b)
             for a, b, masks in self.edges:
-                if all(not (pattern & m) for m in masks):
+                if any(not (pattern & m) for m in masks):  # some reason for the conflict is still there
                     parent[find(a)] = find(b)
             root_rank: dict[int, int] = {}
             hit = np.array([root_rank.setdefault(find(i), len(root_rank)) for i in range(self.k)], dtype=np.int64)
@@ -278,7 +279,7 @@ class ActorStructure:
         for when, dst, msg in step.sends:
             cond = requires + ([when] if isinstance(when, Term) else [])
             kills = ((crash,) if crash else ()) + tuple(("eq", gs[x], v) for x, v in self._falsifiers(pid, cond))
-            reads = frozenset(x for c in cond for x in _slots(c))
+            reads = frozenset(x for c in cond + [dst, msg] for x in _slots(c))  # what decides whether and what
             dsts = [dst] if isinstance(dst, int) else list(range(max(dst.lo, 0), min(dst.hi, self.n - 1) + 1))
             msgs = [msg] if not isinstance(msg, Term) else self.msgs
             for d in dsts:

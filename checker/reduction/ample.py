@@ -21,6 +21,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from lockstep.specs.lang.actors.networks import SetNetwork
+
 from .actors import ActorStructure, Literal, PorUnsupported, slots_read
 
 __all__ = ["Columns", "PorStats", "PorUnsupported", "Reducer", "TupleColumns", "for_model"]
@@ -96,6 +98,12 @@ class Reducer:
         self.ntrans = structure.ntrans
         self.words = max(1, -(-structure.nunits // 64))
         s = structure
+        # A step's effect on a network slot depends on what else is in flight (an ordered channel shifts its
+        # positions; a consumer of another process changes what a send leaves): invisible at one state, it may be
+        # visible after independent steps. A step that may write a visible network slot is always visible.
+        net = structure.prog.field("network")
+        vnet = {x for x in self.visible if net.base <= x < net.base + net.count}
+        self.always_visible = np.array([bool(vnet & set(t.updates)) for t in structure.prog.transitions], dtype=bool)
         self.crash_binding = [(tid, ev.owner) for tid, ev in enumerate(s.events) if ev.kind == "crash"]
         if len(self.crash_binding) <= max(s.system.max_crashes, 1):
             self.crash_binding = []  # the budget never runs out before the crashable processes do
@@ -106,6 +114,18 @@ class Reducer:
                 consumers = [c for c in s.consumers.get(send.env, []) if s.events[c].owner != ev.owner]
                 if consumers:
                     self.forges.append((tid, consumers, send.kills[0], s.full(send.env)))
+        # consuming an envelope disables the failure of a send that would overflow it: an enabled consumer
+        # needs the units that may still send it (or, ordered, anything on its channel)
+        self.overflows: list[tuple[int, list[tuple]]] = []
+        if not (isinstance(s.net, SetNetwork) and s.net.duplicating):
+            for tid, ev in enumerate(s.events):
+                if ev.consumes is None:
+                    continue
+                src, dst, mi = ev.consumes
+                envs = [(src, dst, i) for i in range(len(s.msgs))] if s.fifo or mi is None else [ev.consumes]
+                envs = [e for e in envs if any(s.events[p].owner != ev.owner for p, _ in s.producers.get(e, ()))]
+                if envs:
+                    self.overflows.append((tid, envs))
 
     def units(self, lit: _Literals, rows: int) -> np.ndarray:
         """(transitions, rows): each event's unit at each row, under the frozen values the row holds."""
@@ -134,6 +154,8 @@ class Reducer:
         enabled ones where `reduced` is False); the caller still applies the cycle proviso."""
         s, rows = self.s, cols.rows
         reduced = np.zeros(rows, dtype=bool)
+        if self.always_visible.any():
+            unsafe = unsafe | (enabled & self.always_visible[:, None])
         total = enabled.sum(axis=0)
         if not rows or s.nunits < 2 or not (total > 1).any():
             return enabled, reduced
@@ -178,15 +200,14 @@ class Reducer:
                 continue
             uc = unit[c]
             for p, send in s.producers[env]:
-                key = id(send)
-                if key not in alive:
-                    ok = np.ones(rows, dtype=bool)
-                    for k in send.kills:
-                        ok &= ~lit(k)
-                    if send.needs is not None:
-                        ok &= lit(send.needs)
-                    alive[key] = ok
-                _mark(needs, uc, unit[p], cond & alive[key])
+                _mark(needs, uc, unit[p], cond & self._alive(lit, alive, send, rows))
+        for c, envs in self.overflows:
+            cond = enabled[c]
+            if not cond.any():
+                continue
+            for env in envs:
+                for p, send in s.producers.get(env, ()):
+                    _mark(needs, unit[c], unit[p], cond & self._alive(lit, alive, send, rows))
         for tid, consumers, forged, full in self.forges:
             cond = ~lit(forged) & lit(full)
             if cond.any():
@@ -196,6 +217,19 @@ class Reducer:
             for other, _r in self.crash_binding:
                 if other != tid:
                     _mark(needs, unit[tid], unit[other], enabled[tid] & enabled[other])
+
+    @staticmethod
+    def _alive(lit: _Literals, cache: dict[int, np.ndarray], send: Any, rows: int) -> np.ndarray:
+        """Rows where the step may still make this send."""
+        hit = cache.get(id(send))
+        if hit is None:
+            hit = np.ones(rows, dtype=bool)
+            for k in send.kills:
+                hit &= ~lit(k)
+            if send.needs is not None:
+                hit &= lit(send.needs)
+            cache[id(send)] = hit
+        return hit
 
     def _seeds(self, counts: np.ndarray, unit_bad: np.ndarray, needs: np.ndarray) -> np.ndarray:
         """Per process and row, its enabled invisible unit needing the fewest others (-1: none)."""
