@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from ..loader import parse_params
-from ..trace import render
-from .common import add_spec_arguments, load_typed, positive
+from ..progress import stderr_say
+from .common import add_full_argument, add_spec_arguments, load_typed, positive, print_trace
 
 NAME = "prove"
 HELP = "prove that an invariant holds in every reachable state (k-induction with z3)"
@@ -20,6 +20,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="strengthen it with these invariants (proved together with it; repeatable)")
     p.add_argument("--k", type=positive, default=1, metavar="K", help="induction depth (default 1: plain induction)")
     p.add_argument("--out", metavar="FILE", help="write the counterexample (or counterexample to induction) to FILE")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_full_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     how = "induction" if args.k == 1 else f"{args.k}-induction"
     print(f"Proving {args.invariant} of {model.name}" + (f" ({ps})" if ps else "") + f" by {how}"
           + (f", strengthened with {', '.join(assumed)}" if assumed else ""))
-    res = prove(model, args.invariant, assumed, args.k)
+    res = prove(model, args.invariant, assumed, args.k, say=stderr_say(args.quiet))
     if res.verdict == PROVED:
         print(f"\nProved: {args.invariant} holds in every reachable state ({res.reason}).")
     elif res.verdict == REFUTED:
@@ -45,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         steps = len(res.trace.steps) - 1
         kind = "Counterexample" if res.verdict == REFUTED else "Counterexample to induction"
         print(f"{kind} ({steps} step{'s' if steps != 1 else ''}):")
-        print(render(res.trace))
+        print_trace(res.trace, model, args.full)
         if args.out:
             res.trace.save(args.out)
             print(f"Trace written to {args.out} (replay it: lockstep replay {args.out})")

@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import Location
 from ..program import Check
 from ..spec import _Stop
-from ..terms import And, If, Not, Term, as_bool, compare, const, mk
+from ..terms import BOOL, And, If, Not, Term, as_bool, compare, const, mk
 from ..tracing import TraceState, current_tracer
 from ..types import Int, Map, Option, Range, Record, Set, Type
 
@@ -33,6 +33,7 @@ class NetworkKind:
         self.message = message
         self.envelope = envelope
         self.capacity = capacity
+        self.pids = list(proc.dom().values())  # bound now: value_of runs outside the spec's parameters too
 
     def field_type(self) -> Type:
         raise NotImplementedError
@@ -71,7 +72,7 @@ class NetworkKind:
             return
         tracer = current_tracer("a send")
         if b is True:
-            tracer.checks.append(Check("error", None, message, self.loc))
+            tracer.checks.append(Check("assert", const(False, BOOL), message, self.loc))
             raise _Stop()
         tracer.checks.append(Check("assert", Not(b), message, self.loc))
 
@@ -167,7 +168,7 @@ class FifoNetwork(NetworkKind):
         return g.network[src][dst][self.capacity - 1].is_none()
 
     def value_of(self, envelopes):
-        out = {s: {d: {i: None for i in range(self.capacity)} for d in self.proc} for s in self.proc}
+        out = {s: {d: {i: None for i in range(self.capacity)} for d in self.pids} for s in self.pids}
         for s, d, m in envelopes:
             q = out[s][d]
             free = next(i for i in range(self.capacity) if q[i] is None)
