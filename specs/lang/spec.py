@@ -341,7 +341,7 @@ class _Builder:
     def _temporal(self, prog: Program, name: str, fn: Callable) -> TemporalProperty:
         if len(inspect.signature(fn).parameters) != 1:
             raise SpecError(f"temporal property {name} takes exactly one argument (the state)", _def_location(fn))
-        view = TraceState(prog, self.binding, writable=False)
+        view = self._view(prog, writable=False)
         with tracing(view) as tracer:
             start_pending()
             try:

@@ -39,14 +39,16 @@ def _actor_specs() -> list[str]:
 
 
 ACTOR_SPECS = _actor_specs()
-SMALL_SPECS = [s for s in ACTOR_SPECS if s not in LARGE]
+MINUTES = {"psmr", "psmr_no_acyclic_order", "psmr_first_key_cg"}  # 0.1 to 0.3 million states, minutes each
+SMALL_SPECS = [s for s in ACTOR_SPECS if s not in LARGE | MINUTES]
 EXTRA = [model_path("actor_gossip.py") + ":" + c for c in
          ("Gossip", "GossipSelfish", "GossipWithForger", "GossipObserved", "GossipObservedWrongClaim")] + \
         [model_path("actor_failing.py") + ":Fragile"]
 VARIANTS = [("two_phase_commit", {"rm": 3}), ("two_phase_commit", {"ordered": 1, "capacity": 2}),
             ("two_phase_commit", {"lossy": 1}), ("two_phase_commit", {"crashes": 0}),
             ("two_phase_commit", {"ordered": 1}), ("two_phase_commit_eager", {"rm": 3}),
-            ("token_ring", {"n": 4, "laps": 2}), ("two_phase_commit", {"duplicating": 1})]
+            ("token_ring", {"n": 4, "laps": 2}), ("two_phase_commit", {"duplicating": 1}),
+            ("psmr", {"commands": 2}), ("psmr_no_acyclic_order", {"commands": 2})]
 
 
 def _same(spec: str, params: dict, deadlock: bool, limit: int | None = SMALL) -> None:
@@ -85,10 +87,15 @@ def test_reduced_and_full_searches_agree_on_network_and_fault_variants(spec, par
     _same(spec, params, deadlock=False)
 
 
+def test_reduced_and_full_searches_agree_on_the_seeded_psmr_bug():
+    _same("psmr_first_key_cg", {}, deadlock=True)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("spec", sorted(LARGE))
-def test_reduced_and_full_searches_agree_on_large_actor_specs(spec):
-    _same(spec, {}, deadlock=False, limit=None)
+@pytest.mark.parametrize("spec, deadlock", [(s, False) for s in sorted(LARGE)] + [(s, d) for s in sorted(MINUTES)
+                                                                                  for d in (False, True)])
+def test_reduced_and_full_searches_agree_on_large_actor_specs(spec, deadlock):
+    _same(spec, {}, deadlock=deadlock, limit=None)
 
 
 def test_reduction_keeps_the_low_echo_quorum_bug_and_prunes_the_equivocating_sender():
@@ -170,7 +177,7 @@ def _reduced_graph(model: TypedModel, red: Reducer) -> set:
     return states
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(descs(), st.data())
 def test_random_actor_systems_reduced_and_full(desc, data):
     prog = build_program(build(desc), {})
