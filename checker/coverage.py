@@ -68,6 +68,21 @@ class Coverage:
         for w in self.warnings(model):
             print(f"  warning: {w} (a vacuous guard, or a state the search never reached?)")
 
+    def count_enabled(self, model: Model) -> None:
+        """Make `model`'s successor function count each enabled step (an exhaustive search takes every one), and
+        its searches use that function rather than a compiled expander."""
+        successors, enabled = model.successors, self.enabled
+
+        def counted(st: Any) -> list[tuple[Any, Any]]:
+            out = successors(st)
+            for lid, _t in out:
+                enabled[lid] += 1
+            return out
+
+        model.successors = counted  # type: ignore[method-assign]
+        model.level_expander = None  # type: ignore[attr-defined]
+        self.taken = enabled
+
     def save(self, model: Model, path: str, **extra: Any) -> None:
         data = {"spec": model.name, "params": model.params, **extra, "actions": self.table(model),
                 "never_enabled": [k for k, v in self.table(model).items() if not v["enabled"]]}

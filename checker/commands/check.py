@@ -42,6 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--depth", type=natural, metavar="K",
                    help=f"--engine smt: look for violations within K steps (default {SMT_DEPTH})")
     p.add_argument("--out", metavar="FILE", help="write the counterexample trace (JSON, ITF) to FILE")
+    p.add_argument("--coverage", metavar="FILE", help="count how often each action is enabled (scalar engine, no "
+                                                      "partial-order reduction) and write it as JSON to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     add_full_argument(p)
     p.add_argument("--dump-graph", metavar="FILE.dot", help="write the state graph (Graphviz DOT), the counterexample "
@@ -80,6 +82,18 @@ def run(args: argparse.Namespace) -> int:
     params = tree_arguments(args, parse_params(args.param))
     model = load_model(args.spec, params, symmetry=args.symmetry, invariants=args.invariant or None)
     por, por_note = por_choice(args, model)
+    coverage = None
+    if args.coverage:
+        if args.engine == "vector" or args.property or args.workers > 1:
+            raise UsageError("--coverage counts steps in the scalar engine, one worker, without --property; drop "
+                             "--engine vector, --workers or --property")
+        from ..coverage import Coverage
+
+        coverage = Coverage()
+        coverage.count_enabled(model)
+        args.engine = "scalar"
+        if por:
+            por, por_note = False, "partial-order reduction off with --coverage: it counts every interleaving"
     opts = Options(deadlock=not args.no_deadlock, max_depth=args.max_depth, max_states=args.max_states,
                    dfs=args.dfs, workers=args.workers, por=por)
     if args.property:
@@ -100,6 +114,10 @@ def run(args: argparse.Namespace) -> int:
     if por_note:
         res.notes.append(por_note)
     report(res, args.out, model, args.full)
+    if coverage is not None:
+        coverage.print(model)
+        coverage.save(model, args.coverage, command="check", verdict=res.verdict, distinct=res.distinct)
+        print(f"  coverage written to {args.coverage}")
     write_graph(args, model, graph, res)
     return res.exit_code
 

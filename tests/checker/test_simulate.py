@@ -82,3 +82,18 @@ def test_options_of_the_other_kind_of_simulation_are_refused(cli):
     assert r.code == 2 and "--time: only for population protocols" in r.err
     r = cli("simulate", "adaptive_majority", "--depth", "5")
     assert r.code == 2 and "--depth" in r.err
+
+
+def test_check_coverage_counts_every_enabled_step_and_flags_the_vacuous_action(cli, tmp_path):
+    out = tmp_path / "cov.json"
+    r = cli("check", VACUOUS, "--coverage", str(out))
+    assert r.code == 0 and "warning: action overflow was never enabled" in r.out
+    data = json.loads(out.read_text())
+    assert data["actions"] == {"inc": {"enabled": 3, "taken": 3}, "overflow": {"enabled": 0, "taken": 0},
+                               "reset": {"enabled": 1, "taken": 1}}
+    r = cli("check", "two_phase_commit", "--no-deadlock", "--coverage", str(out))
+    assert r.code == 0 and "partial-order reduction off with --coverage" in r.out
+    data = json.loads(out.read_text())
+    assert sum(v["enabled"] for v in data["actions"].values()) == 2208 - 1  # every step generated, less the start
+    assert data["never_enabled"] == []
+    assert cli("check", "two_phase_commit", "--coverage", str(out), "--engine", "vector").code == 2
