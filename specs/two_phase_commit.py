@@ -14,8 +14,9 @@ Process 0 is the transaction manager (TM); processes 1..rm are the resource mana
 
 `consistent` is Gray & Lamport's TCConsistent; `follows_tm` says an RM commits only what the TM
 decided. `TwoPhaseCommitEager` is a seeded bug: a prepared RM commits when its timer fires.
-`all_decide` is the liveness the protocol lacks when the TM may crash: under weakly fair delivery,
-every RM eventually commits or aborts. It holds with `--param crashes=0` and fails with the crash
+`all_commit` is a witness (some reachable state has every RM committed). `all_decide` is the
+liveness the protocol lacks when the TM may crash: under weakly fair delivery, every RM
+eventually commits or aborts. It holds with `--param crashes=0` and fails with the crash
 (a prepared RM blocks): `lockstep check two_phase_commit --property all_decide --no-deadlock`.
 
 Deviations and gaps filled: the paper leaves timeouts abstract; here both the TM and the RMs arm
@@ -42,6 +43,7 @@ from .lang import (
     invariant,
     require,
     temporal,
+    witness,
 )
 from .lang.actors import ActorSpec, Local, Network, on_message, on_start, on_timeout, send, set_timer
 
@@ -140,6 +142,11 @@ class TwoPhaseCommit(ActorSpec):
         """An RM commits only after the TM has decided to commit."""
         return ForAll(range(1, s.rm + 1), lambda r: Implies(s.rm_state[r] == "committed", s.tm_state[TM] == "committed"))
 
+
+    @witness
+    def all_commit(s):
+        """Some run commits everywhere (without it, a TM that always aborts would pass every check)."""
+        return ForAll(range(1, s.rm + 1), lambda r: s.rm_state[r] == "committed")
 
     @temporal
     def all_decide(s):

@@ -118,8 +118,48 @@ def run(args: argparse.Namespace) -> int:
         coverage.print(model)
         coverage.save(model, args.coverage, command="check", verdict=res.verdict, distinct=res.distinct)
         print(f"  coverage written to {args.coverage}")
+    if res.violation is None:
+        return _check_witnesses(args, model, engine, opts, res.exit_code)
     write_graph(args, model, graph, res)
     return res.exit_code
+
+
+def _check_witnesses(args: argparse.Namespace, model, engine: str, opts: Options, code: int) -> int:
+    """Search for each `@witness` (exit 1 if one is unreachable, 3 if one is not reached within the bounds)."""
+    from dataclasses import replace
+
+    from ..witnesses import search_witness, witness_names
+    from .common import print_trace
+
+    names = witness_names(model)
+    if not names:
+        return code
+    wopts = replace(opts, deadlock=False)
+
+    def run(wm):
+        _, vm, _ = choice.choose(engine, wm, wopts)
+        return choice.run(engine, wm, vm, wopts, NoProgress())
+
+    print(f"\nWitnesses: {', '.join(names)}")
+    for name in names:
+        w = search_witness(model, name, run)
+        if w.found:
+            steps = len(w.trace.steps) - 1
+            print(f"  witness {name} reached in {steps} step{'s' if steps != 1 else ''}:")
+            print_trace(w.trace, model, args.full)
+        elif w.found is False:
+            print(f"  witness {name} is unreachable: no reachable state satisfies it "
+                  f"({w.result.distinct:,} states) — the spec may check less than it seems")
+            code = 1
+        elif w.trace is not None:
+            print(f"  witness {name} failed to evaluate: {w.result.violation.message}")
+            print_trace(w.trace, model, args.full)
+            code = 1
+        else:
+            print(f"  witness {name} not reached within the bounds ({w.result.cut})")
+            code = max(code, 3) if code != 1 else 1
+    sys.stdout.flush()
+    return code
 
 
 def por_choice(args: argparse.Namespace, model) -> tuple[bool, str | None]:

@@ -10,7 +10,7 @@ an event may not once a kill literal holds. The enabled events of a stubborn set
 set (Valmari 1991; Godefroid 1996, Thm. 4.3), so every deadlock is kept.
 
 The set chosen must also be *invisible* (C2 of Peled 1993): no event in it changes, at s, a slot the
-checked invariants or witnesses read, or loops on s. Each process offers one seed, its enabled
+checked invariants read, or loops on s. Each process offers one seed, its enabled
 unit with the fewest units it needs; the smallest invisible closure that is not everything wins.
 The engines add the cycle proviso (C3) and explore the result.
 """
@@ -275,8 +275,8 @@ def _mark(needs: np.ndarray, src: np.ndarray, dst: np.ndarray, cond: np.ndarray)
 
 
 def for_model(model: Any) -> Reducer:
-    """The reducer of a typed model's actor program, its visible slots read from its invariants and witnesses
-    (and, under symmetry, their images)."""
+    """The reducer of a typed model's actor program, its visible slots read from its invariants (and, under
+    symmetry, their images); a witness is searched for as an invariant of its own."""
     cached = getattr(model, "_por", None)
     if cached is not None:
         return cached
@@ -284,7 +284,7 @@ def for_model(model: Any) -> Reducer:
     if prog is None:
         raise PorUnsupported(f"{model.name} is a plain spec; partial-order reduction applies to actor specs")
     visible: set[int] = set()
-    for p in list(prog.invariants) + list(getattr(prog, "witnesses", [])):
+    for p in prog.invariants:
         if p.error is None:
             visible |= slots_read(p.term)
     sym = getattr(model, "sym", None)

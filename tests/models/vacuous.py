@@ -1,6 +1,6 @@
 """A spec with an action whose guard can never hold: coverage must flag it."""
 
-from lockstep.specs.lang import Int, Spec, Var, action, invariant, require
+from lockstep.specs.lang import Int, Spec, Var, action, invariant, require, witness
 
 
 class Vacuous(Spec):
@@ -26,3 +26,23 @@ class Vacuous(Spec):
     @invariant
     def bounded(s):
         return s.x <= 3
+
+
+class Witnessed(Vacuous):
+    """Two witnesses: x == 3 is reachable, x == 5 is not."""
+
+    @witness
+    def reaches_three(s):
+        return s.x == 3
+
+    @witness
+    def reaches_five(s):
+        return s.x == 5
+
+
+class Reachable(Vacuous):
+    """A witness that is reachable."""
+
+    @witness
+    def reaches_three(s):
+        return s.x == 3

@@ -572,6 +572,8 @@ class _ActorBuilder(_Builder):
             prog.invariants.append(self._predicate(prog, name, fn))
         for name, fn in self._functions("constraint"):
             prog.constraints.append(self._predicate(prog, name, fn))
+        for name, fn in self._functions("witness"):
+            prog.witnesses.append(self._predicate(prog, name, fn))
         for name, fn in self._functions("temporal"):
             prog.properties.append(self._temporal(prog, name, fn))
         init_locals = {p: tuple(prog.init_defaults[i] for i in gslots[p]) for p in pids}
