@@ -94,8 +94,7 @@ def _walks(model: Model, walks: range, depth: int, seed: int, deadlock: bool,
                     return part
                 end = "deadlock"
                 break
-            for lid, _t in succ:
-                enabled[lid] += 1
+            enabled.update([lid for lid, _t in succ])
             lid, st = succ[rng.randrange(len(succ))]
             taken[lid] += 1
             path.append((lid, st))
