@@ -118,9 +118,9 @@ def run(args: argparse.Namespace) -> int:
         coverage.print(model)
         coverage.save(model, args.coverage, command="check", verdict=res.verdict, distinct=res.distinct)
         print(f"  coverage written to {args.coverage}")
+    write_graph(args, model, graph, res)
     if res.violation is None:
         return _check_witnesses(args, model, engine, opts, res.exit_code)
-    write_graph(args, model, graph, res)
     return res.exit_code
 
 
