@@ -161,3 +161,55 @@ def decode_typed(dom: Domain, v: Any) -> Any:
             raise ValueError(f"expected a map, got {json.dumps(v)}")
         return {decode_typed(dom.key, k): decode_typed(dom.val, x) for k, x in v["#map"]}
     raise TypeError(f"no ITF decoding for {dom!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Tagged:
+    """A record or variant read back from ITF: its tag and fields (`r.tag`, `r.slot` as in spec code)."""
+
+    tag: str
+    fields: dict[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["fields"][name]
+        except KeyError:
+            raise AttributeError(f"{self.__dict__.get('tag')} has no field {name!r}") from None
+
+    def __hash__(self) -> int:
+        return hash((self.tag, tuple(sorted(self.fields))))
+
+
+def to_python(v: Any) -> Any:
+    """An ITF value as a Python value without its declared type: integers, frozensets, dicts, tuples,
+    lists, None / the value of an Option, `Tagged` records, dicts of untagged records."""
+    if isinstance(v, list):
+        return [to_python(x) for x in v]
+    if not isinstance(v, dict):
+        return v
+    if "#bigint" in v:
+        return int(v["#bigint"])
+    if "#set" in v:
+        return frozenset(to_python(x) for x in v["#set"])
+    if "#map" in v:
+        return {_hashable(to_python(k)): to_python(x) for k, x in v["#map"]}
+    if "#tup" in v:
+        return tuple(to_python(x) for x in v["#tup"])
+    if "#unserializable" in v:
+        return None if v["#unserializable"] == "None" else v["#unserializable"]
+    if set(v) == {"tag", "value"} and isinstance(v["tag"], str):
+        if v["tag"] == "None" and v["value"] == {"#tup": []}:
+            return None
+        if v["tag"] == "Some":
+            return to_python(v["value"])
+        inner = to_python(v["value"])
+        return Tagged(v["tag"], inner if isinstance(inner, dict) else {"value": inner})
+    return {k: to_python(x) for k, x in v.items()}
+
+
+def _hashable(k: Any) -> Any:
+    if isinstance(k, dict):
+        return tuple(sorted(k.items()))
+    if isinstance(k, list):
+        return tuple(k)
+    return k

@@ -81,11 +81,23 @@ def _import_module(name: str) -> ModuleType:
         raise LoadError(_import_failure(name, e)) from None
 
 
+USER_MODULE_PREFIX = "lockstep_user_"
+"""Spec files are imported under this prefix and a hash of their path (two files may share a name)."""
+
+
+def display_name(obj: Any) -> str:
+    """The name a user knows a plain spec by: its class's, or its module's (a spec file's stem)."""
+    name = getattr(obj, "__name__", type(obj).__name__)
+    if inspect.ismodule(obj) and name.startswith(USER_MODULE_PREFIX) and getattr(obj, "__file__", None):
+        return os.path.splitext(os.path.basename(obj.__file__))[0]
+    return name.rsplit(".", 1)[-1]
+
+
 def _import_path(path: str) -> ModuleType:
     if not os.path.exists(path):
         raise LoadError(f"spec file {path} does not exist")
     full = os.path.abspath(path)
-    mod_name = "lockstep_user_" + str(abs(hash(full)))
+    mod_name = USER_MODULE_PREFIX + str(abs(hash(full)))
     if mod_name in sys.modules:
         return sys.modules[mod_name]
     spec = importlib.util.spec_from_file_location(mod_name, full)
@@ -149,6 +161,13 @@ def load_model(ref: str, params: dict[str, int] | None = None, symmetry: bool = 
     if twice:
         raise LoadError(f"--invariant {twice[0]} is given twice; name each invariant once")
     obj, ref = resolve(ref)
+    return model_of(obj, ref, params, symmetry, invariants)
+
+
+def model_of(obj: Any, ref: str, params: dict[str, int] | None = None, symmetry: bool = False,
+             invariants: list[str] | None = None) -> Model:
+    """Build the model of a spec object (a Spec subclass, or a plain spec: class, object or module);
+    `ref` is how a trace names it."""
     params = params or {}
     if inspect.isclass(obj) and issubclass(obj, Spec):
         from .typed_model import TypedModel
@@ -160,7 +179,7 @@ def load_model(ref: str, params: dict[str, int] | None = None, symmetry: bool = 
     if callable(getattr(obj, "init", None)) and callable(getattr(obj, "next", None)) or inspect.isclass(obj):
         from .plain_model import PlainModel
 
-        name = getattr(obj, "__name__", type(obj).__name__)
+        name = display_name(obj)
         if inspect.isclass(obj):
             try:
                 obj = obj(**params)
@@ -172,7 +191,7 @@ def load_model(ref: str, params: dict[str, int] | None = None, symmetry: bool = 
             raise LoadError(f"{name} is neither a Spec subclass nor a plain spec with init() and next(state)")
         if symmetry:
             raise LoadError(f"plain spec {name}: --symmetry needs a typed spec with a symmetric Range")
-        model = PlainModel(obj, ref, name.rsplit(".", 1)[-1], params)
+        model = PlainModel(obj, ref, name, params)
         if invariants:
             keep = dict(model._invariants)
             missing = [n for n in invariants if n not in keep]
@@ -220,3 +239,25 @@ def is_protocol(ref: str) -> bool:
     """Whether `ref` names a population protocol (without building it)."""
     obj, _ = resolve(ref)
     return (inspect.isclass(obj) and issubclass(obj, Population)) or isinstance(obj, Population)
+
+
+def reference(obj: Any) -> str:
+    """How a trace names the spec object `obj`: its registered name, else `module:Name` when its module
+    can be imported again, else `file.py:Name`."""
+    if inspect.ismodule(obj):
+        module, name = obj, ""
+    else:
+        module, name = sys.modules.get(getattr(obj, "__module__", "") or ""), getattr(obj, "__qualname__", "")
+        if not name:  # an instance of a plain spec class
+            name = type(obj).__qualname__
+    modname = getattr(module, "__name__", "")
+    target = f"{modname}:{name}" if name else modname
+    for registered, where in SPECS.items():
+        if where == target:
+            return registered
+    if modname and not modname.startswith("lockstep_user_") and modname != "__main__":
+        return target
+    path = getattr(module, "__file__", None)
+    if path:
+        return f"{path}:{name}" if name else path
+    raise LoadError(f"spec {name or modname} was defined where it cannot be loaded again (no module or file)")

@@ -63,6 +63,12 @@ class Trace:
             kw["loop_action"] = next((model.label_json(lid) for lid, t in model.successors(path[-1][1]) if t == back), None)
         return cls(model.ref, model.name, dict(model.params), list(model.vars), steps, **kw)
 
+    def values(self) -> list[dict[str, Any]]:
+        """Each step's state as Python values (see `itf.to_python`): `trace.values()[-1]["x"]`."""
+        from .itf import to_python
+
+        return [{k: to_python(v) for k, v in s.state.items()} for s in self.steps]
+
     # -- file format ---------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         states = []

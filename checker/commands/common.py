@@ -114,16 +114,7 @@ def print_trace(trace: Trace, model: Model | None = None, full: bool = False) ->
 
 def print_violation(v: Violation, out: str | None, model: Model | None = None, full: bool = False) -> None:
     """Print a violation and its counterexample (a lasso: where it loops and how) and save it."""
-    steps = len(v.trace.steps) - 1
-    where = f" at {v.location}" if v.location and v.location not in v.message else ""
-    if v.kind == "error":
-        print(f"\nSpec error: {v.message}{where}")
-        print("  the spec's own code fails here (a bug of the spec, not a violation of its properties); "
-              "fix it and check again")
-    else:
-        print(f"\nViolation: {v.message}{where}")
-    heading = "The run that reaches it" if v.kind == "error" else "Counterexample"
-    print(f"{heading} ({steps} step{'s' if steps != 1 else ''}):")
+    print("\n" + "\n".join(v.heading()))
     print_trace(v.trace, model, full)
     if out:
         v.trace.save(out)
@@ -145,7 +136,7 @@ def report(res: CheckResult, out: str | None, model: Model | None = None, full: 
     print(f"  {res.distinct:,} distinct states, {res.generated:,} generated, depth {res.depth}{in_steps}, "
           f"{res.seconds:.2f} s ({rate:,.0f} distinct states/s)")
     if res.queued:
-        print(f"  {res.queued:,} states left unexplored")
+        print(f"  {res.queued:,} state{'' if res.queued == 1 else 's'} left unexplored")
     for note in res.notes:
         print(f"  {note}")
     if res.fingerprinted:

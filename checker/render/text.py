@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..trace import Trace
-from .notation import Notation
+from .notation import Notation, notation_of
 from .values import NONE, Change, Node, change_text, diff, fmt, from_itf, key_text
 
 INDENT = " " * 9
@@ -176,3 +176,8 @@ def printer(file: TextIO | None = None) -> Callable[[Any], None]:
         c.print(line if isinstance(line, Text) else Text(str(line)))
 
     return say
+
+
+def plain_listing(trace: Trace, model: Any = None, full: bool = False) -> str:
+    """A trace's listing as plain text, for messages (assertions, exceptions) rather than a terminal."""
+    return "\n".join(line.plain for line in trace_lines(trace, notation_of(model), full))
