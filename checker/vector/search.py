@@ -24,10 +24,12 @@ import numpy as np
 
 from ..explicit.search import Options, _Found, _Search, safe_predicates
 from ..progress import Progress, Stats
+from ..reduction.ample import for_model
 from ..result import HOLDS, INCONCLUSIVE, VIOLATION, CheckResult
 from ..typed_model import TypedModel
 from .compile import VectorProgram
 from .layout import Layout, VectorUnsupported
+from .reduced import VectorReduction
 from .spool import Budget, Spool
 from .visited import FingerprintTable
 
@@ -178,6 +180,9 @@ class VectorSearch:
         self.constrained = bool(vm.model.constraint_names)
         self.checks_invariants = bool(vm.model.invariant_names)
         self._hint = 0
+        self.por: VectorReduction | None = None
+        if opts.por:
+            self.por = VectorReduction(for_model(vm.model), vm.layout, vm.ntrans)
 
     def close(self) -> None:
         for s in self.levels:
@@ -219,6 +224,8 @@ class VectorSearch:
                           visited_bytes=self.table.nbytes)
         res.exact_fingerprints = self.layout.exact
         res.notes.append(self._memory_note())
+        if self.por is not None:
+            res.notes.append(self.por.stats.note())
         if found is not None:
             self._hint = len(self.levels) - 1
             res.verdict = VIOLATION
@@ -282,6 +289,8 @@ class VectorSearch:
             nxt = Spool(self.budget, self.layout.words)
             links = Spool(self.budget, 2)
             self.levels.append(links)
+            if self.por is not None:
+                self.por.new_level()
             base = 0
             for words in frontier.batches(self.batch):
                 self._expand(words, base, nxt, links, cap, len(frontier))
@@ -331,20 +340,25 @@ class VectorSearch:
         n = words.shape[1]
         T1 = self.vm.ntrans + 1
         outs, rows, keys, cands = self._successors(words)
-        enabled = sum(o[0].size for o in outs)
+        fps = self.layout.fingerprints(cands)
+        explored = [o[0] for o in outs]  # per transition, the rows whose step counts as generated
+        before_row = 0  # stop keys of failing and deadlocked rows: at the row's end, or (reduced) its start
+        if self.por is not None:
+            rows, keys, cands, fps, explored = self._reduce(words, outs, rows, keys, cands, fps, n)
+            before_row = -T1
+        enabled = sum(e.size for e in explored)
         stops: list[tuple[int, str, Any]] = []  # (serial key, kind, detail)
         for tid, (_idx, _d, fail) in enumerate(outs):
             if fail is not None and fail.any():
                 r = int(np.argmax(fail))
-                stops.append(((base + r) * T1 + tid, "step", r))
+                stops.append(((base + r) * T1 + (tid if not before_row else T1 - 1) + before_row, "step", r))
         if self.opts.deadlock:
             live = np.zeros(n, dtype=bool)
             for idx, _d, _f in outs:
                 live[idx] = True
             if not live.all():
                 r = int(np.argmin(live))
-                stops.append(((base + r) * T1 + T1 - 1, "deadlock", r))
-        fps = self.layout.fingerprints(cands)
+                stops.append(((base + r) * T1 + T1 - 1 + before_row, "deadlock", r))
         serial = keys + base * T1
         firsts = self.first_occurrences(fps, serial)
         fresh = firsts[~self.table.contains(fps[firsts])]
@@ -368,25 +382,48 @@ class VectorSearch:
             stops.append((int(ukeys[new[new_bad[0]]]), "invariant", int(cand[new[new_bad[0]]])))
         parent_fps = self.layout.fingerprints(words)
         if stops:
-            self._stop(min(stops, key=lambda s: s[0]), words, outs, base, new, ukeys, ufps, uwords, cand, rows,
+            self._stop(min(stops, key=lambda s: s[0]), words, explored, base, new, ukeys, ufps, uwords, cand, rows,
                        parent_fps, links, level_size)
         self.generated += enabled
         self.distinct += len(new)
         nf = ufps[new]
         self.table.add(nf)
+        if self.por is not None:
+            self.por.level.add(nf)
         links.append(np.stack([nf, parent_fps[rows[cand[new]]]]))
         nxt.append(uwords[:, new])
         if self.progress.due():
             self.progress.report(Stats(self.distinct, self.generated, level_size - base - n + len(nxt), self.depth))
 
-    def _stop(self, stop: tuple[int, str, Any], words: np.ndarray, outs: list, base: int, new: np.ndarray,
+    def _reduce(self, words: np.ndarray, outs: list, rows: np.ndarray, keys: np.ndarray, cands: np.ndarray,
+                fps: np.ndarray, n: int) -> tuple:
+        """The candidates and generated steps that the reduced sets (with the cycle proviso) keep."""
+        por = self.por
+        assert por is not None
+        T1 = self.vm.ntrans + 1
+        ample, reduced, enabled = por.choose(words, outs)
+        keep = ample[keys % T1, rows]
+        back = por.proviso(self.table, fps[keep], rows[keep], reduced, n)
+        full = ~reduced | back
+        keep |= full[rows]
+        explored_mask = ample | (enabled & back)
+        st = por.stats
+        live = enabled.any(axis=0)
+        st.enabled += int(enabled[:, live].sum())
+        st.pruned += int((enabled & ~explored_mask).sum())
+        st.reduced += int((reduced & ~back).sum())
+        st.proviso += int(back.sum())
+        explored = [np.nonzero(explored_mask[tid])[0] for tid in range(len(outs))]
+        return rows[keep], keys[keep], cands[:, keep], fps[keep], explored
+
+    def _stop(self, stop: tuple[int, str, Any], words: np.ndarray, explored: list, base: int, new: np.ndarray,
               ukeys: np.ndarray, ufps: np.ndarray, uwords: np.ndarray, cand: np.ndarray, rows: np.ndarray,
               parent_fps: np.ndarray, links: Spool, level_size: int) -> None:
         """Settle the counts where the scalar engine would have stopped, and raise."""
         key, kind, detail = stop
         T1 = self.vm.ntrans + 1
         inclusive = kind in ("invariant", "invariant-last", "cut")
-        for tid, (idx, _d, _f) in enumerate(outs):
+        for tid, idx in enumerate(explored):
             keys = (base + idx) * T1 + tid
             self.generated += int(np.count_nonzero(keys <= key if inclusive else keys < key))
         before = new[ukeys[new] < key]

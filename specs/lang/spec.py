@@ -52,6 +52,12 @@ def constraint(fn: Callable | None = None, **meta: Any):
     return marker("constraint", fn, **meta)
 
 
+def witness(fn: Callable | None = None, **meta: Any):
+    """Mark `def name(s) -> bool` as a witness: a condition some reachable state must satisfy (a check fails,
+    exit 1, if none does; the trace to the first state that does is shown)."""
+    return marker("witness", fn, **meta)
+
+
 def initial(fn: Callable | None = None, **meta: Any):
     """Mark `def name(s, p: T, ...)` as an initial-state function: it starts from the fields'
     `init` values, may `require(...)` and assign; each enabled parameter choice is an initial state."""
@@ -244,6 +250,8 @@ class _Builder:
             prog.invariants.append(self._predicate(prog, name, fn))
         for name, fn in self._functions("constraint"):
             prog.constraints.append(self._predicate(prog, name, fn))
+        for name, fn in self._functions("witness"):
+            prog.witnesses.append(self._predicate(prog, name, fn))
         for name, fn in self._functions("temporal"):
             prog.properties.append(self._temporal(prog, name, fn))
         _check_families(self._functions("action"))
@@ -342,7 +350,7 @@ class _Builder:
     def _temporal(self, prog: Program, name: str, fn: Callable) -> TemporalProperty:
         if len(inspect.signature(fn).parameters) != 1:
             raise SpecError(f"temporal property {name} takes exactly one argument (the state)", _def_location(fn))
-        view = TraceState(prog, self.binding, writable=False)
+        view = self._view(prog, writable=False)
         with tracing(view) as tracer:
             start_pending()
             try:

@@ -61,6 +61,7 @@ from ..spec import (
     require,
     trace_body,
 )
+from ..temporal import check_fairness_meta
 from ..terms import If, Not, Term, as_bool, const
 from ..tracing import Disabled, TraceState, coerce, tracing
 from ..types import (
@@ -303,6 +304,8 @@ class ActorSpec(Spec):
     byzantine: tuple = ()  # ids of Byzantine processes
     forge = False  # Byzantine processes may also send any well-typed message, each at most once
     timeouts: dict[str, Any] = {}  # timer name -> milliseconds (an int or a Param), for executors
+    fairness: dict[str, str] = {}  # "deliver" / "timeout" -> "weak" or "strong": each correct process's
+    # delivery of each envelope (each of its timers) is fair, for @temporal properties; Byzantine steps never are
     _locals: dict[str, Local] = {}
     _handlers: dict[tuple[str, bool], tuple[str, Callable]] = {}
 
@@ -540,10 +543,6 @@ class _ActorBuilder(_Builder):
             if not hasattr(cls, need):
                 raise SpecError(f"actor spec {cls.__name__} declares no {need}", None,
                                 "declare Process = Range(...) and Message = Union(...) (or a Record)")
-        for name, fn in self._functions("temporal"):
-            raise SpecError(f"temporal property {name}: actor specs cannot be checked against temporal properties yet",
-                            _def_location(fn), "state it as an @invariant, or write the protocol as a plain Spec "
-                            "(with @action) to check it with --property")
         types: _SystemTypes = cls._types
         if not isinstance(types.proc, Range):
             raise SpecError(f"{cls.__name__}.Process must be a Range", None)
@@ -577,6 +576,10 @@ class _ActorBuilder(_Builder):
             prog.invariants.append(self._predicate(prog, name, fn))
         for name, fn in self._functions("constraint"):
             prog.constraints.append(self._predicate(prog, name, fn))
+        for name, fn in self._functions("witness"):
+            prog.witnesses.append(self._predicate(prog, name, fn))
+        for name, fn in self._functions("temporal"):
+            prog.properties.append(self._temporal(prog, name, fn))
         init_locals = {p: tuple(prog.init_defaults[i] for i in gslots[p]) for p in pids}
         timeouts = {t: int(resolve(cls.timeouts.get(t, DEFAULT_TIMEOUT_MS), self.binding))
                     for t in (types.timer.dom().values() if types.timer else [])}
@@ -783,13 +786,31 @@ class _ActorBuilder(_Builder):
                 self.net.consume(g, step.src, step.pid, step.msg)
             self._apply(g, tracer, gslots, step)
 
+        fair = {} if step.byzantine else {k: v for k, v in (("fairness", self._fairness().get(
+            "deliver" if step.kind == "message" else "timeout")),) if v}
         if step.kind == "message":
             args = (("src", step.src), ("dst", step.pid), ("msg", step.msg)) + step.choice
             doms = (self.proc, self.proc, self.msg) + step.choice_doms
-            return self._global_step(prog, "deliver", args, doms, step.loc, body, {"byzantine": step.byzantine})
+            return self._global_step(prog, "deliver", args, doms, step.loc, body,
+                                     {"byzantine": step.byzantine, "event": ("deliver", step.pid, step.src, step.msg, step.key),
+                                      **fair})
         args = (("p", step.pid), ("timer", step.timer)) + step.choice
         doms = (self.proc, self.types.timer.dom()) + step.choice_doms
-        return self._global_step(prog, "timeout", args, doms, step.loc, body, {"byzantine": step.byzantine})
+        return self._global_step(prog, "timeout", args, doms, step.loc, body,
+                                 {"byzantine": step.byzantine, "event": ("timeout", step.pid, step.timer, step.key), **fair})
+
+    def _fairness(self) -> dict[str, str]:
+        """The spec's `fairness` table, checked: which events are fair, and how."""
+        table = self.cls.fairness
+        if not isinstance(table, dict):
+            raise SpecError(f"{self.cls.__name__}.fairness is {type(table).__name__}, not a dict", None,
+                            'write fairness = {"deliver": "weak"}')
+        for event, kind in table.items():
+            if event not in ("deliver", "timeout"):
+                raise SpecError(f"{self.cls.__name__}.fairness names {event!r}, which is not an event kind", None,
+                                'the fair events are "deliver" (message deliveries) and "timeout" (timers)')
+            check_fairness_meta(f"{self.cls.__name__}.fairness[{event!r}]", {"fairness": kind}, None)
+        return table
 
     def _starts(self, prog: ActorProgram, gslots: dict[int, list[int]], steps: list[LocalStep]) -> list[Transition]:
         """One initial transition per combination of the processes' start choices (all start at once)."""
@@ -817,7 +838,7 @@ class _ActorBuilder(_Builder):
                     require(Not(g.crashed.contains(p)), g.crashed.card() < self.crashes)
                     g.crashed = g.crashed.add(p)
 
-                out.append(self._global_step(prog, "crash", (("p", p),), (self.proc,), None, crash))
+                out.append(self._global_step(prog, "crash", (("p", p),), (self.proc,), None, crash, {"event": ("crash", p)}))
         if self.lossy:
             if isinstance(self.net, FifoNetwork):
                 cap = self.net.capacity
@@ -827,7 +848,8 @@ class _ActorBuilder(_Builder):
                         self.net.remove_at(g, s, d, i)
 
                     out.append(self._global_step(prog, "drop", (("src", s), ("dst", d), ("pos", i)),
-                                                 (self.proc, self.proc, Int(0, cap - 1).dom()), None, drop_at))
+                                                 (self.proc, self.proc, Int(0, cap - 1).dom()), None, drop_at,
+                                                 {"event": ("drop_at", d, s, i)}))
             else:
                 for s, d, m in product(pids, pids, self.msg.values()):
                     def drop(g: TraceState, tracer: Any, s: int = s, d: int = d, m: Any = m) -> None:
@@ -837,7 +859,7 @@ class _ActorBuilder(_Builder):
                             g.network = g.network.remove(self.types.envelope(s, d, m))
 
                     out.append(self._global_step(prog, "drop", (("src", s), ("dst", d), ("msg", m)),
-                                                 (self.proc, self.proc, self.msg), None, drop))
+                                                 (self.proc, self.proc, self.msg), None, drop, {"event": ("drop", d, s, m)}))
         if self.cls.forge:
             for b, d, m in product(sorted(self.byz), pids, self.msg.values()):
                 def forge(g: TraceState, tracer: Any, b: int = b, d: int = d, m: Any = m) -> None:
@@ -847,7 +869,8 @@ class _ActorBuilder(_Builder):
                     self.net.send(g, b, d, m, True)
 
                 out.append(self._global_step(prog, "forge", (("src", b), ("dst", d), ("msg", m)),
-                                             (self.proc, self.proc, self.msg), None, forge, {"byzantine": True}))
+                                             (self.proc, self.proc, self.msg), None, forge,
+                                             {"byzantine": True, "event": ("forge", b, d, m)}))
         return [t for t in out if t is not None]
 
 
