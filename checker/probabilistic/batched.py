@@ -30,7 +30,8 @@ from lockstep.specs.lang.population import Population
 class Simulator:
     """Simulates one run of a protocol from a configuration; `t` counts interactions."""
 
-    def __init__(self, protocol: Population, config: Any, seed: int | None = None, max_batch: int | None = None):
+    def __init__(self, protocol: Population, config: Any, seed: int | None = None, max_batch: int | None = None,
+                 track: bool = False):
         self.protocol = protocol
         self.n = protocol.n
         self.Q = protocol.Q
@@ -38,6 +39,8 @@ class Simulator:
         self.counts = np.array(protocol.configuration(config), dtype=np.int64)
         self.t = 0
         self.max_batch = max_batch
+        self.track = track
+        self.touched: np.ndarray | None = None  # with `track`: the states held at some moment of the last batch
         self._tables()
         self._run_lengths()
         self._pending: np.ndarray = np.empty(0, dtype=np.int64)
@@ -135,6 +138,14 @@ class Simulator:
             counts[x] += 1
             counts[y] += 1
             ell += 1
+        if self.track:
+            touched = np.zeros(self.Q, dtype=bool)
+            touched[occupied] = True
+            touched[a2] = True
+            touched[b2] = True
+            if collide:
+                touched[[x, y]] = True
+            self.touched = touched
         self.counts = counts
         self.t += ell
         return ell
