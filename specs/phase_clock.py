@@ -72,7 +72,7 @@ def spread(values: list[int], M: int) -> int:
 class PhaseClock(Population):
     """Loosely-stabilizing phase clock (two-choices ticking, maximum epidemic when far apart)."""
 
-    n = Param("n", default=4, lo=2, doc="number of agents")
+    n = Param("n", default=3, lo=2, doc="number of agents")
     hours = Param("hours", default=4, lo=4, doc="hours per cycle of the clock")
     m = Param("m", default=0, lo=0, doc="minutes per hour; 0 picks max(2, 2*ceil(log2 n))")
 
