@@ -33,8 +33,11 @@ Deviations and gaps filled (all of them ours, not the paper's):
 
 Seeded bug `PhaseClockNoResync`: far agents ignore each other. Agents alone on the cycle and
 pairwise far then never interact again — a silent, unsynchronized configuration — so from
-such configurations the clock never synchronizes (probability 0), and the exact analysis
-reports it.
+such configurations the clock never synchronizes (probability 0). At the default parameters
+(n = 3, m = 4, 16 counter values) three agents at 5, 10 and 15 are such a configuration:
+`lockstep check phase_clock_buggy` reports it as a deadlock (exit 1), and `lockstep analyze
+phase_clock_buggy --measure reach` finds the start configurations that never synchronize (exit 1);
+`lockstep check phase_clock` holds (816 configurations, none silent).
 """
 
 from __future__ import annotations
