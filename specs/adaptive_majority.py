@@ -63,8 +63,7 @@ SIDES = ("A", "B")
 
 
 class AdaptiveMajority(Population):
-    """Adaptive majority: outputs track which of A and B has more supporters, among undecided agents,
-    while opinions appear and disappear at rate churn/n."""
+    """Adaptive majority: outputs track whether A or B has more supporters as opinions come and go."""
 
     n = Param("n", default=3, lo=2, doc="number of agents")
     hours = Param("hours", default=4, lo=4, doc="hours per cycle of the clock")

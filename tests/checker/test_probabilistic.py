@@ -154,6 +154,25 @@ def test_the_seeded_bugs_are_caught_by_their_documented_commands_at_default_para
 
 
 @pytest.mark.slow
+def test_logarithmic_support_among_undecided_agents_is_followed_and_kept():
+    """n = 2000, 4·ln n = 31 supporters of A against 15 of B, 1954 undecided, churn 1/n: from `switched` the
+    outputs follow in about 6m parallel time, then stay correct at most checks over ten cycles."""
+    n = 2000
+    p = AdaptiveMajority(n=n, m=math.ceil(math.log2(n)), a=math.ceil(4 * math.log(n)), b=15)
+    correct = lambda c: p.holds("correct", c)
+    follow, kept = [], []
+    for seed in range(6):
+        sim = Simulator(p, p.start_configurations("switched")[0], seed=seed)
+        t = sim.run_until(correct, 20 * p.M * n, every=n // 50)
+        follow.append(math.inf if t is None else t / n)
+        ok = []
+        sim.run(10 * p.M * n, every=n, observe=lambda s: ok.append(correct(s.config())))
+        kept.append(np.mean(ok))
+    assert 6 * p.m <= np.median(follow) < 6 * p.m + 10
+    assert np.mean(kept) > 0.9
+
+
+@pytest.mark.slow
 def test_the_correct_adaptive_majority_reaches_the_majority_at_default_parameters(cli):
     r = cli("analyze", "adaptive_majority", "--measure", "reach")
     assert r.code == 0 and "230,355 configurations" in r.out
@@ -200,6 +219,22 @@ def test_simulated_holding_time_agrees_with_the_exact_83():
     times = [Simulator(p, {0: 3}, seed=s, max_batch=1).run_until(lost, 10**6) for s in range(800)]
     mean, half = smc.mean_interval(times, 0.999)
     assert abs(mean - 83) <= half
+
+
+def test_tracked_batches_record_every_state_held_during_the_batch():
+    """touched ⊇ the states held before and after each batch; with one interaction per batch it is
+    exactly their union, and a holding time bounded with it is never later than between batches."""
+    p = PhaseClock(n=400, m=3)
+    for max_batch in (None, 1):
+        sim = Simulator(p, p.start_configurations("spread_out")[0], seed=5, max_batch=max_batch, track=True)
+        for _ in range(300):
+            before = sim.counts > 0
+            sim.batch(10**9)
+            after = sim.counts > 0
+            assert (sim.touched >= (before | after)).all()
+            if max_batch == 1:
+                assert (sim.touched == (before | after)).all()
+    assert Simulator(p, {0: 400}, seed=1).touched is None  # only when asked for
 
 
 def test_input_changes_in_the_simulator():
