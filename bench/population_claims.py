@@ -12,6 +12,7 @@ Biermeier, Hahn, Kaaser, SAND 2022) on Lockstep's models, as tables and PNG plot
    per hour: the rule table has one entry per pair of the 18·4m agent states, built in Python).
 
     python -m bench.population_claims [--out DIR] [--quick] [--only recovery,holding,majority]
+    python -m bench.population_claims --grid 100000:12,13 --out /tmp/plots   # some points of 2c only
 """
 
 from __future__ import annotations
@@ -96,6 +97,12 @@ def first_loss(p: PhaseClock, seed: int, cap: float) -> tuple[float | None, floa
 
 
 def holding(out: str, quick: bool) -> None:
+    exact_holding(quick)
+    sequential_holding(out, quick)
+    holding_against_n(out, quick)
+
+
+def exact_holding(quick: bool) -> None:
     print("\n2a. Holding time, exact (expected parallel time until synchrony is lost, from all agents at 0)")
     print(f"{'n':>4}{'m':>4}{'configurations':>16}{'holding':>14}")
     exact = []
@@ -109,6 +116,9 @@ def holding(out: str, quick: bool) -> None:
     X = np.array([[1.0, m, -math.log(n)] for n, m, _ in exact])
     (alpha, beta, gamma), *_ = np.linalg.lstsq(X, np.log([h for _, _, h in exact]), rcond=None)
     print(f"    fit: ln H = {alpha:.2f} + {beta:.3f}·m − {gamma:.3f}·ln n (n = 3..8: far from the asymptotic regime)")
+
+
+def sequential_holding(out: str, quick: bool) -> None:
     # every interaction observed (a brief excursion ends synchrony too): the sequential scheduler
     n = 100
     print(f"\n2b. Holding time by sequential simulation at n = {n} (parallel time until synchrony is lost, from all at 0)")
@@ -139,7 +149,6 @@ def holding(out: str, quick: bool) -> None:
     fig.tight_layout()
     fig.savefig(os.path.join(out, "holding.png"), dpi=110)
     plt.close(fig)
-    holding_against_n(out, quick)
 
 
 # (n, m) points of the grid: m from where synchrony is lost within tens of parallel time to where
@@ -153,8 +162,17 @@ BUDGET = 3 * 10**8  # interactions per grid point: runs stop there (but at least
 MIN_RUNS = 3
 
 
-def holding_against_n(out: str, quick: bool) -> None:
-    grid = QUICK_GRID if quick else GRID
+def parse_grid(text: str) -> dict[int, tuple[int, ...]]:
+    """'100000:12,13;1000000:15' as {100000: (12, 13), 1000000: (15,)}."""
+    grid = {}
+    for part in filter(None, text.split(";")):
+        n, _, ms = part.partition(":")
+        grid[int(n)] = tuple(int(m) for m in ms.split(","))
+    return grid
+
+
+def holding_against_n(out: str, quick: bool, grid: dict[int, tuple[int, ...]] | None = None) -> None:
+    grid = grid or (QUICK_GRID if quick else GRID)
     runs = 6 if quick else 10
     cap = 20_000.0
     print("\n2c. Holding time against n (batched simulation, all agents at 0; every batch checked: the run ends at the")
@@ -382,11 +400,15 @@ def main() -> None:
     ap.add_argument("--out", default="docs/population", help="directory for the PNG plots")
     ap.add_argument("--quick", action="store_true", help="smaller n and fewer runs")
     ap.add_argument("--only", default=",".join(PARTS), help="comma-separated parts to run (default: all)")
+    ap.add_argument("--grid", help="only the holding time against n, at these points: N:M,M;N:M (e.g. 100000:13)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     began = time.monotonic()
-    for part in args.only.split(","):
-        PARTS[part.strip()](args.out, args.quick)
+    if args.grid:
+        holding_against_n(args.out, args.quick, parse_grid(args.grid))
+    else:
+        for part in args.only.split(","):
+            PARTS[part.strip()](args.out, args.quick)
     print(f"\nplots in {args.out}/ ({time.monotonic() - began:.0f} s)")
 
 

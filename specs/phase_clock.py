@@ -5,6 +5,10 @@ the Adaptive Majority Problem", SAND 2022, LIPIcs 221, paper 7 (arXiv 2106.13002
 modelled: a leaderless clock with O(log n) states that, from an arbitrary configuration,
 becomes synchronous within O(n log n) interactions and then stays synchronous for poly(n)
 parallel time.
+Measured on this model (`python -m bench.population_claims`, tables in `docs/population.md`):
+recovery in O(log n) parallel time for n = 10² … 10⁶; a holding time exponential in m and, along
+m = c·log₂ n for n = 10² … 10⁵, a power of n whose degree grows with c (about ½ at c = ¾, about
+1 at c = 1), so polynomial in n; the default m = 2⌈log₂ n⌉ holds beyond what can be measured.
 
 The paper's own rules, constants and definition of a synchronous configuration were not
 available to us, so this is the closest documented construction, stated here in full:
