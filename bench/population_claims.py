@@ -354,7 +354,7 @@ def majority(out: str, quick: bool) -> None:
             mean, half = smc.mean_interval(follow, 0.95)
             print(f"{n:>8,}{m:>4}{name:>11}{a:>8,}{b:>8,}{runs:>5}{mean:>9.1f} ± {half:<5.1f}{max(follow):>7.1f}"
                   f"{runs * cycles:>8}{np.mean(fracs):>9.4f}{lapses:>8}{time.monotonic() - began:>9.0f}", flush=True)
-    plot_majority(out, 10**4)
+    plot_majority(out, 10**3)
 
 
 def plot_majority(out: str, n: int) -> None:
