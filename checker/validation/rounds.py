@@ -96,9 +96,7 @@ def validate_rounds(merged: MergedRun) -> RoundsValidation:
         if r > 0:
             evs = by_round.get(r, {})
             if len(evs) < n:
-                absent = [p for p in range(n) if p not in evs]
-                res.incomplete = (f"round {r} was recorded by {len(evs)} of {n} nodes (not by node {absent[0]}): "
-                                  f"rounds 1..{r - 1} validated")
+                res.incomplete = _unrecorded(r, evs, n, h.get("lost"))
                 return res
             state = _round(model, sysm, state, evs, r, outbox, inbox, local)
             res.rounds, res.events, res.state = r, res.events + n, state
@@ -107,6 +105,24 @@ def validate_rounds(merged: MergedRun) -> RoundsValidation:
             res.violation = model.invariant_names[bad]
             return res
     return res
+
+
+def _unrecorded(r: int, evs: dict[int, dict[str, Any]], n: int, lost: Any) -> str:
+    """Why round r is not validated: which nodes recorded it, and which node the run lost (from the
+    header's `lost` list, written by the run driver) — not merely the first node missing."""
+    recorded = sorted(evs)
+    who = f"only by node{'s' if len(recorded) != 1 else ''} {_nodes(recorded)}" if recorded else "by no node"
+    text = f"round {r} was recorded {who} ({len(recorded)} of {n})"
+    dead = [x for x in lost if isinstance(x, dict) and x.get("round") == r and isinstance(x.get("pid"), int)] \
+        if isinstance(lost, list) else []
+    if dead:
+        text += ": " + "; ".join(f"node {x['pid']} " + ("was killed at the start of" if x.get("killed") else "died during")
+                                 + f" round {r}" for x in dead)
+    return text + f"; rounds 1..{r - 1} validated"
+
+
+def _nodes(ps: list[int]) -> str:
+    return ", ".join(map(str, ps)) if len(ps) <= 8 else ", ".join(map(str, ps[:8])) + f", … ({len(ps) - 8} more)"
 
 
 def _round(model: Any, sysm: Any, state: tuple, evs: dict[int, dict[str, Any]], r: int, outbox: int, inbox: int,

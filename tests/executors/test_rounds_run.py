@@ -68,8 +68,25 @@ def test_a_killed_node_is_reported_and_the_recorded_rounds_validate(tmp_path, ca
     out = capsys.readouterr().out
     assert rc == 3
     assert "note: process 5 was killed (SIGKILL) at the start of round 3" in out
-    assert "Validated what was recorded: round 3 was recorded by" in out and "rounds 1..2 validated" in out
+    line = next(x for x in out.splitlines() if x.startswith("Validated what was recorded: "))
+    assert "round 3 was recorded only by node" in line and "rounds 1..2 validated" in line
+    assert ": node 5 was killed at the start of round 3;" in line  # the killed node, not some other absent one
+    recorded = line.split("only by node")[1].split("(")[0].strip(" s").split(", ")
+    assert "5" not in recorded
+    header = json.loads(path.read_text().splitlines()[0])
+    assert header["lost"] == [{"pid": 5, "round": 3, "killed": True}]
     assert multiprocessing.active_children() == []
+
+
+def test_rounds_validation_names_the_lost_node_or_only_who_recorded():
+    from lockstep.checker.validation.rounds import _unrecorded
+
+    evs = {1: {}, 3: {}}
+    assert _unrecorded(3, evs, 8, [{"pid": 5, "round": 3, "killed": True}]) == \
+        "round 3 was recorded only by nodes 1, 3 (2 of 8): node 5 was killed at the start of round 3; rounds 1..2 validated"
+    assert _unrecorded(3, evs, 8, None) == "round 3 was recorded only by nodes 1, 3 (2 of 8); rounds 1..2 validated"
+    assert _unrecorded(2, {}, 4, [{"pid": 0, "round": 2, "killed": False}, "junk", {"pid": "x", "round": 2}]) == \
+        "round 2 was recorded by no node (0 of 4): node 0 died during round 2; rounds 1..1 validated"
 
 
 def test_run_command_on_a_small_tree(tmp_path, capsys):
