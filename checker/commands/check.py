@@ -67,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
     if args.property and args.engine == "vector":
         raise UsageError("--property: temporal properties are checked by the scalar engine; drop --engine vector")
     params = tree_arguments(args, parse_params(args.param))
+    if not args.quiet:  # building a large instance takes a while: say what is being built first
+        print(f"progress: building {args.spec}" + "".join(f" {k}={v}" for k, v in params.items()), file=sys.stderr,
+              flush=True)
     model = load_model(args.spec, params, symmetry=args.symmetry, invariants=args.invariant or None)
     opts = Options(deadlock=not args.no_deadlock, max_depth=args.max_depth, max_states=args.max_states,
                    dfs=args.dfs, workers=args.workers)
