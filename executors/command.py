@@ -4,6 +4,7 @@ system model, and the dispatch to the model's own command (`actors`, `rounds`, `
 from __future__ import annotations
 
 import argparse
+import sys
 
 from lockstep.checker.commands.common import add_spec_arguments, natural
 from lockstep.checker.errors import UsageError
@@ -74,9 +75,11 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, attr) is not None and owner != kind:
             raise UsageError(f"{flag} applies to {owner} specs; {args.spec} is a{'n' if kind == 'actor' else ''} "
                              f"{kind} spec (see `lockstep run --help`)")
+    params = parse_params(args.param)
+    print(f"progress: building {args.spec}" + "".join(f" {k}={v}" for k, v in params.items()), file=sys.stderr,
+          flush=True)
     if kind == "rounds":
         return run_rounds_spec(args)
-    params = parse_params(args.param)
     if kind == "population":
         return run_population_command(args, params)
     return run_actor_command(args, params)

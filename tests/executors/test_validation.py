@@ -78,6 +78,13 @@ def test_a_delivery_before_its_send_is_rejected(cli, recorded, tmp_path):
     moved = lines.pop(i)
     lines.insert(1, moved)
     r = cli("validate", write(tmp_path, lines))
+    assert r.code == 1 and "an event of process 0 before it started" in r.out and "nothing is in flight" in r.out
+    lines = list(recorded)
+    i = first(lines, lambda e: e["kind"] == "message" and e["pid"] == 0 and e["msg"]["tag"] == "Prepared")
+    moved = lines.pop(i)
+    j = first(lines, lambda e: e["kind"] == "message" and e["pid"] == 1)  # before the RM has prepared
+    lines.insert(j, moved)
+    r = cli("validate", write(tmp_path, lines))
     assert r.code == 1 and "not in flight" in r.out
 
 
@@ -126,7 +133,7 @@ def test_a_run_of_another_spec_or_parameters_is_rejected(cli, recorded, tmp_path
     header["params"]["rm"] = 3
     lines[0] = json.dumps(header)
     r = cli("validate", write(tmp_path, lines))
-    assert r.code == 2 and "no start event for process 3" in r.err
+    assert r.code == 2 and "the run has 3 processes, but spec TwoPhaseCommit" in r.err and "has 4" in r.err
     header["spec"] = "two_phase"
     header["params"] = {}
     lines[0] = json.dumps(header)
