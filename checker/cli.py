@@ -59,6 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lockstep: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise  # the reader of our output went away: `entry` exits quietly
+    except SystemExit as e:  # spec code called sys.exit(): not a verdict
+        print(f"lockstep: error: the spec's code called sys.exit({e.code!r}) while it was loaded or run; nothing was "
+              "checked (a spec must not exit the process)", file=sys.stderr)
+        return 2
     except Exception as e:  # a bug in Lockstep itself
         if os.environ.get("LOCKSTEP_DEBUG"):
             traceback.print_exc()
@@ -67,7 +73,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. `lockstep list | head -1`: stop quietly, as a closed pipe stops other tools
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(128 + 13)  # SIGPIPE
+    sys.exit(code)
 
 
 if __name__ == "__main__":

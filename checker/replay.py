@@ -105,7 +105,7 @@ def replay(trace: Trace, say: Callable[[str], None] = lambda _s: None, spec: str
     model = load_for(trace, spec, params)
     learn = getattr(model, "learn_vars", None)
     if callable(learn):  # a plain spec names its variables by its states' fields
-        head = next(iter(_bounded_init(model)), None)
+        head = next(iter(_initial_states(model)), None)
         if head is not None:
             learn(head)
     if trace.foreign:

@@ -184,7 +184,8 @@ class Trace:
         params = lm.get("params", {})
         need(isinstance(params, dict) and all(isinstance(v, int) and not isinstance(v, bool) for v in params.values()),
              '"#meta.lockstep.params" is not an object of integers')
-        prop = lm.get("property") or {}
+        prop = lm.get("property", {})
+        prop = {} if prop is None else prop
         need(isinstance(prop, dict), '"#meta.lockstep.property" is not an object')
         need(prop.get("kind") is None or prop.get("kind") in PROPERTY_KINDS,
              f'"#meta.lockstep.property.kind" is {prop.get("kind")!r}, not one of {", ".join(PROPERTY_KINDS)}')

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lockstep.checker.commands.common import add_spec_arguments, natural
+from lockstep.checker.commands.common import add_spec_arguments, natural, output_file
 from lockstep.checker.errors import UsageError
 from lockstep.checker.loader import is_protocol, parse_params
 
@@ -40,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                    "(default: the protocol's first @start)")
     p.add_argument("--faults", metavar="FILE", help="a JSON fault plan: drop, duplicate, reorder, delay_ms, "
                                                     "partitions, crashes (see executors/faults.py)")
-    p.add_argument("--trace", metavar="FILE", help="write the merged run trace (JSON lines) to FILE")
+    p.add_argument("--trace", type=output_file, metavar="FILE", help="write the merged run trace (JSON lines) to FILE")
     p.add_argument("--seed", type=natural, default=0,
                    help="seed for handler choices and injected faults (population protocols: the scheduler's pairs, "
                         "the start states and the agents' draws)")

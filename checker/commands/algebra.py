@@ -9,7 +9,7 @@ from lockstep.specs.fair_algebra.syntax import parse
 from lockstep.specs.fair_algebra.traces import enumerate_traces, show_word
 
 from ..algebra import DEFAULT_LIMIT, check_refines
-from .common import natural, positive
+from .common import natural, output_file, positive
 
 REFUTE_FACTOR = 5  # a law expected to be false gets this many times the examples to find its counterexample
 NAME = "algebra"
@@ -39,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     law.add_argument("--examples", type=positive, default=20, metavar="E", help="generated examples per law")
     law.add_argument("--leaves", type=positive, default=3, metavar="L", help="leaves per generated command")
     law.add_argument("--law", action="append", default=[], metavar="NAME", help="check only this law (repeatable)")
-    law.add_argument("--out", metavar="FILE", help="also write the table (Markdown) to FILE")
+    law.add_argument("--out", type=output_file, metavar="FILE", help="also write the table (Markdown) to FILE")
     law.set_defaults(action=_laws)
 
 

@@ -11,7 +11,7 @@ from ..loader import load_model, parse_params
 from ..progress import NoProgress, Progress
 from ..rounds.sweep import FORCE_LIMIT, sweep, table, tree_arguments, tree_spec
 from ..vector import choice
-from .common import add_spec_arguments, load_typed, natural, positive, print_violation, report
+from .common import add_spec_arguments, load_typed, natural, output_file, positive, print_violation, report
 
 NAME = "check"
 HELP = "model-check a spec: invariants, deadlocks, step failures and temporal properties"
@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "vector, scalar (= explicit); or smt, bounded model checking with z3")
     p.add_argument("--depth", type=natural, metavar="K",
                    help=f"--engine smt: look for violations within K steps (default {SMT_DEPTH})")
-    p.add_argument("--out", metavar="FILE", help="write the counterexample trace (JSON, ITF) to FILE")
+    p.add_argument("--out", type=output_file, metavar="FILE", help="write the counterexample trace (JSON, ITF) to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--tree", metavar="GEN", help="tree specs: check on this tree "
                                                  "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")

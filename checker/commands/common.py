@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..loader import LoadError, load_model
@@ -26,6 +27,21 @@ def _at_least(minimum: int, what: str):
 
 positive = _at_least(1, "not positive")
 natural = _at_least(0, "negative")
+
+
+def output_file(text: str) -> str:
+    """A file the command will write: refused now (not after the work) if it is a directory or cannot be written."""
+    path = os.path.abspath(text)
+    if not text or os.path.isdir(path):
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory; name a file to write")
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        raise argparse.ArgumentTypeError(f"cannot write {text}: directory {parent} does not exist")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise argparse.ArgumentTypeError(f"cannot write {text}: the file is not writable")
+    if not os.path.exists(path) and not os.access(parent, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot write {text}: directory {parent} is not writable")
+    return text
 
 
 def add_spec_arguments(p: argparse.ArgumentParser) -> None:

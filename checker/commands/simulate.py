@@ -14,7 +14,7 @@ from ..loader import LoadError, parse_params
 from ..probabilistic import smc
 from ..probabilistic.batched import Simulator
 from .analyze import load_population, target_name
-from .common import add_spec_arguments, positive
+from .common import add_spec_arguments, output_file, positive
 
 NAME = "simulate"
 HELP = "simulate a population protocol: hitting times with confidence intervals, statistical checks, plots"
@@ -58,7 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prob", type=fraction, default=0.99, help="probability for --within (default 0.99)")
     p.add_argument("--claim-confidence", type=fraction, default=0.999, metavar="Q",
                    help="confidence of the --within verdict (default 0.999)")
-    p.add_argument("--plot", metavar="FILE.png", help="plot the outputs of one run over parallel time")
+    p.add_argument("--plot", type=output_file, metavar="FILE.png", help="plot the outputs of one run over parallel time")
 
 
 def concrete_start(protocol: Population, name: str | None) -> tuple[str, list[tuple[int, ...]]]:

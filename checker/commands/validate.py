@@ -10,6 +10,7 @@ from ..validation.actors import Validation, validate
 from ..validation.population import PopulationValidation, PopulationValidator, configuration_trace, is_population_run
 from ..validation.rounds import is_rounds_trace, report_rounds
 from ..validation.runtrace import MergedRun, Mismatch, load
+from .common import output_file
 
 NAME = "validate"
 HELP = "check a run trace (from `lockstep run --trace`) against its spec, event by event"
@@ -20,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spec", metavar="SPEC",
                    help="the spec to validate it against (needed unless the trace names a registered spec); a trace "
                         "never chooses the code that runs")
-    p.add_argument("--configurations", metavar="FILE",
+    p.add_argument("--configurations", type=output_file, metavar="FILE",
                    help="population runs: save the configurations passed through as an ITF trace of the "
                         "counting-abstraction spec (`lockstep replay FILE` re-checks it)")
 

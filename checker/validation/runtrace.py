@@ -237,14 +237,14 @@ def _tail(path: str) -> tuple[dict[str, Any] | None, bool]:
     if lines and lines[-1].strip():  # no newline at the end: parseable, or torn
         try:
             json.loads(lines[-1])
-        except ValueError:
+        except (ValueError, RecursionError):
             torn = True
             lines = lines[:-1]
     for raw in reversed(lines):
         if raw.strip():
             try:
                 obj = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return None, torn
             return (obj if isinstance(obj, dict) else None), torn
     return None, torn
