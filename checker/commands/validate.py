@@ -84,6 +84,11 @@ def report(res: Validation, seconds: float) -> int:
     if res.dropped:
         print(f"  {res.dropped} message(s) in flight were taken as lost by the (lossy) network where a later step "
               "needed it")
+    if res.overflow:
+        print(f"  {res.overflow} deliveries were dropped by processes whose queue of messages waiting for an enabled "
+              "handler was full (recorded as overflow; in the spec they are still in flight)")
+    if res.rejected:
+        print(f"  {res.rejected} frames were rejected by the processes (malformed, or not from the run)")
     return 0
 
 

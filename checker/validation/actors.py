@@ -48,6 +48,8 @@ class Validation:
     stopped_at: dict[str, Any] | None = None
     truncated: bool = False  # the trace file lacks its end record
     dropped: int = 0  # messages in flight the validation took as lost (a lossy network may lose any)
+    overflow: int = 0  # deliveries the processes dropped (their deferral queue was full); in the spec still in flight
+    rejected: int = 0  # frames the processes rejected (malformed, or not from the run)
 
 
 class Validator:
@@ -313,7 +315,17 @@ class Validator:
         """Validate every event of `run` as it is read; raise Mismatch at the first that is not a step of the spec.
 
         Memory is bounded by the spec's states, not by the length of the run (the events are a stream)."""
-        events = (e for e in run.events if e.get("kind") in (*STEP_KINDS, "restart", "failure", "forge"))
+        counts = {"overflow": 0, "rejected": 0}
+
+        def steps():
+            for e in run.events:
+                kind = e.get("kind")
+                if kind in (*STEP_KINDS, "restart", "failure", "forge"):
+                    yield e
+                elif kind in counts:
+                    counts[kind] += 1
+
+        events = steps()
         starts: list[dict[str, Any]] = []
         early: list[dict[str, Any]] = []  # events of the same clock as the starts, ordered before some of them
         waiting = {s.pid for s in self.system.steps if s.kind == "start"}
@@ -378,6 +390,7 @@ class Validator:
                 break
             self._bound_caches()
         result.dropped = self.dropped
+        result.overflow, result.rejected = counts["overflow"], counts["rejected"]
         if result.incomplete is None and result.violation is None and result.failure is None and not run.ended:
             result.incomplete = ("the trace has no end record: the file was cut short (or is still being written), "
                                  "so the run's later events are unknown")

@@ -247,3 +247,40 @@ def test_a_forging_byzantine_process(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(Mismatch, match="process 1 may not forge this message here"):
         validate(load(str(path)))
+
+
+def test_an_unplanned_kill_leaves_the_run_validated_up_to_it(cli, tmp_path):
+    """A process SIGKILLed from outside (its buffered trace tail lost): the others delivered messages that its
+    lost events sent, so validation stops there, saying why, instead of blaming the protocol."""
+    import os
+    import signal
+
+    from lockstep.checker.validation.runtrace import merge
+
+    params = dict(actor_program("token_ring", {"n": 3, "tokens": 6}).params)
+
+    async def scenario() -> ActorCluster:
+        cluster = ActorCluster("token_ring", params, 3, str(tmp_path))
+        try:
+            await cluster.start()
+            await asyncio.sleep(0.6)
+            os.kill(cluster.members[1].process.pid, signal.SIGKILL)  # not through the runner: unplanned
+            await asyncio.sleep(0.4)
+            await cluster.stop()
+        finally:
+            cluster.close()
+        return cluster
+
+    cluster = asyncio.run(scenario())
+    assert "exited unexpectedly (exit code -9)" in cluster.members[1].exit_note
+    path = tmp_path / "killed.jsonl"
+    merge({p: cluster.trace_path(p) for p in range(3)}, str(path), "token_ring", "TokenRing", params, [],
+          {"model": "actors"})
+    merged = load(str(path))
+    assert "1" in merged.header["cut"] and merged.ended
+    res = validate(merged)
+    assert res.violation is None and res.failure is None
+    assert res.incomplete is not None and "process 1 stopped without recording its last events" in res.incomplete
+    r = cli("validate", str(path))
+    assert r.code == 0 and "Valid up to where the records stop" in r.out and "not validated after that" in r.out
+    no_processes_left()

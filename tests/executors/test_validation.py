@@ -139,3 +139,13 @@ def test_a_run_of_another_spec_or_parameters_is_rejected(cli, recorded, tmp_path
     lines[0] = json.dumps(header)
     r = cli("validate", write(tmp_path, lines))
     assert r.code == 2 and "not an actor spec" in r.err
+
+
+def test_a_trace_cut_short_is_detected(cli, recorded, tmp_path):
+    """Without its end record the trace may have lost its last events: what is there is checked, and the verdict
+    says the run is incomplete (exit 3), not valid."""
+    assert json.loads(recorded[-1])["kind"] == "end"
+    r = cli("validate", write(tmp_path, recorded[:-1]))
+    assert r.code == 3 and "Incomplete:" in r.out and "no end record" in r.out
+    r = cli("validate", write(tmp_path, recorded[: len(recorded) // 2]))
+    assert r.code == 3 and "Incomplete:" in r.out
