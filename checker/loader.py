@@ -159,7 +159,7 @@ def load_model(ref: str, params: dict[str, int] | None = None, symmetry: bool = 
     if callable(getattr(obj, "init", None)) and callable(getattr(obj, "next", None)) or inspect.isclass(obj):
         from .plain_model import PlainModel
 
-        name = getattr(obj, "__name__", type(obj).__name__)
+        name = spec_name_of(obj)
         if inspect.isclass(obj):
             try:
                 obj = obj(**params)
@@ -182,6 +182,13 @@ def load_model(ref: str, params: dict[str, int] | None = None, symmetry: bool = 
             model.invariant_names = list(invariants)
         return model
     raise LoadError(f"{ref} is neither a Spec subclass nor a plain spec with init() and next(state)")
+
+
+def spec_name_of(obj: Any) -> str:
+    """A spec object's name, the same in every process (a module loaded from a file is named after the file)."""
+    if inspect.ismodule(obj) and obj.__name__.startswith("lockstep_user_") and getattr(obj, "__file__", None):
+        return os.path.splitext(os.path.basename(obj.__file__))[0]
+    return getattr(obj, "__name__", type(obj).__name__)
 
 
 def _select(preds: list, names: list[str], spec: str) -> None:
