@@ -8,17 +8,22 @@ import sys
 
 from lockstep.checker.commands.common import add_spec_arguments, natural, output_file
 from lockstep.checker.errors import UsageError
-from lockstep.checker.loader import is_protocol, parse_params
-
-from .actors.command import run_actor_command
-from .population.command import run_population_command
-from .rounds.command import kill_plan
-from .rounds.command import run as run_rounds_spec
-from .rounds.run import rounds_class
+from lockstep.checker.loader import is_protocol, parse_params, resolve
 
 NAME = "run"
 HELP = ("run an actor spec as one OS process per actor, or a population protocol as one process per agent and a "
         "scheduler (TCP on 127.0.0.1), then validate the run")
+
+
+def kill_plan(text: str) -> tuple[int, int]:
+    """`P@R`: kill node P at the start of round R."""
+    try:
+        p, r = (int(x) for x in text.split("@"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NODE@ROUND, e.g. 3@2") from None
+    if p < 0 or r < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: the node must be >= 0 and the round >= 1")
+    return p, r
 
 
 def seconds(text: str) -> float:
@@ -70,7 +75,7 @@ ONE_KIND_OPTIONS = [("tree", "--tree", "rounds"), ("initiator", "--initiator", "
 
 
 def run(args: argparse.Namespace) -> int:
-    kind = "rounds" if rounds_class(args.spec) is not None else "population" if is_protocol(args.spec) else "actor"
+    kind = spec_kind(args.spec)
     for attr, flag, owner in ONE_KIND_OPTIONS:
         if getattr(args, attr) is not None and owner != kind:
             raise UsageError(f"{flag} applies to {owner} specs; {args.spec} is a{'n' if kind == 'actor' else ''} "
@@ -78,8 +83,24 @@ def run(args: argparse.Namespace) -> int:
     params = parse_params(args.param)
     print(f"progress: building {args.spec}" + "".join(f" {k}={v}" for k, v in params.items()), file=sys.stderr,
           flush=True)
-    if kind == "rounds":
+    if kind == "rounds":  # each model's runner is imported when it runs (networkx, asyncio, multiprocessing)
+        from .rounds.command import run as run_rounds_spec
+
         return run_rounds_spec(args)
     if kind == "population":
+        from .population.command import run_population_command
+
         return run_population_command(args, params)
+    from .actors.command import run_actor_command
+
     return run_actor_command(args, params)
+
+
+def spec_kind(ref: str) -> str:
+    """"rounds", "population" or "actor": the system model of the spec `ref` names (without importing the
+    models it does not use: a rounds spec has imported the rounds model already)."""
+    obj, _ = resolve(ref)
+    rounds = sys.modules.get("lockstep.specs.lang.rounds.spec")
+    if rounds is not None and isinstance(obj, type) and issubclass(obj, rounds.RoundsSpec):
+        return "rounds"
+    return "population" if is_protocol(ref) else "actor"

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from lockstep.specs.fair_algebra.semantics import CommandAutomaton, Semantics
-from lockstep.specs.fair_algebra.syntax import parse
-from lockstep.specs.fair_algebra.traces import enumerate_traces, show_word
-
 from ..algebra import DEFAULT_LIMIT, check_refines
 from .common import natural, output_file, positive
 
@@ -52,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _refines(args: argparse.Namespace) -> int:
+    from lockstep.specs.fair_algebra.syntax import parse  # lark, and its grammar, only when the command runs
+
     spec, impl = parse(args.spec, args.states), parse(args.impl, args.states)
     r = check_refines(spec, impl, args.states, args.limit)
     print(f"Σ = {{0..{args.states - 1}}}: " + r.describe())
@@ -72,6 +70,10 @@ def _traces(args: argparse.Namespace) -> int:
     if args.depth is None:
         raise UsageError("lockstep algebra traces needs --depth K: a command may have infinitely many traces, so the "
                          "listing must be bounded (e.g. --depth 3)")
+    from lockstep.specs.fair_algebra.semantics import CommandAutomaton, Semantics
+    from lockstep.specs.fair_algebra.syntax import parse
+    from lockstep.specs.fair_algebra.traces import enumerate_traces, show_word
+
     command = parse(args.command, args.states)
     auto = CommandAutomaton(Semantics(args.states), command)
     counts = {"done": 0, "abort": 0, "infinite": 0, "prefix": 0}

@@ -8,7 +8,6 @@ import time
 from ..trace import TraceError, trusted_spec
 from ..validation.actors import Validation, validate
 from ..validation.population import PopulationValidation, PopulationValidator, configuration_trace, is_population_run
-from ..validation.rounds import is_rounds_trace, report_rounds
 from ..validation.runtrace import MergedRun, Mismatch, load
 from .common import output_file
 
@@ -39,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  note: {note}")
     if is_population_run(merged):
         return validate_population_run(merged, args.configurations)
+    from ..validation.rounds import is_rounds_trace, report_rounds  # networkx: only for runs of rounds specs
+
     if args.configurations:
         raise TraceError("--configurations applies to runs of population protocols; this is a run of "
                          + ("a rounds spec" if is_rounds_trace(merged) else "an actor spec"))
