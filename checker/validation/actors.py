@@ -29,6 +29,11 @@ CACHE_LIMIT = 100_000  # entries per memo table of the validator
 MAX_EARLY = 10_000  # events read ahead while waiting for every process's start event
 
 
+def _scalar(v: Any) -> bool:
+    """Whether a value read from a trace can be a key (JSON arrays and objects cannot)."""
+    return not isinstance(v, (list, dict))
+
+
 def _flat_key(j: Any) -> frozenset | None:
     """A hashable key for a JSON object whose values are all scalars (None otherwise)."""
     if not isinstance(j, dict) or any(isinstance(v, (dict, list)) for v in j.values()):
@@ -134,7 +139,8 @@ class Validator:
                                                              zip(s.choice, s.choice_doms)) for s in candidates], raw)
 
     def _candidates(self, kind: str, pid: int, src: Any, msg: Any, timer: Any) -> list:
-        return self.index.get((kind, pid, src, msg, timer), [])
+        key = (kind, pid, src, msg, timer)
+        return self.index.get(key, []) if all(_scalar(x) for x in key) else []
 
     def _check_effects(self, e: dict[str, Any], key: tuple, local: tuple) -> None:
         """The event's state, sends and timers against the local step run on the process's state before."""
@@ -172,7 +178,7 @@ class Validator:
         """The global state after a Byzantine process forged a message."""
         pid, dst = self._pid(e), e.get("dst")
         msg = self._msg(e, e.get("msg"), "msg")
-        fn = self.by_args.get(("forge", (pid, dst, msg)))
+        fn = self.by_args.get(("forge", (pid, dst, msg))) if _scalar(dst) else None
         out = fn(state) if fn is not None else []
         if not out:
             raise Mismatch(e, f"process {pid} may not forge this message here (the spec lets a Byzantine process "
@@ -379,7 +385,7 @@ class Validator:
             try:
                 state = self.step(state, e)
             except Mismatch:
-                if kind == "message" and e.get("src") in cut and "sent" not in e:
+                if kind == "message" and _scalar(e.get("src")) and e.get("src") in cut and "sent" not in e:
                     result.incomplete, result.stopped_at = self._cut_reason(e, cut), e
                     break
                 raise
@@ -400,7 +406,7 @@ class Validator:
     def _lost_send(self, e: dict[str, Any], cut: dict[int, int]) -> str | None:
         """Why a delivery cannot be validated: its message was sent by an event that a dead process did not record."""
         src, sent = e.get("src"), e.get("sent")
-        if e["kind"] != "message" or src not in cut or not isinstance(sent, int) or sent <= cut[src]:
+        if e["kind"] != "message" or not _scalar(src) or src not in cut or not isinstance(sent, int) or sent <= cut[src]:
             return None
         return self._cut_reason(e, cut)
 
