@@ -138,3 +138,43 @@ def test_a_malformed_rounds_trace_is_reported_not_a_traceback(run30, tmp_path, c
     cut.write_text("\n".join(lines[:40]) + "\n" + lines[40][:25] + "\n")
     assert main(["validate", str(cut)]) == 2
     assert "not valid JSON" in capsys.readouterr().err
+
+
+def test_nodes_reject_strangers_and_impostors(tmp_path):
+    """A stranger's forged opening and an oversized frame, and a neighbour speaking for another node: refused by a
+    real node, counted, and the run goes on."""
+    import asyncio
+
+    from lockstep.executors.rounds.run import RoundsCluster
+    from lockstep.executors.wire import LENGTH, dumps
+    from tests.executors.wire_helpers import forged_opening, insider, raw, stranger
+
+    params = tree_params(nx.path_graph(3))
+
+    async def scenario() -> RoundsCluster:
+        cluster = RoundsCluster("d2_coloring", params, 3, str(tmp_path), start_method="spawn")
+        try:
+            await cluster.start({p: {"initiator": p == 0} for p in range(3)})
+            port = cluster.members[1].port
+            _, w, _ = await stranger(port)
+            w.write(forged_opening(0, 1) + raw(dumps({"src": 0, "round": 1, "msg": None})))
+            _, w2, _ = await stranger(port)
+            w2.write(LENGTH.pack(1 << 30))
+            ep = await insider(cluster.creds, 2, port, 1)
+            ep.send({"src": 0, "round": 1, "msg": None})  # node 2 claiming to be node 0
+            await w.drain()
+            await w2.drain()
+            await asyncio.sleep(0.5)
+            await cluster.stop()
+        finally:
+            cluster.close()
+        return cluster
+
+    cluster = asyncio.run(scenario())
+    bye = cluster.members[1].bye
+    assert bye is not None and bye["stats"]["rejected"] == 3
+    events = [json.loads(x) for x in (tmp_path / "process-1.jsonl").read_text().splitlines()]
+    reasons = [e["reason"] for e in events if e["kind"] == "rejected"]
+    assert any("without the run's secret" in r for r in reasons) and any("more than the limit" in r for r in reasons)
+    assert any("process 2 sent a frame claiming to come from node 0" in r for r in reasons)
+    assert events[-1]["kind"] == "end"
