@@ -31,6 +31,7 @@ COMMANDS = [
     "lockstep.executors.command",
     "lockstep.checker.commands.analyze",
     "lockstep.checker.commands.simulate",
+    "lockstep.checker.commands.linearizable",
 ]
 """Modules defining `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`."""
 

@@ -10,6 +10,8 @@ from lockstep.checker.commands.common import add_spec_arguments, natural, output
 from lockstep.checker.errors import UsageError
 from lockstep.checker.loader import is_protocol, parse_params, resolve
 
+from .psmr import command as psmr_command
+
 NAME = "run"
 HELP = ("run an actor spec as one OS process per actor, or a population protocol as one process per agent and a "
         "scheduler (TCP on 127.0.0.1), then validate the run")
@@ -55,6 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                  "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")
     p.add_argument("--initiator", type=natural, metavar="P", help="rounds specs: the node that starts (default 0)")
     p.add_argument("--kill", type=kill_plan, metavar="P@R", help="rounds specs: kill node P at the start of round R")
+    psmr_command.add_arguments(p)
 
 
 def positive(text: str) -> int:
@@ -75,6 +78,8 @@ ONE_KIND_OPTIONS = [("tree", "--tree", "rounds"), ("initiator", "--initiator", "
 
 
 def run(args: argparse.Namespace) -> int:
+    if psmr_command.is_psmr(args.spec):
+        return psmr_command.run_psmr_command(args)
     kind = spec_kind(args.spec)
     for attr, flag, owner in ONE_KIND_OPTIONS:
         if getattr(args, attr) is not None and owner != kind:

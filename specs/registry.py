@@ -27,4 +27,7 @@ SPECS: dict[str, str] = {
     "adaptive_majority_buggy": "lockstep.specs.adaptive_majority:AdaptiveMajorityNoReset",
     "d2_coloring": "lockstep.specs.d2_coloring:D2Coloring",
     "d2_coloring_uncoordinated": "lockstep.specs.d2_coloring:D2ColoringUncoordinated",
+    "psmr": "lockstep.specs.psmr.spec:PSMR",
+    "psmr_no_acyclic_order": "lockstep.specs.psmr.spec:PSMRNoAcyclicOrder",
+    "psmr_first_key_cg": "lockstep.specs.psmr.spec:PSMRFirstKeyCG",
 }

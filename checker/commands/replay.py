@@ -36,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
         if prop.get("kind") == "invariant" and res.violated != prop.get("name"):
             print(f"Not reproduced: the trace claims invariant {prop.get('name')} is violated")
             return 1
+        if prop.get("kind") == "deadlock" and not res.deadlocked:
+            print("Not reproduced: the trace claims a deadlock")
+            return 1
         if prop.get("kind") == "step" and res.failed is None:
             print(f"Not reproduced: the trace claims step {prop.get('name')} fails")
             return 1

@@ -91,6 +91,13 @@ async def _drive(cluster: Cluster, relay: Relay, model: Any, states: list[tuple]
         say(f"         {k} = {v}")
     index = model.violated(real)
     bad = model.invariant_names[index] if index >= 0 else None
+    if prop.get("kind") == "deadlock" and bad is None:
+        if model.successors(real):
+            raise TraceError(f"the trace claims a deadlock after step {steps}, but the real processes can still act")
+        conclusion = (f"replayed {steps} steps on {len(system.pids)} processes; no handler of any process is enabled "
+                      "in their final state: the deadlock, as in the counterexample")
+        say(conclusion)
+        return ProcessReplay(steps, None, conclusion, False, deadlocked=True)
     if bad is None:
         conclusion = f"replayed {steps} steps on {len(system.pids)} processes; the invariants hold in their final state"
     else:
