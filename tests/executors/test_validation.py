@@ -149,3 +149,15 @@ def test_a_trace_cut_short_is_detected(cli, recorded, tmp_path):
     assert r.code == 3 and "Incomplete:" in r.out and "no end record" in r.out
     r = cli("validate", write(tmp_path, recorded[: len(recorded) // 2]))
     assert r.code == 3 and "Incomplete:" in r.out
+
+
+def test_a_run_of_an_unregistered_spec_is_validated_against_the_spec_named(cli, recorded, tmp_path):
+    lines = list(recorded)
+    header = json.loads(lines[0])
+    header["spec"] = str(tmp_path / "elsewhere" / "tpc.py")  # as if run from a file on another machine
+    lines[0] = json.dumps(header)
+    path = write(tmp_path, lines)
+    r = cli("validate", path)
+    assert r.code == 2 and "not a registered spec name" in r.err and "--spec" in r.err
+    r = cli("validate", path, "--spec", "two_phase_commit")
+    assert r.code == 0 and "validating it against 'two_phase_commit', as asked" in r.out and "Valid: all" in r.out
