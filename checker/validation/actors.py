@@ -29,6 +29,12 @@ CACHE_LIMIT = 100_000  # entries per memo table of the validator
 MAX_EARLY = 10_000  # events read ahead while waiting for every process's start event
 
 
+def _compact_json(v: Any) -> str:
+    """A JSON value in at most 80 characters, for a message."""
+    text = json.dumps(v, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _scalar(v: Any) -> bool:
     """Whether a value read from a trace can be a key (JSON arrays and objects cannot)."""
     return not isinstance(v, (list, dict))
@@ -148,6 +154,11 @@ class Validator:
         if want is None:
             want = self._effects[(key, local)] = self._expected(e, key, local)
         want_state, want_sends, want_timers, want_observed = want
+        for field in ("sends", "timers", "observed"):
+            if field in e and not isinstance(e[field], list):
+                raise Mismatch(e, f"{field!r} is {_compact_json(e[field])}, not a list")
+        if not all(isinstance(t, str) for t in e.get("timers", [])):
+            raise Mismatch(e, "\"timers\" must list timer names", want_timers, e.get("timers"))
         if e.get("state") != want_state:
             raise Mismatch(e, "the local state after the handler differs from the spec's", want_state, e.get("state"))
         if e.get("sends", []) != want_sends:

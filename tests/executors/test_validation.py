@@ -104,6 +104,22 @@ def test_edited_sends_and_timers_are_rejected(cli, recorded, tmp_path):
     assert r.code == 1 and "the timers started differ from the spec's" in r.out
 
 
+def test_sends_and_timers_of_the_wrong_json_type_are_rejected(cli, recorded, tmp_path):
+    """Timers of mixed types cannot be sorted, a dict is not a list: each is a mismatch at its event, never exit 4."""
+    i = first(recorded, lambda e: e["kind"] == "start" and e["pid"] == 0)
+    for field, value, says in (("timers", [1, "timeout"], '"timers" must list timer names'),
+                               ("timers", {"timeout": 1}, "'timers' is {\"timeout\": 1}, not a list"),
+                               ("sends", "Prepare", "'sends' is \"Prepare\", not a list"),
+                               ("observed", 7, "'observed' is 7, not a list")):
+        lines = list(recorded)
+        e = json.loads(lines[i])
+        e[field] = value
+        lines[i] = json.dumps(e)
+        r = cli("validate", write(tmp_path, lines))
+        assert r.code == 1 and f"line {i + 1}: event" in r.out and says in r.out, (field, value, r.out, r.err)
+        assert "Traceback" not in r.err and "internal error" not in r.err
+
+
 def test_a_message_of_the_wrong_type_is_rejected(cli, recorded, tmp_path):
     lines = list(recorded)
     i = first(lines, lambda e: e["kind"] == "message")
