@@ -98,10 +98,11 @@ def _rename(trace: Trace, model: Model) -> None:
     trace.vars = list(model.vars)
 
 
-def replay(trace: Trace, say: Callable[[str], None] = lambda _s: None, spec: str | None = None,
-           params: dict[str, int] | None = None) -> ReplayResult:
-    """Re-run `trace` against `spec` (default: see `trusted_spec`); raise TraceError at the first step the spec
-    cannot reproduce, or when what the trace claims does not hold."""
+def replay(trace: Trace, say: Callable[[Any], None] = lambda _s: None, spec: str | None = None,
+           params: dict[str, int] | None = None, full: bool = False) -> ReplayResult:
+    """Re-run `trace` against `spec` (default: see `trusted_spec`), saying each step (rich Text lines; `full`:
+    whole states); raise TraceError at the first step the spec cannot reproduce, or when what the trace claims
+    does not hold."""
     model = load_for(trace, spec, params)
     learn = getattr(model, "learn_vars", None)
     if callable(learn):  # a plain spec names its variables by its states' fields
@@ -116,10 +117,11 @@ def replay(trace: Trace, say: Callable[[str], None] = lambda _s: None, spec: str
     anywhere = (trace.property or {}).get("kind") == "induction"
     cur = _first_state(model, trace, anywhere)
     states, labels, lids = [cur], ["init"], [None]
-    _show(say, model, 0, "start" if anywhere else "init", None, cur, trace.loop == 0)
+    show = _Shower(say, model, full)
+    show(0, None, "start" if anywhere else "init", cur, trace.loop == 0)
     for i, step in enumerate(trace.steps[1:], start=1):
         lid, nxt, label = _step(model, trace, i, step, cur)
-        _show(say, model, i, label, cur, nxt, trace.loop == i)
+        show(i, None if lid is None else model.label_json(lid), label, nxt, trace.loop == i)
         cur = nxt
         states.append(cur)
         labels.append(label)
@@ -272,20 +274,28 @@ def _label(action: dict[str, Any] | None) -> str:
     return f"{action.get('action')}(" + ", ".join(f"{k}={_compact(v)}" for k, v in args.items()) + ")"
 
 
-def _show(say: Callable[[str], None], model: Model, i: int, label: str, prev: Any, st: Any, loop: bool) -> None:
-    shown = model.show_state(st)
-    before = model.show_state(prev) if prev is not None else {}
-    say(f"  {i:>3}  {label}" + ("  <- loop starts here" if loop else ""))
-    changed = [k for k in shown if prev is None or before.get(k) != shown[k]]
-    for k in changed:
-        say(f"         {k} = {shown[k]}")
-    if prev is not None and not changed:
-        say("         (no change)")
+class _Shower:
+    """Says each replayed step as the trace listing shows it (`lockstep.checker.render.text`)."""
+
+    def __init__(self, say: Callable[[Any], None], model: Model, full: bool):
+        from .render.notation import notation_of
+
+        self.say, self.model, self.full = say, model, full
+        self.notation = notation_of(model)
+        self.prev: dict[str, Any] | None = None
+
+    def __call__(self, i: int, action: dict[str, Any] | None, fallback: str, st: Any, loop: bool) -> None:
+        from .render.text import nodes, step_lines
+
+        cur = nodes(self.model.encode_state(st), self.notation)
+        for line in step_lines(i, action, self.prev, cur, self.notation, self.full, loop, fallback):
+            self.say(line)
+        self.prev = cur
 
 
 def _loop_shape(trace: Trace, model: Model, states: list[Any]) -> str:
     """Check that the lasso's loop closes as recorded; say how."""
-    n, loop, closing = len(states) - 1, trace.loop, trace.closing
+    n, loop, closing = len(states) - 1, trace.loop, trace.loop_action
     assert loop is not None
     if closing == "stutter" or (closing is None and loop == n):
         if loop != n:

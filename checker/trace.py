@@ -3,7 +3,7 @@
 A trace file is an ITF trace (`vars`, `states`, optional `loop`, Apalache ADR-015). The top-level
 `#meta` holds `varTypes` (each variable's type in Apalache's type syntax) and `lockstep`: the spec
 reference, parameters, the property and the verdict, and for a lasso the step that closes the loop
-(`closing`: an action, or `"stutter"`). Each state's `#meta` holds its index and the step that
+(`loop_action`: an action, or `"stutter"`). Each state's `#meta` holds its index and the step that
 produced it (`action`, `args`); each state also carries Quint's `mbt::actionTaken` and
 `mbt::nondetPicks`, so Quint's model-based testing tools can read the actions.
 
@@ -81,7 +81,7 @@ class Trace:
     location: str | None = None
     loop: int | None = None
     origin: str | None = None  # the file it was read from (None: built in this process)
-    closing: dict[str, Any] | str | None = None  # the step from the last state back to `loop`, or "stutter"
+    loop_action: dict[str, Any] | str | None = None  # the step from the last state back to `loop`, or "stutter"
     var_types: dict[str, str] | None = None  # Apalache types of the variables
     picks: dict[str, str] = field(default_factory=dict)  # every action parameter of the spec -> its type
     foreign: bool = False  # written by another tool (no #meta.lockstep)
@@ -100,8 +100,8 @@ class Trace:
             ))
         trace = cls(registered_name(model.ref), model.name, dict(model.params), list(model.vars), steps, **kw)
         trace.var_types, trace.picks = _model_types(model)
-        if trace.loop is not None and trace.closing is None:
-            trace.closing = _closing_step(model, path, trace.loop)
+        if trace.loop is not None and trace.loop_action is None:
+            trace.loop_action = _closing_step(model, path, trace.loop)
         return trace
 
     # -- file format ---------------------------------------------------------------------
@@ -124,7 +124,7 @@ class Trace:
                                     "params": self.params, "property": self.property, "message": self.message,
                                     "location": self.location}
         if self.loop is not None:
-            lockstep["closing"] = self.closing
+            lockstep["loop_action"] = self.loop_action
         out: dict[str, Any] = {
             "#meta": {
                 "format": "ITF",
@@ -214,14 +214,14 @@ class Trace:
         loop = data.get("loop")
         need(loop is None or (isinstance(loop, int) and not isinstance(loop, bool) and 0 <= loop < len(steps)),
              '"loop" is not a state index')
-        closing = lm.get("closing")
+        closing = lm.get("loop_action")
         need(closing is None or closing == "stutter" or
              (isinstance(closing, dict) and isinstance(closing.get("action"), str)
               and isinstance(closing.get("args", {}), dict)),
-             '"#meta.lockstep.closing" is neither "stutter" nor an action')
+             '"#meta.lockstep.loop_action" is neither "stutter" nor an action')
         source = meta.get("source")
         return cls(spec, spec_name, dict(params), names, steps, prop, message, location, loop,
-                   closing=closing, foreign=foreign, source=source if isinstance(source, str) else None)
+                   loop_action=closing, foreign=foreign, source=source if isinstance(source, str) else None)
 
 
 def _step_action(smeta: dict[str, Any], state: dict[str, Any], foreign: bool, bad: Any) -> dict[str, Any] | None:
@@ -286,17 +286,3 @@ def same_values(a: Any, b: Any) -> bool:
     """Whether two ITF values are the same value (whatever integer and set forms their writers used)."""
     return a == b or normalize(a) == normalize(b)
 
-
-def render(trace: Trace, changed_only: bool = True) -> str:
-    """A readable listing: each step's action and the variables it changed."""
-    lines = []
-    prev: dict[str, str] = {}
-    for i, s in enumerate(trace.steps):
-        marker = "  <- loop starts here" if trace.loop is not None and i == trace.loop else ""
-        lines.append(f"  {i:>3}  {s.label}{marker}")
-        shown = s.shown or {k: json.dumps(v) for k, v in s.state.items()}
-        for k, v in shown.items():
-            if not changed_only or i == 0 or prev.get(k) != v:
-                lines.append(f"         {k} = {v}")
-        prev = shown
-    return "\n".join(lines)

@@ -16,9 +16,9 @@ the relay's — is an authenticated session:
 The secret is made by the runner (`Cluster`) per run and handed to each process at spawn
 (`member_main`, through multiprocessing's pipe: never on a command line, in the environment or in
 a file). A process finds its credentials with `credentials()`. Bodies are JSON objects; data
-frames carry one message `{"src": 0, "dst": 1, "clock": 7, "msg": {...}}`, which the receiver
-decodes into the spec's declared message type (`MessageCodec`), so a malformed frame is a
-`FrameError` that names what is wrong.
+frames carry one message `{"src": 0, "dst": 1, "clock": 7, "msg": {...}}` and the sender's vector
+clock (`"vc": [3, 0, 1]`, one entry per process), which the receiver decodes into the spec's declared
+message type (`MessageCodec`), so a malformed frame is a `FrameError` that names what is wrong.
 """
 
 from __future__ import annotations
@@ -371,6 +371,14 @@ async def read_frame(reader: asyncio.StreamReader, limit: int = MAX_FRAME) -> by
 MAX_CLOCK = 1 << 62  # a Lamport clock beyond this is refused (no run reaches it; a forged one would stall the order)
 
 
+def vector_clock(vc: Any, n: int) -> list[int] | None:
+    """A frame's vector clock (None when it has none), checked: n integers in [0, MAX_CLOCK)."""
+    if vc is not None and not (isinstance(vc, list) and len(vc) == n and
+                               all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < MAX_CLOCK for x in vc)):
+        raise FrameError(f"vc is not a vector clock of {n} non-negative integers below 2**62")
+    return vc
+
+
 class MessageCodec:
     """Data frames of one actor system: messages encoded from and decoded into its declared types."""
 
@@ -386,13 +394,21 @@ class MessageCodec:
             j = self._json[msg] = to_json(self.system.message, msg)
         return j
 
-    def encode(self, src: int, dst: int, clock: int, msg: Any) -> bytes:
-        """The body of a data frame."""
-        return dumps({"src": src, "dst": dst, "clock": clock, "msg": self.msg_json(msg)})
+    def encode(self, src: int, dst: int, clock: int, msg: Any, vc: list[int] | None = None) -> bytes:
+        """The body of a data frame (with the sender's vector clock, when it keeps one)."""
+        obj: dict[str, Any] = {"src": src, "dst": dst, "clock": clock, "msg": self.msg_json(msg)}
+        if vc is not None:
+            obj["vc"] = vc
+        return dumps(obj)
 
     def decode(self, body: bytes) -> tuple[int, int, int, Any]:
         """(src, dst, clock, msg) of a data frame, validated against the spec's types."""
+        return self.decode_frame(body)[:4]
+
+    def decode_frame(self, body: bytes) -> tuple[int, int, int, Any, list[int] | None]:
+        """(src, dst, clock, msg, vector clock or None) of a data frame, validated."""
         obj = parse(body)
+        vc = vector_clock(obj.get("vc"), self.nproc)
         src, dst, clock = obj.get("src"), obj.get("dst"), obj.get("clock")
         for name, v in (("src", src), ("dst", dst)):
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < self.nproc:
@@ -401,7 +417,7 @@ class MessageCodec:
             raise FrameError(f"clock {clock!r} is not a non-negative integer below 2**62")
         if "msg" not in obj:
             raise FrameError("no \"msg\"")
-        return src, dst, clock, self.decode_msg(obj["msg"])
+        return src, dst, clock, self.decode_msg(obj["msg"]), vc
 
     def decode_msg(self, j: Any) -> Any:
         """A message from its JSON form, validated against the declared type (FrameError if it is not one)."""

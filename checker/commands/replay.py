@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 
 from ..loader import parse_params
+from ..render.text import printer
 from ..replay import replay
 from ..trace import Trace, trusted_spec
+from .common import add_full_argument
 
 NAME = "replay"
 HELP = "re-execute a trace file against its spec, step by step"
@@ -21,6 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a trace of another tool (Quint, Apalache): the spec's parameters (default: its defaults)")
     p.add_argument("--on-processes", action="store_true",
                    help="replay an actor or rounds spec's trace on real OS processes, in the trace's order")
+    add_full_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,5 +49,5 @@ def run(args: argparse.Namespace) -> int:
     what = f"spec {trace.spec_name} {trace.params}" if not trace.foreign else \
         f"a trace of {trace.source or 'another tool'}, against spec {spec}"
     print(f"replaying {args.file}: {what}")
-    replay(trace, say=print, spec=spec, params=params)
+    replay(trace, say=printer(), spec=spec, params=params, full=args.full)
     return 0

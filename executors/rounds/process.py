@@ -33,7 +33,7 @@ from lockstep.checker.loader import resolve
 from lockstep.specs.lang.jsonvalues import from_json, to_json
 from lockstep.specs.lang.rounds import LocalRound, RoundsSystem, rounds_system
 
-from ..wire import RUNNER, Endpoint, FrameError, connect, credentials, member_name, parse, serve
+from ..wire import RUNNER, Endpoint, FrameError, connect, credentials, member_name, parse, serve, vector_clock
 
 MAX_REJECTIONS_LOGGED = 1_000  # rejected frames recorded one by one (all are counted)
 MAX_AHEAD = 2  # rounds ahead of its own that a node keeps its neighbours' frames for
@@ -86,6 +86,9 @@ class RoundsNode:
         self.state = sysm.init_locals[self.pid]
         self.pad = tuple(sysm.transmit_prog.init_defaults[sysm.nstate:])
         self.inbox: dict[int, dict[int, int]] = {}
+        self.n = sysm.graph.number_of_nodes()
+        self.vc = [0] * self.n  # vector clock: entry q counts node q's recorded events (start, rounds)
+        self.heard_vc: dict[int, list[int]] = {}  # round -> the neighbours' clocks merged
         self.sent: dict[int, tuple[int, tuple]] = {}  # round -> (broadcast rep, state after transmit)
         self.choice: dict[int, dict[str, Any]] = {}
         self.forced: dict[int, tuple | None] = {}  # round -> the receive choice the runner imposes
@@ -182,8 +185,9 @@ class RoundsNode:
         step, fn = self.steps["start"][int(initiator)]
         out = fn(self.state + self.pad)
         self.state = out[0][1][:self.system.nstate] if out else self.state
+        self.vc[self.pid] += 1
         ev = {"kind": "start", "pid": self.pid, "clock": 0, "seq": 0, "time": self._now(),
-              "initiator": initiator, "state": self.system.local_json(self.state)}
+              "initiator": initiator, "state": self.system.local_json(self.state), "vc": list(self.vc)}
         self._write(ev)
         if self.cfg.controlled:
             self.ctl.send({"op": "started", "event": ev})
@@ -202,7 +206,7 @@ class RoundsNode:
         self.sent[r] = (rep, full[:n])
         self.choice[r] = choice_json(step)
         msg = self.system.message_json(rep)
-        body = json.dumps({"src": self.pid, "round": r, "msg": msg}, separators=(",", ":")).encode()
+        body = json.dumps({"src": self.pid, "round": r, "msg": msg, "vc": self.vc}, separators=(",", ":")).encode()
         for q in self.nbrs:
             ep = self.out.get(q)
             if ep is not None:
@@ -226,10 +230,14 @@ class RoundsNode:
             if "msg" not in obj:
                 raise ValueError('no "msg" (null when the sender listens)')
             rep = self.system.message_rep(obj["msg"])
+            vc = vector_clock(obj.get("vc"), self.n)
             box = self.inbox.setdefault(r, {})
             if src in box:
                 raise ValueError(f"a second frame from {src} in round {r}")
             box[src] = rep
+            if vc is not None:
+                have = self.heard_vc.get(r, vc)
+                self.heard_vc[r] = [max(a, b) for a, b in zip(have, vc)]
         except ValueError as e:
             self.reject(str(e))
             return
@@ -249,6 +257,9 @@ class RoundsNode:
             self.refuse(r, str(e))
             return
         self.state = full[:self.system.nstate]
+        heard_vc = self.heard_vc.pop(r, self.vc)
+        self.vc = [max(a, b) for a, b in zip(self.vc, heard_vc)]
+        self.vc[self.pid] += 1
         self.stats["rounds"] += 1
         self.stats["received"] += bool(received)
         self.stats["collisions"] += len(spoke) >= 2
@@ -256,7 +267,8 @@ class RoundsNode:
         choice = {**self.choice.pop(r), **choice_json(step)}
         ev = {"kind": "round", "pid": self.pid, "clock": r, "seq": r, "time": self._now(), "round": r,
               "broadcast": self.system.message_json(mine), "heard": len(spoke),
-              "received": self.system.message_json(received), "state": self.system.local_json(self.state)}
+              "received": self.system.message_json(received), "state": self.system.local_json(self.state),
+              "vc": list(self.vc)}
         if choice:
             ev["choice"] = choice
         self._write(ev)

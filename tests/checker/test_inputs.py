@@ -194,13 +194,13 @@ def test_a_claim_of_an_unknown_kind_is_refused(cli, tmp_path):
 
 def test_the_closing_step_of_a_lasso_is_recorded_and_checked(cli, tmp_path):
     out, data = lasso(cli, tmp_path)
-    closing = data["#meta"]["lockstep"]["closing"]
+    closing = data["#meta"]["lockstep"]["loop_action"]
     last = len(data["states"]) - 1
     assert closing == "stutter" if data["loop"] == last else closing["action"]
     if closing == "stutter":
         data["loop"] = 0
     else:
-        data["#meta"]["lockstep"]["closing"] = "stutter"
+        data["#meta"]["lockstep"]["loop_action"] = "stutter"
     out.write_text(json.dumps(data))
     r = no_traceback(cli("replay", str(out)))
     assert r.code == 2 and "stuttering" in r.err

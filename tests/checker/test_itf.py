@@ -84,15 +84,15 @@ def test_a_stuttering_lasso_and_a_self_loop_are_told_apart(tmp_path):
     s0 = model.initial_states()[0]
     self_loop = next(lid for lid, t in model.successors(s0) if t == s0)  # emptying an empty jug
     stutter = Trace.from_states(model, [(None, s0)], loop=0)
-    looped = Trace.from_states(model, [(None, s0)], loop=0, closing=model.label_json(self_loop))
-    assert stutter.to_json()["#meta"]["lockstep"]["closing"] == "stutter"
-    assert looped.to_json()["#meta"]["lockstep"]["closing"]["action"] == model.label(self_loop)
+    looped = Trace.from_states(model, [(None, s0)], loop=0, loop_action=model.label_json(self_loop))
+    assert stutter.to_json()["#meta"]["lockstep"]["loop_action"] == "stutter"
+    assert looped.to_json()["#meta"]["lockstep"]["loop_action"]["action"] == model.label(self_loop)
     for trace, shape in ((stutter, "stutters in state 0 for ever"), (looped, "leads from state 0 back to itself")):
         path = tmp_path / "lasso.json"
         trace.save(str(path))
         assert shape in replay(Trace.load(str(path))).conclusion
     data = looped.to_json()
-    data["#meta"]["lockstep"]["closing"] = {"action": "fill_big", "args": {}}  # does not lead back
+    data["#meta"]["lockstep"]["loop_action"] = {"action": "fill_big", "args": {}}  # does not lead back
     path.write_text(json.dumps(data))
     with pytest.raises(TraceError, match="fill_big does not lead from state 0 back to state 0"):
         replay(Trace.load(str(path)))
