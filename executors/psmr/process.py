@@ -31,10 +31,15 @@ from typing import Any
 
 from lockstep.specs.psmr.commands import CG_FUNCTIONS, Command, execute
 
-from ..wire import RUNNER, Endpoint, FrameError, connect, credentials, dumps, parse, serve
+from ..wire import RUNNER, Endpoint, FrameError, connect, credentials, dumps, member_name, parse, serve
 from .layout import Layout, ServiceConfig
 
 OPS = ("get", "put", "putall")
+# who may send each kind of frame to each role: a member of the run speaks only in its own role
+SENDERS = {("sequencer", "mc"): "client", ("sequencer", "fw"): "hub", ("hub", "mc"): "client",
+           ("worker", "dl"): "sequencer", ("worker", "sig"): "worker", ("worker", "go"): "worker",
+           ("client", "rep"): "worker"}
+MAX_CLOCK = 1 << 62  # a Lamport clock beyond this is refused
 
 
 def main(cfg: dict[str, Any]) -> None:
@@ -146,7 +151,13 @@ class Member:
     # -- frames ------------------------------------------------------------------------------
     def _frame(self, ep: Endpoint, body: bytes) -> None:
         try:
-            self.on_frame(parse(body))
+            msg = parse(body)
+            want = SENDERS.get((self.role[0], msg.get("t")))
+            sender = self.layout.role(ep.peer)[0] if 0 <= ep.peer < self.layout.size else "stranger"
+            if want is not None and sender != want:
+                raise FrameError(f"a {msg.get('t')!r} frame from {member_name(ep.peer)}, a {sender}: only a {want} "
+                                 f"sends it to a {self.role[0]}")
+            self.on_frame(msg, ep.peer)
         except (FrameError, KeyError, TypeError, ValueError) as e:
             self.rejected += 1
             self.log({"k": "rejected", "why": str(e)[:200]})
@@ -155,7 +166,8 @@ class Member:
         self.rejected += 1
         self.log({"k": "rejected", "why": why})
 
-    def on_frame(self, msg: dict[str, Any]) -> None:
+    def on_frame(self, msg: dict[str, Any], peer: int) -> None:
+        """Act on a frame from member `peer` (already parsed, its kind checked against the sender's role)."""
         raise NotImplementedError
 
     def send(self, dst: int, msg: dict[str, Any]) -> None:
@@ -202,7 +214,7 @@ class Sequencer(Member):
         self.next = 0
         self.batch: list = []
 
-    def on_frame(self, msg: dict[str, Any]) -> None:
+    def on_frame(self, msg: dict[str, Any], peer: int) -> None:
         if msg.get("t") not in ("mc", "fw"):
             raise FrameError(f"a sequencer takes multicasts, not {msg.get('t')!r}")
         for cid, c in _cmds(msg["cmds"]):
@@ -229,7 +241,7 @@ class Hub(Member):
         super().__init__(*a)
         self.count = 0
 
-    def on_frame(self, msg: dict[str, Any]) -> None:
+    def on_frame(self, msg: dict[str, Any], peer: int) -> None:
         if msg.get("t") != "mc":
             raise FrameError(f"the hub takes multicasts, not {msg.get('t')!r}")
         for cid, c in _cmds(msg["cmds"]):
@@ -260,9 +272,11 @@ class Worker(Member):
     def start(self) -> None:
         self.task = asyncio.get_running_loop().create_task(self._loop())
 
-    def on_frame(self, msg: dict[str, Any]) -> None:
+    def on_frame(self, msg: dict[str, Any], peer: int) -> None:
         t = msg.get("t")
         if t == "dl":
+            if peer != self.layout.sequencer(self.w):
+                raise FrameError(f"a delivery from {member_name(peer)}, not from the sequencer of group {self.w}")
             if msg["g"] != self.w or msg["seq"] != self.expected:
                 raise FrameError(f"delivery {msg['seq']} of group {msg['g']} at worker {self.w}, expected "
                                  f"{self.expected} of group {self.w}")
@@ -272,8 +286,11 @@ class Worker(Member):
                 self.queue.append((cid, c))
         elif t in ("sig", "go"):
             cid, frm, lc = msg["c"], msg["w"], msg["lc"]
-            if not (isinstance(cid, int) and isinstance(frm, int) and isinstance(lc, int)):
-                raise FrameError(f"malformed {t}")
+            if not (isinstance(cid, int) and isinstance(frm, int) and isinstance(lc, int) and 0 <= lc < MAX_CLOCK):
+                raise FrameError(f"malformed {t}: c, w and lc must be integers, lc below 2**62")
+            if self.layout.role(peer) != ("worker", self.replica, frm):
+                raise FrameError(f"a {t} from {member_name(peer)} claiming to come from worker {frm} of replica "
+                                 f"{self.replica}")
             self.lc = max(self.lc, lc) + 1
             if t == "sig":
                 self.signals.setdefault(cid, set()).add(frm)
@@ -414,7 +431,7 @@ class Client(Member):
             ev["output"] = output
         self.history.write(json.dumps(ev, separators=(",", ":")) + "\n")
 
-    def on_frame(self, msg: dict[str, Any]) -> None:
+    def on_frame(self, msg: dict[str, Any], peer: int) -> None:
         if msg.get("t") != "rep":
             raise FrameError(f"a client takes replies, not {msg.get('t')!r}")
         cid, v = msg["c"], msg["v"]
