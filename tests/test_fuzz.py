@@ -192,3 +192,40 @@ def test_processes_reject_any_frame_without_failing(nodes, data):
     for node, template, peer in zip((actor, rounds, agent), templates, (1, 0, 0)):
         body = text_of(data.draw, data.draw(mutated(template)))
         node.on_frame(Peer(data.draw(st.sampled_from([peer, 3]))), body)  # any frame: taken, deferred or rejected
+
+
+@pytest.fixture(scope="module")
+def actor_trace():
+    """A counterexample of an actor spec (the pictures draw and export its processes)."""
+    return check(load_model("two_phase_commit_eager"), Options()).violation.trace.to_json()
+
+
+@pytest.fixture(scope="module")
+def rounds_lines(tmp_path_factory):
+    import contextlib
+    import io
+
+    from lockstep.checker.cli import main
+
+    path = tmp_path_factory.mktemp("fuzz") / "rounds.jsonl"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["run", "d2_coloring", "--tree", "path:4", "--trace", str(path)]) == 0
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+@FUZZ
+@given(data=st.data())
+def test_draw_and_export_of_a_mutated_trace(cli, tmp_path, actor_trace, run_lines, rounds_lines, data):
+    """The pictures read counterexamples, actor runs and rounds runs: any mutation is an error line or a picture."""
+    what = data.draw(st.sampled_from(["trace", "actors", "rounds"]))
+    if what == "trace":
+        path = tmp_path / "fuzzed.json"
+        path.write_bytes(text_of(data.draw, data.draw(mutated(actor_trace))))
+    else:
+        lines = copy.deepcopy(run_lines if what == "actors" else rounds_lines)
+        i = data.draw(st.integers(0, len(lines) - 1))
+        lines[i] = data.draw(mutated(lines[i]))
+        path = tmp_path / "fuzzed.jsonl"
+        path.write_bytes(b"\n".join(json.dumps(x).encode() for x in lines) + b"\n")
+    verdict_or_input_error(cli("draw", str(path), "--out", str(tmp_path / "chart.svg")))
+    verdict_or_input_error(cli("export", str(path), "--shiviz", str(tmp_path / "run.shiviz")))

@@ -92,7 +92,9 @@ def _draw_run(merged: MergedRun, args: argparse.Namespace, ext: str) -> int:
             if res.violation:
                 bad, note = res.rounds, f"violates {res.violation}"
         except Mismatch as m:
-            bad, note = m.event.get("round"), f"not a round of the spec: {m.reason}"
+            r = m.event.get("round")
+            bad = r if isinstance(r, int) and not isinstance(r, bool) else None
+            note = f"not a round of the spec: {m.reason}"
         grid = grid_of_run(merged, model, bad, note or "")
         text = grid_svg(grid) if ext == ".svg" else wrap(grid.title, grid_svg(grid, standalone=False))
         write_text(args.out, text)

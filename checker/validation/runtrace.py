@@ -261,6 +261,42 @@ def _check_event(path: str, i: int, e: dict[str, Any]) -> None:
                 raise TraceError(f"{path}:{i}: a {e['kind']} event needs integer \"clock\" and \"seq\"")
 
 
+def _pid_in(v: Any, nproc: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < nproc
+
+
+def vector_clock(e: dict[str, Any], nproc: int) -> list[int] | None:
+    """An event's vector clock (None when it records none); a TraceError at its line if it is not one."""
+    vc = e.get("vc")
+    if vc is not None and not (isinstance(vc, list) and len(vc) == nproc and
+                               all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in vc)):
+        raise TraceError(f"line {e.get('_line', '?')}: \"vc\" must be a vector clock of {nproc} non-negative "
+                         f"integers, got {_compact(vc)}")
+    return vc
+
+
+def check_shape(e: dict[str, Any], nproc: int) -> None:
+    """The fields of an actor run's event that a reader takes as they are (processes, senders, destinations,
+    vector clock, time) have their JSON types and ranges; a TraceError at the event's line otherwise. The
+    validator checks the rest against the spec; pictures need this much to draw an event."""
+    where = f"line {e.get('_line', '?')}"
+    kind = e.get("kind")
+    if not _pid_in(e.get("pid"), nproc):
+        raise TraceError(f"{where}: pid {_compact(e.get('pid'))} is not a process of the run (0..{nproc - 1})")
+    if kind == "message" and not _pid_in(e.get("src"), nproc):
+        raise TraceError(f"{where}: src {_compact(e.get('src'))} is not a process of the run (0..{nproc - 1})")
+    if kind == "forge" and not _pid_in(e.get("dst"), nproc):
+        raise TraceError(f"{where}: dst {_compact(e.get('dst'))} is not a process of the run (0..{nproc - 1})")
+    sends = e.get("sends")
+    if sends is not None and not (isinstance(sends, list) and all(
+            isinstance(x, list) and len(x) == 2 and _pid_in(x[0], nproc) for x in sends)):
+        raise TraceError(f"{where}: \"sends\" must list [destination process, message] pairs, got {_compact(sends)}")
+    vector_clock(e, nproc)
+    t = e.get("time")
+    if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))):
+        raise TraceError(f"{where}: \"time\" must be a number of seconds, got {_compact(t)}")
+
+
 HEADER_TYPES: dict[str, tuple[type, ...]] = {"spec": (str,), "spec_name": (str,), "params": (dict,), "processes": (int,),
                                              "notes": (list,), "model": (str,), "cut": (dict,), "seed": (int,),
                                              "agents": (int,), "interactions": (int,), "start": (str, type(None)),

@@ -177,3 +177,23 @@ def test_a_run_of_an_unregistered_spec_is_validated_against_the_spec_named(cli, 
     assert r.code == 2 and "not a registered spec name" in r.err and "--spec" in r.err
     r = cli("validate", path, "--spec", "two_phase_commit")
     assert r.code == 0 and "validating it against 'two_phase_commit', as asked" in r.out and "Valid: all" in r.out
+
+
+def test_pictures_of_a_run_with_malformed_events_exit_2(cli, recorded, tmp_path):
+    """draw and export read a run's processes, senders, destinations and vector clocks as they are: each of the
+    wrong JSON type or out of range is one error line at its event, not an internal error."""
+    i = first(recorded, lambda e: e["kind"] == "message")
+    for field, value, says in (("sends", [[7, {"tag": "Commit"}]], '"sends" must list [destination process'),
+                               ("sends", [1], '"sends" must list [destination process'),
+                               ("src", None, "src null is not a process of the run (0..2)"),
+                               ("pid", 9, "pid 9 is not a process of the run (0..2)"),
+                               ("vc", [1, "x", 0], '"vc" must be a vector clock of 3 non-negative integers'),
+                               ("time", "soon", '"time" must be a number of seconds')):
+        lines = list(recorded)
+        e = json.loads(lines[i])
+        e[field] = value
+        lines[i] = json.dumps(e)
+        path = write(tmp_path, lines)
+        for argv in (("draw", path, "--out", str(tmp_path / "c.svg")), ("export", path, "--shiviz", str(tmp_path / "s.log"))):
+            r = cli(*argv)
+            assert r.code == 2 and f"line {i + 1}: " in r.err and says in r.err, (field, value, argv[0], r.err)
