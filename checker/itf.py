@@ -94,6 +94,10 @@ def type_string(dom: Domain) -> str:
         return f"Set({type_string(dom.elem)})"
     if isinstance(dom, MapDomain):
         return f"({type_string(dom.key)} -> {type_string(dom.val)})"
+    if isinstance(dom, SeqDomain):
+        return f"Seq({type_string(dom.elem)})"
+    if isinstance(dom, OneOfDomain):  # declared Python values, written as plain values: their type, inferred
+        return infer_type([encode_plain(v) for v in dom.vals])
     raise TypeError(f"no ITF type for {dom!r}")
 
 
