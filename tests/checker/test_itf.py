@@ -137,7 +137,8 @@ def strip_meta(states):
 
 @pytest.mark.parametrize("spec, params, steps", [("two_phase", {"rm": 2}, 6), ("bracha", {}, 5),
                                                  ("d2_coloring", {}, 4), (model_path("term_corners.py") + ":Messages", {}, 4),
-                                                 (model_path("plain_floats.py"), {}, 3)])
+                                                 (model_path("plain_floats.py"), {}, 3), ("alternating_bit", {}, 6),
+                                                 (model_path("quorums.py") + ":Vote", {}, 3)])
 def test_quints_reader_reads_our_traces(quint, tmp_path, spec, params, steps):
     """Quint's ofItf reads the file; its toItf writes back the same values."""
     _, reader, root = quint
