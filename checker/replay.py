@@ -16,7 +16,7 @@ from typing import Any
 
 from lockstep.specs.lang.errors import SpecError
 
-from .loader import LoadError, load_model, resolve, spec_name_of
+from .loader import LoadError, display_name, load_model, resolve
 from .model import Model
 from .trace import Trace, TraceError, same_values, trusted_spec
 
@@ -67,7 +67,7 @@ def load_for(trace: Trace, spec: str | None = None, params: dict[str, int] | Non
         obj, _ = resolve(ref)
     except (LoadError, SpecError) as e:
         raise TraceError(f"spec {ref!r} cannot be loaded: {e}") from None
-    name = spec_name_of(obj).rsplit(".", 1)[-1]
+    name = display_name(obj)
     if not trace.foreign and trace.spec_name and trace.spec_name != name:
         raise TraceError(f"the trace belongs to spec {trace.spec_name}, but {ref!r} is spec {name}")
     values = dict(params or {}) if trace.foreign else trace.params
