@@ -77,6 +77,9 @@ def _import_module(name: str) -> ModuleType:
         raise LoadError(_import_failure(name, e)) from None
     except SpecError:
         raise
+    except SystemExit as e:
+        raise LoadError(f"module {name} called sys.exit({e.code!r}) while it was imported: it is not a spec Lockstep "
+                        "can load (nothing was checked)") from None
     except Exception as e:
         raise LoadError(_import_failure(name, e)) from None
 
@@ -113,8 +116,11 @@ def _import_path(path: str) -> ModuleType:
         raise
     except BaseException as e:
         del sys.modules[mod_name]
-        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+        if isinstance(e, KeyboardInterrupt):
             raise
+        if isinstance(e, SystemExit):
+            raise LoadError(f"spec file {path} called sys.exit({e.code!r}) while it was imported: it is not a spec "
+                            "Lockstep can load (nothing was checked)") from None
         raise LoadError(_import_failure(path, e)) from None
     finally:
         sys.path.remove(os.path.dirname(full))

@@ -4,24 +4,31 @@ system model, and the dispatch to the model's own command (`actors`, `rounds`, `
 from __future__ import annotations
 
 import argparse
+import sys
 
-from lockstep.checker.commands.common import add_spec_arguments, natural
+from lockstep.checker.commands.common import add_spec_arguments, natural, output_file
 from lockstep.checker.commands.datalog import weight_range
 from lockstep.checker.errors import UsageError
-from lockstep.checker.loader import is_protocol, parse_params
+from lockstep.checker.loader import is_protocol, parse_params, resolve
 from lockstep.specs.datalog.catalog import is_program_ref
 
-from .actors.command import run_actor_command
-from .datalog.command import run_datalog_command, staleness, straggler
-from .population.command import run_population_command
+from .datalog.command import staleness, straggler
 from .psmr import command as psmr_command
-from .rounds.command import kill_plan
-from .rounds.command import run as run_rounds_spec
-from .rounds.run import rounds_class
 
 NAME = "run"
 HELP = ("run an actor spec as one OS process per actor, a population protocol as one process per agent and a "
         "scheduler, or a Datalog program on SSP workers (TCP on 127.0.0.1), then validate the run")
+
+
+def kill_plan(text: str) -> tuple[int, int]:
+    """`P@R`: kill node P at the start of round R."""
+    try:
+        p, r = (int(x) for x in text.split("@"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NODE@ROUND, e.g. 3@2") from None
+    if p < 0 or r < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: the node must be >= 0 and the round >= 1")
+    return p, r
 
 
 def seconds(text: str) -> float:
@@ -43,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                    "(default: the protocol's first @start)")
     p.add_argument("--faults", metavar="FILE", help="a JSON fault plan: drop, duplicate, reorder, delay_ms, "
                                                     "partitions, crashes (see executors/faults.py)")
-    p.add_argument("--trace", metavar="FILE", help="write the merged run trace (JSON lines) to FILE")
+    p.add_argument("--trace", type=output_file, metavar="FILE", help="write the merged run trace (JSON lines) to FILE")
     p.add_argument("--seed", type=natural, default=0,
                    help="seed for handler choices and injected faults (population protocols: the scheduler's pairs, "
                         "the start states and the agents' draws)")
@@ -88,19 +95,38 @@ ONE_KIND_OPTIONS = [("tree", "--tree", "rounds"), ("initiator", "--initiator", "
 def run(args: argparse.Namespace) -> int:
     if psmr_command.is_psmr(args.spec):
         return psmr_command.run_psmr_command(args)
-    if is_program_ref(args.spec):
-        kind = "datalog"
-    else:
-        kind = "rounds" if rounds_class(args.spec) is not None else "population" if is_protocol(args.spec) else "actor"
+    kind = spec_kind(args.spec)
     for attr, flag, owner in ONE_KIND_OPTIONS:
         if getattr(args, attr) is not None and owner != kind:
             raise UsageError(f"{flag} applies to {owner} specs; {args.spec} is a{'n' if kind == 'actor' else ''} "
                              f"{kind} spec (see `lockstep run --help`)")
-    if kind == "rounds":
-        return run_rounds_spec(args)
     params = parse_params(args.param)
     if kind == "datalog":
+        from .datalog.command import run_datalog_command
+
         return run_datalog_command(args, params)
+    print(f"progress: building {args.spec}" + "".join(f" {k}={v}" for k, v in params.items()), file=sys.stderr,
+          flush=True)
+    if kind == "rounds":  # each model's runner is imported when it runs (networkx, asyncio, multiprocessing)
+        from .rounds.command import run as run_rounds_spec
+
+        return run_rounds_spec(args)
     if kind == "population":
+        from .population.command import run_population_command
+
         return run_population_command(args, params)
+    from .actors.command import run_actor_command
+
     return run_actor_command(args, params)
+
+
+def spec_kind(ref: str) -> str:
+    """"datalog", "rounds", "population" or "actor": the system model of the spec `ref` names (without importing the
+    models it does not use: a rounds spec has imported the rounds model already)."""
+    if is_program_ref(ref):
+        return "datalog"
+    obj, _ = resolve(ref)
+    rounds = sys.modules.get("lockstep.specs.lang.rounds.spec")
+    if rounds is not None and isinstance(obj, type) and issubclass(obj, rounds.RoundsSpec):
+        return "rounds"
+    return "population" if is_protocol(ref) else "actor"

@@ -15,6 +15,7 @@ from lockstep.specs.lang import Spec
 from lockstep.specs.registry import SPECS
 
 MODELS = os.path.join(os.path.dirname(__file__), "models")
+REFUSED_WHEN_BUILT = {"huge_keys.py:HugeKeys"}  # too large to build, by design: the input-limit tests' business
 
 
 @dataclass
@@ -57,5 +58,6 @@ def typed_spec_refs() -> list[str]:
         except Exception:
             continue
         refs += [f"tests/models/{name}:{n}" for n, v in vars(module).items()
-                 if inspect.isclass(v) and issubclass(v, Spec) and v.__module__ == module.__name__]
+                 if inspect.isclass(v) and issubclass(v, Spec) and v.__module__ == module.__name__
+                 and f"{name}:{n}" not in REFUSED_WHEN_BUILT]
     return refs

@@ -11,7 +11,7 @@ from ..loader import load_model, parse_params
 from ..progress import NoProgress, Progress, stderr_say
 from ..rounds.sweep import FORCE_LIMIT, sweep, table, tree_arguments, tree_spec
 from ..vector import choice
-from .common import add_full_argument, add_spec_arguments, load_typed, natural, positive, print_violation, report
+from .common import add_full_argument, add_spec_arguments, load_typed, natural, output_file, positive, print_violation, report
 
 NAME = "check"
 HELP = "model-check a spec: invariants, deadlocks, step failures and temporal properties"
@@ -41,13 +41,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "vector, scalar (= explicit); or smt, bounded model checking with z3")
     p.add_argument("--depth", type=natural, metavar="K",
                    help=f"--engine smt: look for violations within K steps (default {SMT_DEPTH})")
-    p.add_argument("--out", metavar="FILE", help="write the counterexample trace (JSON, ITF) to FILE")
-    p.add_argument("--coverage", metavar="FILE", help="count how often each action is enabled (scalar engine, no "
-                                                      "partial-order reduction) and write it as JSON to FILE")
+    p.add_argument("--out", type=output_file, metavar="FILE", help="write the counterexample trace (JSON, ITF) to FILE")
+    p.add_argument("--coverage", type=output_file, metavar="FILE",
+                   help="count how often each action is enabled (scalar engine, no partial-order reduction) and "
+                        "write it as JSON to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     add_full_argument(p)
-    p.add_argument("--dump-graph", metavar="FILE.dot", help="write the state graph (Graphviz DOT), the counterexample "
-                                                             "in red; for small instances")
+    p.add_argument("--dump-graph", type=output_file, metavar="FILE.dot",
+                   help="write the state graph (Graphviz DOT), the counterexample in red; for small instances")
     p.add_argument("--graph-limit", type=positive, default=1000, metavar="N",
                    help="--dump-graph: refuse graphs of more than N states (default 1000)")
     p.add_argument("--tree", metavar="GEN", help="tree specs: check on this tree "
@@ -80,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
     if args.property and args.engine == "vector":
         raise UsageError("--property: temporal properties are checked by the scalar engine; drop --engine vector")
     params = tree_arguments(args, parse_params(args.param))
+    if not args.quiet:  # building a large instance takes a while: say what is being built first
+        print(f"progress: building {args.spec}" + "".join(f" {k}={v}" for k, v in params.items()), file=sys.stderr,
+              flush=True)
     model = load_model(args.spec, params, symmetry=args.symmetry, invariants=args.invariant or None)
     por, por_note = por_choice(args, model)
     coverage = None

@@ -16,7 +16,7 @@ from ..loader import LoadError, parse_params, resolve
 from ..probabilistic import smc
 from ..probabilistic.batched import AGENT_LIMIT, Simulator
 from .analyze import load_population, target_name
-from .common import add_spec_arguments, natural, positive
+from .common import add_spec_arguments, natural, output_file, positive
 
 NAME = "simulate"
 HELP = ("random simulation: walks that check invariants, deadlocks and steps (any spec); population protocols: "
@@ -57,8 +57,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=positive, metavar="N", help="worker processes sharing the walks (default 1)")
     p.add_argument("--invariant", action="append", metavar="NAME", help="check only this invariant (repeatable)")
     p.add_argument("--no-deadlock", action="store_true", default=None, help="a walk may end in a state without steps")
-    p.add_argument("--out", metavar="FILE", help="write the first violation's trace (JSON, ITF) to FILE")
-    p.add_argument("--coverage", metavar="FILE", help="write per-action coverage (enabled / taken) as JSON to FILE")
+    p.add_argument("--out", type=output_file, metavar="FILE", help="write the first violation's trace (JSON, ITF) to FILE")
+    p.add_argument("--coverage", type=output_file, metavar="FILE",
+                   help="write per-action coverage (enabled / taken) as JSON to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--time", type=positive_float, metavar="T",
                    help="parallel time (interactions / n) allowed per run (default 20·ln n + 50)")
@@ -71,7 +72,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prob", type=fraction, default=0.99, help="probability for --within (default 0.99)")
     p.add_argument("--claim-confidence", type=fraction, default=0.999, metavar="Q",
                    help="confidence of the --within verdict (default 0.999)")
-    p.add_argument("--plot", metavar="FILE.png", help="plot the outputs of one run over parallel time")
+    p.add_argument("--plot", type=output_file, metavar="FILE.png", help="plot the outputs of one run over parallel time")
 
 
 def concrete_start(protocol: Population, name: str | None) -> tuple[str, list[tuple[int, ...]]]:

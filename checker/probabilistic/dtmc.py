@@ -10,13 +10,16 @@ distinct over the explored configurations, which makes every lookup exact.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from lockstep.specs.lang.population import ALL, Population
 
 from ..loader import LoadError
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 DEFAULT_LIMIT = 2_000_000
 """Largest number of configurations the exact analysis builds unless told otherwise."""
@@ -95,6 +98,8 @@ def build(protocol: Population, start: str | None = None, limit: int = DEFAULT_L
             break
     else:  # pragma: no cover - four independent 64-bit key collisions
         raise RuntimeError("configuration keys collided repeatedly")
+    import scipy.sparse as sp  # imported when a chain is built: scipy takes a large part of a second
+
     chain = Chain(protocol, configs, sp.csr_matrix((0, 0)), np.empty(0, np.int64), name, skeys, order, r)
     chain.P = _matrix(chain, moves)
     start_keys = linear_keys(starts_rows, r)
@@ -225,6 +230,8 @@ def _explore(starts: np.ndarray, moves: _Moves, r: np.ndarray, limit: int, proto
 
 
 def _matrix(chain: Chain, moves: _Moves) -> sp.csr_matrix:
+    import scipy.sparse as sp
+
     configs, r = chain.configs, chain._r
     keys = linear_keys(configs, r)
     rows_, cols_, vals_ = [], [], []

@@ -152,10 +152,10 @@ def lasso_lines(trace: Trace) -> list[Text]:
     if trace.loop is None:
         return []
     last = len(trace.steps) - 1
-    if trace.loop == last:
+    action = trace.loop_action if isinstance(trace.loop_action, dict) else None  # else "stutter", or not recorded
+    if trace.loop == last and action is None:
         return [Text(f"  {'':>3}  (stutters in state {last} for ever)", "magenta")]
     t = Text(f"  {'->':>3}  ", "bold magenta")
-    action = getattr(trace, "loop_action", None)
     if action:
         t.append_text(action_text(action))
         t.append("  ")

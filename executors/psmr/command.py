@@ -11,11 +11,8 @@ import tempfile
 import time
 
 from lockstep.checker.errors import UsageError
-from lockstep.checker.linearizability import check, load_model, read_history
-from lockstep.checker.validation.psmr import RunInvalid, validate_run
 
 from .layout import ServiceConfig
-from .run import merge_history, run
 
 SPEC_NAMES = ("psmr", "lockstep.specs.psmr.spec:PSMR", "psmr_first_key_cg", "lockstep.specs.psmr.spec:PSMRFirstKeyCG")
 
@@ -76,6 +73,11 @@ def _config(args: argparse.Namespace) -> ServiceConfig:
 
 
 def run_psmr_command(args: argparse.Namespace) -> int:
+    from lockstep.checker.linearizability import check, load_model, read_history  # imported when a P-SMR run runs
+    from lockstep.checker.validation.psmr import RunInvalid, validate_run
+
+    from .run import merge_history, run
+
     cfg = _config(args)
     crash = _kill(args.kill_replica, cfg.replicas)
     duration = args.duration or 2.0

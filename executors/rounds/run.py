@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from lockstep.checker.loader import LoadError, resolve
 from lockstep.checker.validation.runtrace import MergedRun, merge
 from lockstep.specs.lang.rounds import RoundsSpec, RoundsSystem, rounds_system
 
-from ..cluster import Cluster, Member
+from ..cluster import Cluster, Member, default_trace_path
 from .process import RoundsNodeConfig, main
 
 ROUND_TIMEOUT = 60.0  # seconds a round may take before the run is abandoned
@@ -153,9 +152,10 @@ async def run_async(spec: str, params: dict[str, int], trace: str | None = None,
         for p, m in sorted(cluster.members.items()):
             if m.exit_note:
                 notes.append(f"process {p} {m.exit_note}")
-        out = trace or os.path.join(tempfile.gettempdir(), f"lockstep-{sysm.name}-{os.getpid()}.jsonl")
+        notes += cluster.rejection_notes()
+        out = trace or default_trace_path(sysm.name)
         merged = merge({p: cluster.trace_path(p) for p in range(n)}, out, spec, sysm.name, params, notes,  # type: ignore[misc]
-                       {"lost": lost} if lost else None)
+                       {"model": "rounds"} | ({"lost": lost} if lost else {}))
         final: dict[int, dict[str, Any]] = {}
         for e in merged.events:
             if "state" in e:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import Location, SpecError, user_location
+from .limits import check_slots
 from .markers import kind_of, marker, meta_of
 from .params import Binding, Param, ParamLike, bound
 from .program import Check, Field, Predicate, Program, TemporalProperty, Transition
@@ -269,17 +270,21 @@ class _Builder:
     def _fields(self) -> list[Field]:
         fields, base = [], 0
         for name, d in self.decls.items():
-            if isinstance(d, Var):
-                dom, init, loc = d.type.dom(), d.init, d.location
-            elif isinstance(d, (Map, Set, Seq)):
-                dom, init, loc = d.dom(), d.init, d.location
-            else:
+            if not isinstance(d, (Var, Map, Set, Seq)):
                 continue
+            loc = d.location
+            try:
+                dom, init = (d.type.dom(), d.init) if isinstance(d, Var) else (d.dom(), d.init)
+            except SpecError as e:
+                if e.location is not None:
+                    raise
+                raise SpecError(f"field {name}: {e.message}", loc, e.hint) from None  # a size limit
             if self._is_param_name(name):
                 raise SpecError(f"{name!r} is both a field and a parameter", loc)
             f = Field(name, dom, base, init, loc)
             fields.append(f)
             base += f.count
+            check_slots(base, self.cls.__name__)
         return fields
 
     def _is_param_name(self, name: str) -> bool:
@@ -332,7 +337,11 @@ class _Builder:
                 raise SpecError(f"parameter {pname!r} of {name} is a Map", _def_location(fn), "use a scalar type")
         doms = tuple(t.dom() for t in anns.values())
         out = []
-        for values in domain_values(doms):
+        try:
+            combinations = domain_values(doms)
+        except SpecError as e:
+            raise SpecError(f"action {name}'s parameters: {e.message}", _def_location(fn), e.hint) from None
+        for values in combinations:
             t = self._trace_one(prog, name, fn, tuple(zip(anns, values)))
             if t is not None:
                 t.arg_doms = doms

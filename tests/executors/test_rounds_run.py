@@ -126,29 +126,72 @@ def test_the_outcome_check_is_independent_of_the_spec():
 
 def test_malformed_frames_are_rejected_and_change_nothing():
     from lockstep.executors.rounds.process import RoundsNode, RoundsNodeConfig
-    from lockstep.executors.wire import frame
+    from lockstep.executors.wire import dumps
+    from tests.executors.wire_helpers import Peer
 
     node = RoundsNode(RoundsNodeConfig("d2_coloring", tree_params(nx.path_graph(3)), 1, 0, None))
-    for body in (b"not json", frame({"src": 0, "round": 1})[4:], frame({"src": 2, "round": 0, "msg": None})[4:],
-                 frame({"src": 5, "round": 1, "msg": None})[4:],
-                 frame({"src": 0, "round": 1, "msg": {"tag": "Color", "sid": 0}})[4:]):
-        node.on_frame(body)
-    assert node.stats["rejected"] == 5 and node.inbox == {}
-    node.on_frame(frame({"src": 0, "round": 1, "msg": None})[4:])
-    node.on_frame(frame({"src": 0, "round": 1, "msg": None})[4:])
-    assert node.stats["rejected"] == 6 and node.inbox == {1: {0: 0}}
+    for body in (b"not json", dumps({"src": 0, "round": 1}), dumps({"src": 2, "round": 0, "msg": None}),
+                 dumps({"src": 5, "round": 1, "msg": None}), dumps({"src": 0, "round": 9, "msg": None}),
+                 dumps({"src": 0, "round": 1, "msg": {"tag": "Color", "sid": 0}}), b"[" * 100 + b"]" * 100):
+        node.on_frame(Peer(0), body)
+    node.on_frame(Peer(2), dumps({"src": 0, "round": 1, "msg": None}))  # node 2 speaking for node 0
+    assert node.stats["rejected"] == 8 and node.inbox == {}
+    node.on_frame(Peer(0), dumps({"src": 0, "round": 1, "msg": None}))
+    node.on_frame(Peer(0), dumps({"src": 0, "round": 1, "msg": None}))
+    assert node.stats["rejected"] == 9 and node.inbox == {1: {0: 0}}
 
 
 def test_a_malformed_rounds_trace_is_reported_not_a_traceback(run30, tmp_path, capsys):
     _, _, path = run30
     lines = path.read_text().splitlines()
-    ev = json.loads(lines[-1])
+    assert json.loads(lines[-1]) == {"kind": "end", "events": len(lines) - 2}
+    ev = json.loads(lines[-2])
     ev["pid"] = 99
     bad = tmp_path / "pid.jsonl"
-    bad.write_text("\n".join(lines[:-1] + [json.dumps(ev)]) + "\n")
+    bad.write_text("\n".join(lines[:-2] + [json.dumps(ev), lines[-1]]) + "\n")
     assert main(["validate", str(bad)]) == 1
     assert "pid 99 is not a node of the network (0..29)" in capsys.readouterr().out
     cut = tmp_path / "cut.jsonl"
     cut.write_text("\n".join(lines[:40]) + "\n" + lines[40][:25] + "\n")
     assert main(["validate", str(cut)]) == 2
     assert "not valid JSON" in capsys.readouterr().err
+
+
+def test_nodes_reject_strangers_and_impostors(tmp_path):
+    """A stranger's forged opening and an oversized frame, and a neighbour speaking for another node: refused by a
+    real node, counted, and the run goes on."""
+    import asyncio
+
+    from lockstep.executors.rounds.run import RoundsCluster
+    from lockstep.executors.wire import LENGTH, dumps
+    from tests.executors.wire_helpers import forged_opening, insider, raw, stranger
+
+    params = tree_params(nx.path_graph(3))
+
+    async def scenario() -> RoundsCluster:
+        cluster = RoundsCluster("d2_coloring", params, 3, str(tmp_path), start_method="spawn")
+        try:
+            await cluster.start({p: {"initiator": p == 0} for p in range(3)})
+            port = cluster.members[1].port
+            _, w, _ = await stranger(port)
+            w.write(forged_opening(0, 1) + raw(dumps({"src": 0, "round": 1, "msg": None})))
+            _, w2, _ = await stranger(port)
+            w2.write(LENGTH.pack(1 << 30))
+            ep = await insider(cluster.creds, 2, port, 1)
+            ep.send({"src": 0, "round": 1, "msg": None})  # node 2 claiming to be node 0
+            await w.drain()
+            await w2.drain()
+            await asyncio.sleep(0.5)
+            await cluster.stop()
+        finally:
+            cluster.close()
+        return cluster
+
+    cluster = asyncio.run(scenario())
+    bye = cluster.members[1].bye
+    assert bye is not None and bye["stats"]["rejected"] == 3
+    events = [json.loads(x) for x in (tmp_path / "process-1.jsonl").read_text().splitlines()]
+    reasons = [e["reason"] for e in events if e["kind"] == "rejected"]
+    assert any("without the run's secret" in r for r in reasons) and any("more than the limit" in r for r in reasons)
+    assert any("process 2 sent a frame claiming to come from node 0" in r for r in reasons)
+    assert events[-1]["kind"] == "end"

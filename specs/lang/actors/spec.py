@@ -50,6 +50,7 @@ from typing import Any
 
 from ..errors import Location, SpecError, user_location
 from ..jsonvalues import from_json, to_json
+from ..limits import check_enumeration
 from ..params import Param, ParamLike, resolve
 from ..program import Check, Field, Program, Transition
 from ..spec import (
@@ -549,6 +550,8 @@ class _ActorBuilder(_Builder):
         self.types = types
         self.proc = types.proc.dom()
         self.msg = types.message.dom()
+        check_enumeration([self.proc.size, self.proc.size, self.msg.size],
+                          f"{cls.__name__}'s handler inputs to trace (processes x senders x messages)", here=False)
         v = self.binding.values
         self.net = choose(types.proc, types.message, types.envelope, bool(v["ordered"]), bool(v["duplicating"]),
                           v["capacity"])

@@ -541,6 +541,12 @@ class Population:
         got = self.start_configurations()
         return list(self.all_configurations()) if got is ALL else got
 
+    def initial_count(self) -> int:
+        """How many configurations `init()` has, counted without listing them (every configuration of the n
+        agents over the Q states when the first start is ALL)."""
+        got = self.start_configurations()
+        return math.comb(self.n + self.Q - 1, self.Q - 1) if got is ALL else len(got)
+
     def next(self, c: tuple[int, ...]) -> Iterator[tuple[str, tuple[int, ...]]]:
         for _, label, succ in self.weighted_successors(c):
             yield label, succ
