@@ -11,6 +11,7 @@ from ..loader import load_model, parse_params
 from ..progress import NoProgress, Progress
 from ..rounds.sweep import FORCE_LIMIT, sweep, table, tree_arguments, tree_spec
 from ..vector import choice
+from .checkpointing import add_checkpoint_arguments, checkpoint_options
 from .common import add_full_argument, add_spec_arguments, load_typed, natural, positive, print_violation, report
 
 NAME = "check"
@@ -45,6 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                              "in red; for small instances")
     p.add_argument("--graph-limit", type=positive, default=1000, metavar="N",
                    help="--dump-graph: refuse graphs of more than N states (default 1000)")
+    add_checkpoint_arguments(p)
     p.add_argument("--tree", metavar="GEN", help="tree specs: check on this tree "
                                                  "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")
     p.add_argument("--seed", type=natural, default=0, help="with --tree random:N: the seed of the random tree")
@@ -86,8 +88,9 @@ def run(args: argparse.Namespace) -> int:
           + (", symmetry reduction" if args.symmetry else ""))
     invs = ", ".join(model.invariant_names) or "none"
     print(f"  invariants: {invs}; deadlock: {'checked' if opts.deadlock else 'not checked'}")
+    vopts = checkpoint_options(args, engine, vm, opts)
     progress = NoProgress() if args.quiet else Progress()
-    res = choice.run(engine, model, vm, opts, progress)
+    res = choice.run(engine, model, vm, opts, progress, vopts)
     if why and engine != args.engine:
         res.notes.append(why)
     report(res, args.out, model, args.full)
