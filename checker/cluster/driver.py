@@ -144,8 +144,8 @@ class ClusterSearch:
 
     # -- the run ----------------------------------------------------------------------------------
     def run(self) -> CheckResult:
-        t0 = time.monotonic()
         self._connect()
+        t0 = time.monotonic()
         found: _Found | None = None
         queued = 0
         try:

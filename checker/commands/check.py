@@ -11,7 +11,7 @@ from ..loader import load_model, parse_params
 from ..progress import NoProgress, Progress
 from ..rounds.sweep import FORCE_LIMIT, sweep, table, tree_arguments, tree_spec
 from ..vector import choice
-from .checkpointing import add_checkpoint_arguments, checkpoint_options
+from .scaling import add_scaling_arguments, check_on_cluster, check_scaling_flags, checkpoint_options
 from .common import add_full_argument, add_spec_arguments, load_typed, natural, positive, print_violation, report
 
 NAME = "check"
@@ -30,7 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(KIND is weak, strong or none; repeatable)")
     p.add_argument("--no-deadlock", action="store_true", help="do not report states without successors")
     p.add_argument("--symmetry", action="store_true", help="reduce by the spec's symmetric Ranges")
-    p.add_argument("--workers", type=positive, default=1, metavar="N", help="worker processes (breadth-first only)")
+    p.add_argument("--workers", type=positive, metavar="N",
+                   help="worker processes (breadth-first only; default 1); with --cluster, Ray actors "
+                        "(default one per CPU of the cluster)")
     p.add_argument("--max-depth", type=natural, metavar="D", help="explore at most D steps from an initial state")
     p.add_argument("--max-states", type=positive, metavar="S", help="store at most S distinct states")
     p.add_argument("--dfs", action="store_true", help="depth-first instead of breadth-first")
@@ -46,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                              "in red; for small instances")
     p.add_argument("--graph-limit", type=positive, default=1000, metavar="N",
                    help="--dump-graph: refuse graphs of more than N states (default 1000)")
-    add_checkpoint_arguments(p)
+    add_scaling_arguments(p)
     p.add_argument("--tree", metavar="GEN", help="tree specs: check on this tree "
                                                  "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")
     p.add_argument("--seed", type=natural, default=0, help="with --tree random:N: the seed of the random tree")
@@ -56,6 +58,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.cluster_workers, args.workers = args.workers, args.workers or 1
+    check_scaling_flags(args)
     if args.all_trees is not None:
         return check_all_trees(args)
     if args.engine == "smt":
@@ -88,9 +92,11 @@ def run(args: argparse.Namespace) -> int:
           + (", symmetry reduction" if args.symmetry else ""))
     invs = ", ".join(model.invariant_names) or "none"
     print(f"  invariants: {invs}; deadlock: {'checked' if opts.deadlock else 'not checked'}")
-    vopts = checkpoint_options(args, engine, vm, opts)
     progress = NoProgress() if args.quiet else Progress()
-    res = choice.run(engine, model, vm, opts, progress, vopts)
+    if args.cluster:
+        res = check_on_cluster(args, engine, vm, opts, params, progress)
+    else:
+        res = choice.run(engine, model, vm, opts, progress, checkpoint_options(args, engine, vm, opts))
     if why and engine != args.engine:
         res.notes.append(why)
     report(res, args.out, model, args.full)

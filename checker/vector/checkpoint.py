@@ -78,11 +78,14 @@ class Checkpoint:
             if man is None:
                 raise CheckpointError(f"{self.directory} holds no checkpoint to resume "
                                       f"(write one with --checkpoint {self.directory})")
+            if not isinstance(man.get("identity"), dict):
+                raise CheckpointError(f"{os.path.join(self.directory, MANIFEST)} does not say what it checkpoints")
             if man["identity"] != want:
                 diff = sorted(k for k in want if man["identity"].get(k) != want[k])
-                raise CheckpointError(f"{self.directory} is a checkpoint of {man['identity']['spec']} "
-                                      f"{man['identity']['params']}, which differs from this run in: "
+                raise CheckpointError(f"{self.directory} is a checkpoint of {man['identity'].get('spec')} "
+                                      f"{man['identity'].get('params')}, which differs from this run in: "
                                       f"{', '.join(diff)}")
+            self._verify(man, vm.layout.words)
             self.manifest = man
             self.written = man["levels"]
             return
@@ -91,6 +94,27 @@ class Checkpoint:
             raise CheckpointError(f"{self.directory} already holds a checkpoint; continue it with "
                                   f"--resume {self.directory}, or choose an empty directory")
         self.manifest = {"format": FORMAT, "identity": want}
+
+    def _verify(self, man: dict, words: int) -> None:
+        """Every file the manifest names is there, of the right shape (their headers are read, not the data)."""
+        d = self.directory
+        try:
+            levels, distinct = int(man["levels"]), int(man["distinct"])
+            frontier, visited = str(man["frontier"]), str(man["visited"])
+            int(man["level"]), int(man["generated"]), int(man["depth"])
+        except (KeyError, TypeError, ValueError):
+            raise CheckpointError(f"{os.path.join(d, MANIFEST)} lacks the counters of a checkpoint") from None
+        if os.path.basename(frontier) != frontier or os.path.basename(visited) != visited:
+            raise CheckpointError(f"{os.path.join(d, MANIFEST)} names files outside {d}")
+        if _load(os.path.join(d, visited)).shape != (distinct,):
+            raise CheckpointError(f"{os.path.join(d, visited)} does not hold the {distinct:,} visited states "
+                                  "the manifest counts")
+        shape = _load(os.path.join(d, frontier)).shape
+        if len(shape) != 2 or shape[0] != words:
+            raise CheckpointError(f"{os.path.join(d, frontier)} does not hold states packed as this spec packs them")
+        for lv in range(levels):
+            if _load(os.path.join(d, f"links-{lv}.npy")).ndim != 2:
+                raise CheckpointError(f"{os.path.join(d, f'links-{lv}.npy')} does not hold parent links")
 
     # -- writing -----------------------------------------------------------------------------------
     def level_done(self, search: Any, frontier: Spool, level: int) -> None:
@@ -134,8 +158,6 @@ class Checkpoint:
             search.levels.append(_read_spool(os.path.join(d, f"links-{lv}.npy"), search.budget, None))
         frontier = _read_spool(os.path.join(d, man["frontier"]), search.budget, search.layout.words)
         visited = _load(os.path.join(d, man["visited"]))
-        if visited.ndim != 1 or len(visited) != man["distinct"]:
-            raise CheckpointError(f"{d}: the visited set does not match the manifest")
         for start in range(0, len(visited), CHUNK):
             search.table.add(np.array(visited[start:start + CHUNK]))
         search.distinct, search.generated, search.depth = man["distinct"], man["generated"], man["depth"]
