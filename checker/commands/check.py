@@ -11,8 +11,8 @@ from ..loader import load_model, parse_params
 from ..progress import NoProgress, Progress
 from ..rounds.sweep import FORCE_LIMIT, sweep, table, tree_arguments, tree_spec
 from ..vector import choice
-from .scaling import add_scaling_arguments, check_on_cluster, check_scaling_flags, checkpoint_options
 from .common import add_full_argument, add_spec_arguments, load_typed, natural, positive, print_violation, report
+from .scaling import add_scaling_arguments, check_on_cluster, check_scaling_flags, checkpoint_options
 
 NAME = "check"
 HELP = "model-check a spec: invariants, deadlocks, step failures and temporal properties"
