@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -90,8 +91,12 @@ def check_on_cluster(args: argparse.Namespace, engine: str, vm: Any, opts: Optio
 
     if engine != "vector" or vm is None:
         raise UsageError("--cluster needs the vector engine, which cannot check this spec; run without --cluster")
+    spec = args.spec
+    path, sep, obj = spec.partition(":")
+    if path.endswith(".py") and os.path.exists(path):
+        spec = os.path.abspath(path) + sep + obj  # actors load the spec themselves, from their own directory
     try:
-        search = ClusterSearch(vm, args.spec, params, Options(deadlock=opts.deadlock, max_depth=opts.max_depth,
+        search = ClusterSearch(vm, spec, params, Options(deadlock=opts.deadlock, max_depth=opts.max_depth,
                                                               max_states=opts.max_states),
                                progress, check_address(args.cluster), args.cluster_workers,
                                every=args.checkpoint_every, say=None if args.quiet else _say)
