@@ -249,16 +249,16 @@ class ClusterSearch:
         return sum(len(ix) for ix in self._get([ir for _w, ir in snap.frontier]))
 
     def _take_snapshot(self) -> None:
+        """Replace the snapshot once every part of the new one is in the object store (an actor lost
+        meanwhile leaves the old one intact)."""
         snap = self.snapshot
         assert snap is not None
-        for links, a in zip(snap.links, self.actors):
-            for lv in range(len(links), self.level + 1):
-                links.append(a.level_links.remote(lv))
+        links = [old + [a.level_links.remote(lv) for lv in range(len(old), self.level + 1)]
+                 for old, a in zip(snap.links, self.actors)]
         refs = [a.snapshot.options(num_returns=2).remote() for a in self.actors]
-        self._get([r[1] for r in refs])
-        snap.frontier = [(r[0], r[1]) for r in refs]
-        self._get([lk[-1] for lk in snap.links])
-        snap.level, snap.distinct, snap.generated, snap.depth = self.level, self.distinct, self.generated, self.depth
+        self._get([r[1] for r in refs] + [lk[-1] for lk in links])
+        self.snapshot = Snapshot(self.level, self.distinct, self.generated, self.depth,
+                                 [(r[0], r[1]) for r in refs], links)
         self.last_snapshot = time.monotonic()
 
     def _levels(self) -> int:
