@@ -77,11 +77,12 @@ class ClusterSearch:
     def __init__(self, vm: VectorModel, spec: str, params: dict[str, int], opts: Options, progress: Progress,
                  address: str, workers: int | None, every: float = 60.0,
                  say: Callable[[str], None] | None = None,
-                 on_level: Callable[[ClusterSearch, int], None] | None = None):
+                 on_level: Callable[[ClusterSearch, int], None] | None = None, checkpoint: Any = None):
         self.vm, self.spec, self.params, self.opts, self.progress = vm, spec, params, opts, progress
         self.address, self.every = check_address(address), every
         self.say = say or (lambda text: None)
         self.on_level = on_level
+        self.checkpoint = checkpoint  # a vector.checkpoint.Checkpoint: snapshots are also written to disk
         self.model, self.layout = vm.model, vm.layout
         self.T1 = vm.ntrans + 1
         self.helper = _Search(_VectorFingerprints(vm.model, vm.layout), opts, progress)
@@ -150,9 +151,14 @@ class ClusterSearch:
         queued = 0
         try:
             try:
-                frontier = self._seed()
-                self._spawn()
-                self._start(frontier)
+                ck = self.checkpoint
+                if ck is not None and ck.resume:
+                    self._spawn()
+                    self._resume()
+                else:
+                    words, fps = self._seed()
+                    self._spawn()
+                    self._start([np.stack([fps, np.zeros(len(fps), np.uint64)])], words, 0)
                 queued = self._resilient()
             except _Found as f:
                 found = f
@@ -210,20 +216,47 @@ class ClusterSearch:
         sel = np.array(keep, dtype=np.int64)
         return (words[:, sel] if states else np.zeros((lay.words, 0), np.uint64)), fps[sel]
 
-    def _start(self, frontier: tuple[np.ndarray, np.ndarray]) -> None:
-        words, fps = frontier
-        own = (fps % np.uint64(self.n)).astype(np.int64)
-        put = self.ray.put
-        parts = []
-        for w in range(self.n):
+    def _start(self, links: list[np.ndarray], words: np.ndarray, level: int) -> None:
+        """Hand each partition its part of the parent links and of the frontier (in one-process order)."""
+        put, n = self.ray.put, self.n
+        fps = self.layout.fingerprints(words) if words.shape[1] else np.zeros(0, np.uint64)
+        own = (fps % np.uint64(n)).astype(np.int64)
+        mine = [[] for _ in range(n)]
+        for lk in links:
+            lo = (np.asarray(lk[0]) % np.uint64(n)).astype(np.int64)
+            for w in range(n):
+                mine[w].append(put(np.ascontiguousarray(lk[:, lo == w])))
+        front = []
+        for w in range(n):
             sel = (own == w).nonzero()[0]
-            links = np.stack([fps[sel], np.zeros(len(sel), np.uint64)])
-            parts.append((put(np.ascontiguousarray(words[:, sel])), put(sel.astype(np.int64)), put(links)))
-        self._get([a.restore.remote(wr, ir, lr) for a, (wr, ir, lr) in zip(self.actors, parts)])
-        self.level, self.frontier_size = 0, len(fps)
-        self.snapshot = Snapshot(0, self.distinct, self.generated, self.depth,
-                                 [(wr, ir) for wr, ir, _l in parts], [[lr] for _w, _i, lr in parts])
+            front.append((put(np.ascontiguousarray(words[:, sel])), put(sel.astype(np.int64))))
+        self._get([a.restore.remote(wr, ir, *lk) for a, (wr, ir), lk in zip(self.actors, front, mine)])
+        self.level, self.frontier_size = level, words.shape[1]
+        self.snapshot = Snapshot(level, self.distinct, self.generated, self.depth, front, mine)
         self.last_snapshot = time.monotonic()
+
+    def _resume(self) -> None:
+        """Start from the checkpoint on disk (written by a cluster run or by one process)."""
+        links, frontier, man = self.checkpoint.load()
+        self.initial = {int(x) for x in links[0][0]}
+        self.distinct, self.generated, self.depth = man["distinct"], man["generated"], man["depth"]
+        self._start(links, np.array(frontier), man["level"])
+        self.say(f"resuming from {self.checkpoint.directory}: level {man['level']}, {self.distinct:,} states, "
+                 f"{frontier.shape[1]:,} in the frontier")
+
+    def _write_checkpoint(self, snap: Snapshot) -> None:
+        """Write the snapshot to disk in the one-process format (frontier in one-process order)."""
+        ck = self.checkpoint
+        t0 = time.monotonic()
+        levels: list[Any] = [None] * ck.written
+        for lv in range(ck.written, snap.level + 1):
+            levels.append(np.concatenate(self._get([lk[lv] for lk in snap.links]), axis=1))
+        words = np.concatenate(self._get([w for w, _i in snap.frontier]), axis=1)
+        index = np.concatenate(self._get([i for _w, i in snap.frontier]))
+        ck.save(levels, words[:, np.argsort(index)], ck.link_fingerprints(),
+                {"level": snap.level, "distinct": snap.distinct, "generated": snap.generated, "depth": snap.depth})
+        self.say(f"checkpoint: level {snap.level}, {snap.distinct:,} states, written to {ck.directory} "
+                 f"in {time.monotonic() - t0:.1f} s")
 
     def _resilient(self) -> int:
         while True:
@@ -259,6 +292,8 @@ class ClusterSearch:
         self._get([r[1] for r in refs] + [lk[-1] for lk in links])
         self.snapshot = Snapshot(self.level, self.distinct, self.generated, self.depth,
                                  [(r[0], r[1]) for r in refs], links)
+        if self.checkpoint is not None:
+            self._write_checkpoint(self.snapshot)
         self.last_snapshot = time.monotonic()
 
     def _levels(self) -> int:

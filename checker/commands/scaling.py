@@ -54,9 +54,6 @@ def check_scaling_flags(args: argparse.Namespace) -> None:
         if other:
             raise UsageError(f"{flag} runs the vector engine's breadth-first search; it does not combine with "
                              f"{other[0]}")
-    if args.cluster and (args.checkpoint or args.resume):
-        raise UsageError("--cluster keeps its own snapshots in the Ray object store (see --checkpoint-every); "
-                         "--checkpoint and --resume are for one machine")
 
 
 def _say(text: str) -> None:
@@ -65,23 +62,31 @@ def _say(text: str) -> None:
 
 def checkpoint_options(args: argparse.Namespace, engine: str, vm: Any, opts: Options) -> VectorOptions | None:
     """The vector engine's options for --checkpoint/--resume (None without them)."""
-    if args.checkpoint and args.resume and args.checkpoint != args.resume:
-        raise UsageError("--resume DIR keeps checkpointing into DIR; drop --checkpoint or give it the same DIR")
-    directory = args.resume or args.checkpoint
+    directory = _directory(args)
     if directory is None:
         return None
     flag = "--resume" if args.resume else "--checkpoint"
     if engine != "vector" or vm is None:
         raise UsageError(f"{flag} needs the vector engine, which cannot check this spec; run without {flag}")
     if opts.workers > 1:
-        raise UsageError(f"{flag} runs on one process; drop --workers")
-    ck = Checkpoint(directory, args.checkpoint_every, resume=bool(args.resume), deadlock=opts.deadlock,
+        raise UsageError(f"{flag} runs on one process, or on a cluster (--cluster); drop --workers")
+    return VectorOptions(checkpoint=_checkpoint(args, directory, vm, opts.deadlock))
+
+
+def _directory(args: argparse.Namespace) -> str | None:
+    if args.checkpoint and args.resume and args.checkpoint != args.resume:
+        raise UsageError("--resume DIR keeps checkpointing into DIR; drop --checkpoint or give it the same DIR")
+    return args.resume or args.checkpoint
+
+
+def _checkpoint(args: argparse.Namespace, directory: str, vm: Any, deadlock: bool) -> Checkpoint:
+    ck = Checkpoint(directory, args.checkpoint_every, resume=bool(args.resume), deadlock=deadlock,
                     say=None if args.quiet else _say)
     try:
         ck.bind(vm)
     except (CheckpointError, OSError) as e:
         raise UsageError(str(e)) from None
-    return VectorOptions(checkpoint=ck)
+    return ck
 
 
 def check_on_cluster(args: argparse.Namespace, engine: str, vm: Any, opts: Options, params: dict[str, int],
@@ -91,6 +96,8 @@ def check_on_cluster(args: argparse.Namespace, engine: str, vm: Any, opts: Optio
 
     if engine != "vector" or vm is None:
         raise UsageError("--cluster needs the vector engine, which cannot check this spec; run without --cluster")
+    directory = _directory(args)
+    ck = _checkpoint(args, directory, vm, opts.deadlock) if directory else None
     spec = args.spec
     path, sep, obj = spec.partition(":")
     if path.endswith(".py") and os.path.exists(path):
@@ -99,7 +106,7 @@ def check_on_cluster(args: argparse.Namespace, engine: str, vm: Any, opts: Optio
         search = ClusterSearch(vm, spec, params, Options(deadlock=opts.deadlock, max_depth=opts.max_depth,
                                                               max_states=opts.max_states),
                                progress, check_address(args.cluster), args.cluster_workers,
-                               every=args.checkpoint_every, say=None if args.quiet else _say)
+                               every=args.checkpoint_every, say=None if args.quiet else _say, checkpoint=ck)
         try:
             return search.run()
         finally:

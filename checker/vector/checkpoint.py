@@ -129,8 +129,9 @@ class Checkpoint:
         self.say(f"checkpoint: level {level}, {search.distinct:,} states, written to {self.directory} "
                  f"in {self.last - t0:.1f} s")
 
-    def save(self, levels: list[Spool], frontier: Spool, visited: Iterator[np.ndarray], counters: dict) -> None:
-        """Write a complete checkpoint and make it the current one."""
+    def save(self, levels: list, frontier: Spool | np.ndarray, visited: Iterator[np.ndarray], counters: dict) -> None:
+        """Write a complete checkpoint and make it the current one; `levels` holds every level's parent
+        links (a Spool or an array; those already written may be None)."""
         d = self.directory
         for lv in range(self.written, len(levels)):
             _write_spool(os.path.join(d, f"links-{lv}.npy"), levels[lv])
@@ -167,6 +168,24 @@ class Checkpoint:
         return frontier, man["level"]
 
 
+    def load(self) -> tuple[list[np.ndarray], np.ndarray, dict]:
+        """The checkpoint as arrays (memory-mapped): (parent links per level, frontier, manifest)."""
+        man = self.manifest
+        assert man is not None and self.resume
+        d = self.directory
+        links = [_load(os.path.join(d, f"links-{lv}.npy")) for lv in range(man["levels"])]
+        self.last = time.monotonic()
+        return links, _load(os.path.join(d, man["frontier"])), man
+
+    def link_fingerprints(self) -> Iterator[np.ndarray]:
+        """The visited set, read back from the parent links on disk (links of the (fingerprint, parent)
+        form, as the cluster keeps them)."""
+        for lv in range(self.written):
+            arr = _load(os.path.join(self.directory, f"links-{lv}.npy"))
+            for start in range(0, arr.shape[1], CHUNK):
+                yield np.array(arr[0, start:start + CHUNK])
+
+
 def _table_keys(table: Any) -> Iterator[np.ndarray]:
     """The fingerprints held by a visited table, a slice at a time."""
     arr = table.table
@@ -188,8 +207,13 @@ def _sync_rename(tmp: str, path: str) -> None:
     os.replace(tmp, path)
 
 
-def _write_spool(path: str, spool: Spool) -> None:
+def _write_spool(path: str, spool: Spool | np.ndarray) -> None:
     tmp = _tmp(path)
+    if isinstance(spool, np.ndarray):
+        with open(tmp, "wb") as f:
+            np.save(f, np.ascontiguousarray(spool, dtype=np.uint64), allow_pickle=False)
+        _sync_rename(tmp, path)
+        return
     out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint64, shape=(spool.columns, len(spool)))
     at = 0
     for block in spool.batches(CHUNK):

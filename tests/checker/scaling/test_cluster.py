@@ -4,6 +4,7 @@ and after one of its actors is killed mid-run."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -105,7 +106,25 @@ def test_cluster_usage_errors(cli):
     for args, words in [(["--cluster", "nowhere"], "expected local"),
                         (["--cluster", "local", "--dfs"], "--dfs"),
                         (["--cluster", "local", "--symmetry"], "--symmetry"),
-                        (["--cluster", "local", "--engine", "scalar"], "--engine scalar"),
-                        (["--cluster", "local", "--checkpoint", "x"], "object store")]:
+                        (["--cluster", "local", "--engine", "scalar"], "--engine scalar")]:
         r = cli("check", "two_phase", *args)
         assert r.code == 2 and words in r.err, (args, r.err)
+
+
+def test_checkpoints_move_between_the_cluster_and_one_process(local_ray, cli, tmp_path):
+    """A cluster run's checkpoint resumed by one process, and one process's resumed on the cluster."""
+    plain = cli("check", "filter_lock_buggy", "--quiet")
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    cut = ["--max-depth", "6", "--checkpoint-every", "0"]
+    assert cli("check", "filter_lock_buggy", "--quiet", "--cluster", "local", "--workers", "2", "--checkpoint", a,
+               *cut).code == 3
+    assert cli("check", "filter_lock_buggy", "--quiet", "--checkpoint", b, *cut).code == 3
+    for d in (a, b):
+        assert json.load(open(os.path.join(d, "manifest.json")))["level"] == 6
+    one = cli("check", "filter_lock_buggy", "--quiet", "--resume", a)
+    many = cli("check", "filter_lock_buggy", "--quiet", "--cluster", "local", "--workers", "2", "--resume", b)
+    assert one.code == many.code == plain.code == 1
+    counts, before = summary(plain.out)
+    for r in (one, many):
+        c, b4 = summary(r.out)
+        assert c == counts and b4.split("\n", 1)[1] == before.split("\n", 1)[1]
