@@ -34,12 +34,16 @@ def parse_params(items: list[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for item in items or []:
         name, sep, value = item.partition("=")
-        if not sep or not name.strip():
+        name = name.strip()
+        if not sep or not name:
             raise LoadError(f"--param {item!r}: expected name=value, e.g. --param n=3")
         try:
-            out[name.strip()] = int(value)
+            v = int(value)
         except ValueError:
             raise LoadError(f"--param {item!r}: the value must be an integer") from None
+        if name in out:
+            raise LoadError(f"--param {name} is given twice ({out[name]} and {v}); give it once")
+        out[name] = v
     return out
 
 
@@ -77,11 +81,23 @@ def _import_module(name: str) -> ModuleType:
         raise LoadError(_import_failure(name, e)) from None
 
 
+USER_MODULE_PREFIX = "lockstep_user_"
+"""Spec files are imported under this prefix and a hash of their path (two files may share a name)."""
+
+
+def display_name(obj: Any) -> str:
+    """The name a user knows a plain spec by: its class's, or its module's (a spec file's stem)."""
+    name = getattr(obj, "__name__", type(obj).__name__)
+    if inspect.ismodule(obj) and name.startswith(USER_MODULE_PREFIX) and getattr(obj, "__file__", None):
+        return os.path.splitext(os.path.basename(obj.__file__))[0]
+    return name.rsplit(".", 1)[-1]
+
+
 def _import_path(path: str) -> ModuleType:
     if not os.path.exists(path):
         raise LoadError(f"spec file {path} does not exist")
     full = os.path.abspath(path)
-    mod_name = "lockstep_user_" + str(abs(hash(full)))
+    mod_name = USER_MODULE_PREFIX + str(abs(hash(full)))
     if mod_name in sys.modules:
         return sys.modules[mod_name]
     spec = importlib.util.spec_from_file_location(mod_name, full)
@@ -141,6 +157,9 @@ def _default_object(module: ModuleType, path: str) -> Any:
 def load_model(ref: str, params: dict[str, int] | None = None, symmetry: bool = False,
                invariants: list[str] | None = None) -> Model:
     """Build the model named by `ref` for the given parameter values."""
+    twice = sorted({n for n in invariants or [] if (invariants or []).count(n) > 1})
+    if twice:
+        raise LoadError(f"--invariant {twice[0]} is given twice; name each invariant once")
     obj, ref = resolve(ref)
     params = params or {}
     if inspect.isclass(obj) and issubclass(obj, Spec):
@@ -153,7 +172,7 @@ def load_model(ref: str, params: dict[str, int] | None = None, symmetry: bool = 
     if callable(getattr(obj, "init", None)) and callable(getattr(obj, "next", None)) or inspect.isclass(obj):
         from .plain_model import PlainModel
 
-        name = getattr(obj, "__name__", type(obj).__name__)
+        name = display_name(obj)
         if inspect.isclass(obj):
             try:
                 obj = obj(**params)
@@ -165,7 +184,7 @@ def load_model(ref: str, params: dict[str, int] | None = None, symmetry: bool = 
             raise LoadError(f"{name} is neither a Spec subclass nor a plain spec with init() and next(state)")
         if symmetry:
             raise LoadError(f"plain spec {name}: --symmetry needs a typed spec with a symmetric Range")
-        model = PlainModel(obj, ref, name.rsplit(".", 1)[-1], params)
+        model = PlainModel(obj, ref, name, params)
         if invariants:
             keep = dict(model._invariants)
             missing = [n for n in invariants if n not in keep]
