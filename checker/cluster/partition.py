@@ -23,7 +23,7 @@ from ..vector.search import VectorModel
 from ..vector.visited import FingerprintTable
 
 NONE = np.iinfo(np.int64).max  # no stop key
-STEP, DEADLOCK, INVARIANT, INVARIANT_LAST = 0, 1, 2, 3
+STEP, DEADLOCK = 0, 1  # kinds of the events `expand` reports (the driver ranks the others after them)
 BATCH = 1 << 14  # frontier rows expanded at a time
 
 
