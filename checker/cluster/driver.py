@@ -301,7 +301,7 @@ class ClusterSearch:
         while self.frontier_size:
             if opts.max_depth is not None and self.level >= opts.max_depth:
                 if self._probe():
-                    self.cut = f"depth bound {opts.max_depth} reached with unexplored states"
+                    self.cut = opts.depth_cut()
                 return self.frontier_size
             if self.on_level is not None:
                 self.on_level(self, self.level)
