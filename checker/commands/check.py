@@ -12,6 +12,7 @@ from ..progress import NoProgress, Progress, stderr_say
 from ..rounds.sweep import FORCE_LIMIT, sweep, table, tree_arguments, tree_spec
 from ..vector import choice
 from .common import add_full_argument, add_spec_arguments, load_typed, natural, output_file, positive, print_violation, report
+from .scaling import add_scaling_arguments, check_on_cluster, check_scaling_flags, checkpoint_options
 
 NAME = "check"
 HELP = "model-check a spec: invariants, deadlocks, step failures and temporal properties"
@@ -32,7 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--por", action=argparse.BooleanOptionalAction, default=None,
                    help="partial-order reduction of actor specs (default: on for actor specs, breadth-first, one "
                         "worker, no --property; --no-por explores every interleaving)")
-    p.add_argument("--workers", type=positive, default=1, metavar="N", help="worker processes (breadth-first only)")
+    p.add_argument("--workers", type=positive, metavar="N",
+                   help="worker processes (breadth-first only; default 1); with --cluster, Ray actors "
+                        "(default one per CPU of the cluster)")
     p.add_argument("--max-depth", type=natural, metavar="D", help="explore at most D steps from an initial state")
     p.add_argument("--max-states", type=positive, metavar="S", help="store at most S distinct states")
     p.add_argument("--dfs", action="store_true", help="depth-first instead of breadth-first")
@@ -51,6 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="write the state graph (Graphviz DOT), the counterexample in red; for small instances")
     p.add_argument("--graph-limit", type=positive, default=1000, metavar="N",
                    help="--dump-graph: refuse graphs of more than N states (default 1000)")
+    add_scaling_arguments(p)
     p.add_argument("--tree", metavar="GEN", help="tree specs: check on this tree "
                                                  "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")
     p.add_argument("--seed", type=natural, default=0, help="with --tree random:N: the seed of the random tree")
@@ -60,6 +64,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.cluster_workers, args.workers = args.workers, args.workers or 1
+    check_scaling_flags(args)
     if args.all_trees is not None:
         return check_all_trees(args)
     if args.engine == "smt":
@@ -112,7 +118,10 @@ def run(args: argparse.Namespace) -> int:
     invs = ", ".join(model.invariant_names) or "none"
     print(f"  invariants: {invs}; deadlock: {'checked' if opts.deadlock else 'not checked'}")
     progress = NoProgress() if args.quiet else Progress()
-    res = choice.run(engine, model, vm, opts, progress)
+    if args.cluster:
+        res = check_on_cluster(args, engine, vm, opts, params, progress)
+    else:
+        res = choice.run(engine, model, vm, opts, progress, checkpoint_options(args, engine, vm, opts))
     if why and engine != args.engine:
         res.notes.append(why)
     if por_note:
@@ -175,6 +184,9 @@ def por_choice(args: argparse.Namespace, model) -> tuple[bool, str | None]:
         return False, None
     blockers = [(args.dfs, "--dfs", "its cycle proviso is the breadth-first one"),
                 (args.workers > 1, "--workers", "it runs on one worker"),
+                (bool(getattr(args, "cluster", None)), "--cluster", "the partitioned search expands every event"),
+                (bool(getattr(args, "checkpoint", None) or getattr(args, "resume", None)), "--checkpoint/--resume",
+                 "checkpoints are of the full search"),
                 (bool(args.property), "--property", "its provisos keep invariants and deadlocks, not liveness under "
                  "fairness (a pruned delivery would look unfair)")]
     for on, flag, why in blockers:

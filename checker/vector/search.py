@@ -43,6 +43,7 @@ class VectorOptions:
     batch: int | None = None  # frontier rows per batch
     memory: int | None = None  # bytes of RAM for frontiers and parent links before they spill to disk
     spill_dir: str | None = None
+    checkpoint: Any = None  # a `checkpoint.Checkpoint`: write (or resume) the search at level boundaries
 
 
 class VectorModel:
@@ -183,6 +184,7 @@ class VectorSearch:
         self.por: VectorReduction | None = None
         if opts.por:
             self.por = VectorReduction(for_model(vm.model), vm.layout, vm.ntrans)
+        self.checkpoint = vopts.checkpoint
 
     def close(self) -> None:
         for s in self.levels:
@@ -213,8 +215,9 @@ class VectorSearch:
         found: _Found | None = None
         queued = 0
         try:
-            frontier = self._seed()
-            queued = self._bfs(frontier)
+            ck = self.checkpoint
+            frontier, level = ck.restore(self) if ck is not None and ck.resume else (self._seed(), 0)
+            queued = self._bfs(frontier, level)
         except _Found as f:
             found = f
         except _Stop as s:
@@ -274,10 +277,9 @@ class VectorSearch:
             self.depth = 1
         return frontier
 
-    def _bfs(self, frontier: Spool) -> int:
+    def _bfs(self, frontier: Spool, level: int = 0) -> int:
         opts = self.opts
         cap = opts.max_states if opts.max_states is not None else sys.maxsize
-        level = 0
         while len(frontier):
             if self.handoff is not None and len(frontier) >= self.handoff:
                 self.handed_off = (frontier, level)
@@ -300,6 +302,8 @@ class VectorSearch:
             level += 1
             if len(frontier):
                 self.depth = level + 1
+            if self.checkpoint is not None:
+                self.checkpoint.level_done(self, frontier, level)
         return 0
 
     # -- one batch ----------------------------------------------------------------------------------
