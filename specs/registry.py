@@ -27,4 +27,13 @@ SPECS: dict[str, str] = {
     "adaptive_majority_buggy": "lockstep.specs.adaptive_majority:AdaptiveMajorityNoReset",
     "d2_coloring": "lockstep.specs.d2_coloring:D2Coloring",
     "d2_coloring_uncoordinated": "lockstep.specs.d2_coloring:D2ColoringUncoordinated",
+    "autobahn": "lockstep.specs.autobahn:Autobahn",
+    "autobahn_byzantine": "lockstep.specs.autobahn:AutobahnByzantine",
+    "autobahn_byzantine_lane": "lockstep.specs.autobahn:AutobahnByzantineLane",
+    "autobahn_byzantine_voter": "lockstep.specs.autobahn:AutobahnByzantineVoter",
+    "autobahn_equivocating_leader": "lockstep.specs.autobahn:AutobahnEquivocatingLeader",
+    "autobahn_silent_timeouts": "lockstep.specs.autobahn:AutobahnSilentTimeouts",
+    "autobahn_weak_fast_path": "lockstep.specs.autobahn:AutobahnWeakFastPath",
+    "autobahn_no_override": "lockstep.specs.autobahn:AutobahnNoOverride",
+    "autobahn_weak_poa": "lockstep.specs.autobahn:AutobahnWeakPoA",
 }

@@ -20,12 +20,22 @@ class Location:
         return f"{self.file}:{self.line}"
 
 
+_INSIDE: dict[str, bool] = {}  # source file -> whether it lies in the language package
+
+
+def _inside(path: str) -> bool:
+    hit = _INSIDE.get(path)
+    if hit is None:
+        hit = _INSIDE[path] = os.path.abspath(path).startswith(_LANG_DIR)
+    return hit
+
+
 def user_location(skip: int = 1) -> Location | None:
     """The innermost frame of the caller's stack that lies outside the language package."""
     frame = sys._getframe(skip)
     while frame is not None:
         path = frame.f_code.co_filename
-        if not os.path.abspath(path).startswith(_LANG_DIR):
+        if not _inside(path):
             return Location(path, frame.f_lineno)
         frame = frame.f_back
     return None
@@ -35,7 +45,7 @@ def user_frame(skip: int = 1):
     """Like `user_location`, but the frame itself (for bytecode inspection)."""
     frame = sys._getframe(skip)
     while frame is not None:
-        if not os.path.abspath(frame.f_code.co_filename).startswith(_LANG_DIR):
+        if not _inside(frame.f_code.co_filename):
             return frame
         frame = frame.f_back
     return None

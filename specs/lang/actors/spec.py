@@ -61,7 +61,7 @@ from ..spec import (
     require,
     trace_body,
 )
-from ..terms import If, Not, Term, as_bool, const
+from ..terms import If, Not, Term, _retype, as_bool, const
 from ..tracing import Disabled, TraceState, coerce, tracing
 from ..types import (
     Bool,
@@ -75,6 +75,7 @@ from ..types import (
     RecordValue,
     Set,
     Type,
+    UnionDomain,
     domain_values,
 )
 from .networks import FifoNetwork, NetworkKind, choose
@@ -261,6 +262,11 @@ class _SystemTypes:
         if isinstance(msg, RecordValue):
             dom.index(msg)  # a SpecError if it is not a declared message
             return msg
+        if isinstance(msg, Term) and isinstance(dom, UnionDomain) and msg.dom is not None \
+                and getattr(dom.by_name.get(getattr(msg.dom.type, "name", None)), "type", None) is msg.dom.type:
+            off = dom.offsets[msg.dom.type.name]  # a record built from state, as a value of the message union
+            raw = _retype(msg, None)
+            return _retype(raw + off if off else raw, dom, (msg.lo + off, msg.hi + off))
         return coerce(msg, dom, "sent message")
 
     def check_observation(self, op: Any) -> Any:
