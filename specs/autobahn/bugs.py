@@ -1,5 +1,9 @@
 """Seeded bugs of Autobahn, each a change of one quorum parameter, each caught with a counterexample.
 
+Each variant sets the parameter (and the smallest bounds that show the bug) as its defaults, so
+`lockstep check autobahn_weak_fast_path` finds it; `--param fast_quorum=3` on `autobahn_byzantine_voter`
+is the same check.
+
 - `AutobahnWeakFastPath`: the fast path commits with 2f+1 Prepare votes instead of n. With a
   Byzantine voter that hides its vote in its Timeout, a TC of 2f+1 Timeouts holds only f reports of
   the committed Prepare, fewer than the f+1 the override needs, so the next view's leader proposes
@@ -12,7 +16,6 @@
   `committed_cars_available` fails (and the PoA is not one by the paper's threshold).
 """
 
-from ..lang import Param
 from .byzantine import AutobahnByzantineLane, AutobahnByzantineVoter
 from .spec import Autobahn
 
@@ -20,17 +23,16 @@ from .spec import Autobahn
 class AutobahnWeakFastPath(AutobahnByzantineVoter):
     """Seeded bug: a fast commit needs 2f+1 (= 3) Prepare votes instead of n (a Byzantine voter hides its vote)."""
 
-    fast_quorum = Param("fast_quorum", default=3, lo=0, doc="Prepare votes for a fast commit; the paper: n")
+    defaults = {"fast_quorum": 3, "lanes": 0}
 
 
 class AutobahnNoOverride(Autobahn):
     """Seeded bug: the TC rule ignores the f+1 Prepare override (all replicas honest)."""
 
-    override = Param("override", default=0, lo=0, hi=1,
-                     doc="the TC rule lets a Prepare reported by f+1 Timeouts override the highest QC")
+    defaults = {"override": 0, "lanes": 0}
 
 
 class AutobahnWeakPoA(AutobahnByzantineLane):
     """Seeded bug: a PoA needs f (= 1) votes instead of f+1 (a Byzantine lane certifies its own car)."""
 
-    poa_quorum = Param("poa_quorum", default=1, lo=0, doc="votes in a PoA; the paper: f+1")
+    defaults = {"poa_quorum": 1, "lanes": 1, "views": 1}

@@ -125,12 +125,12 @@ class ByzantineAutobahn(Autobahn):
 
     def on_prepare_quietly(p: Any, src: int, m: Any) -> None:
         """The honest bookkeeping of a Prepare (its vote was sent regardless)."""
-        accept = And(p.view[m.s] <= m.v, p.pvote[m.s][m.v].is_none(), p.committed[m.s].is_none())
+        accept = And(p.spec.in_view(p, m.s, m.v), p.pvote[m.s][m.v].is_none())
         p.spec.sign_prepare(p, m.s, m.v, m.cut, accept)
         p.spec.start_timers(p)
 
     def on_confirm_quietly(p: Any, src: int, m: Any) -> None:
-        accept = And(p.view[m.s] <= m.v, p.cvote[m.s][m.v].is_none(), p.committed[m.s].is_none())
+        accept = And(p.spec.in_view(p, m.s, m.v), p.cvote[m.s][m.v].is_none())
         p.spec.sign_confirm(p, m.s, m.v, m.cut, accept)
 
     def on_prepare_vote_both(p: Any, src: int, m: Any) -> None:

@@ -135,7 +135,7 @@ class Consensus:
         v = z.led_view(p.id, s)
         if v is None:
             require(False)
-        require(p.phase[s] == "idle", p.view[s] == v)
+        require(p.phase[s] == "idle", p.view[s] == v, p.spec.in_view(p, s, v))
         if v == 1:
             require(p.spec.ready_view1(p, s))
             p.spec.propose(p, s, 1, p.spec.own_cut(p, c), True)
@@ -178,7 +178,7 @@ class Consensus:
         z = sizes(p)
         if src != z.leader(m.s, m.v) or src == p.id:
             require(False)
-        accept = And(p.view[m.s] <= m.v, p.pvote[m.s][m.v].is_none(), p.committed[m.s].is_none())
+        accept = And(p.spec.in_view(p, m.s, m.v), p.pvote[m.s][m.v].is_none())
         p.spec.sign_prepare(p, m.s, m.v, m.cut, accept)
         send(src, PrepareVote(m.s, m.v, m.cut), when=accept)
         p.spec.start_timers(p)
@@ -187,9 +187,14 @@ class Consensus:
         z = sizes(p)
         if src != z.leader(m.s, m.v) or src == p.id:
             require(False)
-        accept = And(p.view[m.s] <= m.v, p.cvote[m.s][m.v].is_none(), p.committed[m.s].is_none())
+        accept = And(p.spec.in_view(p, m.s, m.v), p.cvote[m.s][m.v].is_none())
         p.spec.sign_confirm(p, m.s, m.v, m.cut, accept)
         send(src, ConfirmVote(m.s, m.v, m.cut), when=accept)
+
+    def in_view(p: Any, s: int, v: int) -> Any:
+        """Whether p still takes part in view v of slot s: it has not moved past v, has not timed out
+        of v and has not committed s."""
+        return And(p.view[s] <= v, Not(p.timeouts_from[s][v].contains(p.id)), p.committed[s].is_none())
 
     def sign_confirm(p: Any, s: int, v: int, cut: Any, when: Any) -> None:
         grows = And(when, p.view[s] < v)
@@ -228,6 +233,7 @@ class Consensus:
             p.spec.send_confirm(p, m.s, m.v, m.cut, slow)
 
     def send_confirm(p: Any, s: int, v: int, cut: Any, when: Any) -> None:
+        when = And(when, p.spec.in_view(p, s, v))  # it signs a Confirm vote of its own
         p.phase[s] = If(when, "confirm", p.phase[s])
         p.votes[s] = If(when, frozenset({p.id}), p.votes[s])
         p.spec.sign_confirm(p, s, v, cut, when)

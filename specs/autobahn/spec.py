@@ -99,9 +99,10 @@ class Autobahn(Lanes, Consensus, ActorSpec):
 
     @invariant
     def locked_after_commit(s):
-        """Once a cut is committed at (t, v), honest replicas propose and vote for no other cut in
-        slot t at a later view: the lemma behind agreement across view changes (it fails as soon as
-        a TC's winning proposal loses a committed cut, before a second commit)."""
+        """Once a cut is committed at (t, v), every TC an honest leader holds for a later view has it
+        as its winning proposal, and honest replicas propose and vote for no other cut in slot t at a
+        later view: the lemma behind agreement across view changes (it fails as soon as a TC loses a
+        committed cut, before a second commit)."""
         z = sizes(s)
         views = range(1, z.views + 1)
 
@@ -112,7 +113,11 @@ class Autobahn(Lanes, Consensus, ActorSpec):
             votes_other = And(vote.is_some(), vote.get() != c.get().cut)
             leads = z.leader(t, w) == b
             proposes_other = And(s.phase[b][t] != "idle", s.proposal[b][t] != c.get().cut) if leads else False
-            return Implies(done, Not(Or(votes_other, proposes_other)))
+            tc_loses = False
+            if leads:  # b holds a TC of view w-1 whose winning proposal is not the committed cut
+                has, cut = s.spec.winner(_At(s, b), t, w - 1)
+                tc_loses = And(s.timeouts_from[b][t][w - 1].card() >= z.quorum, Not(And(has, cut == c.get().cut)))
+            return Implies(done, Not(Or(votes_other, proposes_other, tc_loses)))
 
         return ForAll(s.honest, range(1, z.slots + 1), views, s.honest, views,
                       lambda a, t, v, b, w: later(a, t, v, b, w) if w > v else True)
@@ -201,3 +206,16 @@ class Autobahn(Lanes, Consensus, ActorSpec):
 
         return ForAll(s.honest, range(1, z.slots + 1), range(1, z.views + 1),
                       lambda a, t, v: And(confirm_ok(a, t, v), commit_ok(a, t, v)))
+
+
+class _At:
+    """Replica b's local fields in a global state, read as a handler reads them (`p.field`)."""
+
+    def __init__(self, s: Any, b: int):
+        object.__setattr__(self, "_s", s)
+        object.__setattr__(self, "_binding", object.__getattribute__(s, "_binding"))
+        object.__setattr__(self, "id", b)
+        object.__setattr__(self, "spec", s.spec)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._s, name)[self.id]
