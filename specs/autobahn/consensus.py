@@ -194,7 +194,8 @@ class Consensus:
     def in_view(p: Any, s: int, v: int) -> Any:
         """Whether p still takes part in view v of slot s: it has not moved past v, has not timed out
         of v and has not committed s."""
-        return And(p.view[s] <= v, Not(p.timeouts_from[s][v].contains(p.id)), p.committed[s].is_none())
+        timed_out = False if sizes(p).vote_after_timeout else p.timeouts_from[s][v].contains(p.id)
+        return And(p.view[s] <= v, Not(timed_out), p.committed[s].is_none())
 
     def sign_confirm(p: Any, s: int, v: int, cut: Any, when: Any) -> None:
         grows = And(when, p.view[s] < v)

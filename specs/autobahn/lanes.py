@@ -22,7 +22,7 @@ from typing import Any
 
 from ..lang import And, If, Map, Not, Or, Set, require
 from ..lang.actors import Local, broadcast, send
-from .messages import Branch, Car, CarRef, CarVote, Fetch, Height, PoA, Tip, add_if, layout
+from .messages import Branch, Car, CarRef, CarVote, Fetch, Fetched, Height, PoA, Tip, add_if, layout
 from .params import Replica, sizes
 
 
@@ -38,6 +38,7 @@ class Lanes:
     last_voted = Local(Map(Replica, Height), init=0)  # highest height it voted for, per lane
     voted_cars = Local(Set(CarRef))  # every car vote it signed (the record of its signatures)
     certified = Local(Map(Replica, Tip), init=0)  # certified tip of each lane it knows
+    fetching = Local(Set(CarRef))  # cars it has asked the others for
 
     # -- authoring ---------------------------------------------------------------------------
     @staticmethod
@@ -78,17 +79,15 @@ class Lanes:
     # -- handlers ----------------------------------------------------------------------------
     def on_car(p: Any, src: int, m: Any) -> None:
         lay, z = layout(p), sizes(p)
-        if not lay.valid(m.lane, m.tip):
-            require(False)
-        ref = CarRef(m.lane, m.tip)
-        if src == m.lane and src != p.id:
-            parent = lay.parent(m.lane, m.tip)
-            if parent:
-                require(p.held.contains(CarRef(m.lane, parent)))  # FIFO: wait for the parent
-            h = lay.height(m.lane, m.tip)
-            vote = And(Lanes.designated(m.lane, p.id, z.n, z.f), p.last_voted[m.lane] < h)
-            p.spec.vote_car(p, m.lane, m.tip, vote)
-        p.held = p.held.add(ref)
+        if not lay.valid(m.lane, m.tip) or src != m.lane or src == p.id:
+            require(False)  # cars come from their author (a fetched car is a `Fetched`)
+        parent = lay.parent(m.lane, m.tip)
+        if parent:
+            require(p.held.contains(CarRef(m.lane, parent)))  # FIFO: wait for the parent
+        h = lay.height(m.lane, m.tip)
+        vote = And(Lanes.designated(m.lane, p.id, z.n, z.f), p.last_voted[m.lane] < h)
+        p.spec.vote_car(p, m.lane, m.tip, vote)
+        p.held = p.held.add(CarRef(m.lane, m.tip))
         p.spec.try_execute(p)
 
     def vote_car(p: Any, lane: int, tip: int, when: Any) -> None:
@@ -117,15 +116,25 @@ class Lanes:
     def on_fetch(p: Any, src: int, m: Any) -> None:
         if not layout(p).valid(m.lane, m.tip):
             require(False)
-        send(src, Car(m.lane, m.tip), when=p.held.contains(CarRef(m.lane, m.tip)))
+        send(src, Fetched(m.lane, m.tip), when=p.held.contains(CarRef(m.lane, m.tip)))
+
+    def on_fetched(p: Any, src: int, m: Any) -> None:
+        if not layout(p).valid(m.lane, m.tip):
+            require(False)
+        p.held = p.held.add(CarRef(m.lane, m.tip))
+        p.spec.try_execute(p)
 
     def fetch_missing(p: Any, cut: int, when: Any = True) -> None:
         """Ask the others for every car of a committed cut that p does not hold."""
         lay = layout(p)
+        if not sizes(p).fetch:
+            return
         for lane, tip in lay.cars_of(cut):
-            missing = Not(p.held.contains(CarRef(lane, tip)))
+            ref = CarRef(lane, tip)
             done = lay.height(lane, tip) <= lay.height(lane, p.exec_tip[lane])
-            broadcast(Fetch(lane, tip), when=And(when, missing, Not(done)), include_self=False)
+            ask = And(when, Not(p.held.contains(ref)), Not(p.fetching.contains(ref)), Not(done))
+            p.fetching = add_if(p.fetching, ref, ask)  # once per car
+            broadcast(Fetch(lane, tip), when=ask, include_self=False)
 
     def holds_needed(p: Any, cut: int) -> Any:
         """Whether p holds every car that executing `cut` after its executed tips needs."""

@@ -59,6 +59,7 @@ Car = Record("Car", lane=Replica, tip=CarTip)  # the car's header and payload; i
 CarVote = Record("CarVote", lane=Replica, tip=CarTip)
 PoA = Record("PoA", lane=Replica, tip=CarTip, signers=Set(Replica))
 Fetch = Record("Fetch", lane=Replica, tip=CarTip)  # ask for a car one does not hold (sync)
+Fetched = Record("Fetched", lane=Replica, tip=CarTip)  # a holder's answer: the car
 
 # Consensus on cuts
 Prepare = Record("Prepare", s=Slot, v=View, cut=Cut)  # ticket: CommitQC(s-k) in view 1, a TC in views > 1
@@ -68,7 +69,7 @@ ConfirmVote = Record("ConfirmVote", s=Slot, v=View, cut=Cut)
 Commit = Record("Commit", s=Slot, v=View, cut=Cut)  # carries the CommitQC
 Timeout = Record("Timeout", s=Slot, v=View, prop=OptRef, qc=OptRef)  # high Prepare voted, high QC
 
-Message = Union(Car, CarVote, PoA, Fetch, Prepare, PrepareVote, Confirm, ConfirmVote, Commit, Timeout)
+Message = Union(Car, CarVote, PoA, Fetch, Fetched, Prepare, PrepareVote, Confirm, ConfirmVote, Commit, Timeout)
 
 
 class Layout:

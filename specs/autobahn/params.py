@@ -17,7 +17,8 @@ N = 3 * F + 1
 Replica = Range(N)
 
 SLOTS = Param("slots", default=1, lo=1, hi=6, doc="consensus slots (1..slots)")
-VIEWS = Param("views", default=2, lo=1, hi=4, doc="views per slot (1..views); at most n")
+VIEWS = Param("views", default=2, lo=1, hi=4,
+              doc="views per slot (1..views; at most 4 <= n, so a replica leads one view of a slot)")
 LANES = Param("lanes", default=2, lo=0, hi=4,
               doc="lanes that produce cars (the last `lanes` replicas); 0: leaders propose abstract cuts")
 CARS = Param("cars", default=1, lo=1, hi=3, doc="cars per producing lane")
@@ -31,6 +32,9 @@ QUORUM = Param("quorum", default=0, lo=0, doc="votes in a PrepareQC, ConfirmQC o
 FAST_QUORUM = Param("fast_quorum", default=0, lo=0, doc="Prepare votes for a fast commit; 0: n (the paper)")
 OFFSET = Param("offset", default=0, lo=0, hi=12,
                doc="slot s is the (s + offset)-th of the run: leader(s, v) = (s + offset + v) mod n")
+FETCH = Param("fetch", default=1, lo=0, hi=1, doc="replicas fetch the cars of a committed cut they lack (sync)")
+VOTE_AFTER_TIMEOUT = Param("vote_after_timeout", default=0, lo=0, hi=1,
+                           doc="replicas keep voting in a view they timed out of (the artifact); 0: they stop")
 OVERRIDE = Param("override", default=1, lo=0, hi=1,
                  doc="the TC rule lets a Prepare reported by f+1 Timeouts override the highest QC")
 
@@ -45,15 +49,13 @@ class Sizes:
         self.k, self.proposals, self.fast = v["k"], v["proposals"], bool(v["fast"])
         self.override = bool(v["override"])
         self.offset = v["offset"]
+        self.vote_after_timeout = bool(v["vote_after_timeout"])
+        self.fetch = bool(v["fetch"])
         self.poa = v["poa_quorum"] or self.f + 1
         self.quorum = v["quorum"] or 2 * self.f + 1
         self.fast_quorum = v["fast_quorum"] or self.n
         self.validity = self.f + 1  # Timeouts that must report a Prepare for it to override
         self.coverage = min(v["coverage"], self.lanes)
-        if self.views > self.n:
-            raise ValueError(f"views={self.views}: at most n = {self.n} (a replica leads one view per slot)")
-        if self.lanes > self.n:
-            raise ValueError(f"lanes={self.lanes}: at most n = {self.n}")
 
     def leader(self, s: int, v: int) -> int:
         """leader(s, v) = (s + v) mod n (the artifact's `LeaderElector`), slot s counted from `offset`."""
@@ -78,5 +80,3 @@ def sizes(p: Any) -> Sizes:
 
 
 _CACHE: dict[tuple, Sizes] = {}
-
-PARAMS = (F, SLOTS, VIEWS, LANES, CARS, K, PROPOSALS, FAST, COVERAGE, POA_QUORUM, QUORUM, FAST_QUORUM, OVERRIDE, OFFSET)

@@ -18,6 +18,7 @@ from .params import (
     COVERAGE,
     FAST,
     FAST_QUORUM,
+    FETCH,
     LANES,
     OFFSET,
     OVERRIDE,
@@ -26,6 +27,7 @@ from .params import (
     QUORUM,
     SLOTS,
     VIEWS,
+    VOTE_AFTER_TIMEOUT,
     F,
     K,
     Replica,
@@ -34,7 +36,7 @@ from .params import (
 
 CONSENSUS = {"Prepare": "on_prepare", "PrepareVote": "on_prepare_vote", "Confirm": "on_confirm",
              "ConfirmVote": "on_confirm_vote", "Commit": "on_commit"}
-LANE = {"Car": "on_car", "CarVote": "on_car_vote", "PoA": "on_poa", "Fetch": "on_fetch"}
+LANE = {"Car": "on_car", "CarVote": "on_car_vote", "PoA": "on_poa", "Fetch": "on_fetch", "Fetched": "on_fetched"}
 
 
 class Autobahn(Lanes, Consensus, ActorSpec):
@@ -48,7 +50,7 @@ class Autobahn(Lanes, Consensus, ActorSpec):
 
     f, slots, views, lanes, cars, k, proposals = F, SLOTS, VIEWS, LANES, CARS, K, PROPOSALS
     fast, coverage, poa_quorum, quorum, fast_quorum, override = FAST, COVERAGE, POA_QUORUM, QUORUM, FAST_QUORUM, OVERRIDE
-    offset = OFFSET
+    offset, vote_after_timeout, fetch = OFFSET, VOTE_AFTER_TIMEOUT, FETCH
 
     # -- handlers ------------------------------------------------------------------------------
     @on_start
