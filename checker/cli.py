@@ -29,6 +29,10 @@ COMMANDS = [
     "lockstep.executors.command",
     "lockstep.checker.commands.analyze",
     "lockstep.checker.commands.simulate",
+    "lockstep.checker.commands.linearizable",
+    "lockstep.checker.commands.draw",
+    "lockstep.checker.commands.explore",
+    "lockstep.checker.commands.export",
 ]
 """Modules defining `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`."""
 

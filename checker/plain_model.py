@@ -117,6 +117,15 @@ class PlainModel(Model):
                 return i
         return -1
 
+    def invariant_holds(self, name: str, st: Any) -> bool:
+        for n, fn in self._invariants:
+            if n == name:
+                try:
+                    return bool(fn(st))
+                except Exception:
+                    return False
+        raise ValueError(f"spec {self.name} has no invariant {name!r}")
+
     def outside(self, st: Any) -> int:
         if self._constraint is not None and not self._constraint(st):
             return 0

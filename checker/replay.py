@@ -43,8 +43,9 @@ def _compact(v: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def replay(trace: Trace, say: Callable[[str], None] = lambda _s: None) -> ReplayResult:
-    """Re-run `trace`; raise TraceError at the first step the spec cannot reproduce."""
+def replay(trace: Trace, say: Callable[[Any], None] = lambda _s: None, full: bool = False) -> ReplayResult:
+    """Re-run `trace`, saying each step (rich Text lines; `full`: whole states); raise TraceError at
+    the first step the spec cannot reproduce."""
     try:
         obj, _ = resolve(trace.spec)
     except (LoadError, SpecError) as e:
@@ -73,7 +74,8 @@ def replay(trace: Trace, say: Callable[[str], None] = lambda _s: None) -> Replay
         near = _differences(model, model.encode_state(inits[0]), first) if inits else "the spec has no initial state"
         raise TraceError(f"step 0: not an initial state of {model.name} {trace.params}: {near}")
     states, labels, lids = [cur], ["init"], [None]
-    _show(say, model, 0, "start" if anywhere else "init", None, cur, trace.loop == 0)
+    show = _Shower(say, model, full)
+    show(0, None, "start" if anywhere else "init", cur, trace.loop == 0)
     for i, step in enumerate(trace.steps[1:], start=1):
         try:
             succs = model.successors(cur)
@@ -88,7 +90,7 @@ def replay(trace: Trace, say: Callable[[str], None] = lambda _s: None) -> Replay
             produced = model.encode_state(same_label[0][1])
             raise TraceError(f"step {i} ({model.label(same_label[0][0])}): the spec's step gives another state: "
                              + _differences(model, produced, step.state))
-        _show(say, model, i, model.label(match[0]), cur, match[1], trace.loop == i)
+        show(i, model.label_json(match[0]), "", match[1], trace.loop == i)
         cur = match[1]
         states.append(cur)
         labels.append(model.label(match[0]))
@@ -125,15 +127,23 @@ def _label(action: dict[str, Any] | None) -> str:
     return f"{action.get('action')}(" + ", ".join(f"{k}={_compact(v)}" for k, v in args.items()) + ")"
 
 
-def _show(say: Callable[[str], None], model: Model, i: int, label: str, prev: Any, st: Any, loop: bool) -> None:
-    shown = model.show_state(st)
-    before = model.show_state(prev) if prev is not None else {}
-    say(f"  {i:>3}  {label}" + ("  <- loop starts here" if loop else ""))
-    changed = [k for k in shown if prev is None or before.get(k) != shown[k]]
-    for k in changed:
-        say(f"         {k} = {shown[k]}")
-    if prev is not None and not changed:
-        say("         (no change)")
+class _Shower:
+    """Says each replayed step as the trace listing shows it (`lockstep.checker.render.text`)."""
+
+    def __init__(self, say: Callable[[Any], None], model: Model, full: bool):
+        from .render.notation import notation_of
+
+        self.say, self.model, self.full = say, model, full
+        self.notation = notation_of(model)
+        self.prev: dict[str, Any] | None = None
+
+    def __call__(self, i: int, action: dict[str, Any] | None, fallback: str, st: Any, loop: bool) -> None:
+        from .render.text import nodes, step_lines
+
+        cur = nodes(self.model.encode_state(st), self.notation)
+        for line in step_lines(i, action, self.prev, cur, self.notation, self.full, loop, fallback):
+            self.say(line)
+        self.prev = cur
 
 
 def _confirm(trace: Trace, model: Model, states: list[Any], lids: list[Any]) -> str:
@@ -149,9 +159,10 @@ def _confirm(trace: Trace, model: Model, states: list[Any], lids: list[Any]) -> 
             shape = f"the behaviour stutters in state {n} for ever"
         else:
             target = trace.steps[trace.loop].state
-            if not any(model.encode_state(t) == target for _, t in model.successors(last)):
+            back = [lid for lid, t in model.successors(last) if model.encode_state(t) == target]
+            if not back:
                 raise TraceError(f"the trace's loop does not close: no step leads from state {n} back to state {trace.loop}")
-            shape = f"the loop back to state {trace.loop} closes"
+            shape = f"the loop back to state {trace.loop} closes ({model.label(back[0])})"
         if kind == "temporal":
             return f"replayed {n} steps; {shape}; " + _confirm_temporal(trace, model, states, lids)
         return f"replayed {n} steps; {shape}"

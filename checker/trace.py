@@ -44,6 +44,7 @@ class Trace:
     message: str = ""
     location: str | None = None
     loop: int | None = None
+    loop_action: dict[str, Any] | None = None  # the step from the last state back to `loop`
 
     @classmethod
     def from_states(cls, model: Model, path: list[tuple[Any, Any]], **kw: Any) -> Trace:
@@ -56,6 +57,10 @@ class Trace:
                 model.show_state(st),
                 "init" if lid is None else model.label(lid),
             ))
+        loop = kw.get("loop")
+        if loop is not None and loop < len(path) - 1 and "loop_action" not in kw:
+            back = path[loop][1]
+            kw["loop_action"] = next((model.label_json(lid) for lid, t in model.successors(path[-1][1]) if t == back), None)
         return cls(model.ref, model.name, dict(model.params), list(model.vars), steps, **kw)
 
     # -- file format ---------------------------------------------------------------------
@@ -90,6 +95,8 @@ class Trace:
         }
         if self.loop is not None:
             out["loop"] = self.loop
+            if self.loop_action is not None:
+                out["#meta"]["lockstep"]["loop_action"] = self.loop_action
         return out
 
     def save(self, path: str) -> None:
@@ -142,20 +149,9 @@ class Trace:
             steps.append(Step(action, values, label=smeta.get("label", "init") if i else "init"))
         loop = data.get("loop")
         need(loop is None or (isinstance(loop, int) and 0 <= loop < len(steps)), '"loop" is not a state index')
+        closing = lm.get("loop_action")
+        need(closing is None or (isinstance(closing, dict) and isinstance(closing.get("action"), str)),
+             '"#meta.lockstep.loop_action" does not name an action')
         return cls(lm["spec"], lm.get("spec_name", lm["spec"]), dict(lm.get("params", {})), list(data["vars"]),
-                   steps, lm.get("property", {}) or {}, lm.get("message", "") or "", lm.get("location"), loop)
+                   steps, lm.get("property", {}) or {}, lm.get("message", "") or "", lm.get("location"), loop, closing)
 
-
-def render(trace: Trace, changed_only: bool = True) -> str:
-    """A readable listing: each step's action and the variables it changed."""
-    lines = []
-    prev: dict[str, str] = {}
-    for i, s in enumerate(trace.steps):
-        marker = "  <- loop starts here" if trace.loop is not None and i == trace.loop else ""
-        lines.append(f"  {i:>3}  {s.label}{marker}")
-        shown = s.shown or {k: json.dumps(v) for k, v in s.state.items()}
-        for k, v in shown.items():
-            if not changed_only or i == 0 or prev.get(k) != v:
-                lines.append(f"         {k} = {v}")
-        prev = shown
-    return "\n".join(lines)

@@ -11,6 +11,7 @@ from lockstep.checker.loader import is_protocol, parse_params
 
 from .actors.command import run_actor_command
 from .population.command import run_population_command
+from .psmr import command as psmr_command
 from .rounds.command import kill_plan
 from .rounds.command import run as run_rounds_spec
 from .rounds.run import rounds_class
@@ -49,6 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                  "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")
     p.add_argument("--initiator", type=natural, metavar="P", help="rounds specs: the node that starts (default 0)")
     p.add_argument("--kill", type=kill_plan, metavar="P@R", help="rounds specs: kill node P at the start of round R")
+    psmr_command.add_arguments(p)
 
 
 def positive(text: str) -> int:
@@ -69,6 +71,8 @@ ONE_KIND_OPTIONS = [("tree", "--tree", "rounds"), ("initiator", "--initiator", "
 
 
 def run(args: argparse.Namespace) -> int:
+    if psmr_command.is_psmr(args.spec):
+        return psmr_command.run_psmr_command(args)
     kind = "rounds" if rounds_class(args.spec) is not None else "population" if is_protocol(args.spec) else "actor"
     for attr, flag, owner in ONE_KIND_OPTIONS:
         if getattr(args, attr) is not None and owner != kind:

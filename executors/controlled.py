@@ -16,3 +16,4 @@ class ProcessReplay:
     conclusion: str
     validated: bool
     failed: str | None = None  # the failure of the handler the trace says fails next
+    deadlocked: bool = False  # no handler of any process is enabled in the final state

@@ -1,6 +1,7 @@
 """Frames on the wire: a 4-byte big-endian length, then a JSON object (never pickle).
 
-Data frames carry one message: `{"src": 0, "dst": 1, "clock": 7, "msg": {"tag": "Echo", "v": 1}}`;
+Data frames carry one message: `{"src": 0, "dst": 1, "clock": 7, "msg": {"tag": "Echo", "v": 1}}`, and
+the sender's vector clock (`"vc": [3, 0, 1]`, one entry per process);
 the receiver decodes `msg` into the spec's declared message type and checks every field, so a
 malformed or unknown frame becomes a `FrameError` that names what is wrong. Control frames
 between the runner and the processes are JSON objects with an `"op"`.
@@ -112,12 +113,23 @@ class MessageCodec:
             j = self._json[msg] = to_json(self.system.message, msg)
         return j
 
-    def encode(self, src: int, dst: int, clock: int, msg: Any) -> bytes:
-        return frame({"src": src, "dst": dst, "clock": clock, "msg": self.msg_json(msg)})
+    def encode(self, src: int, dst: int, clock: int, msg: Any, vc: list[int] | None = None) -> bytes:
+        obj: dict[str, Any] = {"src": src, "dst": dst, "clock": clock, "msg": self.msg_json(msg)}
+        if vc is not None:
+            obj["vc"] = vc
+        return frame(obj)
 
     def decode(self, body: bytes) -> tuple[int, int, int, Any]:
         """(src, dst, clock, msg) of a data frame, validated against the spec's types."""
+        return self.decode_frame(body)[:4]
+
+    def decode_frame(self, body: bytes) -> tuple[int, int, int, Any, list[int] | None]:
+        """(src, dst, clock, msg, vector clock or None) of a data frame, validated."""
         obj = parse(body)
+        vc = obj.get("vc")
+        if vc is not None and not (isinstance(vc, list) and len(vc) == self.nproc and
+                                   all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in vc)):
+            raise FrameError(f"vc is not a vector clock of {self.nproc} non-negative integers")
         src, dst, clock = obj.get("src"), obj.get("dst"), obj.get("clock")
         for name, v in (("src", src), ("dst", dst)):
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < self.nproc:
@@ -126,7 +138,7 @@ class MessageCodec:
             raise FrameError(f"clock {clock!r} is not a non-negative integer")
         if "msg" not in obj:
             raise FrameError("no \"msg\"")
-        return src, dst, clock, self.decode_msg(obj["msg"])
+        return src, dst, clock, self.decode_msg(obj["msg"]), vc
 
     def decode_msg(self, j: Any) -> Any:
         """A message from its JSON form, validated against the declared type (FrameError if it is not one)."""

@@ -36,4 +36,7 @@ SPECS: dict[str, str] = {
     "autobahn_weak_fast_path": "lockstep.specs.autobahn:AutobahnWeakFastPath",
     "autobahn_no_override": "lockstep.specs.autobahn:AutobahnNoOverride",
     "autobahn_weak_poa": "lockstep.specs.autobahn:AutobahnWeakPoA",
+    "psmr": "lockstep.specs.psmr.spec:PSMR",
+    "psmr_no_acyclic_order": "lockstep.specs.psmr.spec:PSMRNoAcyclicOrder",
+    "psmr_first_key_cg": "lockstep.specs.psmr.spec:PSMRFirstKeyCG",
 }

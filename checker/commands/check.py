@@ -11,7 +11,7 @@ from ..loader import load_model, parse_params
 from ..progress import NoProgress, Progress
 from ..rounds.sweep import FORCE_LIMIT, sweep, table, tree_arguments, tree_spec
 from ..vector import choice
-from .common import add_spec_arguments, load_typed, natural, positive, print_violation, report
+from .common import add_full_argument, add_spec_arguments, load_typed, natural, positive, print_violation, report
 
 NAME = "check"
 HELP = "model-check a spec: invariants, deadlocks, step failures and temporal properties"
@@ -40,6 +40,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"--engine smt: look for violations within K steps (default {SMT_DEPTH})")
     p.add_argument("--out", metavar="FILE", help="write the counterexample trace (JSON, ITF) to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_full_argument(p)
+    p.add_argument("--dump-graph", metavar="FILE.dot", help="write the state graph (Graphviz DOT), the counterexample "
+                                                             "in red; for small instances")
+    p.add_argument("--graph-limit", type=positive, default=1000, metavar="N",
+                   help="--dump-graph: refuse graphs of more than N states (default 1000)")
     p.add_argument("--tree", metavar="GEN", help="tree specs: check on this tree "
                                                  "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")
     p.add_argument("--seed", type=natural, default=0, help="with --tree random:N: the seed of the random tree")
@@ -72,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
                    dfs=args.dfs, workers=args.workers)
     if args.property:
         return _check_properties(args, model, opts)
+    graph = dump_graph_first(args, model)
     engine, vm, why = choice.choose(args.engine, model, opts)
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
     mode = "depth-first" if args.dfs else "breadth-first"
@@ -84,8 +90,35 @@ def run(args: argparse.Namespace) -> int:
     res = choice.run(engine, model, vm, opts, progress)
     if why and engine != args.engine:
         res.notes.append(why)
-    report(res, args.out)
+    report(res, args.out, model, args.full)
+    write_graph(args, model, graph, res)
     return res.exit_code
+
+
+def dump_graph_first(args: argparse.Namespace, model):
+    """With --dump-graph: the state graph, built (or refused as too large) before the search."""
+    if not args.dump_graph:
+        return None
+    from ..render.graph import state_graph
+
+    return state_graph(model, args.graph_limit)
+
+
+def write_graph(args: argparse.Namespace, model, graph, res) -> None:
+    """Write the --dump-graph file, with the counterexample marked."""
+    if graph is None:
+        return
+    from ..render.graph import mark_trace, to_dot
+
+    v = res.violation
+    if v is not None:
+        mark_trace(graph, model, v.trace)
+    try:
+        with open(args.dump_graph, "w", encoding="utf-8") as f:
+            f.write(to_dot(graph, model, v.message if v is not None else None))
+    except OSError as e:
+        raise UsageError(f"cannot write {args.dump_graph}: {e.strerror}") from None
+    print(f"State graph ({len(graph)} states, {graph.number_of_edges()} steps) written to {args.dump_graph}")
 
 
 def check_smt(args: argparse.Namespace) -> int:
@@ -93,7 +126,8 @@ def check_smt(args: argparse.Namespace) -> int:
     from ..smt.bmc import bmc
 
     explicit_only = {"--symmetry": args.symmetry, "--workers": args.workers > 1, "--dfs": args.dfs,
-                     "--max-depth": args.max_depth is not None, "--max-states": args.max_states is not None}
+                     "--max-depth": args.max_depth is not None, "--max-states": args.max_states is not None,
+                     "--dump-graph": args.dump_graph is not None}
     given = [flag for flag, on in explicit_only.items() if on]
     if given:
         raise UsageError(f"{', '.join(given)}: only for the explicit engine; the SMT engine's bound is --depth K")
@@ -107,7 +141,7 @@ def check_smt(args: argparse.Namespace) -> int:
     say = None if args.quiet else (lambda text: print("progress: " + text, file=sys.stderr, flush=True))
     res = bmc(model, depth, deadlock=not args.no_deadlock, say=say)
     if res.violation is not None:
-        print_violation(res.violation, args.out)
+        print_violation(res.violation, args.out, model, args.full)
     elif res.complete:
         print(f"\nNo violation: {res.reason}.")
     else:
@@ -131,8 +165,10 @@ def _check_properties(args: argparse.Namespace, model, opts: Options) -> int:
     print(f"  invariants: {', '.join(model.invariant_names) or 'none'}; deadlock: "
           f"{'checked' if opts.deadlock else 'not checked'}")
     progress = NoProgress() if args.quiet else Progress()
+    graph = dump_graph_first(args, model)
     res = check_properties(model, props, fair, opts, progress)
-    report(res, args.out)
+    report(res, args.out, model, args.full)
+    write_graph(args, model, graph, res)
     return res.exit_code
 
 
@@ -143,9 +179,9 @@ def check_all_trees(args: argparse.Namespace) -> int:
     if args.all_trees > FORCE_LIMIT and not args.force:
         raise UsageError(f"--all-trees {args.all_trees}: beyond {FORCE_LIMIT} nodes the trees multiply (1,301 with "
                          f"13 nodes, 19,320 with 16, each with every initiator); add --force to run it anyway")
-    if args.engine == "smt" or args.property or args.symmetry or args.workers > 1 or args.dfs:
+    if args.engine == "smt" or args.property or args.symmetry or args.workers > 1 or args.dfs or args.dump_graph:
         raise UsageError("--all-trees runs the explicit engine with its defaults; drop --engine smt, --property, "
-                         "--symmetry, --workers and --dfs")
+                         "--symmetry, --workers, --dfs and --dump-graph")
     params = parse_params(args.param)
     if "n" in params or "tree" in params:
         raise UsageError("--all-trees chooses n and tree itself; drop --param n and --param tree")

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
+from ..errors import UsageError
 from ..loader import LoadError, load_model
+from ..model import Model
 from ..result import CheckResult, Violation
-from ..trace import render
+from ..trace import Trace, TraceError
 from ..typed_model import TypedModel
 
 
@@ -35,6 +38,55 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
                    help="set a spec parameter (repeatable), e.g. --param rm=5")
 
 
+def trace_spec(ref: str, given: str | None) -> str:
+    """The spec to read a trace with: the one the user names, or the trace's own if it is a registered name
+    (a trace file never chooses what code runs)."""
+    from lockstep.specs.registry import SPECS
+
+    if given:
+        return given
+    if ref in SPECS:
+        return ref
+    raise UsageError(f"the trace names spec {ref!r}, which is not a registered spec name; a trace file does not "
+                     f"choose what code runs: name the spec yourself with --spec {ref}")
+
+
+def read_trace_file(path: str):
+    """A counterexample or simulation (ITF JSON, a `Trace`) or a merged run trace (JSON lines, a `MergedRun`)."""
+    from ..validation.runtrace import load
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            head = f.read(4096)
+    except OSError as e:
+        raise TraceError(f"cannot read trace {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise TraceError(f"{path}: not a text file (expected a JSON trace)") from None
+    first = head.lstrip().split("\n", 1)[0]
+    try:
+        run_header = json.loads(first).get("kind") == "run"
+    except (json.JSONDecodeError, AttributeError):
+        run_header = False
+    return load(path) if run_header else Trace.load(path)
+
+
+def typed_for_pictures(model: Model) -> TypedModel:
+    """The model of a trace to draw or export: plain specs have no processes to picture."""
+    if not isinstance(model, TypedModel):
+        raise TraceError(f"spec {model.name} is a plain spec: only actor and rounds specs have pictures "
+                         "(for a state graph: lockstep check SPEC --dump-graph FILE.dot)")
+    return model
+
+
+def write_text(path: str, text: str) -> None:
+    """Write an output file, or a usage error that says why it cannot be written."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror}") from None
+
+
 def load_typed(ref: str, params: dict[str, int], what: str, invariants: list[str] | None = None):
     """The typed model named by `ref`; plain specs (init/next) are refused with a clear message."""
     model = load_model(ref, params, invariants=invariants)
@@ -44,25 +96,38 @@ def load_typed(ref: str, params: dict[str, int], what: str, invariants: list[str
     return model
 
 
-def print_violation(v: Violation, out: str | None) -> None:
-    """Print a violation and its counterexample (a lasso: where it loops) and save it."""
+def add_full_argument(p: argparse.ArgumentParser) -> None:
+    """--full, shared by the commands that print traces."""
+    p.add_argument("--full", action="store_true", help="print whole states at every step, not only what changed")
+
+
+def print_trace(trace: Trace, model: Model | None = None, full: bool = False) -> None:
+    """Print a trace's listing (per-element changes; colour on a terminal)."""
+    from ..render.notation import notation_of
+    from ..render.text import printer, trace_lines
+
+    sys.stdout.flush()
+    say = printer()
+    for line in trace_lines(trace, notation_of(model), full):
+        say(line)
+
+
+def print_violation(v: Violation, out: str | None, model: Model | None = None, full: bool = False) -> None:
+    """Print a violation and its counterexample (a lasso: where it loops and how) and save it."""
     steps = len(v.trace.steps) - 1
     print(f"\nViolation: {v.message}" + (f" at {v.location}" if v.location and v.location not in v.message else ""))
     print(f"Counterexample ({steps} step{'s' if steps != 1 else ''}):")
-    print(render(v.trace))
-    if v.trace.loop is not None:
-        print(f"  {'':>3}  (stutters in state {steps} for ever)" if v.trace.loop == steps
-              else f"  {'':>3}  (back to state {v.trace.loop}; the loop repeats for ever)")
+    print_trace(v.trace, model, full)
     if out:
         v.trace.save(out)
         print(f"Trace written to {out} (replay it: lockstep replay {out})")
 
 
-def report(res: CheckResult, out: str | None) -> None:
+def report(res: CheckResult, out: str | None, model: Model | None = None, full: bool = False) -> None:
     """Print a check's outcome (and save its counterexample)."""
     v = res.violation
     if v is not None:
-        print_violation(v, out)
+        print_violation(v, out, model, full)
     elif res.verdict == "inconclusive":
         print(f"\nInconclusive: {res.cut}; no violation among the states explored.")
     else:

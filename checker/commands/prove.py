@@ -6,8 +6,7 @@ import argparse
 import sys
 
 from ..loader import parse_params
-from ..trace import render
-from .common import add_spec_arguments, load_typed, positive
+from .common import add_full_argument, add_spec_arguments, load_typed, positive, print_trace
 
 NAME = "prove"
 HELP = "prove that an invariant holds in every reachable state (k-induction with z3)"
@@ -20,6 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="strengthen it with these invariants (proved together with it; repeatable)")
     p.add_argument("--k", type=positive, default=1, metavar="K", help="induction depth (default 1: plain induction)")
     p.add_argument("--out", metavar="FILE", help="write the counterexample (or counterexample to induction) to FILE")
+    add_full_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         steps = len(res.trace.steps) - 1
         kind = "Counterexample" if res.verdict == REFUTED else "Counterexample to induction"
         print(f"{kind} ({steps} step{'s' if steps != 1 else ''}):")
-        print(render(res.trace))
+        print_trace(res.trace, model, args.full)
         if args.out:
             res.trace.save(args.out)
             print(f"Trace written to {args.out} (replay it: lockstep replay {args.out})")

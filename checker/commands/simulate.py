@@ -12,7 +12,7 @@ from lockstep.specs.lang.population import ALL, Population
 
 from ..loader import LoadError, parse_params
 from ..probabilistic import smc
-from ..probabilistic.batched import Simulator
+from ..probabilistic.batched import AGENT_LIMIT, Simulator
 from .analyze import load_population, target_name
 from .common import add_spec_arguments, positive
 
@@ -81,13 +81,13 @@ def run(args: argparse.Namespace) -> int:
     nlogn = n * math.log(n)
     horizon = args.time if args.time is not None else 20 * math.log(n) + 50
     limit = max(1, int(horizon * n))
-    max_batch = 1 if args.sequential else None
-    every = 1 if args.sequential or n <= 10_000 else max(1, n // 100)
+    max_batch = 1 if args.sequential and n > AGENT_LIMIT else None  # sequential: one interaction at a time
+    every = 1 if args.sequential else max(1, n // 100)
     test = (lambda c: not protocol.holds(target, c)) if args.leave else (lambda c: protocol.holds(target, c))
     event = f"{target} left" if args.leave else f"{target} reached"
     ps = ", ".join(f"{k}={v}" for k, v in protocol.params.items())
     print(f"Simulating {protocol.name} ({ps}) from start {start}: {args.runs} runs of at most "
-          f"{horizon:g} parallel time, {'sequential' if args.sequential else 'batched'}, seed {args.seed}")
+          f"{horizon:g} parallel time, {_method(n, max_batch)}, seed {args.seed}")
     seeds = iter(range(args.seed * 1_000_003, args.seed * 1_000_003 + 10**9))
     began = time.monotonic()
     interactions = 0
@@ -118,15 +118,22 @@ def run(args: argparse.Namespace) -> int:
               f"= {mean / n:,.3f} ± {half / n:,.3f} parallel time = {mean / nlogn:.3f} · n ln n; "
               f"min {min(hits) / n:,.3f}, max {max(hits) / n:,.3f} parallel time")
     if not args.sequential:
-        print(f"  (the target is tested after each batch of about 0.63·√n = {0.63 * math.sqrt(n):,.0f} interactions"
-              + (f", at most every {every:,} interactions" if every > 1 else "")
-              + "; --sequential gives interaction-exact times)")
+        batch = f"after each batch of about 0.63·√n = {0.63 * math.sqrt(n):,.0f} interactions, " \
+            if n > AGENT_LIMIT else ""
+        print(f"  (the target is tested {batch}every {every:,} interactions; --sequential gives "
+              "interaction-exact times)")
     code = 0
     if args.within is not None:
         code = _claim(args, protocol, event, one_run, nlogn)
     if args.plot:
         _plot(args, protocol, target, configs[0], horizon, max_batch)
     return code
+
+
+def _method(n: int, max_batch: int | None) -> str:
+    if max_batch is not None:
+        return "sequential (batches of one interaction)"
+    return "sequential scheduler on an array of agents" if n <= AGENT_LIMIT else "batched"
 
 
 def _claim(args: argparse.Namespace, protocol: Population, event: str, one_run, nlogn: float) -> int:

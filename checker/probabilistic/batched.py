@@ -1,4 +1,4 @@
-"""A batched simulator of population protocols, exact in distribution.
+"""Simulators of population protocols, exact in distribution: batched, or on an array of agents.
 
 The sequential model picks, per interaction, a uniformly random ordered pair of distinct agents.
 Following the batching of Berenbrink, Hammer, Kaaser, Meyer, Penschuck and Tran ("Simulating
@@ -14,7 +14,9 @@ the configuration (count vector) and splits the run into batches:
    or used–used, with the right weights) and applied on its own.
 
 Each batch costs O(ℓ + Q) numpy work for ℓ ≈ 0.63·√n interactions. A run that must stop after a
-given number of interactions truncates the collision-free part, which keeps it exact.
+given number of interactions truncates the collision-free part, which keeps it exact. While the
+agents fit in memory, the sequential scheduler on an array of agents (`agents`, compiled) is
+faster still, and `Simulator` uses it unless told otherwise.
 """
 
 from __future__ import annotations
@@ -26,21 +28,47 @@ import numpy as np
 
 from lockstep.specs.lang.population import Population
 
+AGENT_LIMIT = 1 << 24  # agents held as an int32 array (64 MiB); beyond, the batched simulator runs
+
 
 class Simulator:
-    """Simulates one run of a protocol from a configuration; `t` counts interactions."""
+    """Simulates one run of a protocol from a configuration; `t` counts interactions.
 
-    def __init__(self, protocol: Population, config: Any, seed: int | None = None, max_batch: int | None = None):
+    `method` "agents" runs the sequential scheduler on an array of agents (`agents`, compiled:
+    fastest while the agents fit in memory); "batched" runs the batches described above on the
+    configuration alone (any n; `max_batch` caps a batch's collision-free interactions, and 1
+    makes it the sequential scheduler); "auto" (the default) picks agents up to `AGENT_LIMIT`
+    agents unless `max_batch` is given. Both are exact in distribution.
+    """
+
+    def __init__(self, protocol: Population, config: Any, seed: int | None = None, max_batch: int | None = None,
+                 method: str = "auto"):
+        if method not in ("auto", "agents", "batched"):
+            raise ValueError(f"method {method!r}: use auto, agents or batched")
         self.protocol = protocol
         self.n = protocol.n
         self.Q = protocol.Q
         self.rng = np.random.default_rng(seed)
-        self.counts = np.array(protocol.configuration(config), dtype=np.int64)
-        self.t = 0
         self.max_batch = max_batch
+        if method == "auto":
+            method = "agents" if max_batch is None and self.n <= AGENT_LIMIT else "batched"
+        self.method = method
         self._tables()
         self._run_lengths()
         self._pending: np.ndarray = np.empty(0, dtype=np.int64)
+        if method == "agents":
+            from . import agents  # numba compiles it: imported only by simulations that use it
+
+            self._kernel = agents
+            self._state = agents.seed_state(self.rng)
+        self.reset(config)
+
+    def reset(self, config: Any, t: int = 0) -> None:
+        """Start again from the configuration `config` (a count tuple, a dict, or a start's name)."""
+        self.counts = np.array(self.protocol.configuration(config), dtype=np.int64)
+        self.t = t
+        if self.method == "agents":
+            self._agents = self._kernel.spread(self.counts, self.rng)
 
     # -- set-up -------------------------------------------------------------------------------
     def _tables(self) -> None:
@@ -61,6 +89,8 @@ class Simulator:
                 self.cum[k, j] = acc if j < len(o) - 1 else 2.0  # the last outcome takes the rest
         self.flat_a = self.out_a[:, 0].copy()
         self.flat_b = self.out_b[:, 0].copy()
+        self._out_a32 = self.out_a.astype(np.int32)
+        self._out_b32 = self.out_b.astype(np.int32)
 
     def _run_lengths(self) -> None:
         n = self.n
@@ -94,7 +124,11 @@ class Simulator:
         return int(self.out_a[k, j]), int(self.out_b[k, j])
 
     def batch(self, limit: int) -> int:
-        """Run at most `limit` interactions (one batch); returns how many ran."""
+        """Run at most `limit` interactions (one batch; with agents, exactly `limit`); returns how many ran."""
+        if self.method == "agents":
+            self._kernel.interact(self._agents, self.counts, self._out_a32, self._out_b32, self.cum, limit, self._state)
+            self.t += limit
+            return limit
         ell = self._next_run_length()
         if self.max_batch is not None and ell >= self.max_batch:
             ell, collide = self.max_batch, False
@@ -154,15 +188,19 @@ class Simulator:
 
     def run_until(self, test: Callable[[tuple[int, ...]], bool], limit: int, every: int = 1) -> int | None:
         """Run until `test(configuration)` holds; the number of interactions it took, or None if it did
-        not hold within `limit` more. The test runs after the batch that ends at or past each multiple of
-        `every` interactions, so the time is exact with `max_batch=1, every=1`, and otherwise late by
-        less than one batch (about 0.63·√n interactions) plus `every`."""
+        not hold within `limit` more. With agents the test runs every `every` interactions, so the time
+        is exact with `every=1` and late by less than `every` otherwise; batched, it runs after the batch
+        that ends at or past each multiple of `every`, so it is exact with `max_batch=1, every=1` and
+        otherwise late by less than one batch (about 0.63·√n interactions) plus `every`."""
         begin = self.t
         end, check = begin + limit, begin
         if test(self.config()):
             return 0
         while self.t < end:
-            self.batch(end - self.t)
+            if self.method == "agents":
+                self.batch(min(every, end - self.t))
+            else:
+                self.batch(end - self.t)
             if self.t >= check:
                 if test(self.config()):
                     return self.t - begin
@@ -185,8 +223,12 @@ class Simulator:
         moved = self.rng.multivariate_hypergeometric(pool, k, method="marginals")
         for i, m in zip(src, moved):
             if m:
+                to = p.index[p.with_input(p.states[i], new)]
                 self.counts[i] -= m
-                self.counts[p.index[p.with_input(p.states[i], new)]] += m
+                self.counts[to] += m
+                if self.method == "agents":
+                    holders = np.flatnonzero(self._agents == i)
+                    self._agents[self.rng.choice(holders, size=int(m), replace=False)] = to
         return k
 
     def fractions(self, of: Callable[[Any], Any]) -> dict[Any, float]:

@@ -3,7 +3,8 @@
 A process's trace starts with a header `{"kind": "header", "spec", "spec_name", "params", "pid"}`;
 then one line per event:
 
-- `start`, `message`, `timeout`: a handler ran. `pid`, Lamport `clock`, `seq` (per process),
+- `start`, `message`, `timeout`: a handler ran. `pid`, Lamport `clock`, vector clock `vc` (one entry
+  per process; entry p counts p's recorded events; actor runs), `seq` (per process),
   `time` (seconds since the run began), the input (`src` and `msg`, or `timer`), `choice` (the
   values of the handler's choice parameters), `sends` (`[dst, msg]` pairs in send order),
   `timers` (the timers it started or restarted), `observed` (client-visible operations, if

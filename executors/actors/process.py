@@ -1,4 +1,4 @@
-"""One actor as an OS process: TCP on 127.0.0.1, real timers, a JSONL trace with Lamport clocks.
+"""One actor as an OS process: TCP on 127.0.0.1, real timers, a JSONL trace with Lamport and vector clocks.
 
 The process runs the spec's compiled handlers (`LocalExec`) on its local state. A message
 whose handler is not enabled (a `require` fails) is kept and retried after each later step, as
@@ -62,9 +62,10 @@ class Node:
         self.state = self.system.init_locals[cfg.pid]
         self.timer_field = self.system.local.field("timers") if self.system.timer is not None else None
         self.clock = 0
+        self.vc = [0] * self.system.proc.size  # vector clock: entry p counts process p's recorded events
         self.seq = 0
         self.t0 = time.monotonic()
-        self.deferred: list[tuple[int, int, Any]] = []
+        self.deferred: list[tuple[int, int, Any, list[int] | None]] = []
         self.handles: dict[str, asyncio.TimerHandle] = {}
         self.out: dict[int, asyncio.Transport] = {}
         self.outbox: dict[asyncio.Transport, bytearray] = {}
@@ -146,8 +147,9 @@ class Node:
     def _forge_one(self, dst: int, msg: Any) -> None:
         self.clock += 1
         self.seq += 1
+        self._tick(None)
         self._log(f'{{"kind":"forge","pid":{self.pid},"clock":{self.clock},"seq":{self.seq},'
-                  f'"time":{self._now()},"dst":{dst},"msg":{self._msg_text(msg)}}}')
+                  f'"time":{self._now()},"dst":{dst},"msg":{self._msg_text(msg)},"vc":{self._vc_text()}}}')
         self._send(dst, msg)
 
     def _restore(self) -> None:
@@ -162,14 +164,18 @@ class Node:
         self.state = self.system.local_from_json(last["state"])
         self.clock = max(e["clock"] for e in events if "clock" in e)
         self.seq = max(e["seq"] for e in events if "seq" in e) + 1
+        for e in events:
+            if isinstance(e.get("vc"), list) and len(e["vc"]) == len(self.vc):
+                self.vc = [max(a, b) for a, b in zip(self.vc, e["vc"])]
+        self._tick(None)
         self._log({"kind": "restart", "pid": self.pid, "clock": self.clock, "seq": self.seq, "time": self._now(),
-                   "state": self._json_state(self.state)})
+                   "state": self._json_state(self.state), "vc": self.vc})
         self._timers([])
 
     def on_frame(self, body: bytes) -> None:
         self.stats["received"] += 1
         try:
-            src, dst, clock, msg = self.codec.decode(body)
+            src, dst, clock, msg, vc = self.codec.decode_frame(body)
         except FrameError as e:
             self.reject(str(e))
             return
@@ -179,18 +185,19 @@ class Node:
         choice = None
         if self.cfg.controlled and b'"choice"' in body:  # the scheduler names the nondeterministic choice
             choice = parse(body).get("choice")
-        self.deliver(src, clock, msg, choice)
+        self.deliver(src, clock, msg, choice, vc)
 
-    def deliver(self, src: int, clock: int, msg: Any, choice: dict[str, Any] | None = None) -> None:
+    def deliver(self, src: int, clock: int, msg: Any, choice: dict[str, Any] | None = None,
+                vc: list[int] | None = None) -> None:
         if self.failed:
             return
         if not self.started:  # every process starts before it handles a message, as in the spec
-            self.deferred.append((src, clock, msg))
+            self.deferred.append((src, clock, msg, vc))
             return
-        if self.handle("message", src, msg, None, clock, choice):
+        if self.handle("message", src, msg, None, clock, choice, vc):
             self._retry()
         else:
-            self.deferred.append((src, clock, msg))
+            self.deferred.append((src, clock, msg, vc))
             self.stats["deferred"] += 1
             if self.cfg.controlled:
                 self.report({"op": "deferred", "pid": self.pid, "src": src, "msg": self.codec.msg_json(msg)})
@@ -199,8 +206,8 @@ class Node:
         progress = True
         while progress and self.deferred and not self.failed:
             progress = False
-            for i, (src, clock, msg) in enumerate(self.deferred):
-                if self.handle("message", src, msg, None, clock):
+            for i, (src, clock, msg, vc) in enumerate(self.deferred):
+                if self.handle("message", src, msg, None, clock, None, vc):
                     del self.deferred[i]
                     progress = True
                     break
@@ -213,16 +220,17 @@ class Node:
             self.report({"op": "deferred", "pid": self.pid, "timer": timer})
 
     def handle(self, kind: str, src: int | None = None, msg: Any = None, timer: str | None = None,
-               in_clock: int = 0, choice: dict[str, Any] | None = None) -> bool:
+               in_clock: int = 0, choice: dict[str, Any] | None = None, in_vc: list[int] | None = None) -> bool:
         """Run the handler for one input; False if it is not enabled in the current state."""
         try:
             out = self.exec.run(self.state, kind, src, msg, timer, choice)
         except StepFailed as e:
-            self._fail(kind, src, msg, timer, in_clock, str(e))
+            self._fail(kind, src, msg, timer, in_clock, str(e), in_vc)
             return True
         if out is None:
             return False
         self.clock = max(self.clock, in_clock) + 1
+        self._tick(in_vc)
         self.seq += 1
         self.state = out.state
         self.stats["events"] += 1
@@ -244,7 +252,7 @@ class Node:
             buf = self.outbox[t] = bytearray()
             if len(self.outbox) == 1:
                 asyncio.get_running_loop().call_soon(self._flush)
-        buf += self.codec.encode(self.pid, dst, self.clock, msg)
+        buf += self.codec.encode(self.pid, dst, self.clock, msg, self.vc)
         self.stats["sent"] += 1
 
     def _flush(self) -> None:
@@ -269,12 +277,14 @@ class Node:
                     h.cancel()
                 self.handles[name] = loop.call_later(self.system.timeouts_ms[name] / 1000, self.fire, name)
 
-    def _fail(self, kind: str, src: int | None, msg: Any, timer: str | None, in_clock: int, message: str) -> None:
+    def _fail(self, kind: str, src: int | None, msg: Any, timer: str | None, in_clock: int, message: str,
+              in_vc: list[int] | None = None) -> None:
         self.failed = True
         self.clock = max(self.clock, in_clock) + 1
+        self._tick(in_vc)
         self.seq += 1
         ev = {"kind": "failure", "pid": self.pid, "clock": self.clock, "seq": self.seq, "time": self._now(),
-              "input": kind, "message": message}
+              "input": kind, "message": message, "vc": self.vc}
         if src is not None:
             ev["src"], ev["msg"] = src, self.codec.msg_json(msg)
         if timer is not None:
@@ -295,6 +305,17 @@ class Node:
         self.reject(why + "; connection closed")
 
     # -- the trace -------------------------------------------------------------------------------
+    def _tick(self, received: list[int] | None) -> None:
+        """The vector clock of a new recorded event: merged with a received message's clock, own entry + 1.
+        A new list, so clocks already sent or logged are not changed."""
+        vc = self.vc if received is None else [max(a, b) for a, b in zip(self.vc, received)]
+        vc = list(vc)
+        vc[self.pid] += 1
+        self.vc = vc
+
+    def _vc_text(self) -> str:
+        return "[" + ",".join(map(str, self.vc)) + "]"
+
     def _event(self, kind: str, src: int | None, msg: Any, timer: str | None, out: Outcome) -> str:
         """The event as one JSON line, assembled from cached JSON texts of messages and states."""
         parts = [f'{{"kind":"{kind}","pid":{self.pid},"clock":{self.clock},"seq":{self.seq},"time":{self._now()}']
@@ -310,7 +331,7 @@ class Node:
         if out.observed:
             ops = [to_json(self.system.observation, op) for op in out.observed]  # type: ignore[arg-type]
             parts.append(f',"observed":{json.dumps(ops, separators=(",", ":"))}')
-        parts.append(f',"state":{self._state_text(out.state)}}}')
+        parts.append(f',"state":{self._state_text(out.state)},"vc":{self._vc_text()}}}')
         return "".join(parts)
 
     def _msg_text(self, msg: Any) -> str:

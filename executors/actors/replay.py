@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
+from lockstep.checker.render.text import model_state_lines
 from lockstep.checker.replay import ReplayResult
 from lockstep.checker.trace import Trace, TraceError
 from lockstep.checker.validation.actors import validate
@@ -87,10 +88,17 @@ async def _drive(cluster: Cluster, relay: Relay, model: Any, states: list[tuple]
         await asyncio.sleep(0.01)
     real = _assemble(prog, run.local, relay, run.killed, run.history)
     say("  the real processes' global state (local states reported, messages held in the relay):")
-    for k, v in model.show_state(real).items():
-        say(f"         {k} = {v}")
+    for line in model_state_lines(model, real):
+        say(line.plain)
     index = model.violated(real)
     bad = model.invariant_names[index] if index >= 0 else None
+    if prop.get("kind") == "deadlock" and bad is None:
+        if model.successors(real):
+            raise TraceError(f"the trace claims a deadlock after step {steps}, but the real processes can still act")
+        conclusion = (f"replayed {steps} steps on {len(system.pids)} processes; no handler of any process is enabled "
+                      "in their final state: the deadlock, as in the counterexample")
+        say(conclusion)
+        return ProcessReplay(steps, None, conclusion, False, deadlocked=True)
     if bad is None:
         conclusion = f"replayed {steps} steps on {len(system.pids)} processes; the invariants hold in their final state"
     else:

@@ -81,6 +81,9 @@ class RoundsNode:
         self.state = sysm.init_locals[self.pid]
         self.pad = tuple(sysm.transmit_prog.init_defaults[sysm.nstate:])
         self.inbox: dict[int, dict[int, int]] = {}
+        self.n = sysm.graph.number_of_nodes()
+        self.vc = [0] * self.n  # vector clock: entry q counts node q's recorded events (start, rounds)
+        self.heard_vc: dict[int, list[int]] = {}  # round -> the neighbours' clocks merged
         self.sent: dict[int, tuple[int, tuple]] = {}  # round -> (broadcast rep, state after transmit)
         self.choice: dict[int, dict[str, Any]] = {}
         self.forced: dict[int, tuple | None] = {}  # round -> the receive choice the runner imposes
@@ -166,8 +169,9 @@ class RoundsNode:
         step, fn = self.steps["start"][int(initiator)]
         out = fn(self.state + self.pad)
         self.state = out[0][1][:self.system.nstate] if out else self.state
+        self.vc[self.pid] += 1
         ev = {"kind": "start", "pid": self.pid, "clock": 0, "seq": 0, "time": self._now(),
-              "initiator": initiator, "state": self.system.local_json(self.state)}
+              "initiator": initiator, "state": self.system.local_json(self.state), "vc": list(self.vc)}
         self._write(ev)
         if self.cfg.controlled:
             self.ctl.write(frame({"op": "started", "event": ev}))
@@ -185,7 +189,7 @@ class RoundsNode:
         self.sent[r] = (rep, full[:n])
         self.choice[r] = choice_json(step)
         msg = self.system.message_json(rep)
-        body = frame({"src": self.pid, "round": r, "msg": msg})
+        body = frame({"src": self.pid, "round": r, "msg": msg, "vc": self.vc})
         for q in self.nbrs:
             t = self.out.get(q)
             if t is not None and not t.is_closing():
@@ -205,10 +209,17 @@ class RoundsNode:
             if "msg" not in obj:
                 raise ValueError('no "msg" (null when the sender listens)')
             rep = self.system.message_rep(obj["msg"])
+            vc = obj.get("vc")
+            if vc is not None and not (isinstance(vc, list) and len(vc) == self.n and
+                                       all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in vc)):
+                raise ValueError(f"vc is not a vector clock of {self.n} non-negative integers")
             box = self.inbox.setdefault(r, {})
             if src in box:
                 raise ValueError(f"a second frame from {src} in round {r}")
             box[src] = rep
+            if vc is not None:
+                have = self.heard_vc.get(r, vc)
+                self.heard_vc[r] = [max(a, b) for a, b in zip(have, vc)]
         except ValueError as e:
             self.reject(str(e))
             return
@@ -228,6 +239,9 @@ class RoundsNode:
             self.refuse(r, str(e))
             return
         self.state = full[:self.system.nstate]
+        heard_vc = self.heard_vc.pop(r, self.vc)
+        self.vc = [max(a, b) for a, b in zip(self.vc, heard_vc)]
+        self.vc[self.pid] += 1
         self.stats["rounds"] += 1
         self.stats["received"] += bool(received)
         self.stats["collisions"] += len(spoke) >= 2
@@ -235,7 +249,8 @@ class RoundsNode:
         choice = {**self.choice.pop(r), **choice_json(step)}
         ev = {"kind": "round", "pid": self.pid, "clock": r, "seq": r, "time": self._now(), "round": r,
               "broadcast": self.system.message_json(mine), "heard": len(spoke),
-              "received": self.system.message_json(received), "state": self.system.local_json(self.state)}
+              "received": self.system.message_json(received), "state": self.system.local_json(self.state),
+              "vc": list(self.vc)}
         if choice:
             ev["choice"] = choice
         self._write(ev)

@@ -18,6 +18,7 @@ from typing import Any
 
 from lockstep.checker import interpret
 from lockstep.checker.model import Model
+from lockstep.checker.render.text import model_state_lines
 from lockstep.checker.replay import ReplayResult
 from lockstep.checker.trace import Trace, TraceError
 from lockstep.checker.validation.rounds import BroadcastViolation, validate_rounds
@@ -137,8 +138,8 @@ async def _drive(cluster: RoundsCluster, model: Model, states: list[tuple], plan
             say(f"  {i}  {label}: every node has terminated; nothing to run")
         _compare(model, states[i], real, i, label)
     say("  the real processes' global state (local states, broadcasts and what each node heard, as reported):")
-    for k, v in model.show_state(real).items():
-        say(f"         {k} = {v}")
+    for line in model_state_lines(model, real):
+        say(line.plain)
     index = model.violated(real)
     bad = model.invariant_names[index] if index >= 0 else None
     done = (f"replayed {len(plan)} step{'' if len(plan) == 1 else 's'} ({r} round{'' if r == 1 else 's'}) "

@@ -112,7 +112,8 @@ def test_adaptive_majority_follows_a_switched_majority_and_the_seeded_bug_does_n
 # ------------------------------------------------------------------------------ simulation
 
 
-def test_batched_simulator_matches_the_exact_transient_distribution():
+@pytest.mark.parametrize("method", ["batched", "agents"])
+def test_simulators_match_the_exact_transient_distribution(method):
     p = PhaseClock(n=6, m=2)
     chain = dtmc.build(p, "spread_out")
     start = p.start_configurations("spread_out")[0]
@@ -121,9 +122,9 @@ def test_batched_simulator_matches_the_exact_transient_distribution():
     T, runs = 9, 6000
     expected = analysis.transient(chain, pi0, [T])[0] * runs
     observed = np.zeros(chain.size)
-    sim = Simulator(p, start, seed=11)
+    sim = Simulator(p, start, seed=11, method=method)
     for _ in range(runs):
-        sim.counts, sim.t = np.array(start), 0
+        sim.reset(start)
         sim.run(T)
         observed[chain.index_of(sim.config())] += 1
     big = expected >= 5
@@ -132,33 +133,39 @@ def test_batched_simulator_matches_the_exact_transient_distribution():
     assert stats.chisquare(obs, exp).pvalue > 0.001
 
 
-def test_simulated_mean_hitting_time_agrees_with_the_exact_value():
+@pytest.mark.parametrize("how", [{"max_batch": 1}, {"method": "agents"}])
+def test_simulated_mean_hitting_time_agrees_with_the_exact_value(how):
     p = PhaseClock(n=5, m=2)
     chain = dtmc.build(p, "spread_out")
     start = p.start_configurations("spread_out")[0]
     exact_h = analysis.hitting_times(chain, chain.mask("synchronized"))[chain.index_of(start)]
     test = lambda c: p.holds("synchronized", c)
-    times = [Simulator(p, start, seed=s, max_batch=1).run_until(test, 10**6) for s in range(1500)]
+    times = [Simulator(p, start, seed=s, **how).run_until(test, 10**6) for s in range(1500)]
     mean, half = smc.mean_interval(times, 0.999)
     assert abs(mean - exact_h) <= half
 
 
-def test_simulated_holding_time_agrees_with_the_exact_83():
+@pytest.mark.parametrize("how", [{"max_batch": 1}, {"method": "agents"}])
+def test_simulated_holding_time_agrees_with_the_exact_83(how):
     p = PhaseClock(n=3, m=2)
     lost = lambda c: not p.holds("synchronized", c)
-    times = [Simulator(p, {0: 3}, seed=s, max_batch=1).run_until(lost, 10**6) for s in range(800)]
+    times = [Simulator(p, {0: 3}, seed=s, **how).run_until(lost, 10**6) for s in range(800)]
     mean, half = smc.mean_interval(times, 0.999)
     assert abs(mean - 83) <= half
 
 
-def test_input_changes_in_the_simulator():
+@pytest.mark.parametrize("method", ["batched", "agents"])
+def test_input_changes_in_the_simulator(method):
     p = AdaptiveMajority(n=30, m=2, churn=0)
-    sim = Simulator(p, p.start_configurations("settled")[0], seed=3)
+    sim = Simulator(p, p.start_configurations("settled")[0], seed=3, method=method)
     assert sim.fractions(p.input) == pytest.approx({"A": 2 / 3, "B": 1 / 3})
     assert sim.change_inputs("A", "B", 15) == 15
     assert sim.fractions(p.input) == pytest.approx({"A": 1 / 6, "B": 5 / 6})
     assert sim.change_inputs("A", "B", 100) == 5  # only five agents still hold A
     assert sim.counts.sum() == 30
+    sim.run(3000)
+    if method == "agents":  # the agents hold exactly the configuration
+        assert np.bincount(sim._agents, minlength=p.Q).tolist() == sim.counts.tolist()
 
 
 def test_statistics():
@@ -238,9 +245,9 @@ def test_batched_simulator_matches_the_exact_chain_with_long_batches():
     T, runs = 200, 20000
     expected = analysis.transient(chain, pi0, [T])[0] * runs
     observed = np.zeros(chain.size)
-    sim = Simulator(p, start, seed=5)
+    sim = Simulator(p, start, seed=5, method="batched")
     for _ in range(runs):
-        sim.counts, sim.t = np.array(start), 0
+        sim.reset(start)
         sim.run(T)
         observed[chain.index_of(sim.config())] += 1
     big = expected >= 5

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import re
 
 import pytest
 
@@ -27,7 +28,7 @@ def test_eager_commit_reproduced_on_processes(cli, tmp_path):
     assert r.code == 0, r.err
     assert "1  deliver(src=0, dst=1, msg=Prepare()): process 1 received it and ran its handler" in r.out
     assert "2  timeout(p=1, timer='timeout'): process 1's timer fired" in r.out
-    assert "rm_state = {0: 'working', 1: 'committed', 2: 'working'}" in r.out  # what the real process 1 holds
+    assert 'process 1  rm_state = "committed"' in r.out  # what the real process 1 holds
     assert "their final state violates invariant follows_tm, as in the counterexample" in r.out
     assert multiprocessing.active_children() == []
 
@@ -39,7 +40,7 @@ def test_bracha_low_echo_quorum_reproduced_on_processes(tmp_path):
     res = replay_on_processes(trace, say=lines.append)
     assert res.violated == "ready_agreement" and res.steps == 6
     assert res.validated, "the processes' own trace validates against the spec"
-    assert any(line.strip().startswith("readied = {0: None, 1: ") for line in lines)
+    assert any(re.match(r"\s*process 1  .*readied = \d", line) for line in lines)  # the real process 1 readied
 
 
 def test_the_history_is_assembled_from_what_real_processes_observed(tmp_path):

@@ -33,6 +33,7 @@ class NetworkKind:
         self.message = message
         self.envelope = envelope
         self.capacity = capacity
+        self.pids = list(proc.dom().values())  # bound now: value_of runs outside the spec's parameters too
 
     def field_type(self) -> Type:
         raise NotImplementedError
@@ -167,7 +168,7 @@ class FifoNetwork(NetworkKind):
         return g.network[src][dst][self.capacity - 1].is_none()
 
     def value_of(self, envelopes):
-        out = {s: {d: {i: None for i in range(self.capacity)} for d in self.proc} for s in self.proc}
+        out = {s: {d: {i: None for i in range(self.capacity)} for d in self.pids} for s in self.pids}
         for s, d, m in envelopes:
             q = out[s][d]
             free = next(i for i in range(self.capacity) if q[i] is None)

@@ -302,7 +302,7 @@ class ActorSpec(Spec):
 
     network = Network()
     max_crashes = 0
-    crashable: tuple | None = None  # ids that may crash (default: all)
+    crashable: Any = None  # ids that may crash (default: all), or a function of the parameters giving them
     byzantine: tuple = ()  # ids of Byzantine processes
     forge = False  # Byzantine processes may also send any well-typed message, each at most once
     timeouts: dict[str, Any] = {}  # timer name -> milliseconds (an int or a Param), for executors
@@ -340,7 +340,7 @@ class ActorSpec(Spec):
             if isinstance(t, Type):
                 for p in t.params():
                     _add_param_args(cls, p)
-        for v in (*cls.timeouts.values(), *cls.byzantine, *(cls.crashable or ())):
+        for v in (*cls.timeouts.values(), *cls.byzantine, *(() if callable(cls.crashable) else cls.crashable or ())):
             _add_param_args(cls, v)
         net = cls.network
         extra = [Param("ordered", int(net.ordered), 0, 1, "messages on a channel arrive in order"),
@@ -578,7 +578,8 @@ class _ActorBuilder(_Builder):
         self.crashes = v["crashes"]
         pids = self.proc.values()
         self.byz = frozenset(self._pid(x, "byzantine") for x in cls.byzantine)
-        self.crashable = frozenset(pids if cls.crashable is None else (self._pid(x, "crashable") for x in cls.crashable))
+        crashable = cls.crashable(dict(v)) if callable(cls.crashable) else cls.crashable
+        self.crashable = frozenset(pids if crashable is None else (self._pid(x, "crashable") for x in crashable))
 
     def _assemble(self, pids: list[int]) -> tuple[ActorProgram, list[LocalStep], ActorSystem]:
         """The global program's fields, the local steps of `pids`, and the `ActorSystem` over them."""

@@ -1,0 +1,220 @@
+"""Reading histories: Porcupine's Jepsen logs, Jepsen/Knossos EDN histories, and Lockstep's JSON lines.
+
+- `jepsen-log`: lines `INFO  jepsen.util - <process>	:<type>	:<f>	<value>` as in Porcupine's etcd
+  test data, read as Porcupine's `parseJepsenLog` does: `:fail :read :timed-out` completes the read
+  with an unknown output, `:fail :cas` completes the cas with output false, and calls with no
+  completion (`:info`) return, unknown, after everything else.
+- `edn`: one EDN map per operation event — `{:process 0, :type :invoke, :f :cas, :value [1 2]}`, with
+  an optional `:key` — at top level or inside one vector, as Jepsen's `history.edn` and Porcupine's
+  kv data. Knossos' meaning: `:ok` completes with the event's `:value` as output (for a read, the
+  value read), `:fail` certainly did not take effect (the operation is dropped), `:info` is
+  indeterminate (it may or may not take effect, at any time after its invocation). Events whose
+  `:process` is not an integer (`:nemesis`) are not client operations and are skipped.
+- `json`: the same events as JSON objects, one per line (`{"process": 0, "type": "invoke", "f":
+  "put", "key": "k", "value": "v", "time": 0.0012}`), as `lockstep run psmr` records them; events
+  are ordered by `time` when every event has one, else by line. An `ok` event may carry an
+  `output` (what the operation returned, e.g. the value a swap replaced); otherwise a read's or
+  get's output is the ok event's `value`, and other operations just succeed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+from .edn import EDNError, Keyword, loads
+from .history import UNKNOWN, Builder, History, HistoryError
+
+MAX_BYTES = 256 << 20  # a history file larger than this is refused before it is read
+FORMATS = ("auto", "jepsen-log", "edn", "json")
+
+_LOG = re.compile(r"^INFO\s+jepsen\.util\s+-\s+(\d+)\s+:(invoke|ok|fail|info)\s+:(\w+)\s+(.*?)\s*$")
+_CAS = re.compile(r"^\[\s*(-?\d+)\s+(-?\d+)\s*\]$")
+
+
+def read_history(path: str, fmt: str = "auto") -> History:
+    """The history in file `path` (HistoryError says what is wrong and where)."""
+    if fmt not in FORMATS:
+        raise HistoryError(f"unknown history format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    try:
+        size = os.path.getsize(path)
+    except OSError as e:
+        raise HistoryError(f"cannot read {path}: {e.strerror}") from None
+    if size > MAX_BYTES:
+        raise HistoryError(f"{path} has {size:,} bytes, more than the limit of {MAX_BYTES:,}")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except UnicodeDecodeError as e:
+        raise HistoryError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise HistoryError(f"cannot read {path}: {e.strerror}") from None
+    if not text.strip():
+        h = History([], path, fmt if fmt != "auto" else "empty")
+        h.notes.append("the history is empty")
+        return h
+    if fmt == "auto":
+        fmt = detect(text, path)
+    reader = {"jepsen-log": parse_jepsen_log, "edn": parse_edn, "json": parse_json}[fmt]
+    return reader(text, path)
+
+
+def detect(text: str, path: str) -> str:
+    """The format of a history's text, from its first non-blank line."""
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if not first:
+        raise HistoryError(f"{path}: the history is empty")
+    if first.startswith("INFO") and "jepsen.util" in first:
+        return "jepsen-log"
+    if first.startswith("{\""):
+        return "json"
+    if first[0] in "{[(;#":
+        return "edn"
+    raise HistoryError(f"{path}:1: cannot tell the history's format from {first[:60]!r}; give --format "
+                       "jepsen-log, edn or json")
+
+
+def _log_value(text: str, where: str) -> Any:
+    if text == "nil":
+        return None
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    m = _CAS.match(text)
+    if m:
+        return (int(m.group(1)), int(m.group(2)))
+    if text.startswith(":"):
+        return Keyword(text[1:])
+    raise HistoryError(f"{where}: cannot read the value {text!r}")
+
+
+def parse_jepsen_log(text: str, path: str) -> History:
+    """Porcupine's reading of Jepsen 0.0.x log lines (see the module docstring)."""
+    b = Builder(path)
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{n}"
+        m = _LOG.match(line)
+        if not m:
+            raise HistoryError(f"{where}: not a Jepsen log line (INFO jepsen.util - PROCESS :TYPE :F VALUE): "
+                               f"{line[:80]!r}")
+        client, kind, f, raw = int(m.group(1)), m.group(2), m.group(3), m.group(4)
+        value = _log_value(raw, where)
+        if kind == "invoke":
+            b.invoke(client, f, None if f == "read" else value, where=where)
+        elif kind == "ok":
+            out = value if f == "read" else True
+            b.complete(client, out, where, f=f)
+        elif kind == "fail":
+            if f == "read" and value == Keyword("timed-out"):
+                b.complete(client, UNKNOWN, where, f=f)
+            elif f == "cas":
+                b.complete(client, False, where, f=f)
+            else:
+                raise HistoryError(f"{where}: a failed {f} with value {raw!r} has no meaning in this format")
+        # `:info` lines leave the call open: it returns, unknown, at the end (as Porcupine reads them)
+    return b.history("jepsen-log")
+
+
+_FIELDS = ("process", "type", "f", "value", "key")
+
+
+def _events_from_edn(forms: list[Any], path: str) -> list[tuple[str, dict[str, Any]]]:
+    if len(forms) == 1 and isinstance(forms[0], tuple):
+        forms = list(forms[0])
+    out = []
+    for i, form in enumerate(forms, 1):
+        if not isinstance(form, dict):
+            raise HistoryError(f"{path}: form {i} is not a map of an operation event ({form!r})")
+        ev = {}
+        for k, v in form.items():
+            if isinstance(k, Keyword) and k.name in _FIELDS:
+                ev[k.name] = v
+        out.append((f"{path}: event {i}", ev))
+    return out
+
+
+def parse_edn(text: str, path: str) -> History:
+    """Jepsen/Knossos (and Porcupine kv) events in EDN."""
+    lines = text.splitlines()
+    try:
+        if all(ln.strip().startswith("{") and ln.strip().endswith("}") for ln in lines if ln.strip()):
+            events = []  # one map per line: parse line by line, so errors name the line
+            for n, ln in enumerate(lines, 1):
+                if ln.strip():
+                    forms = loads(ln, f"{path}:{n}")
+                    events.extend((f"{path}:{n}", ev) for _, ev in _events_from_edn(forms, path))
+        else:
+            events = _events_from_edn(loads(text, path), path)
+    except EDNError as e:
+        raise HistoryError(str(e)) from None
+    return _build(events, path, "edn", keywords=True)
+
+
+def parse_json(text: str, path: str) -> History:
+    """Lockstep's JSON-lines client events."""
+    events = []
+    for n, ln in enumerate(text.splitlines(), 1):
+        if not ln.strip():
+            continue
+        try:
+            ev = json.loads(ln)
+        except json.JSONDecodeError as e:
+            raise HistoryError(f"{path}:{n}:{e.colno}: not JSON ({e.msg})") from None
+        if not isinstance(ev, dict):
+            raise HistoryError(f"{path}:{n}: expected a JSON object per line")
+        events.append((f"{path}:{n}", ev))
+    if events and all(isinstance(ev.get("time"), int | float) for _, ev in events):
+        events.sort(key=lambda e: (e[1]["time"], e[1].get("type") != "invoke"))
+    return _build(events, path, "json", keywords=False)
+
+
+def _name(v: Any, what: str, where: str, keywords: bool) -> str:
+    if keywords and isinstance(v, Keyword):
+        return v.name
+    if not keywords and isinstance(v, str):
+        return v
+    raise HistoryError(f"{where}: {what} must be {'a keyword' if keywords else 'a string'}, got {v!r}")
+
+
+def _hashable(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
+    return v
+
+
+def _build(events: list[tuple[str, dict[str, Any]]], path: str, fmt: str, keywords: bool) -> History:
+    b = Builder(path)
+    skipped = 0
+    for where, ev in events:
+        for need in ("process", "type", "f"):
+            if need not in ev:
+                raise HistoryError(f"{where}: the event has no {need}")
+        client = ev["process"]
+        if isinstance(client, bool) or not isinstance(client, int):
+            skipped += 1  # :nemesis and other non-client events
+            continue
+        kind = _name(ev["type"], "type", where, keywords)
+        f = _name(ev["f"], "f", where, keywords)
+        value, key = _hashable(ev.get("value")), _hashable(ev.get("key"))
+        if kind == "invoke":
+            b.invoke(client, f, None if f in ("read", "get") else value, key, where)
+        elif kind == "ok":
+            out = value if f in ("read", "get") else True
+            if "output" in ev:  # what the operation returned, where that is not its value (a swap)
+                out = _hashable(ev["output"])
+            b.complete(client, out, where, f=f)
+        elif kind == "fail":
+            b.complete(client, None, where, f=f, drop=True)
+        elif kind == "info":
+            b.abandon(client, where)
+        else:
+            raise HistoryError(f"{where}: type {kind!r} is not invoke, ok, fail or info")
+    h = b.history(fmt)
+    if skipped:
+        h.notes.append(f"{skipped} event(s) of non-client processes skipped")
+    return h

@@ -1,0 +1,437 @@
+"""The processes of a P-SMR run: group sequencers, the hub, replica workers and client proxies.
+
+Ordering layer (atomic multicast with acyclic order): one sequencer per group g_1..g_W numbers the
+commands of its group and sends them, in that order, to worker g of every replica; the hub is
+g_all's sequencer: it orders every multi-group command and forwards it, in its order, to the
+sequencer of each group the command is addressed to, which merges it into its stream where it
+arrives. Every worker therefore delivers a projection of one order per group, and multi-group
+commands appear in the same relative order in every stream: the delivery relation is acyclic.
+It tolerates crashes of replicas (clients take the first reply); a sequencer or the hub is a
+single point of failure (no Paxos underneath).
+
+A replica is W worker processes sharing the key-value store in shared memory; they execute
+single-group commands alone and synchronise on multi-group commands with signal/go frames. Every
+process appends its events to a JSON-lines trace; clients also write the history of their
+operations, which `lockstep linearizable` checks.
+
+Network input is decoded into declared shapes (`_cmds`), never unpickled; a malformed frame is
+counted and dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections import deque
+from multiprocessing import shared_memory
+from typing import Any
+
+from lockstep.specs.psmr.commands import CG_FUNCTIONS, Command, execute
+
+from ..wire import FrameError, FrameProtocol, frame, parse, read_frame
+from .layout import Layout, ServiceConfig
+
+OPS = ("get", "put", "putall")
+
+
+def main(cfg: dict[str, Any]) -> None:
+    """Entry point of a spawned process."""
+    service = ServiceConfig(**cfg["service"])
+    layout = Layout(service)
+    kind = layout.role(cfg["pid"])[0]
+    cls = {"sequencer": Sequencer, "hub": Hub, "worker": Worker, "client": Client}[kind]
+    try:
+        asyncio.run(cls(cfg, service, layout).run())
+    except (KeyboardInterrupt, ConnectionError):
+        pass
+
+
+def _cmds(obj: Any) -> list[tuple[int, Command]]:
+    """A frame's commands as (id, Command), checked field by field (FrameError otherwise)."""
+    if not isinstance(obj, list) or len(obj) > 100_000:
+        raise FrameError("cmds must be a list")
+    out = []
+    for item in obj:
+        if not (isinstance(item, list) and len(item) == 4):
+            raise FrameError(f"a command must be [id, op, key, value], got {item!r}")
+        cid, op, key, value = item
+        if not isinstance(cid, int) or op not in OPS or not (key is None or isinstance(key, int)) \
+                or not (value is None or isinstance(value, int)):
+            raise FrameError(f"malformed command {item!r}")
+        if (op == "putall") != (key is None) or (op == "get") != (value is None):
+            raise FrameError(f"malformed command {item!r}")
+        out.append((cid, Command(op, key, value)))
+    return out
+
+
+def _wire(cid: int, c: Command) -> list:
+    return [cid, c.op, c.key, c.value]
+
+
+class Member:
+    """What every process does: the control connection, a server for data frames, peers, a trace."""
+
+    def __init__(self, cfg: dict[str, Any], service: ServiceConfig, layout: Layout):
+        self.pid = cfg["pid"]
+        self.cfg, self.service, self.layout = cfg, service, layout
+        self.role = layout.role(self.pid)
+        self.cg = CG_FUNCTIONS[service.cg]
+        self.peers: dict[int, int] = {}
+        self.out: dict[int, asyncio.Transport] = {}
+        self.outbox: dict[int, list] = {}
+        self.connecting: dict[int, list] = {}  # frames for peers whose connection is being made
+        self.rejected = 0
+        self.stats: dict[str, int] = {}
+        self.durable = bool(cfg.get("durable"))
+        path = cfg.get("trace")
+        self.trace = open(path, "w", encoding="utf-8", buffering=1 << 16) if path else None
+        self.t0 = time.monotonic()
+
+    def groups(self, c: Command) -> frozenset[int]:
+        return self.cg(c, self.service.workers, self.service.keys)
+
+    def log(self, ev: dict[str, Any]) -> None:
+        if self.trace is not None:
+            self.trace.write(json.dumps(ev, separators=(",", ":")) + "\n")
+            if self.durable:
+                self.trace.flush()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: FrameProtocol(self._frame, self._broken), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, self.ctl = await asyncio.open_connection("127.0.0.1", self.cfg["control_port"])
+        self.log({"k": "header", "pid": self.pid, "role": self.role[0], "at": list(self.role[1:]),
+                  "service": self.service.as_dict()})
+        self.ctl.write(frame({"op": "hello", "pid": self.pid, "port": port}))
+        try:
+            while True:
+                cmd = await read_frame(reader)
+                op = cmd.get("op")
+                if op == "peers":
+                    self.peers = {int(k): int(v) for k, v in cmd["ports"].items()}
+                elif op == "go":
+                    self.t0 = time.monotonic() - float(cmd.get("elapsed", 0.0))
+                    self.start()
+                elif op == "stop":
+                    self.finish()
+                    self.close_trace()
+                    self.ctl.write(frame({"op": "bye", "pid": self.pid, "stats": self.stats | {"rejected": self.rejected}}))
+                    await self.ctl.drain()
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            self.close_trace()
+            server.close()
+
+    def close_trace(self) -> None:
+        if self.trace is not None:
+            self.trace.close()
+            self.trace = None
+
+    def start(self) -> None:
+        """Called once every process is up."""
+
+    def finish(self) -> None:
+        """Called when the run stops."""
+
+    # -- frames ------------------------------------------------------------------------------
+    def _frame(self, body: bytes) -> None:
+        try:
+            self.on_frame(parse(body))
+        except (FrameError, KeyError, TypeError, ValueError) as e:
+            self.rejected += 1
+            self.log({"k": "rejected", "why": str(e)[:200]})
+
+    def _broken(self, why: str) -> None:
+        self.rejected += 1
+        self.log({"k": "rejected", "why": why})
+
+    def on_frame(self, msg: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def send(self, dst: int, msg: dict[str, Any]) -> None:
+        """Queue a frame to `dst`; the frames of one turn of the event loop leave in one write."""
+        box = self.outbox.get(dst)
+        if box is None:
+            box = self.outbox[dst] = []
+            if len(self.outbox) == 1:
+                asyncio.get_running_loop().call_soon(self._flush)
+        box.append(msg)
+
+    def _flush(self) -> None:
+        boxes, self.outbox = self.outbox, {}
+        for dst, msgs in boxes.items():
+            t = self.out.get(dst)
+            if t is not None:
+                if not t.is_closing():
+                    t.write(b"".join(frame(m) for m in msgs))
+            elif dst in self.connecting:  # frames wait, in order, for the connection being made
+                self.connecting[dst].extend(msgs)
+            else:
+                self.connecting[dst] = list(msgs)
+                asyncio.get_running_loop().create_task(self._connect(dst))
+
+    async def _connect(self, dst: int) -> None:
+        try:
+            t, _ = await asyncio.get_running_loop().create_connection(asyncio.Protocol, "127.0.0.1", self.peers[dst])
+        except (OSError, KeyError):
+            lost = self.connecting.pop(dst, [])
+            self.stats["lost"] = self.stats.get("lost", 0) + len(lost)
+            return
+        self.out[dst] = t
+        t.write(b"".join(frame(m) for m in self.connecting.pop(dst, [])))
+
+    def now(self) -> float:
+        return round(time.monotonic() - self.t0, 6)
+
+
+class Sequencer(Member):
+    """The sequencer of group g: numbers its group's commands and sends them to worker g of every replica."""
+
+    def __init__(self, *a: Any):
+        super().__init__(*a)
+        self.g = self.role[1]
+        self.next = 0
+        self.batch: list = []
+
+    def on_frame(self, msg: dict[str, Any]) -> None:
+        if msg.get("t") not in ("mc", "fw"):
+            raise FrameError(f"a sequencer takes multicasts, not {msg.get('t')!r}")
+        for cid, c in _cmds(msg["cmds"]):
+            if self.g not in self.groups(c) or (msg["t"] == "mc" and len(self.groups(c)) > 1):
+                raise FrameError(f"command {cid} is not for group {self.g} alone")
+            self.log({"k": "order", "g": self.g, "seq": self.next, "c": cid, "cmd": _wire(cid, c)[1:]})
+            self.next += 1
+            if not self.batch:
+                asyncio.get_running_loop().call_soon(self._deliver)
+            self.batch.append(_wire(cid, c))
+
+    def _deliver(self) -> None:
+        batch, self.batch = self.batch, []
+        first = self.next - len(batch)
+        for r in range(self.service.replicas):
+            self.send(self.layout.worker(r, self.g), {"t": "dl", "g": self.g, "seq": first, "cmds": batch})
+        self.stats["ordered"] = self.next
+
+
+class Hub(Member):
+    """g_all's sequencer: orders multi-group commands and forwards them, in its order, to their groups' sequencers."""
+
+    def __init__(self, *a: Any):
+        super().__init__(*a)
+        self.count = 0
+
+    def on_frame(self, msg: dict[str, Any]) -> None:
+        if msg.get("t") != "mc":
+            raise FrameError(f"the hub takes multicasts, not {msg.get('t')!r}")
+        for cid, c in _cmds(msg["cmds"]):
+            groups = self.groups(c)
+            self.log({"k": "hub", "seq": self.count, "c": cid})
+            self.count += 1
+            for g in sorted(groups):
+                self.send(self.layout.sequencer(g), {"t": "fw", "cmds": [_wire(cid, c)]})
+        self.stats["ordered"] = self.count
+
+
+class Worker(Member):
+    """Worker w of a replica: executes its delivered commands in order, alone or at the barrier."""
+
+    def __init__(self, *a: Any):
+        super().__init__(*a)
+        _, self.replica, self.w = self.role
+        self.queue: deque[tuple[int, Command]] = deque()
+        self.expected = 0  # the next delivery sequence number of its group
+        self.signals: dict[int, set[int]] = {}
+        self.released: set[int] = set()
+        self.lc = 0  # Lamport clock over the replica's signal and go frames
+        self.wake = asyncio.Event()
+        self.shm = shared_memory.SharedMemory(name=self.cfg["store"])
+        self.store = self.shm.buf.cast("q")
+        self.executed = 0
+
+    def start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self._loop())
+
+    def on_frame(self, msg: dict[str, Any]) -> None:
+        t = msg.get("t")
+        if t == "dl":
+            if msg["g"] != self.w or msg["seq"] != self.expected:
+                raise FrameError(f"delivery {msg['seq']} of group {msg['g']} at worker {self.w}, expected "
+                                 f"{self.expected} of group {self.w}")
+            for cid, c in _cmds(msg["cmds"]):
+                self.log({"k": "deliver", "g": self.w, "seq": self.expected, "c": cid})
+                self.expected += 1
+                self.queue.append((cid, c))
+        elif t in ("sig", "go"):
+            cid, frm, lc = msg["c"], msg["w"], msg["lc"]
+            if not (isinstance(cid, int) and isinstance(frm, int) and isinstance(lc, int)):
+                raise FrameError(f"malformed {t}")
+            self.lc = max(self.lc, lc) + 1
+            if t == "sig":
+                self.signals.setdefault(cid, set()).add(frm)
+            else:
+                self.released.add(cid)
+        else:
+            raise FrameError(f"a worker takes deliveries, signals and go, not {t!r}")
+        self.wake.set()
+
+    async def _until(self, cond: Any) -> None:
+        while not cond():
+            self.wake.clear()
+            await self.wake.wait()
+
+    async def _loop(self) -> None:
+        peers = self.layout.replica_workers(self.replica)
+        while True:
+            await self._until(lambda: bool(self.queue))
+            cid, c = self.queue.popleft()
+            groups = self.groups(c)
+            if len(groups) == 1:
+                self._execute(cid, c, [])
+                continue
+            leader = min(groups)
+            if self.w != leader:
+                self.lc += 1
+                self.log({"k": "signal", "c": cid, "to": leader, "lc": self.lc})
+                self.send(peers[leader], {"t": "sig", "c": cid, "w": self.w, "lc": self.lc})
+                await self._until(lambda: cid in self.released)
+                self.released.discard(cid)
+                self.log({"k": "resume", "c": cid, "lc": self.lc})
+            else:
+                others = groups - {leader}
+                await self._until(lambda: others <= self.signals.get(cid, set()))
+                self.signals.pop(cid, None)
+                self._execute(cid, c, sorted(others))
+                for o in sorted(others):
+                    self.send(peers[o], {"t": "go", "c": cid, "w": self.w, "lc": self.lc})
+            await asyncio.sleep(0)  # let frames in between commands
+
+    def _execute(self, cid: int, c: Command, signalled: list[int]) -> None:
+        self._serve()
+        store = _StoreView(self.store, self.service.keys)
+        result = execute(c, store)  # type: ignore[arg-type]
+        self.lc += 1
+        self.executed += 1
+        self.log({"k": "exec", "c": cid, "v": result, "lc": self.lc, "signals": signalled})
+        client = self.layout.client(cid // CLIENT_IDS)
+        self.send(client, {"t": "rep", "c": cid, "v": result, "r": self.replica})
+        self.stats["executed"] = self.executed
+
+    def _serve(self) -> None:
+        """The command's service time: a blocking wait (I/O-like) or a busy loop (CPU-bound)."""
+        secs = self.service.service_ms / 1000
+        if secs <= 0:
+            return
+        if self.service.service == "io":
+            time.sleep(secs)
+        else:
+            end = time.perf_counter() + secs
+            x = 0
+            while time.perf_counter() < end:
+                for i in range(200):
+                    x += i * i
+
+    def finish(self) -> None:
+        task = getattr(self, "task", None)
+        if task is not None:
+            task.cancel()
+        self.store.release()
+        self.shm.close()
+
+
+class _StoreView:
+    """The replica's shared store as the list that `commands.execute` changes."""
+
+    def __init__(self, buf: memoryview, n: int):
+        self.buf, self.n = buf, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, k: int) -> int:
+        return self.buf[k]
+
+    def __setitem__(self, k: int, v: int) -> None:
+        self.buf[k] = v
+
+
+CLIENT_IDS = 10_000_000  # command ids: client index * CLIENT_IDS + number
+
+
+class Client(Member):
+    """A client proxy: keeps `outstanding` commands in flight, multicasts each to C-G(C), takes the first reply."""
+
+    def __init__(self, *a: Any):
+        super().__init__(*a)
+        self.index = self.role[1]
+        self.rng = random.Random(self.service.seed * 7919 + self.index)
+        self.n = 0
+        self.pending: dict[int, tuple[int, Command]] = {}  # id -> (slot, command)
+        self.done = 0
+        self.stopped = False
+        path = self.cfg.get("history")
+        self.history = open(path, "w", encoding="utf-8", buffering=1 << 16) if path else None
+
+    def start(self) -> None:
+        for slot in range(self.service.outstanding):
+            self._issue(slot)
+
+    def _command(self) -> Command:
+        s = self.service
+        if self.rng.random() < s.dependent:
+            return Command("putall", None, self.rng.randrange(1, 1000))
+        k = self.rng.randrange(s.keys)
+        if self.rng.random() < s.reads:
+            return Command("get", k)
+        return Command("put", k, self.rng.randrange(1, 1000))
+
+    def _issue(self, slot: int) -> None:
+        if self.stopped or (self.service.commands and self.n >= self.service.commands):
+            return
+        cid = self.index * CLIENT_IDS + self.n
+        self.n += 1
+        c = self._command()
+        self.pending[cid] = (slot, c)
+        self._record(slot, "invoke", c, c.value)
+        groups = self.groups(c)
+        dst = self.layout.hub if len(groups) > 1 else self.layout.sequencer(next(iter(groups)))
+        self.send(dst, {"t": "mc", "cmds": [_wire(cid, c)]})
+
+    def _record(self, slot: int, kind: str, c: Command, value: Any, output: Any = None) -> None:
+        if self.history is None:
+            return
+        ev = {"process": self.index * self.service.outstanding + slot, "type": kind, "f": c.op, "key": c.key,
+              "value": value, "time": time.monotonic()}
+        if kind == "ok":
+            ev["output"] = output
+        self.history.write(json.dumps(ev, separators=(",", ":")) + "\n")
+
+    def on_frame(self, msg: dict[str, Any]) -> None:
+        if msg.get("t") != "rep":
+            raise FrameError(f"a client takes replies, not {msg.get('t')!r}")
+        cid, v = msg["c"], msg["v"]
+        if not (isinstance(cid, int) and isinstance(v, int)):
+            raise FrameError("malformed reply")
+        hit = self.pending.pop(cid, None)
+        if hit is None:
+            return  # a later replica's reply: the first one was taken
+        slot, c = hit
+        self.done += 1
+        self._record(slot, "ok", c, v if c.op == "get" else c.value, v)
+        self.stats["completed"] = self.done
+        self._issue(slot)
+
+    def finish(self) -> None:
+        self.stopped = True
+        self.stats["completed"] = self.done
+        self.stats["pending"] = len(self.pending)
+        if self.history is not None:
+            self.history.close()
+            self.history = None
+
+
+__all__ = ["CLIENT_IDS", "main"]

@@ -1,0 +1,122 @@
+"""Run the P-SMR key-value service for a while: spawn its processes, load it with client proxies, crash a
+replica if asked, stop, and hand back where the traces and the client history are."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing import shared_memory
+from typing import Any
+
+from ..cluster import Cluster
+from .layout import Layout, ServiceConfig
+from .process import main
+
+
+@dataclass
+class ServiceRun:
+    """What one run did."""
+
+    service: ServiceConfig
+    seconds: float
+    completed: int
+    stats: dict[int, dict[str, Any]]
+    traces: dict[int, str]
+    history: list[str]
+    notes: list[str] = field(default_factory=list)
+    crashed: list[int] = field(default_factory=list)  # replicas killed
+
+    @property
+    def throughput(self) -> float:
+        return self.completed / self.seconds if self.seconds > 0 else 0.0
+
+
+class PsmrCluster(Cluster):
+    """The processes of one run: what each runs is `process.main` with its role's configuration."""
+
+    def __init__(self, service: ServiceConfig, trace_dir: str, stores: list[str], durable: bool):
+        self.service, self.layout, self.stores = service, Layout(service), stores
+        super().__init__("psmr", {}, self.layout.size, trace_dir, service.seed, None, durable=durable)
+
+    def process_for(self, pid: int, restore: bool) -> tuple[Callable[[dict[str, Any]], None], dict[str, Any], str]:
+        role, a, _ = self.layout.role(pid)
+        cfg: dict[str, Any] = {"pid": pid, "control_port": self.control_port, "trace": self.trace_path(pid),
+                               "service": self.service.as_dict(), "durable": self.durable}
+        if role == "worker":
+            cfg["store"] = self.stores[a]
+        if role == "client":
+            cfg["history"] = os.path.join(self.trace_dir, f"history-{a}.jsonl")  # type: ignore[arg-type]
+        return main, cfg, f"psmr-{role}-{pid}"
+
+
+async def run_async(service: ServiceConfig, duration: float, trace_dir: str, crash: tuple[int, float] | None = None,
+                    progress: Callable[[float], None] | None = None) -> ServiceRun:
+    """Run the service for `duration` seconds (or until every client has issued its `commands`);
+    `crash` = (replica, seconds): SIGKILL that replica's workers then."""
+    segs = [shared_memory.SharedMemory(create=True, size=8 * service.keys) for _ in range(service.replicas)]
+    for s in segs:
+        s.buf[:] = bytes(len(s.buf))
+    cluster = PsmrCluster(service, trace_dir, [s.name for s in segs], durable=crash is not None)
+    notes: list[str] = []
+    crashed: list[int] = []
+    try:
+        await cluster.start()
+        t0 = time.monotonic()
+        loop = asyncio.get_running_loop()
+        end = loop.time() + duration
+        next_report = loop.time() + 2.0
+        while loop.time() < end:
+            await asyncio.sleep(0.05)
+            if crash is not None and not crashed and time.monotonic() - t0 >= crash[1]:
+                for pid in cluster.layout.replica_workers(crash[0]):
+                    await cluster.kill(pid)
+                crashed.append(crash[0])
+                notes.append(f"replica {crash[0]} killed (SIGKILL, its {service.workers} workers) at "
+                             f"{time.monotonic() - t0:.2f} s")
+            if progress is not None and loop.time() >= next_report:
+                next_report += 2.0
+                progress(time.monotonic() - t0)
+            dead = cluster.dead()
+            if dead:
+                notes.append(f"process {dead[0]} exited unexpectedly")
+                break
+        seconds = time.monotonic() - t0
+        await cluster.stop()
+    finally:
+        cluster.close()
+        for s in segs:
+            s.close()
+            s.unlink()
+    stats = {p: (m.bye or {}).get("stats", {}) for p, m in cluster.members.items()}
+    for p, m in sorted(cluster.members.items()):
+        if m.exit_note:
+            notes.append(f"process {p} {m.exit_note}")
+    lay = cluster.layout
+    completed = sum(stats[lay.client(i)].get("completed", 0) for i in range(service.clients))
+    traces = {p: cluster.trace_path(p) for p in range(lay.size)}  # type: ignore[misc]
+    history = [os.path.join(trace_dir, f"history-{i}.jsonl") for i in range(service.clients)]
+    return ServiceRun(service, seconds, completed, stats, traces, history, notes, crashed)  # type: ignore[arg-type]
+
+
+def run(service: ServiceConfig, duration: float, trace_dir: str, crash: tuple[int, float] | None = None,
+        progress: Callable[[float], None] | None = None) -> ServiceRun:
+    """Run the service as OS processes; see `run_async`."""
+    return asyncio.run(run_async(service, duration, trace_dir, crash, progress))
+
+
+def merge_history(run: ServiceRun, out: str) -> str:
+    """The clients' histories in one JSON-lines file, ordered by time."""
+    events = []
+    for path in run.history:
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as fh:
+                events.extend(line for line in fh if line.strip())
+    import json
+
+    events.sort(key=lambda line: json.loads(line)["time"])
+    with open(out, "w", encoding="utf-8") as fh:
+        fh.writelines(events)
+    return out
