@@ -10,6 +10,7 @@ from lockstep.checker.errors import UsageError
 from lockstep.checker.loader import is_protocol, parse_params
 
 from .actors.command import run_actor_command
+from .autobahn import command as autobahn_command
 from .population.command import run_population_command
 from .psmr import command as psmr_command
 from .rounds.command import kill_plan
@@ -51,6 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--initiator", type=natural, metavar="P", help="rounds specs: the node that starts (default 0)")
     p.add_argument("--kill", type=kill_plan, metavar="P@R", help="rounds specs: kill node P at the start of round R")
     psmr_command.add_arguments(p)
+    autobahn_command.add_arguments(p)
 
 
 def positive(text: str) -> int:
@@ -73,6 +75,8 @@ ONE_KIND_OPTIONS = [("tree", "--tree", "rounds"), ("initiator", "--initiator", "
 def run(args: argparse.Namespace) -> int:
     if psmr_command.is_psmr(args.spec):
         return psmr_command.run_psmr_command(args)
+    if autobahn_command.is_autobahn(args.spec):
+        return autobahn_command.run_autobahn_command(args)
     kind = "rounds" if rounds_class(args.spec) is not None else "population" if is_protocol(args.spec) else "actor"
     for attr, flag, owner in ONE_KIND_OPTIONS:
         if getattr(args, attr) is not None and owner != kind:
