@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -95,7 +95,9 @@ class AutobahnCluster(Cluster):
 
 
 async def run_async(duration: float, trace_dir: str, plan: Plan | None = None, f: int = 1, rate: int = 20_000,
-                    seed: int = 0, progress: Callable[[float], None] | None = None, **tuning: float) -> AutobahnRun:
+                    seed: int = 0, progress: Callable[[float], None] | None = None,
+                    during: Callable[[AutobahnCluster], Awaitable[None]] | None = None, **tuning: float) -> AutobahnRun:
+    """See `run`; `during(cluster)` runs alongside the replicas once they have started (to inject messages)."""
     plan = plan or Plan()
     n = 3 * f + 1
     cluster = AutobahnCluster(n, trace_dir, plan, rate, seed, **tuning)
@@ -104,6 +106,7 @@ async def run_async(duration: float, trace_dir: str, plan: Plan | None = None, f
     try:
         await cluster.start()
         loop = asyncio.get_running_loop()
+        side = asyncio.ensure_future(during(cluster)) if during is not None else None
         for c in sorted(plan.faults.crashes, key=lambda c: c.at):
             await asyncio.sleep(max(0.0, min(c.at, duration) - cluster.elapsed()))
             if c.at < duration:
@@ -115,6 +118,8 @@ async def run_async(duration: float, trace_dir: str, plan: Plan | None = None, f
             await asyncio.sleep(min(left, 1.0))
             if progress is not None:
                 progress(cluster.elapsed())
+        if side is not None:
+            await side
         await cluster.stop()
     finally:
         cluster.close()
