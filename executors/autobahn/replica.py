@@ -59,7 +59,7 @@ class ReplicaConfig:
     car_ms: float = 20.0
     timeout_ms: float = 300.0
     fast_ms: float = 4.0
-    max_batch: int = 1024
+    max_batch: int = 1900  # transactions per car (a batch frame stays under the 1 MiB frame limit)
     durable: bool = False  # flush the trace after each event (crashes are planned: a killed replica's votes stay recorded)
 
 
@@ -161,7 +161,8 @@ class Replica:
                     self.maybe_propose()
                 elif cmd.get("op") == "stop":
                     self.close_trace()
-                    self.ctl.write(frame({"op": "bye", "pid": self.me, "stats": {**self.stats, **self.signer.stats},
+                    self.ctl.write(frame({"op": "bye", "pid": self.me, "stats": {**self.stats, **self.signer.stats,
+                                                                          "cpu_s": round(time.process_time(), 3)},
                                           "rejections": self.rejections}))
                     await self.ctl.drain()
                     break
