@@ -1,8 +1,13 @@
 """Seeded bugs of Autobahn, each a change of one quorum parameter, each caught with a counterexample.
 
 Each variant sets the parameter (and the smallest bounds that show the bug) as its defaults, so
-`lockstep check autobahn_weak_fast_path` finds it; `--param fast_quorum=3` on `autobahn_byzantine_voter`
-is the same check.
+
+    lockstep check autobahn_weak_fast_path --no-deadlock --engine explicit
+
+finds it (exit 1, the invariant named); `--param fast_quorum=3` on `autobahn_byzantine_voter` is the
+same check. `--no-deadlock`: the bounds on slots and views end every behaviour in a state with no
+successor (the last view has timed out, or the last slot has committed), which is not a deadlock of
+Autobahn. `--engine explicit`: the vector engine's compilation of this spec takes minutes.
 
 - `AutobahnWeakFastPath`: the fast path commits with 2f+1 Prepare votes instead of n. With a
   Byzantine voter that hides its vote in its Timeout, a TC of 2f+1 Timeouts holds only f reports of

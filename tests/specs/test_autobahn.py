@@ -155,3 +155,26 @@ def test_a_counterexample_replays_in_the_spec(tmp_path):
     res.violation.trace.save(str(path))
     out = replay(Trace.load(str(path)))
     assert len(out.states) == 9 and "committed_cars_available" in out.conclusion
+
+
+# ------------------------------------------------------------------------------ the documented commands
+
+
+def _cli(spec: str, capsys) -> tuple[int, str]:
+    from lockstep.checker.cli import main as cli
+
+    code = cli(["check", spec, "--no-deadlock", "--engine", "explicit"])
+    return code, capsys.readouterr().out
+
+
+def test_the_documented_command_catches_the_weak_poa(capsys):
+    code, out = _cli("autobahn_weak_poa", capsys)
+    assert code == 1 and "invariant committed_cars_available is violated" in out
+    assert "64,439 distinct states" in out and "poa_quorum=1" in out  # the bounds are printed with the verdict
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", ["autobahn_weak_fast_path", "autobahn_no_override"])
+def test_the_documented_command_catches_the_seeded_bug(spec, capsys):
+    code, out = _cli(spec, capsys)
+    assert code == 1 and "invariant locked_after_commit is violated" in out
