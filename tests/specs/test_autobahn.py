@@ -100,6 +100,13 @@ def test_lanes_and_consensus_hold_exhaustively():
 
 
 @pytest.mark.slow
+def test_two_slots_hold_exhaustively():
+    """Two slots, the second's ticket the first's Commit (k = 1), abstract cuts: 1,582,833 states, all safe."""
+    res = run("autobahn", lanes=0, views=1, slots=2, k=1)
+    assert (res.verdict, res.distinct, res.depth) == ("holds", 1582833, 35)
+
+
+@pytest.mark.slow
 def test_a_forking_lane_cannot_break_availability_or_agreement():
     res = run("autobahn_byzantine_lane", lanes=1, views=1, fetch=0)
     assert res.verdict == "holds"
