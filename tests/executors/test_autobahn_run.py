@@ -104,6 +104,13 @@ def test_bad_fault_plans_are_refused_with_a_fix():
         parse_plan({"crashes": [{"pid": 1, "at": 1.0, "restart": 2.0}]}, 4)
 
 
+def test_a_bad_fault_file_is_a_usage_error(tmp_path, capsys):
+    bad = tmp_path / "f.json"
+    bad.write_text('{"byzantine": {"pid": 3, "behaviour": "lie"}}')
+    assert cli(["run", "autobahn", "--faults", str(bad)]) == 2
+    assert "fix:" in capsys.readouterr().err
+
+
 def test_the_command_runs_and_validates(capsys):
     assert cli(["run", "autobahn", "--duration", "2", "--rate", "2000"]) == 0
     out = capsys.readouterr().out
