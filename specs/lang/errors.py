@@ -7,6 +7,20 @@ import sys
 from dataclasses import dataclass
 
 _LANG_DIR = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(os.path.dirname(_LANG_DIR))  # where lockstep's packages are (specs/, checker/, ...)
+_TOOL_DIRS = tuple(os.path.join(d, "") for d in
+                   (_LANG_DIR, os.path.join(_ROOT, "checker"), os.path.join(_ROOT, "executors")))
+"""Frames in these folders are Lockstep's own: an error's location is never inside them."""
+
+
+_TOOL: dict[str, bool] = {}  # source file -> whether it is Lockstep's own (asked for every traced term)
+
+
+def _is_tool(path: str) -> bool:
+    hit = _TOOL.get(path)
+    if hit is None:
+        hit = _TOOL[path] = os.path.abspath(path).startswith(_TOOL_DIRS) or "importlib" in path
+    return hit
 
 
 @dataclass(frozen=True)
@@ -20,22 +34,14 @@ class Location:
         return f"{self.file}:{self.line}"
 
 
-_INSIDE: dict[str, bool] = {}  # source file -> whether it lies in the language package
-
-
-def _inside(path: str) -> bool:
-    hit = _INSIDE.get(path)
-    if hit is None:
-        hit = _INSIDE[path] = os.path.abspath(path).startswith(_LANG_DIR)
-    return hit
-
-
 def user_location(skip: int = 1) -> Location | None:
-    """The innermost frame of the caller's stack that lies outside the language package."""
+    """The innermost frame of the caller's stack that lies in the user's code (outside the language, the
+    engines and the executors); None when Lockstep itself is building a spec (the caller then names the
+    declaration)."""
     frame = sys._getframe(skip)
     while frame is not None:
         path = frame.f_code.co_filename
-        if not _inside(path):
+        if not _is_tool(path):
             return Location(path, frame.f_lineno)
         frame = frame.f_back
     return None
