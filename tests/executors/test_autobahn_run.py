@@ -27,7 +27,10 @@ PLANS = {
 }
 
 
-@pytest.mark.parametrize("name", list(PLANS))
+SLOW = {"leader blip", "partial partition", "equivocating leader", "silent in timeouts"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in PLANS])
 def test_a_run_with_each_fault_validates(name, tmp_path):
     plan = parse_plan(PLANS[name], 4)
     rep = run(3.0, str(tmp_path), plan, rate=2000)
