@@ -8,6 +8,24 @@ sender's ed25519 key and verified on receipt; certificates carry their signers' 
 verified signer by signer. Rejected input (bad signature, malformed, replayed, out of view, forged
 certificate, wrong leader) is counted and written to the trace, never acted on.
 
+Source: Giridharan et al., "Autobahn: Seamless high speed BFT", SOSP 2024 (arXiv 2401.10369), as in
+the spec. Where this runtime deviates from the paper (and from the spec's bounded model):
+
+- k = 1: one slot at a time (the spec and the paper allow k concurrent slots);
+- every replica votes for every car (the artifact asks 2f+1 designated voters); the author stops at
+  the first f+1 votes and broadcasts the PoA at once, and the next car carries it;
+- a view-1 leader proposes as soon as any lane has a tip newer than the last committed cut
+  (coverage 1; the artifact waits for 2f+1 lanes);
+- batches are not signed but content-addressed (a batch is used only when a signed car names its
+  digest); a replica keeps a bounded window of them and fetches a missing car and its batch from the
+  car's author and PoA signers;
+- a replica joins a view change on f+1 Timeouts, re-sends its Timeout each timer period until a TC or
+  a Commit arrives, and answers a Timeout of a slot it has committed with its Commit; timers grow
+  1.5x per view;
+- Byzantine replicas (the fault plan's `byzantine`) run this module's versions of the spec's
+  Byzantine variants: `equivocate` (two Prepares per view, to two halves), `vote_all` (votes for
+  everything, hides its votes in Timeouts), `silent_timeouts`; they hold only their own keys.
+
 The trace (JSON lines) records what the validator needs: every vote the replica signed, its
 proposals, timeouts, commits with their certificates' signers, and the digest of its execution log
 after each slot.
