@@ -110,6 +110,7 @@ class _Expr:
         """Bind every subterm of `roots` that the code would repeat, and that cannot fail, to a local
         (children first); later uses of it read the local. Returns the binding lines."""
         refs: dict[int, int] = {}
+        memo: dict[int, bool] = {}  # per call: the terms are alive while it runs, so their ids are theirs
         order: list[Term] = []
         stack = [(r, False) for r in roots if isinstance(r, Term)]
         while stack:  # post-order over the DAG, counting the edges into each node
@@ -124,7 +125,7 @@ class _Expr:
             stack.extend((x, False) for x in reversed(t.args) if isinstance(x, Term))
         lines = []
         for t in order:
-            if refs[id(t)] > 1 and id(t) not in self.temps and _total(t):
+            if refs[id(t)] > 1 and id(t) not in self.temps and _total(t, memo):
                 code = self(t)
                 self._ntemps += 1
                 name = f"e{self._ntemps}"
@@ -137,12 +138,9 @@ class _Expr:
         self.temps.clear()
 
 
-_TOTAL: dict[int, bool] = {}
-
-
-def _total(t: Term) -> bool:
+def _total(t: Term, memo: dict[int, bool]) -> bool:
     """Whether evaluating `t` can never raise (so it may be evaluated before the guards that reach it)."""
-    hit = _TOTAL.get(id(t))
+    hit = memo.get(id(t))
     if hit is not None:
         return hit
     op, a = t.op, t.args
@@ -158,8 +156,8 @@ def _total(t: Term) -> bool:
         ok = 0 <= a[0].lo and a[0].hi < a[1].args[0]
     else:
         ok = True
-    ok = ok and all(_total(x) for x in a if isinstance(x, Term))
-    _TOTAL[id(t)] = ok
+    ok = ok and all(_total(x, memo) for x in a if isinstance(x, Term))
+    memo[id(t)] = ok
     return ok
 
 
