@@ -51,7 +51,7 @@ def user_frame(skip: int = 1):
     """Like `user_location`, but the frame itself (for bytecode inspection)."""
     frame = sys._getframe(skip)
     while frame is not None:
-        if not _inside(frame.f_code.co_filename):
+        if not os.path.abspath(frame.f_code.co_filename).startswith(_LANG_DIR):
             return frame
         frame = frame.f_back
     return None
