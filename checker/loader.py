@@ -19,7 +19,7 @@ from typing import Any
 
 from lockstep.specs.lang.errors import SpecError
 from lockstep.specs.lang.population import Population
-from lockstep.specs.lang.spec import Spec, build_program, declared_params
+from lockstep.specs.lang.spec import Spec, build_program, param_defaults
 from lockstep.specs.registry import SPECS
 
 from .model import Model
@@ -223,7 +223,7 @@ def spec_summary(ref: str) -> tuple[str, dict[str, int]]:
     obj, _ = resolve(ref)
     doc = (inspect.getdoc(obj) or "").strip().splitlines()
     if inspect.isclass(obj) and issubclass(obj, Spec):
-        params = {n: p.default for n, p in declared_params(obj).items()}
+        params = param_defaults(obj)
     elif inspect.isclass(obj) and callable(getattr(obj, "declared_params", None)):  # population protocols
         params = {n: p.default for n, p in obj.declared_params().items()}
     else:

@@ -12,6 +12,7 @@ from lockstep.checker.errors import UsageError
 from lockstep.checker.loader import is_protocol, parse_params, resolve
 from lockstep.specs.datalog.catalog import is_program_ref
 
+from .autobahn import command as autobahn_command
 from .datalog.command import staleness, straggler
 from .psmr import command as psmr_command
 
@@ -71,6 +72,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-check", action="store_true",
                    help="Datalog programs: do not compare the result with the sequential evaluation")
     psmr_command.add_arguments(p)  # also --workers, which Datalog programs share
+    autobahn_command.add_arguments(p)
 
 
 def positive(text: str) -> int:
@@ -95,6 +97,8 @@ ONE_KIND_OPTIONS = [("tree", "--tree", "rounds"), ("initiator", "--initiator", "
 def run(args: argparse.Namespace) -> int:
     if psmr_command.is_psmr(args.spec):
         return psmr_command.run_psmr_command(args)
+    if autobahn_command.is_autobahn(args.spec):
+        return autobahn_command.run_autobahn_command(args)
     kind = spec_kind(args.spec)
     for attr, flag, owner in ONE_KIND_OPTIONS:
         if getattr(args, attr) is not None and owner != kind:

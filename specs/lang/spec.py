@@ -208,10 +208,23 @@ def bind_params(cls: type, values: dict[str, Any]) -> Binding:
         if name not in declared:
             known = ", ".join(declared) or "none"
             raise SpecError(f"spec {cls.__name__} has no parameter {name!r} (its parameters: {known})")
+    defaults = param_defaults(cls)
     full = {}
     for name, p in declared.items():
-        full[name] = p.check(values[name], "value") if name in values else p.default
+        full[name] = p.check(values[name], "value") if name in values else defaults[name]
     return Binding(cls.__name__, full)
+
+
+def param_defaults(cls: type) -> dict[str, int]:
+    """The default of every parameter of a spec: its declaration's, or the class's `defaults` entry
+    (a variant of a spec may change a default: `defaults = {"views": 1}`)."""
+    declared = declared_params(cls)
+    own = getattr(cls, "defaults", None) or {}
+    for name in own:
+        if name not in declared:
+            raise SpecError(f"spec {cls.__name__}: `defaults` names {name!r}, which is not one of its parameters",
+                            None, "its parameters: " + (", ".join(declared) or "none"))
+    return {name: p.check(own[name], "default") if name in own else p.default for name, p in declared.items()}
 
 
 # --------------------------------------------------------------------------------- build

@@ -51,7 +51,7 @@ from typing import Any
 from ..errors import Location, SpecError, user_location
 from ..jsonvalues import from_json, to_json
 from ..limits import check_enumeration
-from ..params import Param, ParamLike, resolve
+from ..params import Param, ParamLike, bound, resolve
 from ..program import Check, Field, Program, Transition
 from ..spec import (
     Spec,
@@ -59,6 +59,7 @@ from ..spec import (
     _def_location,
     _Stop,
     _symmetric_domains,
+    bind_params,
     require,
     trace_body,
 )
@@ -539,6 +540,32 @@ class _ActorBuilder(_Builder):
     """Traces an actor spec's handlers into local steps and composes them into a global program."""
 
     def build(self) -> ActorProgram:
+        self._prepare()
+        prog, steps, system = self._assemble(self.proc.values())
+        prog.init_transitions = self._starts(prog, system.gslots, steps)
+        for s in steps:
+            if s.kind != "start":
+                t = self._compose(prog, system.gslots, s)
+                if t is not None:
+                    prog.transitions.append(t)
+        prog.transitions.extend(self._fault_transitions(prog))
+        for name, fn in self._functions("invariant"):
+            prog.invariants.append(self._predicate(prog, name, fn))
+        for name, fn in self._functions("constraint"):
+            prog.constraints.append(self._predicate(prog, name, fn))
+        for name, fn in self._functions("witness"):
+            prog.witnesses.append(self._predicate(prog, name, fn))
+        for name, fn in self._functions("temporal"):
+            prog.properties.append(self._temporal(prog, name, fn))
+        prog.system = system
+        return prog
+
+    def system(self, pids: list[int]) -> ActorSystem:
+        """Only the local steps of processes `pids`: what one running process needs (no global program)."""
+        self._prepare()
+        return self._assemble([self._pid(p, "a process to run") for p in pids])[2]
+
+    def _prepare(self) -> None:
         cls = self.cls
         for need in ("Process", "Message"):
             if not hasattr(cls, need):
@@ -562,37 +589,25 @@ class _ActorBuilder(_Builder):
         crashable = cls.crashable(dict(v)) if callable(cls.crashable) else cls.crashable
         self.crashable = frozenset(pids if crashable is None else (self._pid(x, "crashable") for x in crashable))
 
+    def _assemble(self, pids: list[int]) -> tuple[ActorProgram, list[LocalStep], ActorSystem]:
+        """The global program's fields, the local steps of `pids`, and the `ActorSystem` over them."""
+        cls, types, v = self.cls, self.types, self.binding.values
         state_prog = self._local_state_program()
         traced = [s for pid in pids for s in self._trace_process(state_prog, pid)]
         local, send_slots, restart_slots, observe_slots = self._local_program(state_prog, traced)
         prog = self._global_program()
         gslots = self._global_slots(prog, state_prog)
         steps = [self._local_step(local, send_slots, restart_slots, observe_slots, t) for t in traced]
-        prog.init_transitions = self._starts(prog, gslots, steps)
-        for s in steps:
-            if s.kind != "start":
-                t = self._compose(prog, gslots, s)
-                if t is not None:
-                    prog.transitions.append(t)
-        prog.transitions.extend(self._fault_transitions(prog))
-        for name, fn in self._functions("invariant"):
-            prog.invariants.append(self._predicate(prog, name, fn))
-        for name, fn in self._functions("constraint"):
-            prog.constraints.append(self._predicate(prog, name, fn))
-        for name, fn in self._functions("witness"):
-            prog.witnesses.append(self._predicate(prog, name, fn))
-        for name, fn in self._functions("temporal"):
-            prog.properties.append(self._temporal(prog, name, fn))
-        init_locals = {p: tuple(prog.init_defaults[i] for i in gslots[p]) for p in pids}
+        init_locals = {p: tuple(prog.init_defaults[i] for i in gslots[p]) for p in self.proc.values()}
         timeouts = {t: int(resolve(cls.timeouts.get(t, DEFAULT_TIMEOUT_MS), self.binding))
                     for t in (types.timer.dom().values() if types.timer else [])}
-        prog.system = ActorSystem(
+        system = ActorSystem(
             cls.__name__, dict(v), self.proc, self.msg, types.timer.dom() if types.timer else None, local,
             state_prog.nslots, send_slots, types.send_option.dom(), restart_slots,
             steps, {s.key: s for s in steps}, gslots, init_locals, self.net, self.byz, self.crashable,
             self.crashes, bool(cls.forge and self.byz), timeouts, list(state_prog.fields), observe_slots,
             types.observation.dom() if types.observation is not None else None)
-        return prog
+        return prog, steps, system
 
     def _view(self, prog: Program, writable: bool) -> TraceState:
         return GlobalView(prog, self.binding, writable, self.cls, self.proc.size, self.byz)
@@ -880,6 +895,14 @@ class _ActorBuilder(_Builder):
 ActorSpec._program_builder = _ActorBuilder
 
 
+def actor_system(cls: type, params: dict[str, Any], pids: list[int]) -> ActorSystem:
+    """The local steps of an actor spec's processes `pids` (what one running process needs), without the
+    global program the checker explores."""
+    binding = bind_params(cls, params)
+    with bound(binding):
+        return _ActorBuilder(cls, binding).system(pids)
+
+
 def in_flight(prog: ActorProgram, state: tuple) -> list[tuple[int, int, Any]]:
     """The (src, dst, msg) envelopes in flight in a global state (one entry per copy, channel order)."""
     net = prog.system.net
@@ -892,6 +915,6 @@ def in_flight(prog: ActorProgram, state: tuple) -> list[tuple[int, int, Any]]:
 
 
 __all__ = [
-    "ActorProgram", "ActorSpec", "ActorSystem", "Local", "LocalStep", "Network", "ProcessView", "broadcast",
+    "ActorProgram", "ActorSpec", "ActorSystem", "Local", "actor_system", "LocalStep", "Network", "ProcessView", "broadcast",
     "cancel_timer", "in_flight", "observe", "on_message", "on_start", "on_timeout", "send", "set_timer", "step_key",
 ]
