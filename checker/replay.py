@@ -349,6 +349,9 @@ def _confirm(trace: Trace, model: Model, states: list[Any], lids: list[Any]) -> 
             f = model.diagnose(last)
             return f"replayed {n} steps; then {f.describe()}, as recorded"
         raise TraceError(f"the trace claims a step fails after state {n}, but no step fails there")
+    if kind == "conformance":  # a model-based test: the spec's run, and what the implementation did instead
+        return (f"replayed {n} steps: a run of {model.name}; its last step ({name}) is where the implementation "
+                f"differed (it observed {prop.get('observed', '?')})")
     if trace.foreign:
         broken = [inv for inv in model.invariant_names if not _holds(model, inv, last)]
         where = f"; in the last state invariant {', '.join(broken)} {'is' if len(broken) == 1 else 'are'} violated" \

@@ -16,7 +16,7 @@ from typing import Any
 
 __version__ = "0.2.0"
 
-_API = {"bmc", "check", "model", "prove"}
+_API = {"bmc", "check", "model", "prove", "replay", "simulate"}
 _ERRORS = {"SpecError": "lockstep.specs.lang.errors", "LoadError": "lockstep.checker.loader",
            "TraceError": "lockstep.checker.trace", "UsageError": "lockstep.checker.errors"}
 __all__ = sorted(_API | set(_ERRORS) | {"__version__"})

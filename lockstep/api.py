@@ -89,3 +89,28 @@ def prove(spec: SpecLike, invariant: str, *, assumed: list[str] | None = None, k
     if k < 1:
         raise UsageError(f"k={k}: the induction depth is at least 1")
     return run_prove(_typed(spec, "prove", **params), invariant, list(assumed or []), k)
+
+
+def simulate(spec: SpecLike, *, runs: int = 1000, depth: int = 100, seed: int = 1, deadlock: bool = True,
+             workers: int = 1, invariants: list[str] | None = None, **params: int) -> Any:
+    """`runs` random walks of at most `depth` steps (as `lockstep simulate`), checking the invariants,
+    deadlocks and failing steps at every state; returns a `SimResult` (`violation`, `distinct`,
+    `coverage`, ...). The same seed gives the same first violation for any number of workers."""
+    from lockstep.checker.simulation.walk import simulate as walk
+
+    for name, v, least in (("runs", runs, 1), ("depth", depth, 1), ("workers", workers, 1), ("seed", seed, 0)):
+        if v < least:
+            raise UsageError(f"{name}={v}: at least {least}")
+    return walk(model(spec, invariants=invariants, **params), runs, depth, seed, deadlock, workers)
+
+
+def replay(trace: Any, *, spec: SpecLike | None = None, **params: int) -> Any:
+    """Re-run a trace (a `Trace` or a trace file) step by step against its spec — `spec` if given, else
+    the registered spec the trace names (a trace never chooses code: a file path in it is refused);
+    returns a `ReplayResult`, raises `TraceError` at the first step the spec cannot reproduce."""
+    from lockstep.checker.replay import replay as run_replay
+    from lockstep.checker.trace import Trace
+
+    t = trace if isinstance(trace, Trace) else Trace.load(str(trace))
+    ref = spec if spec is None or isinstance(spec, str) else reference(spec)
+    return run_replay(t, spec=ref, params=params or None)

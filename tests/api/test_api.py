@@ -91,3 +91,21 @@ def test_symbolic_engines_refuse_plain_specs_and_bad_bounds():
         lockstep.bmc(Counters, bound=3, limit=20)
     with pytest.raises(lockstep.UsageError, match="k=0"):
         lockstep.prove(TwoPhase, "consistent", k=0)
+
+
+def test_simulate_finds_the_bug_and_the_seed_fixes_the_walks():
+    a = lockstep.simulate(DieHard, runs=500, depth=20, seed=3)
+    b = lockstep.simulate(DieHard, runs=500, depth=20, seed=3)
+    assert a.violation is not None and a.violation.name == "not_solved"
+    assert a.violating_walk == b.violating_walk and a.violation.trace.values() == b.violation.trace.values()
+    assert lockstep.simulate(TwoPhase, runs=50, depth=30, rm=3).violation is None
+    with pytest.raises(lockstep.UsageError, match="runs=0"):
+        lockstep.simulate(TwoPhase, runs=0)
+
+
+def test_replay_a_counterexample_from_a_file_and_refuse_a_foreign_path(tmp_path):
+    v = lockstep.check(DieHard).violation
+    v.trace.save(str(tmp_path / "cex.json"))
+    res = lockstep.replay(tmp_path / "cex.json")
+    assert "invariant not_solved is violated in the last state" in res.conclusion
+    assert lockstep.replay(v.trace, spec=DieHard).states[-1] == res.states[-1]

@@ -118,3 +118,14 @@ def test_the_pytest_plugin(pytester):
     result.stdout.fnmatch_lines(["*test_two_phase?rm=2? PASSED*", "*test_two_phase?rm=3? PASSED*",
                                  "*AssertionError: Violation: invariant not_solved is violated*",
                                  "*Counterexample (6 steps):*", "*big = 4*"])
+
+
+def test_a_nonconformance_trace_replays_against_the_spec(tmp_path):
+    from examples.kvstore.test_store import EvictingAdapter
+
+    with pytest.raises(NonConformance) as caught:
+        conforms(KVStore, EvictingAdapter, max_examples=200)
+    path = str(tmp_path / "nonconformance.json")
+    caught.value.trace.save(path)
+    res = lockstep.replay(path, spec=KVStore)
+    assert "a run of KVStore" in res.conclusion and "where the implementation differed" in res.conclusion
