@@ -1,9 +1,9 @@
 """Ed25519 keys of one run, signing and verification, and the digests of batches, cars and cuts.
 
 Every run draws fresh keys (so signatures also authenticate the run); the runner hands each process
-its own private key and everyone's public keys. A signed message is the exact byte string that was
-signed (canonical JSON: sorted keys, no spaces), so a certificate can carry only (signer, signature)
-pairs and a verifier rebuilds each signer's statement.
+its own private key and everyone's public keys. What is signed is a message's canonical JSON (sorted
+keys, no spaces), which any receiver rebuilds from the message it decoded, so a certificate can carry
+only (signer, signature) pairs and a verifier rebuilds each signer's statement.
 """
 
 from __future__ import annotations

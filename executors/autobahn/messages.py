@@ -1,27 +1,34 @@
 """The messages replicas exchange, their declared fields, and the frames they travel in.
 
-Frames are a 4-byte big-endian length and a body whose first byte says what it holds:
+Frames travel on the run's authenticated channels (`lockstep.executors.wire`: only the run's
+processes can connect, and each frame's sender is known); a frame body is a JSON object whose `k`
+says what it holds:
 
-- `S`: a signed protocol message: 64 bytes of ed25519 signature, then the canonical JSON that was signed;
-- `B`: a batch of transactions (content-addressed: it is used only when a signed car names its digest);
-- `T`: transactions from the client; `A`: the ids of executed transactions, to the client.
+- `S`: a signed protocol message `{"k": "S", "m": {...}, "sig": hex}`: `sig` is the sender's ed25519
+  signature of `canonical(m)`. The channel says which member sent the frame; the signature says who
+  wrote the message (a fetched car or a forwarded Commit is relayed by another replica);
+- `B`: a batch of transactions, base64 (content-addressed: it is used only when a signed car names its digest);
+- `T`: transactions from the client; `A`: the ids and send times of executed transactions, to the client.
 
 A transaction is TX_SIZE bytes: a u64 id, a f64 send time, a u32 key, then the value. Every signed
-message is decoded into the fields its type declares (`decode`), with sizes checked: anything else is
-a `Malformed` that the receiver counts, logs and drops. Nothing received is ever unpickled or run.
+message is decoded into the fields its type declares (`Schema.check`), with sizes checked: anything
+else is a `Malformed` that the receiver counts, logs and drops. Nothing received is ever unpickled or run.
 """
 
 from __future__ import annotations
 
-import json
+import base64
+import binascii
 import struct
 from typing import Any
 
+from ..wire import MAX_FRAME, TAG
 from .crypto import canonical, digest
 
 TX_SIZE = 512
 TX_HEAD = struct.Struct(">QdI")
-MAX_BATCH = 4096  # transactions in one batch
+ACK_SIZE = 16  # an executed transaction's id and send time, echoed to the client
+MAX_BATCH = (MAX_FRAME - TAG - 64) * 3 // 4 // TX_SIZE  # transactions in one batch: its base64 fits in one frame
 MAX_VIEW = 1 << 20
 MAX_SLOT = 1 << 40
 
@@ -174,22 +181,41 @@ FIELDS: dict[str, dict[str, str]] = {
 }
 
 
-def decode_signed(body: bytes) -> tuple[bytes, str, Any]:
-    """(signed bytes, signature hex, parsed JSON) of an `S` frame body."""
-    if len(body) < 66 or body[:1] != b"S":
-        raise Malformed("a signed frame is S, a 64-byte signature, then JSON")
-    data = body[65:]
+def signed_frame(data: bytes, sig: str) -> bytes:
+    """The body of an `S` frame carrying the canonical message `data` and its signature (hex)."""
+    return b'{"k":"S","m":' + data + b',"sig":"' + sig.encode() + b'"}'
+
+
+def decode_signed(frame: dict[str, Any]) -> tuple[bytes, str, Any]:
+    """(signed bytes, signature hex, message) of a parsed `S` frame; Malformed if it is not one."""
+    if set(frame) != {"k", "m", "sig"}:
+        raise Malformed("a signed frame is {\"k\": \"S\", \"m\": message, \"sig\": signature}")
+    sig = _hex(frame["sig"], 128, "the signature")
+    m = frame["m"]
+    if not isinstance(m, dict):
+        raise Malformed("a signed message is a JSON object")
+    return canonical(m), sig, m
+
+
+def bytes_frame(kind: str, field: str, payload: bytes) -> bytes:
+    """The body of a `B`, `T` or `A` frame: `payload` in base64 under `field`."""
+    return b'{"k":"' + kind.encode() + b'","' + field.encode() + b'":"' + base64.b64encode(payload) + b'"}'
+
+
+def frame_payload(frame: dict[str, Any], field: str, unit: int, most: int) -> bytes:
+    """The bytes of a `B`, `T` or `A` frame: whole units of `unit` bytes, at most `most` of them; Malformed otherwise."""
+    if set(frame) != {"k", field}:
+        raise Malformed(f"a {frame['k']} frame is {{\"k\": \"{frame['k']}\", \"{field}\": base64}}")
+    v = frame[field]
+    if not isinstance(v, str) or len(v) > (most * unit + 2) // 3 * 4:
+        raise Malformed(f"{field} is not base64 of at most {most} units of {unit} bytes")
     try:
-        obj = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise Malformed(f"not JSON ({e})") from None
-    if canonical(obj) != data:
-        raise Malformed("the signed JSON is not in canonical form (sorted keys, no spaces)")
-    return data, body[1:65].hex(), obj
-
-
-def signed_body(data: bytes, sig: str) -> bytes:
-    return b"S" + bytes.fromhex(sig) + data
+        data = base64.b64decode(v, validate=True)
+    except (binascii.Error, ValueError):
+        raise Malformed(f"{field} is not base64") from None
+    if len(data) % unit:
+        raise Malformed(f"{field} is not a whole number of {unit}-byte units")
+    return data
 
 
 def split_txs(payload: bytes) -> list[bytes]:

@@ -5,8 +5,12 @@ votes, PrepareQC / ConfirmQC / TC = 2f+1, fast commit = n Prepare votes, leader(
 the winning-proposal rule with the f+1 Prepare override, k = 1 (a slot opens when the previous one
 commits; its Commit is the next Prepare's ticket). Every protocol message is signed with the
 sender's ed25519 key and verified on receipt; certificates carry their signers' signatures and are
-verified signer by signer. Rejected input (bad signature, malformed, replayed, out of view, forged
-certificate, wrong leader) is counted and written to the trace, never acted on.
+verified signer by signer. The signatures are the protocol's own authentication; underneath, every
+connection is an authenticated channel of the run (`lockstep.executors.wire`): a process without the
+run's secret cannot connect, and a frame that fails its channel tag closes the connection. Rejected
+input (unauthenticated connection or frame, a frame kind its sender may not send, bad signature,
+malformed, replayed, out of view, forged certificate, wrong leader) is counted and written to the
+trace, never acted on.
 
 Source: Giridharan et al., "Autobahn: Seamless high speed BFT", SOSP 2024 (arXiv 2401.10369), as in
 the spec. Where this runtime deviates from the paper (and from the spec's bounded model):
@@ -16,7 +20,7 @@ the spec. Where this runtime deviates from the paper (and from the spec's bounde
   the first f+1 votes and broadcasts the PoA at once, and the next car carries it;
 - a view-1 leader proposes as soon as any lane has a tip newer than the last committed cut
   (coverage 1; the artifact waits for 2f+1 lanes);
-- batches are not signed but content-addressed (a batch is used only when a signed car names its
+- batches are not signed but content-addressed (their channel is authenticated) (a batch is used only when a signed car names its
   digest); a replica keeps a bounded window of them and fetches a missing car and its batch from the
   car's author and PoA signers;
 - a replica joins a view change on f+1 Timeouts, re-sends its Timeout each timer period until a TC or
@@ -41,17 +45,21 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..wire import LENGTH, FrameProtocol, frame, read_frame
+from ..wire import RUNNER, Credentials, Endpoint, FrameError, connect, credentials, member_name, parse, serve
 from .crypto import Signer, canonical
 from .messages import (
+    ACK_SIZE,
+    MAX_BATCH,
     TX_HEAD,
     TX_SIZE,
     Malformed,
     Schema,
+    bytes_frame,
     car_id,
     cut_id,
     decode_signed,
-    signed_body,
+    frame_payload,
+    signed_frame,
     split_txs,
     statement,
 )
@@ -77,7 +85,7 @@ class ReplicaConfig:
     car_ms: float = 20.0
     timeout_ms: float = 300.0
     fast_ms: float = 4.0
-    max_batch: int = 1900  # transactions per car (a batch frame stays under the 1 MiB frame limit)
+    max_batch: int = MAX_BATCH  # transactions per car (a batch frame stays under the 1 MiB frame limit)
     durable: bool = False  # flush the trace after each event (crashes are planned: a killed replica's votes stay recorded)
 
 
@@ -87,18 +95,6 @@ def main(cfg: dict[str, Any]) -> None:
         asyncio.run(Replica(ReplicaConfig(**cfg)).run())
     except (KeyboardInterrupt, ConnectionError):
         pass
-
-
-def frame_bytes(body: bytes) -> bytes:
-    return LENGTH.pack(len(body)) + body
-
-
-class Inbound(FrameProtocol):
-    """A connection into a replica: each frame is handed over with the connection it came on (acks to the
-    client go back on the client's)."""
-
-    def __init__(self, replica: Replica):
-        super().__init__(lambda body: replica.on_frame(body, self.transport), replica.broken)
 
 
 class Replica:
@@ -111,8 +107,8 @@ class Replica:
         self.q, self.poa_q = 2 * self.f + 1, self.f + 1
         self.signer = Signer(self.me, cfg.private, cfg.public)
         self.schema = Schema(self.n)
-        self.peers: dict[int, asyncio.Transport] = {}
-        self.client: asyncio.BaseTransport | None = None
+        self.peers: dict[int, Endpoint] = {}  # the other replicas
+        self.client: Endpoint | None = None  # acks go here
         self.t0 = time.monotonic()
         self.stats: dict[str, int] = {"received": 0, "sent": 0, "rejected": 0, "committed": 0, "executed_txs": 0,
                                       "fetches": 0, "shed": 0}
@@ -144,7 +140,8 @@ class Replica:
         self.conf_votes: dict[tuple[int, int, str], dict[int, str]] = {}
         self.confirmed: set[tuple[int, int]] = set()
         self.timeouts: dict[tuple[int, int], dict[int, tuple[bytes, str, dict[str, Any]]]] = {}
-        self.commits: dict[int, bytes] = {}  # slot -> the frame of its Commit (a ticket, and an answer to Timeouts)
+        self.commits: dict[int, tuple[bytes, dict[str, Any]]] = {}  # slot -> its Commit's frame and message
+        # (the message is the next slot's ticket; the frame answers Timeouts of the slot)
         self.committed_cut: dict[int, list[Any]] = {}
         self.last_cut: list[Any] = [None] * self.n
         self.deferred: list[tuple[bytes, str, dict[str, Any]]] = []
@@ -159,36 +156,59 @@ class Replica:
 
     # -- the process -----------------------------------------------------------------------------
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: Inbound(self), "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        reader, self.ctl = await asyncio.open_connection("127.0.0.1", self.cfg.control_port)
+        creds = credentials()
+        server, port = await serve(creds, on_frame=self.on_frame, on_rejected=self.unauthenticated,
+                                   accept=lambda peer: peer != self.me and 0 <= peer <= self.n)
+        self.ctl = await connect(self.cfg.control_port, creds, RUNNER)
         self.record({"ev": "header", "pid": self.me, "n": self.n, "f": self.f, "byzantine": self.cfg.byzantine})
-        self.ctl.write(frame({"op": "hello", "pid": self.me, "port": port}))
+        self.ctl.send({"op": "hello", "port": port})
+        loop = asyncio.get_running_loop()
         try:
             while True:
-                cmd = await read_frame(reader)
-                if cmd.get("op") == "peers":
-                    for p, pt in cmd["ports"].items():
-                        if int(p) != self.me and int(p) < self.n:
-                            self.peers[int(p)], _ = await loop.create_connection(asyncio.Protocol, "127.0.0.1", pt)
-                elif cmd.get("op") == "go":
+                try:
+                    cmd = await self.ctl.read()
+                except FrameError as e:
+                    self.reject("malformed", f"a control frame from the runner: {e}", RUNNER)
+                    continue
+                op = cmd.get("op")
+                if op == "peers":
+                    await self.connect_peers(cmd.get("ports"), creds)
+                elif op == "go":
                     self.t0 = time.monotonic()
                     self.arm()
                     loop.call_later(self.cfg.car_ms / 1000, self.tick)
                     self.maybe_propose()
-                elif cmd.get("op") == "stop":
+                elif op == "stop":
                     self.close_trace()
-                    self.ctl.write(frame({"op": "bye", "pid": self.me, "stats": {**self.stats, **self.signer.stats,
-                                                                          "cpu_s": round(time.process_time(), 3)},
-                                          "rejections": self.rejections}))
+                    self.ctl.send({"op": "bye", "stats": {**self.stats, **self.signer.stats,
+                                                          "cpu_s": round(time.process_time(), 3)},
+                                   "rejections": self.rejections})
                     await self.ctl.drain()
                     break
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except ConnectionError:
             pass
         finally:
             self.close_trace()
             server.close()
+
+    async def connect_peers(self, ports: Any, creds: Credentials) -> None:
+        """Open an authenticated connection to every other replica and to the client (member n)."""
+        if not isinstance(ports, dict):
+            self.reject("malformed", "a peers frame from the runner without ports", RUNNER)
+            return
+        for key, port in ports.items():
+            p = int(key) if isinstance(key, str) and key.isascii() and key.isdigit() else -1
+            if p == self.me or not 0 <= p <= self.n or isinstance(port, bool) or not isinstance(port, int):
+                continue
+            try:
+                ep = await connect(port, creds, p, on_frame=self.on_frame, on_rejected=self.unauthenticated)
+            except OSError as e:
+                self.record({"ev": "unreachable", "peer": p, "detail": str(e)[:200]})
+                continue
+            if p == self.n:
+                self.client = ep
+            else:
+                self.peers[p] = ep
 
     def close_trace(self) -> None:
         if self.trace is not None:
@@ -210,8 +230,9 @@ class Replica:
         self.rejections[reason] = self.rejections.get(reason, 0) + 1
         self.record({"ev": "reject", "reason": reason, "detail": detail[:300], "from": src})
 
-    def broken(self, why: str) -> None:
-        self.reject("malformed", why + "; connection closed")
+    def unauthenticated(self, why: str) -> None:
+        """A connection or frame refused by the authenticated channel (no run secret, a bad tag, an oversized frame)."""
+        self.reject("unauthenticated", why + "; connection closed")
 
     def cut_off(self, other: int) -> bool:
         """True while a partition of the fault plan separates this replica from `other`."""
@@ -223,48 +244,55 @@ class Replica:
 
     # -- sending ---------------------------------------------------------------------------------
     def sign(self, obj: dict[str, Any]) -> bytes:
+        """The body of a frame carrying `obj`, signed by this replica."""
         data = canonical(obj)
-        return frame_bytes(signed_body(data, self.signer.sign(data)))
+        return signed_frame(data, self.signer.sign(data))
 
-    def send_raw(self, dst: int, raw: bytes) -> None:
-        t = self.peers.get(dst)
-        if t is None or t.is_closing() or self.cut_off(dst):
+    def send_raw(self, dst: int, body: bytes) -> None:
+        ep = self.peers.get(dst)
+        if ep is None or ep.is_closing() or self.cut_off(dst):
             return
-        t.write(raw)
+        ep.send_body(body)
         self.stats["sent"] += 1
 
-    def broadcast(self, raw: bytes) -> None:
+    def broadcast(self, body: bytes) -> None:
         for p in self.peers:
-            self.send_raw(p, raw)
+            self.send_raw(p, body)
 
-    def to(self, dst: int, raw: bytes) -> None:
+    def to(self, dst: int, body: bytes) -> None:
         """Send to a replica; to itself, handle it at once."""
         if dst == self.me:
-            self.on_frame(raw[4:], None)
+            self.on_frame(None, body)
         else:
-            self.send_raw(dst, raw)
+            self.send_raw(dst, body)
 
-    def to_all(self, raw: bytes) -> None:
-        self.broadcast(raw)
-        self.on_frame(raw[4:], None)
+    def to_all(self, body: bytes) -> None:
+        self.broadcast(body)
+        self.on_frame(None, body)
 
     # -- receiving -------------------------------------------------------------------------------
-    def on_frame(self, body: bytes, conn: asyncio.BaseTransport | None) -> None:
+    def on_frame(self, ep: Endpoint | None, body: bytes) -> None:
+        """A frame from the authenticated member `ep.peer` (from this replica itself when `ep` is None)."""
         self.stats["received"] += 1
-        kind = body[:1]
+        peer = self.me if ep is None else ep.peer
         try:
-            if kind == b"S":
-                self.on_signed(body)
-            elif kind == b"B":
-                self.on_batch(body[1:])
-            elif kind == b"T":
-                self.on_txs(body[1:])
-            elif kind == b"C":  # the client says hello on its connection: acks go back on it
-                self.client = conn
+            frame = parse(body)
+            kind = frame.get("k")
+            if kind not in ("S", "B", "T"):
+                raise Malformed(f"unknown frame kind {kind!r}")
+            if (kind == "T") != (peer == self.n):
+                self.reject("wrong_sender", f"a {kind} frame from {member_name(peer)}: "
+                            + ("only the client sends transactions" if kind == "T" else "the client sends only transactions"),
+                            peer)
+                return
+            if kind == "S":
+                self.on_signed(*decode_signed(frame))
+            elif kind == "B":
+                self.on_batch(frame_payload(frame, "txs", TX_SIZE, MAX_BATCH))
             else:
-                self.reject("malformed", f"unknown frame kind {kind!r}")
-        except Malformed as e:
-            self.reject("malformed", str(e))
+                self.on_txs(frame_payload(frame, "txs", TX_SIZE, MAX_BATCH))
+        except (Malformed, FrameError) as e:
+            self.reject("malformed", str(e), peer)
 
     def on_txs(self, payload: bytes) -> None:
         if len(payload) % TX_SIZE:
@@ -287,8 +315,7 @@ class Replica:
             self.consider_car(c)
         self.execute()
 
-    def on_signed(self, body: bytes) -> None:
-        data, sig, obj = decode_signed(body)
+    def on_signed(self, data: bytes, sig: str, obj: dict[str, Any]) -> None:
         m = self.schema.check(obj)
         src = m["from"]
         if not self.signer.valid(src, data, sig):
@@ -333,7 +360,7 @@ class Replica:
         parent, pq = self.my_parent
         car = {"t": "Car", "from": self.me, "h": self.my_height, "b": b, "p": parent, "pq": pq}
         self.in_flight = car_id(self.me, self.my_height, b, parent)
-        self.broadcast(frame_bytes(b"B" + payload))
+        self.broadcast(bytes_frame("B", "txs", payload))
         self.on_batch(payload)
         self.to_all(self.sign(car))
 
@@ -347,7 +374,7 @@ class Replica:
             self.reject("forged_certificate", f"car {a}:{h} carries an invalid PoA of its parent", a)
             return
         if c not in self.cars:
-            self.cars[c] = (a, h, b, p, frame_bytes(signed_body(data, sig)))
+            self.cars[c] = (a, h, b, p, signed_frame(data, sig))
         self.consider_car(c)
         self.execute()
 
@@ -392,7 +419,7 @@ class Replica:
     def on_Fetch(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
         car = self.cars.get(m["c"])
         if car is not None and car[2] in self.batches:
-            self.send_raw(m["from"], frame_bytes(b"B" + self.batches[car[2]]))
+            self.send_raw(m["from"], bytes_frame("B", "txs", self.batches[car[2]]))
             self.send_raw(m["from"], car[4])
 
     # -- consensus: proposing --------------------------------------------------------------------
@@ -408,8 +435,7 @@ class Replica:
     def ticket(self, s: int) -> Any:
         if s == 1:
             return None
-        _, _, commit = decode_signed(self.commits[s - 1][4:])
-        return {"commit": commit}
+        return {"commit": self.commits[s - 1][1]}
 
     def maybe_propose(self) -> None:
         s = self.slot
@@ -608,7 +634,8 @@ class Replica:
         s = m["s"]
         if s != self.slot:
             return
-        self.commits[s] = self.sign({**m, "from": self.me})
+        mine = {**m, "from": self.me}
+        self.commits[s] = (self.sign(mine), mine)
         self.committed_cut[s] = m["cut"]
         signers = [w for w, _ in m["qc"]]
         self.record({"ev": "commit", "s": s, "v": m["v"], "d": cut_id(m["cut"]), "fast": m["fast"], "signers": signers,
@@ -668,7 +695,7 @@ class Replica:
         s, v, src = m["s"], m["v"], m["from"]
         if s < self.slot:
             if s in self.commits and src != self.me:
-                self.send_raw(src, self.commits[s])  # a lagging replica: answer with the Commit
+                self.send_raw(src, self.commits[s][0])  # a lagging replica: answer with the Commit
             return
         if s > self.slot:
             self.defer(data, sig, m)
@@ -747,11 +774,11 @@ class Replica:
     def apply(self, a: int, c: str) -> int:
         payload = self.batches[self.cars[c][2]]
         self.log = hashlib.sha256(self.log + bytes.fromhex(c)).digest()
-        acks = bytearray(b"A")
+        acks = bytearray()
         for i in range(0, len(payload), TX_SIZE):
             _, _, key = TX_HEAD.unpack_from(payload, i)
             self.kv[key] = payload[i + TX_HEAD.size:i + TX_SIZE]
-            acks += payload[i:i + 16]  # the transaction's id and send time
+            acks += payload[i:i + ACK_SIZE]  # the transaction's id and send time
         if a == self.me and self.client is not None and not self.client.is_closing():
-            self.client.write(LENGTH.pack(len(acks)) + acks)
+            self.client.send_body(bytes_frame("A", "acks", bytes(acks)))
         return len(payload) // TX_SIZE

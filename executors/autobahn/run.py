@@ -124,6 +124,7 @@ async def run_async(duration: float, trace_dir: str, plan: Plan | None = None, f
     finally:
         cluster.close()
     reps = {p: (m.bye or {}) for p, m in cluster.members.items() if p < n}
+    notes.extend(cluster.rejection_notes())
     for p, m in sorted(cluster.members.items()):
         if m.exit_note:
             notes.append(f"{'client' if p == n else f'replica {p}'} {m.exit_note}")

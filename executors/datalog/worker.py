@@ -28,7 +28,7 @@ import numpy as np
 
 from lockstep.specs.datalog.plan import StepGroup
 
-from ..wire import FrameError, FrameProtocol, frame, parse, read_frame
+from ..wire import RUNNER, Endpoint, FrameError, connect, credentials, parse, serve
 
 BATCH = 40_000  # delta pairs per frame: 2 × 8 bytes each, base64, under the frame size limit
 BIG = 1 << 62  # "no value yet" for min programs without a spec bound
@@ -106,12 +106,12 @@ class Worker:
         self.lc = 0  # Lamport clock of the trace
         self.seq = 0
         self.t0 = time.monotonic()
-        self.out: dict[int, asyncio.Transport] = {}
+        self.out: dict[int, Endpoint] = {}
         self.wake = asyncio.Event()
         self.stats = {"iterations": 0, "deltas_sent": 0, "deltas_received": 0, "improved": 0, "frames_rejected": 0,
                       "wait_s": 0.0, "compute_s": 0.0}
         self.failure: str | None = None
-        self.early: list[bytes] | None = []  # frames received before the start
+        self.early: list[tuple[bytes, int | None]] | None = []  # frames (and senders) received before the start
         self.trace = open(cfg.trace, "w", encoding="utf-8", buffering=1 << 16) if cfg.trace else None
 
     def _group(self, z, i: int) -> tuple[StepGroup, np.ndarray]:
@@ -132,37 +132,44 @@ class Worker:
 
     # -- control ----------------------------------------------------------------------------------
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: FrameProtocol(self.on_frame, self.broken), "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        reader, self.ctl = await asyncio.open_connection("127.0.0.1", self.cfg.control_port)
+        creds = credentials()
+        server, port = await serve(creds, on_frame=self._frame, on_rejected=self.broken,
+                                   accept=lambda peer: peer != RUNNER and 0 <= peer < self.W and peer != self.pid)
+        self.ctl = await connect(self.cfg.control_port, creds, RUNNER)
         if self.trace is not None:
             self._write({"kind": "header", "spec": self.cfg.spec, "spec_name": self.cfg.spec,
                          "params": self.cfg.spec_params, "pid": self.pid})
-        self.ctl.write(frame({"op": "hello", "pid": self.pid, "port": port}))
+        self.ctl.send({"op": "hello", "port": port})
         task = None
         try:
             while True:
-                cmd = await read_frame(reader)
+                try:
+                    cmd = await self.ctl.read()
+                except FrameError:
+                    self.broken("a malformed control frame")
+                    continue
                 op = cmd.get("op")
                 if op == "peers":
                     for dst, p in sorted((int(k), v) for k, v in cmd["ports"].items()):
                         if dst != self.pid:
-                            t, _ = await loop.create_connection(asyncio.Protocol, "127.0.0.1", int(p))
-                            self.out[dst] = t
+                            self.out[dst] = await connect(int(p), creds, dst, on_frame=self._frame,
+                                                          on_rejected=self.broken)
                 elif op == "go":
                     self.t0 = time.monotonic()
                     self._start()
                     early, self.early = self.early, None
-                    for body in early or []:  # frames that came before this worker started, as the spec orders
-                        self.on_frame(body)
+                    for body, peer in early or []:  # frames that came before this worker started, as the spec orders
+                        self.on_frame(body, peer)
                     task = asyncio.ensure_future(self._loop())
                 elif op == "stop":
                     if task is not None:
                         task.cancel()
                     self._finish()
-                    self.ctl.write(frame({"op": "bye", "pid": self.pid, "stats": self.stats, "clock": self.clock,
-                                          "done": self.done, "failure": self.failure}))
+                    if self.trace is not None:  # the trace is complete: validation need not stop short of its end
+                        self._write({"kind": "end", "pid": self.pid, "clock": self.lc, "seq": self.seq,
+                                     "time": self._now(), "stats": self.stats})
+                    self.ctl.send({"op": "bye", "pid": self.pid, "stats": self.stats, "clock": self.clock,
+                                   "done": self.done, "failure": self.failure})
                     await self.ctl.drain()
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -171,8 +178,12 @@ class Worker:
             if self.trace is not None:
                 self.trace.close()
             server.close()
-            for t in self.out.values():
-                t.close()
+            for ep in self.out.values():
+                ep.close()
+
+    def _frame(self, ep: Endpoint, body: bytes) -> None:
+        """A frame from an authenticated member of the run (`ep.peer`: the worker that sent it)."""
+        self.on_frame(body, ep.peer)
 
     def _finish(self) -> None:
         mine = np.flatnonzero(self.own)
@@ -185,7 +196,7 @@ class Worker:
         self.stats["frames_rejected"] += 1
 
     def _report_done(self) -> None:
-        self.ctl.write(frame({"op": "done", "pid": self.pid, "clock": self.clock, "time": self._now()}))
+        self.ctl.send({"op": "done", "pid": self.pid, "clock": self.clock, "time": self._now()})
 
     # -- the protocol -----------------------------------------------------------------------------
     def _start(self) -> None:
@@ -318,15 +329,17 @@ class Worker:
         return out
 
     # -- incoming frames --------------------------------------------------------------------------
-    def on_frame(self, body: bytes) -> None:
+    def on_frame(self, body: bytes, peer: int | None) -> None:
         if self.early is not None:
-            self.early.append(body)
+            self.early.append((body, peer))
             return
         try:
             obj = parse(body)
             src = obj.get("src")
             if isinstance(src, bool) or not isinstance(src, int) or not 0 <= src < self.W or src == self.pid:
                 raise FrameError(f"src {src!r} is not another worker")
+            if src != peer:
+                raise FrameError(f"a frame from worker {peer} claiming to come from worker {src}")
             lc = obj.get("lc")
             if isinstance(lc, bool) or not isinstance(lc, int) or lc < 0:
                 raise FrameError("lc is not a non-negative integer")
@@ -398,10 +411,10 @@ class Worker:
             self._log("message", src, {"tag": "Stop"}, [], [])
 
     def _send(self, dst: int, obj: dict) -> None:
-        t = self.out.get(dst)
-        if t is not None and not t.is_closing():
+        ep = self.out.get(dst)
+        if ep is not None and not ep.is_closing():
             obj["src"] = self.pid
-            t.write(frame(obj))
+            ep.send(obj)
 
     def _fail(self, message: str) -> None:
         self.failure = message
@@ -410,7 +423,7 @@ class Worker:
             self.seq += 1
             self._write({"kind": "failure", "pid": self.pid, "clock": self.lc, "seq": self.seq, "time": self._now(),
                          "input": "timeout", "timer": "iterate", "message": message})
-        self.ctl.write(frame({"op": "failed", "pid": self.pid, "message": message}))
+        self.ctl.send({"op": "failed", "pid": self.pid, "message": message})
 
     # -- the trace --------------------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:

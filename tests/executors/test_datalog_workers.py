@@ -11,7 +11,7 @@ from scipy.sparse import csgraph
 
 from lockstep.checker.cli import main
 from lockstep.checker.validation.actors import validate
-from lockstep.checker.validation.runtrace import Mismatch
+from lockstep.checker.validation.runtrace import MergedRun, Mismatch
 from lockstep.executors.datalog.run import run
 from lockstep.executors.faults import Faults, Straggler, parse_faults
 from lockstep.specs.datalog.graphs import generate
@@ -52,12 +52,13 @@ def test_traced_runs_are_behaviours_of_the_spec(s, tmp_path):
 
 def test_a_tampered_trace_is_rejected(tmp_path):
     rep = run("sssp", "ssp:0", workers=2, staleness=1, trace=str(tmp_path / "run.jsonl"))
-    events = [e for e in rep.merged.events if e["kind"] == "message" and e["msg"]["tag"] == "Delta"]
-    e = events[0]
+    merged = rep.merged
+    events = list(merged.events)
+    e = next(e for e in events if e["kind"] == "message" and e["msg"]["tag"] == "Delta")
     k = str(e["msg"]["k"])
     e["state"]["val"][k] += 1  # the worker claims a value the delta does not give
     with pytest.raises(Mismatch, match="local state after the handler differs"):
-        validate(rep.merged)
+        validate(MergedRun(merged.header, events, merged.notes))
 
 
 def test_straggler_lets_asynchronous_workers_run_ahead():
