@@ -7,18 +7,36 @@ import argparse
 import sys
 
 from lockstep.checker.commands.common import add_spec_arguments, natural, output_file
-from lockstep.checker.commands.datalog import weight_range
 from lockstep.checker.errors import UsageError
 from lockstep.checker.loader import is_protocol, parse_params, resolve
-from lockstep.specs.datalog.catalog import is_program_ref
 
 from .autobahn import command as autobahn_command
-from .datalog.command import staleness, straggler
 from .psmr import command as psmr_command
 
 NAME = "run"
 HELP = ("run an actor spec as one OS process per actor, a population protocol as one process per agent and a "
         "scheduler, or a Datalog program on SSP workers (TCP on 127.0.0.1), then validate the run")
+
+
+def staleness(text: str) -> int:
+    """Datalog programs' --staleness (their parser is imported only when the option is given)."""
+    from .datalog.command import staleness as parse
+
+    return parse(text)
+
+
+def straggler(text: str) -> tuple[int, float]:
+    """Datalog programs' --straggler W:MS."""
+    from .datalog.command import straggler as parse
+
+    return parse(text)
+
+
+def weight_range(text: str) -> tuple[int, int]:
+    """Datalog programs' --weights LO:HI."""
+    from lockstep.checker.commands.datalog import weight_range as parse
+
+    return parse(text)
 
 
 def kill_plan(text: str) -> tuple[int, int]:
@@ -127,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
 def spec_kind(ref: str) -> str:
     """"datalog", "rounds", "population" or "actor": the system model of the spec `ref` names (without importing the
     models it does not use: a rounds spec has imported the rounds model already)."""
+    from lockstep.specs.datalog.catalog import is_program_ref  # lark and the catalogue: only to tell a program
+
     if is_program_ref(ref):
         return "datalog"
     obj, _ = resolve(ref)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 
-from .parser import parse, parse_file
 from .syntax import DatalogError, Program
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
@@ -34,6 +33,8 @@ def is_program_ref(ref: str) -> bool:
 
 def load(ref: str) -> Program:
     """A shipped program by name, or a program file (`*.dl`)."""
+    from .parser import parse, parse_file  # lark: imported when a program is read, not when a name is looked up
+
     if ref in PROGRAMS:
         return parse(program_text(ref), f"{ref}.dl")
     if ref.endswith(".dl") or os.path.exists(ref):

@@ -246,6 +246,17 @@ class _Builder:
         self.binding = binding
         self.decls = cls._decls
 
+    def _properties(self, prog: Program) -> None:
+        """Trace the spec's invariants, constraints, witnesses and temporal properties into `prog`."""
+        for name, fn in self._functions("invariant"):
+            prog.invariants.append(self._predicate(prog, name, fn))
+        for name, fn in self._functions("constraint"):
+            prog.constraints.append(self._predicate(prog, name, fn))
+        for name, fn in self._functions("witness"):
+            prog.witnesses.append(self._predicate(prog, name, fn))
+        for name, fn in self._functions("temporal"):
+            prog.properties.append(self._temporal(prog, name, fn))
+
     def build(self) -> Program:
         fields = self._fields()
         if not fields:
@@ -260,14 +271,7 @@ class _Builder:
             prog.init_transitions.extend(self._trace(prog, name, fn))
         for name, fn in self._functions("action"):
             prog.transitions.extend(self._trace(prog, name, fn))
-        for name, fn in self._functions("invariant"):
-            prog.invariants.append(self._predicate(prog, name, fn))
-        for name, fn in self._functions("constraint"):
-            prog.constraints.append(self._predicate(prog, name, fn))
-        for name, fn in self._functions("witness"):
-            prog.witnesses.append(self._predicate(prog, name, fn))
-        for name, fn in self._functions("temporal"):
-            prog.properties.append(self._temporal(prog, name, fn))
+        self._properties(prog)
         _check_families(self._functions("action"))
         if not self._functions("action"):
             raise SpecError(f"spec {self.cls.__name__} declares no actions", None, "mark functions with @action")

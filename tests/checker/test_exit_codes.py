@@ -213,6 +213,6 @@ def test_a_plain_spec_trace_replays_in_another_process(cli, tmp_path):
     r = cli("check", model_path("plain_counter.py"), "--out", str(out), "--quiet")
     assert r.code == 1 and json.loads(out.read_text())["#meta"]["lockstep"]["spec_name"] == "plain_counter"
     env = dict(os.environ, PYTHONHASHSEED="12345")
-    p = subprocess.run([sys.executable, "-m", "lockstep", "replay", str(out)], capture_output=True, text=True, env=env,
-                       timeout=120)
+    p = subprocess.run([sys.executable, "-m", "lockstep", "replay", str(out), "--spec", model_path("plain_counter.py")],
+                       capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr

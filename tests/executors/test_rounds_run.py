@@ -68,7 +68,8 @@ def test_a_killed_node_is_reported_and_the_recorded_rounds_validate(tmp_path, ca
     out = capsys.readouterr().out
     assert rc == 3
     assert "note: process 5 was killed (SIGKILL) at the start of round 3" in out
-    line = next(x for x in out.splitlines() if x.startswith("Validated what was recorded: "))
+    line = next((x for x in out.splitlines() if x.startswith("Validated what was recorded: ")), None)
+    assert line is not None, out
     assert "round 3 was recorded only by node" in line and "rounds 1..2 validated" in line
     assert ": node 5 was killed at the start of round 3;" in line  # the killed node, not some other absent one
     recorded = line.split("only by node")[1].split("(")[0].strip(" s").split(", ")

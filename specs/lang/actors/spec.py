@@ -549,14 +549,7 @@ class _ActorBuilder(_Builder):
                 if t is not None:
                     prog.transitions.append(t)
         prog.transitions.extend(self._fault_transitions(prog))
-        for name, fn in self._functions("invariant"):
-            prog.invariants.append(self._predicate(prog, name, fn))
-        for name, fn in self._functions("constraint"):
-            prog.constraints.append(self._predicate(prog, name, fn))
-        for name, fn in self._functions("witness"):
-            prog.witnesses.append(self._predicate(prog, name, fn))
-        for name, fn in self._functions("temporal"):
-            prog.properties.append(self._temporal(prog, name, fn))
+        self._properties(prog)
         prog.system = system
         return prog
 
