@@ -41,7 +41,8 @@ def _actor_specs() -> list[str]:
 ACTOR_SPECS = _actor_specs()
 MINUTES = {"psmr", "psmr_no_acyclic_order", "psmr_first_key_cg"}  # 0.1 to 0.3 million states, minutes each
 AUTOBAHN = {s for s in ACTOR_SPECS if s.startswith("autobahn")}  # 0.3 to 2 million states and more at defaults
-SMALL_SPECS = [s for s in ACTOR_SPECS if s not in LARGE | MINUTES | AUTOBAHN]
+CONSTRAINED = {s for s in ACTOR_SPECS if s.startswith("ssp_")}  # state constraints: POR is refused (tested below)
+SMALL_SPECS = [s for s in ACTOR_SPECS if s not in LARGE | MINUTES | AUTOBAHN | CONSTRAINED]
 EXTRA = [model_path("actor_gossip.py") + ":" + c for c in
          ("Gossip", "GossipSelfish", "GossipWithForger", "GossipObserved", "GossipObservedWrongClaim")] + \
         [model_path("actor_failing.py") + ":Fragile"]
@@ -86,6 +87,13 @@ def test_the_large_specs_are_large():
 @pytest.mark.parametrize("spec, params", VARIANTS)
 def test_reduced_and_full_searches_agree_on_network_and_fault_variants(spec, params):
     _same(spec, params, deadlock=False)
+
+
+@pytest.mark.parametrize("spec", sorted(CONSTRAINED))
+def test_specs_with_state_constraints_are_searched_without_reduction(spec, cli):
+    r = cli("check", spec, "--quiet")
+    assert "partial-order reduction off" in r.out and "state constraints" in r.out
+    assert cli("check", spec, "--por", "--quiet").code == 2
 
 
 @pytest.mark.parametrize("spec", sorted(AUTOBAHN))
