@@ -27,3 +27,10 @@ def test_and_the_engines_still_agree_on_it():
         assert (vector.verdict, vector.distinct, vector.generated, vector.depth) == \
             (scalar.verdict, scalar.distinct, scalar.generated, scalar.depth)
         assert vector.distinct > 10
+
+
+def test_a_set_past_the_decimal_digit_limit_compiles_in_both_interpreters():
+    model = load_model(model_path("sparse_sets.py") + ":HugeSet")
+    opts = Options(deadlock=False)
+    scalar, vector = check(model, opts), check_vector(model, opts)
+    assert (scalar.verdict, scalar.distinct, scalar.depth) == (vector.verdict, vector.distinct, vector.depth) == ("holds", 3, 3)

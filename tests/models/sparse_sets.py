@@ -31,3 +31,19 @@ class SparseSet(Spec):
     def clear_low(s):
         require(s.bag.contains(1) & (s.k == 5))
         s.bag = s.bag.remove(1)
+
+
+class HugeSet(Spec):
+    """A set over 20,000 elements: its constants run past Python's 4,300-digit limit on decimal ints."""
+
+    bag = Set(Range(20_000))
+
+    @action
+    def add_last(s):
+        require(s.bag.is_empty())
+        s.bag = s.bag.add(19_999)
+
+    @action
+    def swap(s):
+        require(s.bag.contains(19_999))
+        s.bag = s.bag.remove(19_999).add(19_998)
