@@ -68,6 +68,7 @@ class CheckResult:
     notes: list[str] = field(default_factory=list)
     fingerprinted: bool = True  # states were stored as fingerprints (False: kept whole, no collisions)
     model: object | None = field(default=None, repr=False, compare=False)  # what was explored (set by the API)
+    witnesses: list = field(default_factory=list)  # a WitnessResult per `@witness` (searched when nothing failed)
 
     @property
     def exit_code(self) -> int:
