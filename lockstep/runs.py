@@ -213,7 +213,8 @@ def run(spec: Any, *, faults: Any = None, trace: str | None = None, duration: fl
     actor and population runs); the merged trace is written to `trace` (default: a new file in the temporary
     directory). `seed` fixes the handlers' choices and the injected faults. Raises `LoadError` for a spec that
     cannot run (or a bad fault plan), `UsageError` for options that do not fit the spec, `SpecError` for bad
-    parameters."""
+    parameters. The processes are started with multiprocessing's `spawn`, which imports the caller's main
+    module again: in a script, call `run` under `if __name__ == "__main__":` (a test is fine as it is)."""
     ref = spec if isinstance(spec, str) else reference(spec)
     if not isinstance(ref, str) or not ref:
         raise LoadError(f"{spec!r} is not a spec")

@@ -65,11 +65,13 @@ def test_the_api_reference_builds(tmp_path):
     import subprocess
     import sys
 
-    run = subprocess.run([sys.executable, "-m", "pdoc", "lockstep.api", "lockstep.testing", "-o", str(tmp_path)],
+    run = subprocess.run([sys.executable, "-m", "pdoc", "lockstep.api", "lockstep.runs", "lockstep.testing", "-o", str(tmp_path)],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     page = (tmp_path / "lockstep" / "testing.html").read_text()
     assert "conforms" in page and "Drive the implementation behind" in page
+    runs = (tmp_path / "lockstep" / "runs.html").read_text()
+    assert "ValidationResult" in runs and "Run <code>spec</code> as real OS processes" in runs
 
 
 def test_prove_by_induction_and_its_counterexample():
