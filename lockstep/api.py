@@ -43,13 +43,16 @@ def model(spec: SpecLike, *, symmetry: bool = False, invariants: list[str] | Non
 
 def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None = None, deadlock: bool = True,
           max_depth: int | None = None, max_states: int | None = None, symmetry: bool = False, workers: int = 1,
-          dfs: bool = False, por: bool | None = None, witnesses: bool = True, progress: bool = False,
-          **params: int) -> CheckResult:
+          dfs: bool = False, por: bool | None = None, witnesses: bool = True, properties: list[str] | None = None,
+          fairness: dict[str, str] | None = None, progress: bool = False, **params: int) -> CheckResult:
     """Explore every reachable state (within the bounds) and report whether the invariants hold and no
     step fails or deadlocks, as `lockstep check` does; `engine` is "auto", "vector" or "scalar" (as
     `--engine`), `por` partial-order reduction of actor specs (None: on where it applies, as the command's
     default; True: required). The result's `violation.trace` is the shortest counterexample (breadth-first);
-    without a violation, `witnesses` holds one `WitnessResult` per `@witness` of the spec (`found`, `trace`)."""
+    without a violation, `witnesses` holds one `WitnessResult` per `@witness` of the spec (`found`, `trace`).
+    `properties` names temporal properties (`@temporal`) to decide on the whole state graph, under the
+    spec's fairness with `fairness` overrides ({action or family: "weak", "strong" or "none"}), as
+    `lockstep check --property --fairness`; a violation's trace is then a lasso."""
     from lockstep.checker.vector import choice
     from lockstep.checker.witnesses import search_witnesses
 
@@ -59,7 +62,20 @@ def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None 
         raise UsageError(f"workers={workers}: at least one worker")
     if dfs and workers > 1:
         raise UsageError("dfs=True runs on one worker; drop workers or dfs")
+    if fairness and not properties:
+        raise UsageError("fairness applies to temporal properties; name them with properties=[...]")
+    if properties:
+        for given, why in ((symmetry, "symmetry=True: symmetry reduction is not sound for per-process fairness"),
+                           (workers > 1 or dfs, "workers and dfs: temporal properties are checked on the whole "
+                                                "state graph, built breadth-first by one process"),
+                           (engine == "vector", "engine='vector': temporal properties are checked by the scalar "
+                                                "engine"),
+                           (por, "por=True: its provisos keep invariants and deadlocks, not liveness under fairness")):
+            if given:
+                raise UsageError(f"properties with {why}")
     m = model(spec, symmetry=symmetry, invariants=invariants, **params)
+    if properties:
+        return _check_properties(m, properties, fairness, deadlock, max_depth, max_states, progress)
     use_por, por_note = por_choice(m, por, [(dfs, "dfs=True", "its cycle proviso is the breadth-first one"),
                                             (workers > 1, f"workers={workers}", "it runs on one worker")], "por=True")
     opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states, dfs=dfs, workers=workers, por=use_por)
@@ -69,6 +85,26 @@ def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None 
     res.model = m
     if witnesses and res.violation is None:
         res.witnesses = search_witnesses(m, chosen, opts)
+    return res
+
+
+def temporal(m: Model, names: list[str], overrides: dict[str, str] | None) -> tuple[list[Any], Any]:
+    """(the temporal properties called `names`, the spec's fairness with `overrides`): SpecError for an
+    unknown property or action."""
+    from lockstep.checker.temporal import fairness, select
+
+    return [select(m, name) for name in names], fairness(m, overrides or {})
+
+
+def _check_properties(m: Model, names: list[str], overrides: dict[str, str] | None, deadlock: bool,
+                      max_depth: int | None, max_states: int | None, progress: bool) -> CheckResult:
+    from lockstep.checker.liveness import check_properties
+    from lockstep.checker.temporal import parse_overrides
+
+    props, fair = temporal(m, names, parse_overrides([f"{k}={v}" for k, v in (overrides or {}).items()]))
+    opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states)
+    res = check_properties(m, props, fair, opts, Progress() if progress else NoProgress())
+    res.model = m
     return res
 
 

@@ -41,12 +41,23 @@ class ValidationResult:
     incomplete: str | None = None  # why the events after some point are not validated
     notes: list[str] = field(default_factory=list)
     build_seconds: float = 0.0  # building the validator (a population protocol's rule table)
+    kept_path: bool = False  # a population run's configurations were kept (`trace`)
     result: Any = field(default=None, repr=False)  # the validator's own outcome, with every detail
 
     @property
     def exit_code(self) -> int:
         """As `lockstep validate`: 0 valid, 1 violation or invalid, 3 incomplete."""
         return _EXIT[self.verdict]
+
+    @property
+    def trace(self) -> Any:
+        """A population run validated with `configurations=True`: the configurations it passed through, as an
+        ITF trace of the protocol's counting-abstraction spec (`lockstep.replay` re-checks it); else None."""
+        from lockstep.checker.validation.population import PopulationValidation, configuration_trace
+
+        if not (self.kept_path and isinstance(self.result, PopulationValidation)):
+            return None
+        return configuration_trace(self.result, self.spec)
 
     @property
     def valid(self) -> bool:
@@ -135,7 +146,7 @@ def validate_merged(merged: MergedRun, keep_path: bool = False) -> ValidationRes
         verdict = VIOLATION if pres.violation else INCOMPLETE if pres.incomplete and pres.truncated else VALID
         return ValidationResult(verdict, "population", h["spec"], h.get("params", {}), pres.interactions,
                                 time.monotonic() - t1, pres.violation, None, None, pres.incomplete, list(merged.notes),
-                                t1 - t0, pres)
+                                t1 - t0, keep_path, pres)
     from lockstep.checker.validation.rounds import is_rounds_trace, validate_rounds  # networkx: rounds runs only
 
     if is_rounds_trace(merged):

@@ -247,11 +247,12 @@ def check_smt(args: argparse.Namespace) -> int:
 
 
 def _check_properties(args: argparse.Namespace, model, opts: Options) -> int:
-    from ..liveness import check_properties
-    from ..temporal import fairness, parse_overrides, select
+    from lockstep.api import temporal
 
-    props = [select(model, name) for name in args.property]
-    fair = fairness(model, parse_overrides(args.fairness))
+    from ..liveness import check_properties
+    from ..temporal import parse_overrides
+
+    props, fair = temporal(model, args.property, parse_overrides(args.fairness))
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
     print(f"Checking {model.name}" + (f" ({ps})" if ps else "") + ": explicit breadth-first, whole state graph")
     for p in props:

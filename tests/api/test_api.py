@@ -175,3 +175,27 @@ def test_check_out_with_several_witnesses_writes_one_file_each(cli, tmp_path):
         assert f"Trace written to {path}" in r.out
         r2 = cli("replay", str(path), "--spec", spec)
         assert r2.code == 0 and f"replayed {steps} steps; witness {name} holds in the last state" in r2.out
+
+
+def test_temporal_properties_under_fairness():
+    from lockstep.specs.examples.ewd840 import EWD840
+
+    live = lockstep.check(EWD840, properties=["Liveness"], deadlock=False)
+    assert live.holds and live.distinct == 302  # as `lockstep check ewd840 --property Liveness --no-deadlock`
+    unfair = lockstep.check(EWD840, properties=["Liveness"], fairness={"system": "none"}, deadlock=False)
+    v = unfair.violation
+    assert v.kind == "temporal" and v.trace.loop is not None and "Liveness" in v.message
+    assert "fair behaviour" in lockstep.replay(v.trace).conclusion
+    with pytest.raises(lockstep.SpecError, match="no temporal property 'Safety'"):
+        lockstep.check(EWD840, properties=["Safety"])
+    with pytest.raises(lockstep.UsageError, match="fairness applies to temporal properties"):
+        lockstep.check(EWD840, fairness={"system": "none"})
+    with pytest.raises(lockstep.UsageError, match="engine='vector'"):
+        lockstep.check(EWD840, properties=["Liveness"], engine="vector")
+
+
+def test_simulate_an_actor_spec_class():
+    from lockstep.specs.two_phase_commit import TwoPhaseCommit
+
+    res = lockstep.simulate(TwoPhaseCommit, runs=30, depth=40, seed=2, deadlock=False)
+    assert res.violation is None and res.runs == 30 and res.distinct > 1

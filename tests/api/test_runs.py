@@ -92,3 +92,22 @@ def test_bad_input_is_refused_before_anything_runs():
     with pytest.raises(lockstep.TraceError):
         lockstep.validate(__file__)
     assert multiprocessing.active_children() == []
+
+
+@pytest.mark.slow
+def test_run_and_validate_a_population_protocol_and_a_rounds_spec(tmp_path):
+    from lockstep.specs.lang.rounds.trees import parse_tree, tree_params
+
+    pop = lockstep.run("phase_clock", n=4, interactions=300, seed=5, trace=str(tmp_path / "clock.jsonl"))
+    assert pop.model == "population" and pop.valid and pop.counts["interactions"] == 300
+    assert pop.validation.events == 300
+    v = lockstep.validate(tmp_path / "clock.jsonl", configurations=True)
+    assert v.valid and v.trace is not None and lockstep.replay(v.trace).states
+    assert lockstep.validate(tmp_path / "clock.jsonl").trace is None
+    with pytest.raises(lockstep.UsageError, match="a rounds run has none"):
+        lockstep.run("d2_coloring", faults={"drop": 0.1})
+    rounds = lockstep.run("d2_coloring", initiator=2, trace=str(tmp_path / "star.jsonl"),
+                          **tree_params(parse_tree("star:6", 0)))
+    assert rounds.model == "rounds" and rounds.valid and rounds.finished and rounds.problems == []
+    assert lockstep.validate(tmp_path / "star.jsonl").valid
+    assert multiprocessing.active_children() == []
