@@ -6,7 +6,6 @@ calls `fault_plan`, the model's runner and `validate_merged`, and prints the res
 
 from __future__ import annotations
 
-import inspect
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -176,22 +175,17 @@ def _invalid(model: str, h: dict[str, Any], m: Mismatch, t0: float, build: float
 
 
 def spec_model(ref: str) -> str:
-    """"rounds", "population" or "actors": the system model of the spec `ref` names, for `run`."""
-    from lockstep.specs.lang.population import Population
+    """"rounds", "population" or "actors": the system model of the spec `ref` names (without importing the
+    models it does not use: a rounds spec has imported the rounds model already)."""
+    import sys
+
+    from lockstep.checker.loader import is_protocol
 
     obj, _ = resolve(ref)
-    rounds = _rounds_spec_class()
-    if isinstance(obj, type) and issubclass(obj, rounds):
+    rounds = sys.modules.get("lockstep.specs.lang.rounds.spec")
+    if rounds is not None and isinstance(obj, type) and issubclass(obj, rounds.RoundsSpec):
         return "rounds"
-    if (inspect.isclass(obj) and issubclass(obj, Population)) or isinstance(obj, Population):
-        return "population"
-    return "actors"
-
-
-def _rounds_spec_class() -> type:
-    from lockstep.specs.lang.rounds.spec import RoundsSpec
-
-    return RoundsSpec
+    return "population" if is_protocol(ref) else "actors"
 
 
 def fault_plan(faults: Any, nproc: int, params: dict[str, int] | None = None) -> Any:
