@@ -144,8 +144,8 @@ def validate_merged(merged: MergedRun, keep_path: bool = False) -> ValidationRes
             return _invalid("population", h, m, t1, t1 - t0)
         verdict = VIOLATION if pres.violation else INCOMPLETE if pres.incomplete and pres.truncated else VALID
         return ValidationResult(verdict, "population", h["spec"], h.get("params", {}), pres.interactions,
-                                time.monotonic() - t1, pres.violation, None, None, pres.incomplete, list(merged.notes),
-                                t1 - t0, keep_path, pres)
+                                time.monotonic() - t1, pres.violation, incomplete=pres.incomplete,
+                                notes=list(merged.notes), build_seconds=t1 - t0, kept_path=keep_path, result=pres)
     from lockstep.checker.validation.rounds import is_rounds_trace, validate_rounds  # networkx: rounds runs only
 
     if is_rounds_trace(merged):
@@ -155,7 +155,7 @@ def validate_merged(merged: MergedRun, keep_path: bool = False) -> ValidationRes
             return _invalid("rounds", h, m, t0)
         verdict = VIOLATION if rres.violation else INCOMPLETE if rres.incomplete and rres.truncated else VALID
         return ValidationResult(verdict, "rounds", h["spec"], h.get("params", {}), rres.events, time.monotonic() - t0,
-                                rres.violation, None, None, rres.incomplete, list(merged.notes), 0.0, rres)
+                                rres.violation, incomplete=rres.incomplete, notes=list(merged.notes), result=rres)
     from lockstep.checker.validation.actors import validate as validate_actors
 
     try:
@@ -165,8 +165,8 @@ def validate_merged(merged: MergedRun, keep_path: bool = False) -> ValidationRes
     bad = ares.failure or ares.violation
     verdict = VIOLATION if bad else INCOMPLETE if ares.incomplete and ares.truncated else VALID
     return ValidationResult(verdict, "actors", h["spec"], h.get("params", {}), ares.events, time.monotonic() - t0, bad,
-                            ares.violation_event if bad else ares.stopped_at, None, ares.incomplete,
-                            list(merged.notes), 0.0, ares)
+                            ares.violation_event if bad else ares.stopped_at, incomplete=ares.incomplete,
+                            notes=list(merged.notes), result=ares)
 
 
 def _invalid(model: str, h: dict[str, Any], m: Mismatch, t0: float, build: float = 0.0) -> ValidationResult:

@@ -37,6 +37,7 @@ def test_validate_the_recorded_file_alone(tpc):
     _, path = tpc
     v = lockstep.validate(path)
     assert v.verdict == "valid" and v.model == "actors" and v.events == steps_in(path) and v.exit_code == 0
+    assert v.result.events == v.events and v.result.violation is None and v.trace is None  # the validator's own
     assert lockstep.validate(str(path), spec=TwoPhaseCommit).events == v.events  # the class, as a spec
 
 
