@@ -39,13 +39,6 @@ class WitnessResult:
         return 0 if self.found else 1 if self.found is False or self.failed else 3
 
 
-def witnesses_exit_code(code: int, witnesses: list[WitnessResult]) -> int:
-    """The exit code of a check without a violation (`code`: 0 or 3) once its witnesses are searched: 1 if one
-    is unreachable or fails to evaluate, else 3 if one is not reached within the bounds, else `code`."""
-    codes = [w.exit_code for w in witnesses]
-    return 1 if 1 in codes else max([code, *codes])
-
-
 def witness_names(model: Model) -> list[str]:
     return [w.name for w in _witnesses(model)]
 

@@ -149,6 +149,9 @@ def test_assert_holds_fails_on_an_unreachable_witness():
     assert assert_holds(Reachable).witnesses[0].found
     with pytest.raises(AssertionError, match="witness reaches_five is unreachable"):
         assert_holds(Witnessed)
+    res = lockstep.check(Witnessed)
+    assert res.holds and res.exit_code == 1  # the invariants hold, the check fails: as `lockstep check` exits
+    assert lockstep.check(Reachable, max_depth=2).exit_code == 3
 
 
 def test_check_out_saves_the_witness_and_replay_confirms_it(cli, tmp_path):
