@@ -85,8 +85,6 @@ class RunResult:
     @property
     def verdict(self) -> str:
         """The validation's verdict; "not validated" without one; "violation" if the outcome check failed."""
-        if self.validation_error is not None:
-            return NOT_VALIDATED
         if self.validation is None:
             return NOT_VALIDATED
         if self.validation.verdict == VALID and self.problems:
@@ -112,7 +110,7 @@ def validate(trace: Any, *, spec: Any = None, configurations: bool = False) -> V
     or a `MergedRun`) against its spec — `spec` if given (a spec class, object, module or name), else the
     registered spec the trace names (a trace never chooses code) — as `lockstep validate` does.
     Raises `TraceError` for a trace that cannot be read or names no usable spec. With `configurations`,
-    a population run's `result.path` keeps every configuration passed through."""
+    a population run's configurations are kept: the result's `trace` is their ITF trace."""
     merged = trace if isinstance(trace, MergedRun) else _load(str(trace))
     given = spec if spec is None or isinstance(spec, str) else reference(spec)
     recorded = merged.header["spec"]
