@@ -15,7 +15,7 @@ from lockstep.specs.two_phase_commit import TwoPhaseCommit
 def tpc(tmp_path_factory):
     """A short run of two-phase commit (a TM and two RMs) through the API, from its class."""
     path = tmp_path_factory.mktemp("api-run") / "tpc.jsonl"
-    return lockstep.run(TwoPhaseCommit, rm=2, duration=0.5, seed=1, trace=str(path)), path
+    return lockstep.run(TwoPhaseCommit, rm=2, duration=0.3, seed=1, trace=str(path)), path
 
 
 def steps_in(path) -> int:
