@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
@@ -92,16 +91,13 @@ def _checkpoint(args: argparse.Namespace, directory: str, vm: Any, deadlock: boo
 def check_on_cluster(args: argparse.Namespace, engine: str, vm: Any, opts: Options, params: dict[str, int],
                      progress: Progress) -> CheckResult:
     """`check --cluster ADDRESS`: the vector engine partitioned over Ray actors."""
-    from ..cluster import ClusterError, ClusterSearch, check_address
+    from ..cluster import ClusterError, ClusterSearch, check_address, portable_ref
 
     if engine != "vector" or vm is None:
         raise UsageError("--cluster needs the vector engine, which cannot check this spec; run without --cluster")
     directory = _directory(args)
     ck = _checkpoint(args, directory, vm, opts.deadlock) if directory else None
-    spec = args.spec
-    path, sep, obj = spec.partition(":")
-    if path.endswith(".py") and os.path.exists(path):
-        spec = os.path.abspath(path) + sep + obj  # actors load the spec themselves, from their own directory
+    spec = portable_ref(args.spec)
     try:
         search = ClusterSearch(vm, spec, params, Options(deadlock=opts.deadlock, max_depth=opts.max_depth,
                                                               max_states=opts.max_states),

@@ -1,5 +1,7 @@
 """Random simulation of specs: random walks that check invariants, deadlocks and step failures."""
 
-from .walk import SimResult, simulate
+from .merge import Merge, SimResult, blocks
+from .run import simulate
+from .walk import Tally, tally
 
-__all__ = ["SimResult", "simulate"]
+__all__ = ["Merge", "SimResult", "Tally", "blocks", "simulate", "tally"]

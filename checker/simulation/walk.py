@@ -1,49 +1,30 @@
-"""Random simulation of any spec (typed, actor, plain): random walks from initial states that check every
-invariant, deadlock and step failure at each state they visit, as TLC's `-simulate` does.
+"""Random walks of any spec (typed, actor, plain) from its initial states that check every invariant,
+deadlock and step failure at each state they visit, as TLC's `-simulate` does.
 
-Walk k draws from its own generator, seeded by (seed, k), so a run is reproducible whatever the number
-of workers; the violation reported is the one of the lowest-numbered walk that has one (a worker stops
-at its first, which is the lowest of its walks).
+Walk k draws from its own generator, seeded by (seed, k), so a walk is the same wherever it runs. A
+contiguous block of walks stops at its first violation and is summed up as a `Tally` of plain data
+(counts, coverage entries, an array of fingerprints, the violating walk's number), which is all that
+crosses processes: the driver re-runs that one walk to rebuild its trace.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..coverage import Coverage
 from ..model import Model
-from ..result import Violation
-from ..trace import Trace
 
 ENDINGS = ("depth", "deadlock", "constraint")
 
 
 @dataclass
-class SimResult:
-    """What the walks saw: their number and steps, distinct states, coverage, and the first violation."""
-
-    runs: int
-    steps: int
-    distinct: int
-    seconds: float
-    coverage: Coverage
-    endings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ENDINGS, 0))
-    violation: Violation | None = None
-    violating_walk: int | None = None
-
-    @property
-    def exit_code(self) -> int:
-        return 1 if self.violation is not None else 0
-
-
-@dataclass
 class _Part:
-    """One worker's share of the walks (the violation as its walk's path, rebuilt into a trace by the caller)."""
+    """What a block of walks saw, in this process (the violation with its walk's path of states)."""
 
     runs: int = 0
     steps: int = 0
@@ -117,44 +98,36 @@ def _invariant(model: Model, st: Any) -> tuple[str, str, str, str | None] | None
     return "invariant", name, f"invariant {name} is violated", None
 
 
-_JOB: tuple | None = None  # (model, depth, seed, deadlock) for forked workers
+
+M64 = (1 << 64) - 1
 
 
-def _worker(walks: range) -> _Part:
-    model, depth, seed, deadlock = _JOB  # type: ignore[misc]
-    return _walks(model, walks, depth, seed, deadlock, None)
+@dataclass
+class Tally:
+    """What a block of walks saw, as plain data: the walks up to and including the first violating one."""
+
+    runs: int
+    steps: int
+    endings: dict[str, int]
+    coverage: dict[str, list[int]]  # coverage entry -> [enabled, taken]
+    seen: np.ndarray  # distinct fingerprints (uint64)
+    found: tuple[int, str, str, str, str | None] | None  # (walk, kind, name, message, location)
 
 
-def simulate(model: Model, runs: int, depth: int, seed: int = 1, deadlock: bool = True, workers: int = 1,
-             tick: Callable[[int, int], None] | None = None) -> SimResult:
-    """`runs` random walks of at most `depth` steps each."""
-    global _JOB
-    began = time.monotonic()
-    if workers == 1:
-        parts = [_walks(model, range(runs), depth, seed, deadlock, tick)]
-    else:
-        _JOB = (model, depth, seed, deadlock)
-        try:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
-                parts = pool.map(_worker, [range(w, runs, workers) for w in range(workers)])
-        finally:
-            _JOB = None
-    coverage, seen = Coverage(), set()
-    res = SimResult(0, 0, 0, 0.0, coverage)
-    for p in parts:
-        res.runs += p.runs
-        res.steps += p.steps
-        seen |= p.seen
-        coverage.merge(p.coverage)
-        for e, n in p.endings.items():
-            res.endings[e] += n
-    res.distinct = len(seen)
-    found = min((p.found for p in parts if p.found is not None), key=lambda f: f[0], default=None)
-    if found is not None:
-        k, path, kind, name, message, location = found
-        prop = {"kind": kind if kind in ("invariant", "deadlock") else "step", "name": name}
-        trace = Trace.from_states(model, path, property=prop, message=message, location=location)
-        res.violation = Violation(kind, name, message, location, trace)
-        res.violating_walk = k
-    res.seconds = time.monotonic() - began
-    return res
+def tally(model: Model, walks: range, depth: int, seed: int, deadlock: bool,
+          tick: Callable[[int, int], None] | None = None) -> Tally:
+    """Run the walks of `walks` (stopping at the first violation) and sum them up."""
+    part = _walks(model, walks, depth, seed, deadlock, tick)
+    cov = {k: [v["enabled"], v["taken"]] for k, v in part.coverage.table(model).items()}
+    seen = np.fromiter((f & M64 for f in part.seen), dtype=np.uint64, count=len(part.seen))
+    found = None if part.found is None else (part.found[0], *part.found[2:])
+    return Tally(part.runs, part.steps, dict(part.endings), cov, np.unique(seen), found)
+
+
+def rewalk(model: Model, walk: int, depth: int, seed: int, deadlock: bool) -> tuple:
+    """Walk number `walk` again, here: (walk, path, kind, name, message, location) of its violation."""
+    found = _walks(model, range(walk, walk + 1), depth, seed, deadlock, None).found
+    if found is None:
+        raise RuntimeError(f"walk {walk + 1} found a violation elsewhere but not when re-run here: the spec's "
+                           "steps are not a function of the state and the choices (a hidden source of randomness?)")
+    return found

@@ -1,0 +1,43 @@
+"""`simulate`: random walks in this process, or shared among forked worker processes by blocks."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Callable
+
+from ..model import Model
+from .merge import Merge, SimResult, blocks
+from .walk import Tally, tally
+
+_JOB: tuple | None = None  # (model, blocks, depth, seed, deadlock) for forked workers
+
+
+def _block(i: int) -> tuple[int, Tally]:
+    model, parts, depth, seed, deadlock = _JOB  # type: ignore[misc]
+    return i, tally(model, parts[i], depth, seed, deadlock)
+
+
+def simulate(model: Model, runs: int, depth: int, seed: int = 1, deadlock: bool = True, workers: int = 1,
+             tick: Callable[[int, int], None] | None = None) -> SimResult:
+    """`runs` random walks of at most `depth` steps each, stopping at the first violation; the same result
+    (walks, steps, states, coverage, violation) whatever the number of workers."""
+    global _JOB
+    began = time.monotonic()
+    if workers == 1:
+        merge = Merge(model, [range(runs)], depth, seed, deadlock)
+        merge.add(0, tally(model, range(runs), depth, seed, deadlock, tick))
+        return merge.result(time.monotonic() - began)
+    merge = Merge(model, blocks(runs, workers), depth, seed, deadlock)
+    _JOB = (model, merge.parts, depth, seed, deadlock)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            for i, t in pool.imap(_block, range(len(merge.parts))):  # in block order: stop at the first violation
+                merge.add(i, t)
+                if tick is not None:
+                    tick(merge.runs, merge.steps)
+                if merge.done:
+                    break
+    finally:
+        _JOB = None
+    return merge.result(time.monotonic() - began)
