@@ -12,7 +12,7 @@ from ..progress import NoProgress, Progress, stderr_say
 from ..rounds.sweep import FORCE_LIMIT, sweep, table, tree_arguments, tree_spec
 from ..vector import choice
 from .common import add_full_argument, add_spec_arguments, load_typed, natural, output_file, positive, print_violation, report
-from .scaling import add_scaling_arguments, check_on_cluster, check_scaling_flags, checkpoint_options
+from .scaling import add_scaling_arguments, check_on_cluster, check_scaling_flags, checkpoint_options, checkpoint_reduced
 
 NAME = "check"
 HELP = "model-check a spec: invariants, deadlocks, step failures and temporal properties"
@@ -185,8 +185,6 @@ def por_choice(args: argparse.Namespace, model) -> tuple[bool, str | None]:
     blockers = [(args.dfs, "--dfs", "its cycle proviso is the breadth-first one"),
                 (args.workers > 1, "--workers", "it runs on one worker"),
                 (bool(getattr(args, "cluster", None)), "--cluster", "the partitioned search expands every event"),
-                (bool(getattr(args, "checkpoint", None) or getattr(args, "resume", None)), "--checkpoint/--resume",
-                 "checkpoints are of the full search"),
                 (bool(args.property), "--property", "its provisos keep invariants and deadlocks, not liveness under "
                  "fairness (a pruned delivery would look unfair)")]
     for on, flag, why in blockers:
@@ -194,6 +192,8 @@ def por_choice(args: argparse.Namespace, model) -> tuple[bool, str | None]:
             if args.por:
                 raise UsageError(f"--por with {flag}: {why}; drop one of them")
             return False, f"partial-order reduction off with {flag}: {why}"
+    if args.por is None and getattr(args, "resume", None) and checkpoint_reduced(args.resume) is False:
+        return False, f"partial-order reduction off: the checkpoint in {args.resume} is of the full search"
     try:
         if prog is None or not is_actor_program(prog):
             raise PorUnsupported(f"{model.name} is not an actor spec (ActorSpec), the only kind it applies to")

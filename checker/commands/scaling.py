@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -11,7 +12,7 @@ from ..errors import UsageError
 from ..explicit import Options
 from ..progress import Progress
 from ..result import CheckResult
-from ..vector.checkpoint import Checkpoint, CheckpointError
+from ..vector.checkpoint import Checkpoint, CheckpointError, read_manifest
 from ..vector.search import VectorOptions
 
 EVERY = 60.0  # seconds between checkpoints (and cluster snapshots) by default
@@ -69,7 +70,18 @@ def checkpoint_options(args: argparse.Namespace, engine: str, vm: Any, opts: Opt
         raise UsageError(f"{flag} needs the vector engine, which cannot check this spec; run without {flag}")
     if opts.workers > 1:
         raise UsageError(f"{flag} runs on one process, or on a cluster (--cluster); drop --workers")
-    return VectorOptions(checkpoint=_checkpoint(args, directory, vm, opts.deadlock))
+    return VectorOptions(checkpoint=_checkpoint(args, directory, vm, opts.deadlock, opts.por))
+
+
+def checkpoint_reduced(directory: str) -> bool | None:
+    """Whether the checkpoint in `directory` is of a search with partial-order reduction (None: no
+    readable checkpoint there; resuming reports why)."""
+    try:
+        man = read_manifest(directory) if os.path.isdir(directory) else None
+    except CheckpointError:
+        return None
+    ident = man.get("identity") if man else None
+    return bool(ident.get("por")) if isinstance(ident, dict) else None
 
 
 def _directory(args: argparse.Namespace) -> str | None:
@@ -78,9 +90,9 @@ def _directory(args: argparse.Namespace) -> str | None:
     return args.resume or args.checkpoint
 
 
-def _checkpoint(args: argparse.Namespace, directory: str, vm: Any, deadlock: bool) -> Checkpoint:
+def _checkpoint(args: argparse.Namespace, directory: str, vm: Any, deadlock: bool, por: bool = False) -> Checkpoint:
     ck = Checkpoint(directory, args.checkpoint_every, resume=bool(args.resume), deadlock=deadlock,
-                    say=None if args.quiet else _say)
+                    say=None if args.quiet else _say, por=por)
     try:
         ck.bind(vm)
     except (CheckpointError, OSError) as e:

@@ -119,3 +119,82 @@ def test_a_damaged_checkpoint_file_is_a_clear_error(cli, tmp_path):
         f.write(b"garbage")
     r = cli("check", "two_phase", "-p", "rm=3", "--quiet", "--resume", d)
     assert r.code == 2 and "damaged" in r.err and "Traceback" not in r.err
+
+
+# -- partial-order reduction: a reduced search checkpointed at a level boundary and resumed ----------------
+
+def _reduced_cut_and_resumed(tmp_path, spec: str, params: dict, deadlock: bool) -> None:
+    """A reduced search cut at half its depth, checkpointed and resumed, ends as the uninterrupted reduced
+    search does: verdict, counts, depth, counterexample and the reduction's statistics. (At a level boundary
+    the reduced search is its visited set and its frontier: the cycle proviso's per-level table starts empty
+    at each level.)"""
+    vm = VectorModel(load_model(spec, params))
+    opts = {"deadlock": deadlock, "por": True}
+    whole = check_vector(vm, Options(**opts))
+    for mid in range(max(1, whole.depth // 2), 0, -1):  # a level the cut run reaches before any violation
+        d = str(tmp_path / f"{spec.split(':')[-1]}-{deadlock}-{mid}")
+        ck = Checkpoint(d, 0, resume=False, deadlock=deadlock, por=True)
+        ck.bind(vm)
+        cut = check_vector(vm, Options(max_depth=mid, **opts), vopts=VectorOptions(checkpoint=ck))
+        if cut.verdict == "inconclusive":
+            break
+    assert cut.verdict == "inconclusive", f"{spec}: no level before the violation to cut at"
+    again = Checkpoint(d, 0, resume=True, deadlock=deadlock, por=True)
+    again.bind(vm)
+    res = check_vector(vm, Options(**opts), vopts=VectorOptions(checkpoint=again))
+    assert (res.verdict, res.distinct, res.generated, res.depth, res.queued) == \
+        (whole.verdict, whole.distinct, whole.generated, whole.depth, whole.queued)
+    assert [n for n in res.notes if "partial-order" in n] == [n for n in whole.notes if "partial-order" in n]
+    assert (res.violation is None) == (whole.violation is None)
+    if whole.violation is not None:
+        assert [(s.label, s.state) for s in res.violation.trace.steps] == \
+            [(s.label, s.state) for s in whole.violation.trace.steps]
+
+
+GOSSIP = "tests/models/actor_gossip.py:"
+REDUCED = [("two_phase_commit", {"lossy": 1}, False),  # lost messages make cycles: the proviso expands 170 states
+           ("two_phase_commit", {}, True),  # a deadlock
+           ("token_ring", {"n": 4, "laps": 2}, False),
+           (GOSSIP + "Gossip", {}, True)]  # a deadlock
+REDUCED_SLOW = [(s, {}, dl) for s in ("token_ring", "two_phase_commit", "two_phase_commit_eager", "bracha",
+                                      "bracha_low_echo_quorum", GOSSIP + "GossipSelfish", GOSSIP + "GossipWithForger",
+                                      GOSSIP + "GossipObserved", GOSSIP + "GossipObservedWrongClaim",
+                                      "tests/models/actor_failing.py:Fragile") for dl in (False, True)] + \
+    [("two_phase_commit", {"rm": 3}, False), ("two_phase_commit", {"ordered": 1, "capacity": 2}, False),
+     ("two_phase_commit", {"duplicating": 1}, False), ("two_phase_commit_eager", {"rm": 3}, False),
+     ("psmr", {"commands": 2}, False), ("psmr_no_acyclic_order", {"commands": 2}, False)]
+
+
+@pytest.mark.parametrize("spec,params,deadlock", REDUCED, ids=[f"{s.split(':')[-1]}-{p}-{d}" for s, p, d in REDUCED])
+def test_a_reduced_search_resumes_as_it_would_have_gone_on(tmp_path, spec, params, deadlock):
+    _reduced_cut_and_resumed(tmp_path, spec, params, deadlock)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec,params,deadlock", REDUCED_SLOW,
+                         ids=[f"{s.split(':')[-1]}-{p}-{d}" for s, p, d in REDUCED_SLOW])
+def test_every_small_actor_spec_resumes_its_reduced_search(tmp_path, spec, params, deadlock):
+    _reduced_cut_and_resumed(tmp_path, spec, params, deadlock)
+
+
+def test_checkpoints_keep_the_reduction_they_were_written_with(cli, tmp_path):
+    reduced, full = str(tmp_path / "reduced"), str(tmp_path / "full")
+    spec = ["check", "two_phase_commit", "--no-deadlock"]
+    plain = cli(*spec)
+    assert plain.code == 0 and "partial-order reduction:" in plain.out
+    cut = ["--max-depth", "8", "--checkpoint-every", "0"]
+    assert cli(*spec, "--checkpoint", reduced, *cut).code == 3  # an actor spec: reduced by default
+    assert json.load(open(os.path.join(reduced, "manifest.json")))["identity"]["por"] is True
+    r = cli(*spec, "--resume", reduced)
+    assert r.code == 0 and summary(r.out)[0] == summary(plain.out)[0]
+    assert [ln for ln in r.out.splitlines() if "partial-order" in ln] == \
+        [ln for ln in plain.out.splitlines() if "partial-order" in ln]
+    r = cli(*spec, "--resume", reduced, "--no-por")
+    assert r.code == 2 and "with partial-order reduction, and this run is not reduced" in r.err
+    unreduced = cli(*spec, "--no-por", "--quiet")
+    assert cli(*spec, "--no-por", "--checkpoint", full, *cut).code == 3
+    r = cli(*spec, "--resume", full, "--quiet")  # no flag: the checkpoint's choice
+    assert r.code == 0 and summary(r.out)[0] == summary(unreduced.out)[0]
+    assert "partial-order reduction off: the checkpoint in" in r.out
+    r = cli(*spec, "--resume", full, "--por")
+    assert r.code == 2 and "without partial-order reduction, and this run is reduced" in r.err
