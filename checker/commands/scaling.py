@@ -51,6 +51,10 @@ def check_scaling_flags(args: argparse.Namespace) -> None:
                                           ("--symmetry", args.symmetry), ("--all-trees", args.all_trees),
                                           ("--engine " + args.engine, args.engine in ("scalar", "explicit", "smt")))
                  if given]
+        if other and args.engine in ("scalar", "explicit") and other[0].startswith("--engine") and flag != "--cluster":
+            raise UsageError(f"{flag} saves the vector engine's breadth-first search; the {args.engine} engine has "
+                             "no checkpoints (its states are Python values, which Lockstep never writes to disk "
+                             f"as pickles); drop {other[0]}, the vector engine checks every typed spec it compiles")
         if other:
             raise UsageError(f"{flag} runs the vector engine's breadth-first search; it does not combine with "
                              f"{other[0]}")
