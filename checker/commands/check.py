@@ -12,7 +12,14 @@ from ..progress import NoProgress, Progress, stderr_say
 from ..rounds.sweep import FORCE_LIMIT, sweep, table, tree_arguments, tree_spec
 from ..vector import choice
 from .common import add_full_argument, add_spec_arguments, load_typed, natural, output_file, positive, print_violation, report
-from .scaling import add_scaling_arguments, check_on_cluster, check_scaling_flags, checkpoint_options, checkpoint_reduced
+from .scaling import (
+    add_scaling_arguments,
+    check_on_cluster,
+    check_scalar_checkpointed,
+    check_scaling_flags,
+    checkpoint_options,
+    checkpoint_reduced,
+)
 
 NAME = "check"
 HELP = "model-check a spec: invariants, deadlocks, step failures and temporal properties"
@@ -120,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
     progress = NoProgress() if args.quiet else Progress()
     if args.cluster:
         res = check_on_cluster(args, engine, vm, opts, params, progress)
+    elif engine == "scalar" and (args.checkpoint or args.resume):
+        res = check_scalar_checkpointed(args, model, opts, progress)
     else:
         res = choice.run(engine, model, vm, opts, progress, checkpoint_options(args, engine, vm, opts))
     if why and engine != args.engine:
