@@ -18,6 +18,7 @@ from lockstep.checker.explicit import Options
 from lockstep.checker.loader import load_model
 from lockstep.checker.vector import VectorModel, VectorOptions, check_vector
 from lockstep.checker.vector.checkpoint import Checkpoint
+from tests.conftest import model_path
 
 COUNTS = re.compile(r"[\d,]+ distinct states, [\d,]+ generated, depth \d+")
 
@@ -199,3 +200,93 @@ def test_checkpoints_keep_the_reduction_they_were_written_with(cli, tmp_path):
     assert "partial-order reduction off: the checkpoint in" in r.out
     r = cli(*spec, "--resume", full, "--por")
     assert r.code == 2 and "without partial-order reduction, and this run is reduced" in r.err
+
+
+# -- the scalar engine's checkpoints ---------------------------------------------------------------------
+
+def _scalar_cut_and_resumed(tmp_path, spec: str, params: dict, cut: dict, symmetry: bool = False, **opts) -> None:
+    from lockstep.checker.explicit import check
+    from lockstep.checker.explicit.checkpoint import ExplicitCheckpoint
+    from lockstep.checker.explicit.search import _Search
+    from lockstep.checker.progress import NoProgress
+
+    model = load_model(spec, params, symmetry=symmetry)
+    whole = check(model, Options(**opts))
+    d = str(tmp_path / "ck")
+    por = bool(opts.get("por"))
+    deadlock = opts.get("deadlock", True)
+    for resume, bounds in ((False, cut), (True, {})):
+        ck = ExplicitCheckpoint(d, 0, resume=resume, deadlock=deadlock, por=por)
+        ck.bind(model)
+        search = _Search(model, Options(**opts, **bounds), NoProgress())
+        search.checkpoint = ck
+        res = search.run()
+        if not resume:
+            assert res.verdict == "inconclusive"
+    assert (res.verdict, res.distinct, res.generated, res.depth, res.queued, res.cut) == \
+        (whole.verdict, whole.distinct, whole.generated, whole.depth, whole.queued, whole.cut)
+    assert res.notes == whole.notes  # the reduction's statistics included
+    if whole.violation is not None:
+        assert [(s.label, s.state) for s in res.violation.trace.steps] == \
+            [(s.label, s.state) for s in whole.violation.trace.steps]
+
+
+SCALAR = [("filter_lock_buggy", {}, {"max_depth": 6}, False, {}),  # a counterexample
+          ("two_phase", {"rm": 4}, {"max_depth": 4}, True, {}),  # symmetry
+          ("two_phase", {"rm": 4}, {"max_depth": 7}, False, {"max_states": 900}),  # the state bound, mid-level
+          ("two_phase_commit", {"lossy": 1}, {"max_depth": 6}, False, {"por": True, "deadlock": False}),  # POR, proviso
+          ("tcommit", {}, {"max_depth": 3}, False, {})]  # a deadlock
+
+
+@pytest.mark.parametrize("spec,params,cut,symmetry,opts", SCALAR, ids=[f"{c[0]}-{c[2]}-{c[3]}" for c in SCALAR])
+def test_the_scalar_engine_resumes_as_it_would_have_gone_on(tmp_path, spec, params, cut, symmetry, opts):
+    _scalar_cut_and_resumed(tmp_path, spec, params, cut, symmetry, **opts)
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_scalar_engine_at_a_random_level_then_resume(tmp_path):
+    d = str(tmp_path / "ck")
+    cmd = [sys.executable, "-m", "lockstep.checker.cli", "check", "two_phase", "-p", "rm=7", "--engine", "explicit",
+           "--quiet"]
+    plain = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert plain.returncode == 0, plain.stderr
+    level = random.Random(os.getpid()).randint(5, 14)
+    proc = subprocess.Popen(cmd + ["--checkpoint", d, "--checkpoint-every", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    manifest = os.path.join(d, "manifest.json")
+    deadline = time.monotonic() + 600
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if os.path.exists(manifest) and json.load(open(manifest)).get("level", -1) >= level:
+                break
+            time.sleep(0.005)
+        assert proc.poll() is None, f"the run ended before level {level}: {proc.communicate()}"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+    assert json.load(open(manifest))["level"] >= level
+    resumed = subprocess.run(cmd + ["--resume", d], capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert summary(resumed.stdout)[0] == summary(plain.stdout)[0]
+
+
+def test_scalar_checkpoint_errors_exit_2(cli, tmp_path):
+    d = str(tmp_path / "ck")
+    base = ["check", "two_phase", "-p", "rm=3", "--quiet"]
+    assert cli(*base, "--engine", "explicit", "--checkpoint", d, "--max-depth", "3", "--checkpoint-every", "0").code == 3
+    r = cli(*base, "--resume", d)  # the vector engine would resume it
+    assert r.code == 2 and "checkpoint of the scalar engine; resume it with --engine explicit" in r.err
+    r = cli(*base, "--engine", "explicit", "--resume", d, "--symmetry")
+    assert r.code == 2 and "differs from this run in: symmetry" in r.err
+    v = str(tmp_path / "vector")
+    assert cli(*base, "--checkpoint", v, "--max-depth", "3", "--checkpoint-every", "0").code == 3
+    r = cli(*base, "--engine", "explicit", "--resume", v)
+    assert r.code == 2 and "checkpoint of the vector engine" in r.err
+    r = cli("check", model_path("plain_counter.py"), "--checkpoint", str(tmp_path / "p"))
+    assert r.code == 2 and "plain spec" in r.err
+    r = cli(*base, "--engine", "explicit", "--checkpoint", str(tmp_path / "w"), "--workers", "2")
+    assert r.code == 2 and "drop --workers" in r.err
+    r = cli(*base, "--engine", "explicit", "--resume", d, "--cluster", "local")
+    assert r.code == 2 and "--engine explicit" in r.err
