@@ -21,7 +21,7 @@ import numpy as np
 from ..loader import load_model
 from ..model import Model
 from ..simulation import Merge, SimResult, Tally, blocks, tally
-from ..simulation.walk import ENDINGS
+from ..simulation.block import ENDINGS
 from .connect import ClusterError, check_address, connect
 from .driver import RECOVERIES
 

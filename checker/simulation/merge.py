@@ -13,7 +13,7 @@ from ..coverage import Coverage, declared_keys
 from ..model import Model
 from ..result import Violation
 from ..trace import Trace
-from .walk import ENDINGS, Tally, rewalk
+from .block import ENDINGS, Tally, rewalk
 
 BLOCK = 1000  # most walks in one block (a block is the unit of progress and of work lost with a worker)
 
