@@ -196,7 +196,7 @@ def test_checkpoints_keep_the_reduction_they_were_written_with(cli, tmp_path):
     assert cli(*spec, "--no-por", "--checkpoint", full, *cut).code == 3
     r = cli(*spec, "--resume", full, "--quiet")  # no flag: the checkpoint's choice
     assert r.code == 0 and summary(r.out)[0] == summary(unreduced.out)[0]
-    assert "partial-order reduction off: the checkpoint in" in r.out
+    assert "partial-order reduction off with --resume: the checkpoint in" in r.out
     r = cli(*spec, "--resume", full, "--por")
     assert r.code == 2 and "without partial-order reduction, and this run is reduced" in r.err
 
