@@ -57,34 +57,39 @@ def test_resume_in_process_matches_on_a_violation_found_by_the_state_bound(tmp_p
         (base.verdict, base.distinct, base.generated, base.depth, base.queued, base.cut)
 
 
-def test_kill_9_at_a_random_level_then_resume(tmp_path):
-    """A real run killed with SIGKILL right after a random level's checkpoint, then resumed."""
+def kill_9_and_resume(tmp_path, cmd: list[str], levels: tuple[int, int]) -> tuple[str, str]:
+    """Run `cmd` with checkpoints, SIGKILL it right after a random level's checkpoint, resume it: the stdout
+    of the uninterrupted run and of the resumed one."""
     d = str(tmp_path / "ck")
-    cmd = [sys.executable, "-m", "lockstep.checker.cli", "check", "two_phase", "-p", "rm=8", "--quiet"]
     plain = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert plain.returncode == 0, plain.stderr
-    level = random.Random(os.getpid()).randint(6, 18)
+    level = random.Random(os.getpid()).randint(*levels)
     proc = subprocess.Popen(cmd + ["--checkpoint", d, "--checkpoint-every", "0"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     manifest = os.path.join(d, "manifest.json")
     deadline = time.monotonic() + 600
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            if os.path.exists(manifest) and json.load(open(manifest))["level"] >= level:
+            if os.path.exists(manifest) and json.load(open(manifest)).get("level", -1) >= level:
                 break
-            time.sleep(0.01)
+            time.sleep(0.005)
         assert proc.poll() is None, f"the run ended before level {level}: {proc.communicate()}"
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.kill()
         proc.communicate()
     assert proc.returncode == -signal.SIGKILL
-    at = json.load(open(manifest))["level"]
-    assert at >= level
+    assert json.load(open(manifest))["level"] >= level
     resumed = subprocess.run(cmd + ["--resume", d], capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
-    assert summary(resumed.stdout)[0] == summary(plain.stdout)[0] == \
-        "1,745,408 distinct states, 18,507,778 generated, depth 26"
+    return plain.stdout, resumed.stdout
+
+
+def test_kill_9_at_a_random_level_then_resume(tmp_path):
+    """A real run killed with SIGKILL right after a random level's checkpoint, then resumed."""
+    cmd = [sys.executable, "-m", "lockstep.checker.cli", "check", "two_phase", "-p", "rm=8", "--quiet"]
+    plain, resumed = kill_9_and_resume(tmp_path, cmd, (6, 18))
+    assert summary(resumed)[0] == summary(plain)[0] == "1,745,408 distinct states, 18,507,778 generated, depth 26"
 
 
 def test_checkpoint_errors_exit_2(cli, tmp_path):
@@ -244,31 +249,10 @@ def test_the_scalar_engine_resumes_as_it_would_have_gone_on(tmp_path, spec, para
 
 @pytest.mark.slow
 def test_kill_9_of_the_scalar_engine_at_a_random_level_then_resume(tmp_path):
-    d = str(tmp_path / "ck")
     cmd = [sys.executable, "-m", "lockstep.checker.cli", "check", "two_phase", "-p", "rm=7", "--engine", "explicit",
            "--quiet"]
-    plain = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert plain.returncode == 0, plain.stderr
-    level = random.Random(os.getpid()).randint(5, 14)
-    proc = subprocess.Popen(cmd + ["--checkpoint", d, "--checkpoint-every", "0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    manifest = os.path.join(d, "manifest.json")
-    deadline = time.monotonic() + 600
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if os.path.exists(manifest) and json.load(open(manifest)).get("level", -1) >= level:
-                break
-            time.sleep(0.005)
-        assert proc.poll() is None, f"the run ended before level {level}: {proc.communicate()}"
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.kill()
-        proc.communicate()
-    assert proc.returncode == -signal.SIGKILL
-    assert json.load(open(manifest))["level"] >= level
-    resumed = subprocess.run(cmd + ["--resume", d], capture_output=True, text=True, timeout=600)
-    assert resumed.returncode == 0, resumed.stderr
-    assert summary(resumed.stdout)[0] == summary(plain.stdout)[0]
+    plain, resumed = kill_9_and_resume(tmp_path, cmd, (5, 14))
+    assert summary(resumed)[0] == summary(plain)[0]
 
 
 def test_scalar_checkpoint_errors_exit_2(cli, tmp_path):
