@@ -283,7 +283,7 @@ class Replica:
         """The `forge` behaviour: now and then, messages that each honest replica rejects (bad_signature,
         forged_certificate, wrong_sender), signed with this replica's own key only."""
         self.forged += 1
-        if self.forged % FORGE_EVERY:
+        if self.stopped or self.forged % FORGE_EVERY:
             return
         h = 1_000_000 + self.forged  # a height no honest replica has voted for, new each time
         other = (self.me + 1) % self.n
