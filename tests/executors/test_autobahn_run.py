@@ -92,6 +92,7 @@ def test_tampered_forged_replayed_stale_and_malformed_messages_are_rejected(tmp_
         as2 = Signer(2, cluster.private[2], cluster.public)
         as3 = Signer(3, cluster.private[3], cluster.public)
         ep = await connect(port, cluster.creds.as_member(3), 0)
+        assert await asyncio.wait_for(ep.ready, 30) is ep  # the session is open (frames below are sealed in it)
 
         def send(signer: Signer, obj: dict, tamper: bool = False) -> bytes:
             data = canonical(obj)
