@@ -150,7 +150,7 @@ def run(ref: str, graph: str, workers: int = 2, staleness: int = 1, params: dict
                                                                             if k == "source"}}
     clocks_base = 31  # the spec's clocks + 1 used to pack seen clocks in traced ticks (W > 2)
     faults = faults or Faults()
-    delays = {s.pid: s.delay_ms for s in faults.stragglers}
+    delays = {s.pid: (s.delay_ms, s.probability) for s in faults.stragglers}
     with tempfile.TemporaryDirectory(prefix="lockstep-datalog-") as tmp:
         os.chmod(tmp, 0o700)
         configs = []
@@ -159,7 +159,7 @@ def run(ref: str, graph: str, workers: int = 2, staleness: int = 1, params: dict
             partition(plan, workers, pid, part)
             configs.append(WorkerConfig(
                 pid, workers, staleness, 0, part, os.path.join(tmp, f"result-{pid}.npz"), plan.func, nil, worst, best,
-                max_clock or max(10_000, 2 * len(plan.keys) + 10), delays.get(pid, 0.0),
+                max_clock or max(10_000, 2 * len(plan.keys) + 10), *delays.get(pid, (0.0, 1.0)), seed,
                 os.path.join(tmp, f"worker-{pid}.jsonl") if traced else None, spec, spec_params,
                 clocks_base if workers > 2 else 0))
         stats, clocks, failures, seconds, startup = asyncio.run(_drive(configs, timeout, progress))

@@ -49,7 +49,9 @@ class WorkerConfig:
     worst: int | None = None  # candidates worse than this are not sent (the spec's bound), or None
     best: int | None = None  # a candidate better than this means divergence (the spec's bound), or None
     max_clock: int = 0  # a clock beyond this reports divergence (0: no limit)
-    delay_ms: float = 0.0  # a straggler's delay before each iteration
+    delay_ms: float = 0.0  # a straggler's delay before an iteration
+    delay_p: float = 1.0  # the chance that an iteration is delayed (below 1: a transient straggler)
+    seed: int = 0  # of the draws of delayed iterations
     trace: str | None = None
     spec: str | None = None  # the spec a trace names, with its parameters
     spec_params: dict[str, int] | None = None
@@ -109,10 +111,11 @@ class Worker:
         self.out: dict[int, Endpoint] = {}
         self.wake = asyncio.Event()
         self.stats = {"iterations": 0, "deltas_sent": 0, "deltas_received": 0, "improved": 0, "frames_rejected": 0,
-                      "wait_s": 0.0, "compute_s": 0.0}
+                      "wait_s": 0.0, "compute_s": 0.0, "delayed_s": 0.0}
         self.failure: str | None = None
         self.early: list[tuple[bytes, int | None]] | None = []  # frames (and senders) received before the start
         self.trace = open(cfg.trace, "w", encoding="utf-8", buffering=1 << 16) if cfg.trace else None
+        self.rng = np.random.default_rng([cfg.seed, cfg.pid])
 
     def _group(self, z, i: int) -> tuple[StepGroup, np.ndarray]:
         meta = json.loads(str(z[f"g{i}_meta"]))
@@ -221,8 +224,10 @@ class Worker:
                 await self.wake.wait()
                 self.stats["wait_s"] += time.perf_counter() - t
                 continue
-            if self.cfg.delay_ms:
+            if self.cfg.delay_ms and (self.cfg.delay_p >= 1 or self.rng.random() < self.cfg.delay_p):
+                t = time.perf_counter()
                 await asyncio.sleep(self.cfg.delay_ms / 1000)  # a straggler: deliveries go on meanwhile
+                self.stats["delayed_s"] += time.perf_counter() - t
                 if not self.enabled():
                     continue
             t = time.perf_counter()
