@@ -17,6 +17,7 @@ result is checked against scipy's. DuckDB's recursive CTEs are timed too when `d
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 import tracemalloc
@@ -174,6 +175,7 @@ def _workers_section(graph: str, label: str, args: argparse.Namespace) -> None:
     iteration (a persistent straggler); every worker delayed before an iteration with chance p (transient
     stragglers). The median of `--repeats` runs (and their range); every run is checked against the fixpoint."""
     ms, p, reps = args.straggler_ms, args.transient_p, args.repeats
+    weights = None if os.path.exists(graph) else (1, 100)  # an edge-list file has its own weights
     print(f"\nW = 2 workers, SSSP on {label}; median of {reps} runs (range), seconds from go to the last stop")
     print(f"  persistent: worker 1 sleeps {ms:g} ms before each iteration; transient: each worker sleeps {ms:g} ms "
           f"before an iteration with chance {p:g}")
@@ -184,7 +186,7 @@ def _workers_section(graph: str, label: str, args: argparse.Namespace) -> None:
     base: dict[str, float] = {}
     for s, model in ((0, "BSP"), (1, "SSP(1)"), (2, "SSP(2)"), (4, "SSP(4)"), (-1, "async")):
         for name, faults in scenarios:
-            runs = [run_workers("sssp", graph, workers=2, staleness=s, faults=faults, weights=(1, 100),
+            runs = [run_workers("sssp", graph, workers=2, staleness=s, faults=faults, weights=weights,
                                 seed=args.seed, tracing=False, check=True) for _ in range(reps)]
             wrong = [_wrong(rep) for rep in runs]
             times = sorted(rep.seconds for rep in runs)

@@ -24,7 +24,7 @@ import numpy as np
 from lockstep.checker.datalog.evaluation import prepare, refusal
 from lockstep.checker.validation.runtrace import MergedRun, merge
 from lockstep.specs.datalog.graphs import load_graph
-from lockstep.specs.datalog.plan import LinearPlan, linear_plan
+from lockstep.specs.datalog.plan import LinearPlan, PairPlan, is_composition, linear_plan, pair_plan
 from lockstep.specs.datalog.ssp import RANDOM_BASE, graph_edges
 from lockstep.specs.datalog.syntax import DatalogError
 
@@ -54,7 +54,7 @@ class DatalogRun:
     merged: MergedRun | None = None
     spec: str | None = None
     spec_params: dict[str, int] | None = None
-    plan: LinearPlan | None = None
+    plan: LinearPlan | PairPlan | None = None
     startup: float = 0.0  # seconds to start the workers (not included in `seconds`: from go to the last stop)
 
     def mapping(self) -> dict[int, int]:
@@ -87,7 +87,7 @@ def ssp_graph(text: str) -> int | None:
 
 
 def build_plan(ref: str, params: dict[str, int], graph: str, weights: tuple[int, int] | None, seed: int,
-               undirected: bool, with_fixpoint: bool) -> tuple[LinearPlan, list[str], int | None]:
+               undirected: bool, with_fixpoint: bool) -> tuple[LinearPlan | PairPlan, list[str], int | None]:
     prog, verdicts = prepare(ref, params)
     err = refusal(prog, verdicts)
     if err is not None:
@@ -107,10 +107,22 @@ def build_plan(ref: str, params: dict[str, int], graph: str, weights: tuple[int,
         notes.append(f"{g.edges:,} edges from {g.origin}")
         if note:
             notes.append(note)
+    if is_composition(prog):
+        if index is not None:
+            raise DatalogError(f"{ref} is non-linear: its runs are not validated against an SSP spec, so ssp:N graphs "
+                               "do not apply", hint="give another graph, e.g. gnm:30:120")
+        return pair_plan(prog, {inputs[0]: edges}, with_fixpoint=with_fixpoint), notes, index
     return linear_plan(prog, {inputs[0]: edges}, with_fixpoint=with_fixpoint), notes, index
 
 
-def partition(plan: LinearPlan, workers: int, pid: int, path: str) -> None:
+def partition(plan: LinearPlan | PairPlan, workers: int, pid: int, path: str) -> None:
+    """Write worker `pid`'s part of the plan to `path` (an .npz file of plain arrays)."""
+    if isinstance(plan, PairPlan):
+        lits = ", ".join(str(lit) for lit in plan.literals) or "0 = 0"
+        np.savez(path, n=np.int64(len(plan.nodes)), own_row=plan.owner(workers) == pid, row_owner=plan.owner(workers),
+                 init_keys=plan.init_keys, init_vals=plan.init_vals, rule=np.array(f"h(min<{plan.head}>) <- {lits}."),
+                 left=np.array(plan.left), right=np.array(plan.right), head=np.array(plan.head))
+        return
     owner = plan.owner(workers)
     own = owner == pid
     data: dict[str, Any] = {"nkeys": np.int64(len(plan.keys)), "own": own, "owner": owner,
@@ -139,6 +151,10 @@ def run(ref: str, graph: str, workers: int = 2, staleness: int = 1, params: dict
     name = os.path.splitext(os.path.basename(ref))[0]
     spec = SPECS.get(name) if index is not None else None
     traced = bool(spec) if tracing is None else tracing
+    pairs = isinstance(plan, PairPlan)
+    if pairs and traced:
+        notes.append("a non-linear program's run is not recorded (no SSP spec models the replicas)")
+        traced = False
     if traced and not spec:
         notes.append("no SSP spec for this program and graph: the run is recorded but cannot be validated")
     spec_params = None
@@ -161,7 +177,7 @@ def run(ref: str, graph: str, workers: int = 2, staleness: int = 1, params: dict
                 pid, workers, staleness, 0, part, os.path.join(tmp, f"result-{pid}.npz"), plan.func, nil, worst, best,
                 max_clock or max(10_000, 2 * len(plan.keys) + 10), *delays.get(pid, (0.0, 1.0)), seed,
                 os.path.join(tmp, f"worker-{pid}.jsonl") if traced else None, spec, spec_params,
-                clocks_base if workers > 2 else 0))
+                clocks_base if workers > 2 else 0, "pairs" if pairs else "linear"))
         stats, clocks, failures, seconds, startup = asyncio.run(_drive(configs, timeout, progress))
         keys, vals = [], []
         for pid in range(workers):

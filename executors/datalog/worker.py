@@ -56,12 +56,20 @@ class WorkerConfig:
     spec: str | None = None  # the spec a trace names, with its parameters
     spec_params: dict[str, int] | None = None
     seen_base: int = 0  # the spec's clocks + 1 (packing of seen clocks in traced ticks)
+    kind: str = "linear"  # "pairs": a non-linear path composition (`pairs.PairWorker`)
 
 
 def main(cfg: dict[str, Any]) -> None:
     """Entry point of a spawned worker."""
+    config = WorkerConfig(**cfg)
+    if config.kind == "pairs":
+        from .pairs import PairWorker
+
+        worker: Worker = PairWorker(config)
+    else:
+        worker = Worker(config)
     try:
-        asyncio.run(Worker(WorkerConfig(**cfg)).run())
+        asyncio.run(worker.run())
     except (KeyboardInterrupt, ConnectionError):
         pass
 
@@ -88,18 +96,9 @@ class Worker:
     def __init__(self, cfg: WorkerConfig):
         self.cfg = cfg
         self.pid, self.W = cfg.pid, cfg.workers
-        with np.load(cfg.partition, allow_pickle=False) as z:
-            self.nkeys = int(z["nkeys"])
-            self.own = z["own"]  # bool per key index: owned by this worker
-            self.owner = z["owner"]  # worker of each key index
-            init_k, init_v = z["init_keys"], z["init_vals"]
-            self.groups = [self._group(z, i) for i in range(int(z["ngroups"]))]
         self.better = np.less if cfg.func == "min" else np.greater
         self.nil = cfg.nil if cfg.nil is not None else (BIG if cfg.func == "min" else -BIG)
-        self.val = np.full(self.nkeys, self.nil, dtype=np.int64)
-        self.val[init_k] = init_v
-        self.changed = np.zeros(self.nkeys, dtype=bool)
-        self.changed[init_k] = True
+        self._load()
         self.clock = 0
         self.known = [0] * self.W
         self.rep_idle = [False] * self.W
@@ -116,6 +115,23 @@ class Worker:
         self.early: list[tuple[bytes, int | None]] | None = []  # frames (and senders) received before the start
         self.trace = open(cfg.trace, "w", encoding="utf-8", buffering=1 << 16) if cfg.trace else None
         self.rng = np.random.default_rng([cfg.seed, cfg.pid])
+
+    def _load(self) -> None:
+        """This worker's partition: its keys, their initial values, and the steps reading them."""
+        with np.load(self.cfg.partition, allow_pickle=False) as z:
+            self.nkeys = int(z["nkeys"])
+            self.own = z["own"]  # bool per key index: owned by this worker
+            self.owner = z["owner"]  # worker of each key index
+            init_k, init_v = z["init_keys"], z["init_vals"]
+            self.groups = [self._group(z, i) for i in range(int(z["ngroups"]))]
+        self.val = np.full(self.nkeys, self.nil, dtype=np.int64)
+        self.val[init_k] = init_v
+        self.changed = np.zeros(self.nkeys, dtype=bool)
+        self.changed[init_k] = True
+
+    def accepts(self, keys: np.ndarray) -> bool:
+        """Whether a delta for these key indices may come from another worker (here: keys this one owns)."""
+        return bool(self.own[keys].all())
 
     def _group(self, z, i: int) -> tuple[StepGroup, np.ndarray]:
         meta = json.loads(str(z[f"g{i}_meta"]))
@@ -212,7 +228,7 @@ class Worker:
         if self.done or self.failure:
             return False
         others = [v for v in range(self.W) if v != self.pid]
-        work = self.changed.any() or any(self.clock < self.known[v] for v in others)
+        work = not self.idle() or any(self.clock < self.known[v] for v in others)
         within = self.cfg.staleness < 0 or all(self.clock - self.known[v] <= self.cfg.staleness for v in others)
         return work and within
 
@@ -279,6 +295,10 @@ class Worker:
                     batches[dst] = (rk[sel], rv[sel])
             if self.trace is not None:
                 sends = [(int(self.owner[x]), {"tag": "Delta", "k": int(x), "v": int(y)}) for x, y in zip(rk, rv)]
+        self._end_iteration(batches, sends)
+
+    def _end_iteration(self, batches: dict[int, tuple[np.ndarray, np.ndarray]], sends: list[tuple[int, dict]]) -> None:
+        """Advance the clock, send the iteration's delta batches (per worker) and ticks, and detect quiescence."""
         self.clock += 1
         self.stats["iterations"] += 1
         idle = self.idle()
@@ -314,7 +334,7 @@ class Worker:
         return code
 
     def _detect(self) -> list[tuple[int, dict]]:
-        if self.done or self.changed.any():
+        if self.done or not self.idle():
             return []
         for v in range(self.W):
             if v == self.pid:
@@ -354,8 +374,8 @@ class Worker:
                 vals = _unb64(obj.get("vals"), "vals", BATCH)
                 if len(keys) != len(vals) or (len(keys) and (keys.min() < 0 or keys.max() >= self.nkeys)):
                     raise FrameError("keys and vals differ in length, or a key is out of range")
-                if len(keys) and not self.own[keys].all():
-                    raise FrameError("a delta for a key this worker does not own")
+                if len(keys) and not self.accepts(keys):
+                    raise FrameError("a delta for a key this worker does not take deltas for")
                 self._deltas(src, lc, keys, vals)
             elif op == "tick":
                 fresh, idle, seen = obj.get("fresh"), obj.get("idle"), obj.get("seen")
