@@ -10,7 +10,7 @@ a straggler.
 Wall time of each engine's input step (lockstep: deduplicating and indexing the rows; scipy: building the CSR
 matrix; networkx: building the graph) and of its algorithm, apart; ratios on the algorithm alone and end to end.
 The workers' start-up is reported apart. Peak memory is tracemalloc's peak over the algorithm (lockstep: input
-step included; numpy allocations counted). Each
+step included; numpy allocations counted), from a second, untimed run. Each
 result is checked against scipy's. DuckDB's recursive CTEs are timed too when `duckdb` is installed.
 """
 
@@ -37,11 +37,13 @@ from lockstep.specs.datalog.graphs import Graph, write_edge_list
 
 
 def measure(fn: Callable[[], Any]) -> tuple[float, float, Any]:
-    """(seconds, peak MiB, result) of one call."""
-    tracemalloc.start()
+    """(seconds, peak MiB, result): the time of one call, and the peak of a second call under tracemalloc
+    (whose tracing slows allocation-heavy code, numpy's included, so it is not timed)."""
     t0 = time.perf_counter()
     out = fn()
     seconds = time.perf_counter() - t0
+    tracemalloc.start()
+    fn()
     peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
     return seconds, peak, out
