@@ -14,14 +14,21 @@ of up to a few thousand nodes; and such runs are not traced (no protocol spec mo
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from lockstep.specs.datalog.parser import parse
 from lockstep.specs.datalog.plan import compose
 
-from .worker import Worker
+from .worker import Worker, WorkerConfig, serve_worker
 
 LIMIT = 1 << 61  # a value beyond ±2^61 is divergence (a negative cycle keeps doubling a path's cost)
+
+
+def main(cfg: dict[str, Any]) -> None:
+    """Entry point of a spawned worker of a path-composition program."""
+    serve_worker(PairWorker(WorkerConfig(**cfg)))
 
 
 class PairWorker(Worker):

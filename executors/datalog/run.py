@@ -30,6 +30,7 @@ from lockstep.specs.datalog.syntax import DatalogError
 
 from ..cluster import Cluster
 from ..faults import Faults
+from .pairs import main as pairs_main
 from .worker import WorkerConfig, main
 
 SPECS = {"sssp": "ssp_sssp", "cc": "ssp_cc", "reach": "ssp_reach"}  # programs with an SSP spec
@@ -71,7 +72,7 @@ class DatalogCluster(Cluster):
     def process_for(self, pid: int, restore: bool) -> tuple[Callable[[dict[str, Any]], None], dict[str, Any], str]:
         cfg = self.configs[pid]
         cfg.control_port = self.control_port
-        return main, asdict(cfg), f"lockstep-datalog-{pid}"
+        return (pairs_main if cfg.kind == "pairs" else main), asdict(cfg), f"lockstep-datalog-{pid}"
 
 
 def ssp_graph(text: str) -> int | None:

@@ -56,18 +56,16 @@ class WorkerConfig:
     spec: str | None = None  # the spec a trace names, with its parameters
     spec_params: dict[str, int] | None = None
     seen_base: int = 0  # the spec's clocks + 1 (packing of seen clocks in traced ticks)
-    kind: str = "linear"  # "pairs": a non-linear path composition (`pairs.PairWorker`)
+    kind: str = "linear"  # "pairs": a non-linear path composition (`pairs.PairWorker`, started by `pairs.main`)
 
 
 def main(cfg: dict[str, Any]) -> None:
-    """Entry point of a spawned worker."""
-    config = WorkerConfig(**cfg)
-    if config.kind == "pairs":
-        from .pairs import PairWorker
+    """Entry point of a spawned worker of a linear program."""
+    serve_worker(Worker(WorkerConfig(**cfg)))
 
-        worker: Worker = PairWorker(config)
-    else:
-        worker = Worker(config)
+
+def serve_worker(worker: Worker) -> None:
+    """Run a worker's event loop until it is told to stop (or its runner goes away)."""
     try:
         asyncio.run(worker.run())
     except (KeyboardInterrupt, ConnectionError):

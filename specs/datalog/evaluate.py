@@ -165,12 +165,6 @@ class AggRelation:
             return [EMPTY] * self.nkeys + [EMPTY]
         codes = self._codes(keys)
         if self.func in ("min", "max"):
-            if self.has is not None:  # dense: a candidate no better than its group's value cannot improve it
-                keep = ~self.has[codes] | self.better(vals, self.table[codes])
-                if not keep.all():
-                    codes, vals = codes[keep], vals[keep]
-                if len(vals) == 0:
-                    return [EMPTY] * self.nkeys + [EMPTY]
             codes, vals = group_best(codes, vals, self.func, self.space.total)
         else:
             codes, vals = group_sum(codes, vals)
