@@ -221,8 +221,8 @@ def linear_plan(program: Program | Analysed, inputs: Mapping[str, np.ndarray], p
         r = prog.rules[i]
         n = len(st.recursive_atoms(r))
         if n > 1:
-            raise DatalogError(f"the rule for {pred} reads it {n} times: the workers run linear recursions (non-linear "
-                               "programs such as apsp need the hybrid SSP model, which is not implemented)", r.pos,
+            raise DatalogError(f"the rule for {pred} reads it {n} times: a linear plan takes linear recursions (a "
+                               "path composition such as apsp has its own plan, `pair_plan`)", r.pos,
                                prog.program.source, prog.program.text)
     if prog.arity[pred] != (1 if plain else 2):
         raise DatalogError(f"{pred} must have one key column (and the value) to be partitioned", None,
@@ -274,7 +274,7 @@ def _steps(ev: Evaluator, r: Rule, st: Stratum, plain: bool) -> list[tuple]:
     ks = st.recursive_atoms(r)
     if len(ks) != 1:
         raise DatalogError(f"the rule for {r.head.pred} reads it {len(ks)} times: the workers run linear recursions "
-                           "(non-linear programs such as apsp need the hybrid model, not implemented)", r.pos,
+                           "(a path composition such as apsp has its own plan, `pair_plan`)", r.pos,
                            ev.prog.program.source, ev.prog.program.text)
     k = ks[0]
     atom = r.atoms[k]
