@@ -5,17 +5,19 @@ a straggler.
     python -m bench.datalog                  # n = 200,000 nodes, m = 1,000,000 edges
     python -m bench.datalog --edges 200000   # smaller
     python -m bench.datalog --skip-networkx --skip-workers
+    python -m bench.datalog --edges 100000 --worker-edges 20000 --repeats 1   # a quick look
 
 Wall time of each engine's input step (lockstep: deduplicating and indexing the rows; scipy: building the CSR
 matrix; networkx: building the graph) and of its algorithm, apart; ratios on the algorithm alone and end to end.
 The workers' start-up is reported apart. Peak memory is tracemalloc's peak over the algorithm (lockstep: input
-step included; numpy allocations counted). Each
+step included; numpy allocations counted), from a second, untimed run. Each
 result is checked against scipy's. DuckDB's recursive CTEs are timed too when `duckdb` is installed.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 import tracemalloc
@@ -35,11 +37,13 @@ from lockstep.specs.datalog.graphs import Graph, write_edge_list
 
 
 def measure(fn: Callable[[], Any]) -> tuple[float, float, Any]:
-    """(seconds, peak MiB, result) of one call."""
-    tracemalloc.start()
+    """(seconds, peak MiB, result): the time of one call, and the peak of a second call under tracemalloc
+    (whose tracing slows allocation-heavy code, numpy's included, so it is not timed)."""
     t0 = time.perf_counter()
     out = fn()
     seconds = time.perf_counter() - t0
+    tracemalloc.start()
+    fn()
     peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
     return seconds, peak, out
@@ -72,7 +76,10 @@ def main() -> None:
     ap.add_argument("--skip-networkx", action="store_true")
     ap.add_argument("--skip-workers", action="store_true")
     ap.add_argument("--worker-edges", type=int, default=200_000, help="edges of the workers' graph")
-    ap.add_argument("--straggler-ms", type=float, default=20.0)
+    ap.add_argument("--straggler-ms", type=float, default=50.0, help="a straggler's delay before an iteration")
+    ap.add_argument("--transient-p", type=float, default=0.3, help="transient stragglers: the chance of a delay")
+    ap.add_argument("--grid", default="grid:60:60", help="a second workers' graph, of high diameter ('' for none)")
+    ap.add_argument("--repeats", type=int, default=3, help="worker runs per cell (the median is shown)")
     args = ap.parse_args()
     m = args.edges
     n = args.nodes or m // 5
@@ -156,24 +163,55 @@ def main() -> None:
         return
     mw = args.worker_edges
     nw = mw // 5
-    g = Graph(rng.integers(0, nw, mw), rng.integers(0, nw, mw), rng.integers(1, 101, mw), "bench")
     with tempfile.TemporaryDirectory() as tmp:
-        path = f"{tmp}/g.txt"
-        write_edge_list(g, path)
-        print(f"\nW = 2 workers, SSSP on {nw:,} nodes and {mw:,} edges; straggler: worker 1 sleeps "
-              f"{args.straggler_ms:g} ms before each iteration (2 cores: the workers compete for them)")
-        print(f"{'model':<10} {'straggler':<9} {'seconds':>8} {'iters w0':>8} {'iters w1':>8} {'deltas':>10}  result")
-        for s, label in ((0, "BSP"), (1, "SSP(1)"), (2, "SSP(2)"), (4, "SSP(4)"), (-1, "async")):
-            for slow in (False, True):
-                faults = Faults(stragglers=[Straggler(1, args.straggler_ms)]) if slow else None
-                rep = run_workers("sssp", path, workers=2, staleness=s, faults=faults, check=True)
-                fix = {int(rep.plan.keys[k]): v for k, v in rep.plan.fixpoint.items()}
-                got = rep.mapping()
-                wrong = sum(got.get(k) != v for k, v in fix.items()) + len(set(got) - set(fix))
-                ok = "= fixpoint" if not wrong and not rep.failures else f"WRONG ({wrong} keys; {rep.failures})"
-                deltas = sum(st.get("deltas_sent", 0) for st in rep.stats.values())
-                print(f"{label:<10} {'yes' if slow else 'no':<9} {rep.seconds:>8.3f} "
-                      f"{rep.stats[0].get('iterations', 0):>8} {rep.stats[1].get('iterations', 0):>8} {deltas:>10,}  {ok}")
+        g = Graph(rng.integers(0, nw, mw), rng.integers(0, nw, mw), rng.integers(1, 101, mw), "bench")
+        write_edge_list(g, f"{tmp}/g.txt")
+        _workers_section(f"{tmp}/g.txt", f"random directed graph, {nw:,} nodes and {mw:,} edges", args)
+        if args.grid:
+            _workers_section(args.grid, f"{args.grid} (both directions; node r*C+c: with C even each column is one "
+                                        "worker's, so paths run along columns without crossing workers)", args)
+
+
+def _workers_section(graph: str, label: str, args: argparse.Namespace) -> None:
+    """BSP vs SSP(s) vs async on W = 2 workers, SSSP on `graph`: no straggler; worker 1 delayed before every
+    iteration (a persistent straggler); every worker delayed before an iteration with chance p (transient
+    stragglers). The median of `--repeats` runs (and their range); every run is checked against the fixpoint."""
+    ms, p, reps = args.straggler_ms, args.transient_p, args.repeats
+    weights = None if os.path.exists(graph) else (1, 100)  # an edge-list file has its own weights
+    print(f"\nW = 2 workers, SSSP on {label}; median of {reps} runs (range), seconds from go to the last stop")
+    print(f"  persistent: worker 1 sleeps {ms:g} ms before each iteration; transient: each worker sleeps {ms:g} ms "
+          f"before an iteration with chance {p:g}")
+    print(f"{'model':<8} {'straggler':<11} {'seconds':>8} {'range':>13} {'iters w0':>8} {'iters w1':>8} "
+          f"{'delayed s':>9} {'deltas':>9}  result")
+    scenarios = (("none", None), ("persistent", Faults(stragglers=[Straggler(1, ms)])),
+                 ("transient", Faults(stragglers=[Straggler(0, ms, p), Straggler(1, ms, p)])))
+    base: dict[str, float] = {}
+    for s, model in ((0, "BSP"), (1, "SSP(1)"), (2, "SSP(2)"), (4, "SSP(4)"), (-1, "async")):
+        for name, faults in scenarios:
+            runs = [run_workers("sssp", graph, workers=2, staleness=s, faults=faults, weights=weights,
+                                seed=args.seed, tracing=False, check=True) for _ in range(reps)]
+            wrong = [_wrong(rep) for rep in runs]
+            times = sorted(rep.seconds for rep in runs)
+            mid = runs[sorted(range(reps), key=lambda i: runs[i].seconds)[reps // 2]]
+            med = times[reps // 2]
+            base.setdefault(name, med)
+            note = "= fixpoint" if not any(wrong) else "WRONG: " + "; ".join(w for w in wrong if w)
+            if s != 0:
+                note += f", {base[name] / med:.2f}x BSP's speed"
+            st = mid.stats
+            delayed = max(st[q].get("delayed_s", 0.0) for q in (0, 1))
+            deltas = sum(x.get("deltas_sent", 0) for x in st.values())
+            print(f"{model:<8} {name:<11} {med:>8.3f} {times[0]:>6.2f}–{times[-1]:<6.2f} "
+                  f"{st[0].get('iterations', 0):>8} {st[1].get('iterations', 0):>8} {delayed:>9.2f} {deltas:>9,}  "
+                  f"{note}", flush=True)
+
+
+def _wrong(rep) -> str:
+    """'' if a worker run equals the sequential fixpoint, else what differs."""
+    fix = {int(rep.plan.keys[k]): v for k, v in rep.plan.fixpoint.items()}
+    got = rep.mapping()
+    wrong = sum(got.get(k) != v for k, v in fix.items()) + len(set(got) - set(fix))
+    return f"{wrong} keys differ {rep.failures}" if wrong or rep.failures else ""
 
 
 def _lightest(src: np.ndarray, dst: np.ndarray, w: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -25,8 +25,8 @@ def staleness(text: str) -> int:
     return parse(text)
 
 
-def straggler(text: str) -> tuple[int, float]:
-    """Datalog programs' --straggler W:MS."""
+def straggler(text: str) -> tuple[int, float, float]:
+    """Datalog programs' --straggler W:MS[:P]."""
     from .datalog.command import straggler as parse
 
     return parse(text)
@@ -83,8 +83,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                    "...) or ssp:N (a graph of the SSP spec, validated against it)")
     p.add_argument("--staleness", "-s", type=staleness, metavar="S",
                    help="Datalog programs: 0 (BSP), a bound, or inf (asynchronous); default 1")
-    p.add_argument("--straggler", type=straggler, metavar="W:MS",
-                   help="Datalog programs: delay worker W by MS milliseconds before each iteration")
+    p.add_argument("--straggler", type=straggler, metavar="W:MS[:P]",
+                   help="Datalog programs: delay worker W by MS milliseconds before each iteration (with chance P)")
     p.add_argument("--weights", type=weight_range, metavar="LO:HI", help="Datalog programs: random edge weights")
     p.add_argument("--undirected", action="store_true", help="Datalog programs: generators list each edge once")
     p.add_argument("--no-check", action="store_true",

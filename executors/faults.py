@@ -5,13 +5,13 @@ A JSON object; every key is optional:
     {"drop": 0.05, "duplicate": 0.02, "reorder": 0.1, "delay_ms": [0, 20], "reorder_ms": 30,
      "partitions": [{"start": 0.5, "end": 1.5, "groups": [[0, 1], [2, 3]]}],
      "crashes": [{"pid": 2, "at": 1.0, "restart": 2.0}],
-     "stragglers": [{"pid": 1, "delay_ms": 20}]}
+     "stragglers": [{"pid": 1, "delay_ms": 20, "probability": 1.0}]}
 
 Probabilities apply per message; a delay is drawn uniformly from `delay_ms`; a reordered message
 is held back up to `reorder_ms` more. During a partition, messages between groups are lost.
 A crash is a SIGKILL at `at` seconds; with `restart` the process comes back then and continues
 from the last local state it recorded. A straggler is slowed by `delay_ms` before each of its
-iterations (Datalog workers).
+iterations (Datalog workers), or before each with chance `probability` (a transient straggler).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ class Crash:
 class Straggler:
     pid: int
     delay_ms: float
+    probability: float = 1.0  # the chance that an iteration is delayed
 
 
 @dataclass
@@ -179,5 +180,9 @@ def parse_faults(data: Any, nproc: int, where: str = "faults") -> Faults:
         w = f"stragglers[{i}]"
         if not isinstance(c, dict) or "pid" not in c:
             raise bad(f"{w} needs pid and delay_ms", '{"pid": 1, "delay_ms": 20}')
-        out.stragglers.append(Straggler(pid(c["pid"], f"{w}.pid"), number(c.get("delay_ms", 0), f"{w}.delay_ms")))
+        chance = c.get("probability", 1.0)
+        if isinstance(chance, bool) or not isinstance(chance, (int, float)) or not 0 <= chance <= 1:
+            raise bad(f"{w}.probability is {chance!r}, not a probability", "give a number between 0 and 1")
+        out.stragglers.append(Straggler(pid(c["pid"], f"{w}.pid"), number(c.get("delay_ms", 0), f"{w}.delay_ms"),
+                                        float(chance)))
     return out

@@ -31,14 +31,15 @@ def staleness(text: str) -> int:
     return v
 
 
-def straggler(text: str) -> tuple[int, float]:
-    pid, sep, ms = text.partition(":")
+def straggler(text: str) -> tuple[int, float, float]:
+    """`--straggler W:MS[:P]`: worker W sleeps MS ms before each iteration (before each with chance P)."""
+    parts = text.split(":")
     try:
-        out = int(pid), float(ms)
-    except ValueError:
+        out = int(parts[0]), float(parts[1]), float(parts[2]) if len(parts) == 3 else 1.0
+    except (ValueError, IndexError):
         out = None
-    if not sep or out is None or out[0] < 0 or out[1] < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give WORKER:MILLISECONDS, e.g. 1:20")
+    if len(parts) > 3 or out is None or out[0] < 0 or not 0 <= out[1] <= 60_000 or not 0 <= out[2] <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give WORKER:MILLISECONDS[:PROBABILITY], e.g. 1:20 or 1:50:0.3")
     return out
 
 
@@ -51,14 +52,15 @@ def run_datalog_command(args: argparse.Namespace, params: dict[str, int]) -> int
                          "(a graph of the SSP spec's catalogue, whose runs are validated against the spec)")
     faults = load_faults(args.faults, workers) if args.faults else Faults()
     if args.straggler:
-        pid, ms = args.straggler
+        pid, ms, chance = args.straggler
         if pid >= workers:
             raise UsageError(f"--straggler {pid}:{ms:g}: there are only workers 0..{workers - 1}")
-        faults.stragglers.append(Straggler(pid, ms))
+        faults.stragglers.append(Straggler(pid, ms, chance))
     s = args.staleness if args.staleness is not None else 1
     mode = "BSP" if s == 0 else "asynchronous" if s < 0 else f"SSP(s={s})"
     print(f"Running {args.spec} on {workers} workers, {mode}, graph {args.graph}"
-          + "".join(f", worker {x.pid} delayed {x.delay_ms:g} ms per iteration" for x in faults.stragglers))
+          + "".join(f", worker {x.pid} delayed {x.delay_ms:g} ms per iteration"
+                    + (f" with chance {x.probability:g}" if x.probability < 1 else "") for x in faults.stragglers))
     tracing = False if args.no_trace else None
     rep = run(args.spec, args.graph, workers, s, params, args.weights, args.seed, args.undirected, faults,
               args.trace, tracing, check=not args.no_check,

@@ -24,12 +24,13 @@ import numpy as np
 from lockstep.checker.datalog.evaluation import prepare, refusal
 from lockstep.checker.validation.runtrace import MergedRun, merge
 from lockstep.specs.datalog.graphs import load_graph
-from lockstep.specs.datalog.plan import LinearPlan, linear_plan
+from lockstep.specs.datalog.plan import LinearPlan, PairPlan, is_composition, linear_plan, pair_plan
 from lockstep.specs.datalog.ssp import RANDOM_BASE, graph_edges
 from lockstep.specs.datalog.syntax import DatalogError
 
 from ..cluster import Cluster
 from ..faults import Faults
+from .pairs import main as pairs_main
 from .worker import WorkerConfig, main
 
 SPECS = {"sssp": "ssp_sssp", "cc": "ssp_cc", "reach": "ssp_reach"}  # programs with an SSP spec
@@ -54,7 +55,7 @@ class DatalogRun:
     merged: MergedRun | None = None
     spec: str | None = None
     spec_params: dict[str, int] | None = None
-    plan: LinearPlan | None = None
+    plan: LinearPlan | PairPlan | None = None
     startup: float = 0.0  # seconds to start the workers (not included in `seconds`: from go to the last stop)
 
     def mapping(self) -> dict[int, int]:
@@ -71,7 +72,7 @@ class DatalogCluster(Cluster):
     def process_for(self, pid: int, restore: bool) -> tuple[Callable[[dict[str, Any]], None], dict[str, Any], str]:
         cfg = self.configs[pid]
         cfg.control_port = self.control_port
-        return main, asdict(cfg), f"lockstep-datalog-{pid}"
+        return (pairs_main if cfg.kind == "pairs" else main), asdict(cfg), f"lockstep-datalog-{pid}"
 
 
 def ssp_graph(text: str) -> int | None:
@@ -87,7 +88,7 @@ def ssp_graph(text: str) -> int | None:
 
 
 def build_plan(ref: str, params: dict[str, int], graph: str, weights: tuple[int, int] | None, seed: int,
-               undirected: bool, with_fixpoint: bool) -> tuple[LinearPlan, list[str], int | None]:
+               undirected: bool, with_fixpoint: bool) -> tuple[LinearPlan | PairPlan, list[str], int | None]:
     prog, verdicts = prepare(ref, params)
     err = refusal(prog, verdicts)
     if err is not None:
@@ -107,10 +108,22 @@ def build_plan(ref: str, params: dict[str, int], graph: str, weights: tuple[int,
         notes.append(f"{g.edges:,} edges from {g.origin}")
         if note:
             notes.append(note)
+    if is_composition(prog):
+        if index is not None:
+            raise DatalogError(f"{ref} is non-linear: its runs are not validated against an SSP spec, so ssp:N graphs "
+                               "do not apply", hint="give another graph, e.g. gnm:30:120")
+        return pair_plan(prog, {inputs[0]: edges}, with_fixpoint=with_fixpoint), notes, index
     return linear_plan(prog, {inputs[0]: edges}, with_fixpoint=with_fixpoint), notes, index
 
 
-def partition(plan: LinearPlan, workers: int, pid: int, path: str) -> None:
+def partition(plan: LinearPlan | PairPlan, workers: int, pid: int, path: str) -> None:
+    """Write worker `pid`'s part of the plan to `path` (an .npz file of plain arrays)."""
+    if isinstance(plan, PairPlan):
+        lits = ", ".join(str(lit) for lit in plan.literals) or "0 = 0"
+        np.savez(path, n=np.int64(len(plan.nodes)), own_row=plan.owner(workers) == pid, row_owner=plan.owner(workers),
+                 init_keys=plan.init_keys, init_vals=plan.init_vals, rule=np.array(f"h(min<{plan.head}>) <- {lits}."),
+                 left=np.array(plan.left), right=np.array(plan.right), head=np.array(plan.head))
+        return
     owner = plan.owner(workers)
     own = owner == pid
     data: dict[str, Any] = {"nkeys": np.int64(len(plan.keys)), "own": own, "owner": owner,
@@ -139,6 +152,10 @@ def run(ref: str, graph: str, workers: int = 2, staleness: int = 1, params: dict
     name = os.path.splitext(os.path.basename(ref))[0]
     spec = SPECS.get(name) if index is not None else None
     traced = bool(spec) if tracing is None else tracing
+    pairs = isinstance(plan, PairPlan)
+    if pairs and traced:
+        notes.append("a non-linear program's run is not recorded (no SSP spec models the replicas)")
+        traced = False
     if traced and not spec:
         notes.append("no SSP spec for this program and graph: the run is recorded but cannot be validated")
     spec_params = None
@@ -150,7 +167,7 @@ def run(ref: str, graph: str, workers: int = 2, staleness: int = 1, params: dict
                                                                             if k == "source"}}
     clocks_base = 31  # the spec's clocks + 1 used to pack seen clocks in traced ticks (W > 2)
     faults = faults or Faults()
-    delays = {s.pid: s.delay_ms for s in faults.stragglers}
+    delays = {s.pid: (s.delay_ms, s.probability) for s in faults.stragglers}
     with tempfile.TemporaryDirectory(prefix="lockstep-datalog-") as tmp:
         os.chmod(tmp, 0o700)
         configs = []
@@ -159,9 +176,9 @@ def run(ref: str, graph: str, workers: int = 2, staleness: int = 1, params: dict
             partition(plan, workers, pid, part)
             configs.append(WorkerConfig(
                 pid, workers, staleness, 0, part, os.path.join(tmp, f"result-{pid}.npz"), plan.func, nil, worst, best,
-                max_clock or max(10_000, 2 * len(plan.keys) + 10), delays.get(pid, 0.0),
+                max_clock or max(10_000, 2 * len(plan.keys) + 10), *delays.get(pid, (0.0, 1.0)), seed,
                 os.path.join(tmp, f"worker-{pid}.jsonl") if traced else None, spec, spec_params,
-                clocks_base if workers > 2 else 0))
+                clocks_base if workers > 2 else 0, "pairs" if pairs else "linear"))
         stats, clocks, failures, seconds, startup = asyncio.run(_drive(configs, timeout, progress))
         keys, vals = [], []
         for pid in range(workers):

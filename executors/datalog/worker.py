@@ -49,17 +49,25 @@ class WorkerConfig:
     worst: int | None = None  # candidates worse than this are not sent (the spec's bound), or None
     best: int | None = None  # a candidate better than this means divergence (the spec's bound), or None
     max_clock: int = 0  # a clock beyond this reports divergence (0: no limit)
-    delay_ms: float = 0.0  # a straggler's delay before each iteration
+    delay_ms: float = 0.0  # a straggler's delay before an iteration
+    delay_p: float = 1.0  # the chance that an iteration is delayed (below 1: a transient straggler)
+    seed: int = 0  # of the draws of delayed iterations
     trace: str | None = None
     spec: str | None = None  # the spec a trace names, with its parameters
     spec_params: dict[str, int] | None = None
     seen_base: int = 0  # the spec's clocks + 1 (packing of seen clocks in traced ticks)
+    kind: str = "linear"  # "pairs": a non-linear path composition (`pairs.PairWorker`, started by `pairs.main`)
 
 
 def main(cfg: dict[str, Any]) -> None:
-    """Entry point of a spawned worker."""
+    """Entry point of a spawned worker of a linear program."""
+    serve_worker(Worker(WorkerConfig(**cfg)))
+
+
+def serve_worker(worker: Worker) -> None:
+    """Run a worker's event loop until it is told to stop (or its runner goes away)."""
     try:
-        asyncio.run(Worker(WorkerConfig(**cfg)).run())
+        asyncio.run(worker.run())
     except (KeyboardInterrupt, ConnectionError):
         pass
 
@@ -86,18 +94,9 @@ class Worker:
     def __init__(self, cfg: WorkerConfig):
         self.cfg = cfg
         self.pid, self.W = cfg.pid, cfg.workers
-        with np.load(cfg.partition, allow_pickle=False) as z:
-            self.nkeys = int(z["nkeys"])
-            self.own = z["own"]  # bool per key index: owned by this worker
-            self.owner = z["owner"]  # worker of each key index
-            init_k, init_v = z["init_keys"], z["init_vals"]
-            self.groups = [self._group(z, i) for i in range(int(z["ngroups"]))]
         self.better = np.less if cfg.func == "min" else np.greater
         self.nil = cfg.nil if cfg.nil is not None else (BIG if cfg.func == "min" else -BIG)
-        self.val = np.full(self.nkeys, self.nil, dtype=np.int64)
-        self.val[init_k] = init_v
-        self.changed = np.zeros(self.nkeys, dtype=bool)
-        self.changed[init_k] = True
+        self._load()
         self.clock = 0
         self.known = [0] * self.W
         self.rep_idle = [False] * self.W
@@ -109,10 +108,28 @@ class Worker:
         self.out: dict[int, Endpoint] = {}
         self.wake = asyncio.Event()
         self.stats = {"iterations": 0, "deltas_sent": 0, "deltas_received": 0, "improved": 0, "frames_rejected": 0,
-                      "wait_s": 0.0, "compute_s": 0.0}
+                      "wait_s": 0.0, "compute_s": 0.0, "delayed_s": 0.0}
         self.failure: str | None = None
         self.early: list[tuple[bytes, int | None]] | None = []  # frames (and senders) received before the start
         self.trace = open(cfg.trace, "w", encoding="utf-8", buffering=1 << 16) if cfg.trace else None
+        self.rng = np.random.default_rng([cfg.seed, cfg.pid])
+
+    def _load(self) -> None:
+        """This worker's partition: its keys, their initial values, and the steps reading them."""
+        with np.load(self.cfg.partition, allow_pickle=False) as z:
+            self.nkeys = int(z["nkeys"])
+            self.own = z["own"]  # bool per key index: owned by this worker
+            self.owner = z["owner"]  # worker of each key index
+            init_k, init_v = z["init_keys"], z["init_vals"]
+            self.groups = [self._group(z, i) for i in range(int(z["ngroups"]))]
+        self.val = np.full(self.nkeys, self.nil, dtype=np.int64)
+        self.val[init_k] = init_v
+        self.changed = np.zeros(self.nkeys, dtype=bool)
+        self.changed[init_k] = True
+
+    def accepts(self, keys: np.ndarray) -> bool:
+        """Whether a delta for these key indices may come from another worker (here: keys this one owns)."""
+        return bool(self.own[keys].all())
 
     def _group(self, z, i: int) -> tuple[StepGroup, np.ndarray]:
         meta = json.loads(str(z[f"g{i}_meta"]))
@@ -209,7 +226,7 @@ class Worker:
         if self.done or self.failure:
             return False
         others = [v for v in range(self.W) if v != self.pid]
-        work = self.changed.any() or any(self.clock < self.known[v] for v in others)
+        work = not self.idle() or any(self.clock < self.known[v] for v in others)
         within = self.cfg.staleness < 0 or all(self.clock - self.known[v] <= self.cfg.staleness for v in others)
         return work and within
 
@@ -221,8 +238,10 @@ class Worker:
                 await self.wake.wait()
                 self.stats["wait_s"] += time.perf_counter() - t
                 continue
-            if self.cfg.delay_ms:
+            if self.cfg.delay_ms and (self.cfg.delay_p >= 1 or self.rng.random() < self.cfg.delay_p):
+                t = time.perf_counter()
                 await asyncio.sleep(self.cfg.delay_ms / 1000)  # a straggler: deliveries go on meanwhile
+                self.stats["delayed_s"] += time.perf_counter() - t
                 if not self.enabled():
                     continue
             t = time.perf_counter()
@@ -274,6 +293,10 @@ class Worker:
                     batches[dst] = (rk[sel], rv[sel])
             if self.trace is not None:
                 sends = [(int(self.owner[x]), {"tag": "Delta", "k": int(x), "v": int(y)}) for x, y in zip(rk, rv)]
+        self._end_iteration(batches, sends)
+
+    def _end_iteration(self, batches: dict[int, tuple[np.ndarray, np.ndarray]], sends: list[tuple[int, dict]]) -> None:
+        """Advance the clock, send the iteration's delta batches (per worker) and ticks, and detect quiescence."""
         self.clock += 1
         self.stats["iterations"] += 1
         idle = self.idle()
@@ -309,7 +332,7 @@ class Worker:
         return code
 
     def _detect(self) -> list[tuple[int, dict]]:
-        if self.done or self.changed.any():
+        if self.done or not self.idle():
             return []
         for v in range(self.W):
             if v == self.pid:
@@ -349,8 +372,8 @@ class Worker:
                 vals = _unb64(obj.get("vals"), "vals", BATCH)
                 if len(keys) != len(vals) or (len(keys) and (keys.min() < 0 or keys.max() >= self.nkeys)):
                     raise FrameError("keys and vals differ in length, or a key is out of range")
-                if len(keys) and not self.own[keys].all():
-                    raise FrameError("a delta for a key this worker does not own")
+                if len(keys) and not self.accepts(keys):
+                    raise FrameError("a delta for a key this worker does not take deltas for")
                 self._deltas(src, lc, keys, vals)
             elif op == "tick":
                 fresh, idle, seen = obj.get("fresh"), obj.get("idle"), obj.get("seen")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .analysis import Analysed, Site, Stratum, assignment, is_exit
-from .relations import DENSE_LIMIT, EMPTY, Index, KeySpace, check_values, distinct, group_best, group_sum, unique_rows
+from .relations import DENSE_LIMIT, EMPTY, Index, KeySpace, check_values, distinct, group_best, group_sum, merge_new, unique_rows
 from .syntax import Atom, BinOp, Compare, Const, DatalogError, Expr, Neg, Rule, Var, variables
 
 CROSS_LIMIT = 50_000_000  # rows a join without shared variables may produce
@@ -91,11 +91,7 @@ class SetRelation:
             new = codes[~self.table[codes]]
             self.table[new] = True
         else:
-            pos = np.searchsorted(self.codes, codes)
-            present = (pos < len(self.codes)) & (self.codes[np.minimum(pos, len(self.codes) - 1)] == codes) \
-                if len(self.codes) else np.zeros(len(codes), dtype=bool)
-            new = codes[~present]
-            self.codes = np.sort(np.concatenate([self.codes, new]))  # new codes are distinct and absent
+            self.codes, new = merge_new(self.codes, codes)
         out = space.decode(new)
         if len(new):
             self.cols = [np.concatenate([a, b]) for a, b in zip(self.cols, out)]
@@ -352,17 +348,27 @@ class Evaluator:
         return hit
 
     # -- firing one rule ---------------------------------------------------------------------
-    def fire(self, rule: Rule, sources: dict[int, tuple[list[np.ndarray], tuple]]) -> tuple[Bindings, int]:
-        """All bindings of the rule's body; `sources[i]` overrides the rows body atom i reads."""
+    def fire(self, rule: Rule, sources: dict[int, tuple[list[np.ndarray], tuple]], for_head: bool = False
+             ) -> tuple[Bindings, int]:
+        """All bindings of the rule's body; `sources[i]` overrides the rows body atom i reads. With `for_head`
+        only the variables the head needs are kept to the end (joins carry no column nothing reads again)."""
         atoms = rule.atoms
         comps = [lit for lit in rule.body if isinstance(lit, Compare)]
         order = self._order(rule, sources)
         b: Bindings = {}
         n = 1
         first = True
-        for i in order:
+        head = {t.name for t in rule.head.args if isinstance(t, Var)} | ({rule.head.agg.var.name} if rule.head.agg
+                                                                        else set())
+        # sum tells contributions apart by every binding: nothing is dropped
+        prune = for_head and (rule.head.agg is None or rule.head.agg.func != "sum")
+        for j, i in enumerate(order):
             cols, tag = sources.get(i) or self._columns(atoms[i].pred)
-            b, n = self._join(b, n, first, atoms[i], cols, tag, i in sources)
+            needed = None
+            if prune:  # the variables read after this join: by the head, later atoms and pending comparisons
+                needed = head | {v.name for k in order[j + 1:] for v in _vars(atoms[k])} | \
+                    {v.name for c in comps for v in _vars(c)}
+            b, n = self._join(b, n, first, atoms[i], cols, tag, i in sources, needed)
             first = False
             b, n, comps = self._apply_comparisons(b, n, comps)
             if n == 0:
@@ -390,7 +396,9 @@ class Evaluator:
         return order
 
     def _join(self, b: Bindings, n: int, first: bool, atom: Atom, cols: list[np.ndarray], tag: tuple,
-              is_delta: bool) -> tuple[Bindings, int]:
+              is_delta: bool, needed: set[str] | None = None) -> tuple[Bindings, int]:
+        """The bindings extended by the matching rows of `atom`; of the variables bound before, only those in
+        `needed` (all, if None) are carried on."""
         m = len(cols[0]) if cols else 1
         keep = None
         for pos, t in enumerate(atom.args):
@@ -417,27 +425,38 @@ class Evaluator:
         if first:
             out = {name: cols[pos] for name, pos in seen.items()}
             return out, m
+        column: Callable[[int], np.ndarray]
         if not keypos:
             if n * m > CROSS_LIMIT:
                 raise DatalogError(f"{atom} shares no variable with the atoms before it: the join would produce "
                                    f"{n * m:,} rows", atom.pos, "reorder the body or add a shared variable")
             left = np.repeat(np.arange(n), m)
             rows = np.tile(np.arange(m), n)
+
+            def column(pos: int) -> np.ndarray:
+                return cols[pos][rows]
         else:
             names = list(keypos)
             positions = tuple(keypos[x] for x in names)
-            if filtered or is_delta:
-                index = Index([cols[p] for p in positions])
-            else:
-                index = self._index(tag, cols, positions)
-            left, rows = index.probe([b[x] for x in names])
-        out = {name: col[left] for name, col in b.items()}
+            fresh = filtered or is_delta
+            index = Index([cols[p] for p in positions]) if fresh else self._index(tag, cols, positions)
+            left, at = index.probe_sorted([b[x] for x in names])
+            if fresh:
+                rows = index.order[at]
+
+                def column(pos: int) -> np.ndarray:
+                    return cols[pos][rows]
+            else:  # a cached index keeps its relation's columns in its own order: one gather per column
+
+                def column(pos: int) -> np.ndarray:
+                    return index.take(cols[pos], pos, at)
+        out = {name: col[left] for name, col in b.items() if needed is None or name in needed}
         for name, pos in seen.items():
-            out[name] = cols[pos][rows]
+            out[name] = column(pos)
         ok = None
         for pos, name in shared:
             if keypos[name] != pos:
-                mask = cols[pos][rows] == out[name]
+                mask = column(pos) == b[name][left]
                 ok = mask if ok is None else ok & mask
         nout = len(left)
         if ok is not None:
@@ -469,7 +488,7 @@ class Evaluator:
 
     def derive(self, rule: Rule, sources: dict[int, tuple]) -> list[np.ndarray] | tuple[list[np.ndarray], np.ndarray]:
         """The head rows a rule derives (for count/sum: contribution rows and values)."""
-        b, n = self.fire(rule, sources)
+        b, n = self.fire(rule, sources, for_head=True)
         if n == 0:  # the join stopped early: not every variable is bound
             b = {name: EMPTY for name in {v.name for lit in rule.body for v in _vars(lit)}}
         h = rule.head

@@ -221,8 +221,8 @@ def linear_plan(program: Program | Analysed, inputs: Mapping[str, np.ndarray], p
         r = prog.rules[i]
         n = len(st.recursive_atoms(r))
         if n > 1:
-            raise DatalogError(f"the rule for {pred} reads it {n} times: the workers run linear recursions (non-linear "
-                               "programs such as apsp need the hybrid SSP model, which is not implemented)", r.pos,
+            raise DatalogError(f"the rule for {pred} reads it {n} times: a linear plan takes linear recursions (a "
+                               "path composition such as apsp has its own plan, `pair_plan`)", r.pos,
                                prog.program.source, prog.program.text)
     if prog.arity[pred] != (1 if plain else 2):
         raise DatalogError(f"{pred} must have one key column (and the value) to be partitioned", None,
@@ -274,7 +274,7 @@ def _steps(ev: Evaluator, r: Rule, st: Stratum, plain: bool) -> list[tuple]:
     ks = st.recursive_atoms(r)
     if len(ks) != 1:
         raise DatalogError(f"the rule for {r.head.pred} reads it {len(ks)} times: the workers run linear recursions "
-                           "(non-linear programs such as apsp need the hybrid model, not implemented)", r.pos,
+                           "(a path composition such as apsp has its own plan, `pair_plan`)", r.pos,
                            ev.prog.program.source, ev.prog.program.text)
     k = ks[0]
     atom = r.atoms[k]
@@ -329,3 +329,161 @@ def _steps(ev: Evaluator, r: Rule, st: Stratum, plain: bool) -> list[tuple]:
     env[key.name] = srcs
     hv = head.agg.var if head.agg is not None else None
     return srcs, dsts, env, value_var, tuple(rest), hv
+
+
+@dataclass
+class PairPlan:
+    """A non-linear path-composition program bound to its input: `r(X, Y, agg<D>)` derived from
+    `r(X, Z, D1), r(Z, Y, D2)` and comparisons on the two values (`D = D1 + D2`), besides exit rules.
+
+    Nodes are numbered 0..n-1 (`nodes` holds their values); the pair (x, y) is key x * n + y, so `keys` is
+    0..n²-1 and `pair(keys)` gives the nodes back. The workers partition rows: pair (x, y) belongs to the
+    worker of node x (its value mod W), as a linear program's keys do."""
+
+    pred: str
+    func: str  # "min" or "max"
+    nodes: np.ndarray
+    init_keys: np.ndarray  # pair keys with a value from the exit rules, and the values
+    init_vals: np.ndarray
+    left: str  # the variable bound to the first atom's value, and to the second's
+    right: str
+    literals: tuple[Compare, ...]  # the comparisons and assignments of the composing rule
+    head: str  # the head's value variable
+    fixpoint_keys: np.ndarray | None
+    fixpoint_vals: np.ndarray | None
+    program: Analysed
+
+    @property
+    def keys(self) -> np.ndarray:
+        return np.arange(len(self.nodes) ** 2, dtype=np.int64)
+
+    @cached_property
+    def fixpoint(self) -> dict[int, int] | None:
+        if self.fixpoint_keys is None:
+            return None
+        return dict(zip(self.fixpoint_keys.tolist(), self.fixpoint_vals.tolist()))
+
+    def pair(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The (X, Y) node values of pair keys."""
+        n = len(self.nodes)
+        return self.nodes[keys // n], self.nodes[keys % n]
+
+    def owner(self, w: int) -> np.ndarray:
+        """The worker of each node (its value mod W): it owns the node's row of pairs."""
+        return self.nodes % w
+
+    def compose(self, d1: np.ndarray, d2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(derived values, enabled mask) of the composing rule for the values read by its two atoms."""
+        return compose(self.literals, self.left, self.right, self.head, d1, d2)
+
+
+def compose(literals: tuple[Compare, ...], left: str, right: str, head: str, d1: np.ndarray,
+            d2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(values, enabled mask) of a composing rule's head for the values `d1`, `d2` its two atoms read."""
+    env: dict[str, Any] = {left: d1, right: d2}
+    ok = np.ones(len(d1), dtype=bool)
+    for lit in literals:
+        a = assignment(lit, set(env))
+        if a is not None:
+            env[a[0].name] = _eval(a[1], env)
+        else:
+            ok &= _compare(lit.op, _eval(lit.left, env), _eval(lit.right, env))
+    value = env[head]
+    if not isinstance(value, np.ndarray):
+        value = np.full(len(d1), value, dtype=np.int64)
+    return value, ok
+
+
+def is_composition(prog: Analysed) -> bool:
+    """Whether the program's recursion reads its predicate twice in some rule (the shape `pair_plan` takes)."""
+    return any(len(st.recursive_atoms(prog.rules[i])) > 1 for st in prog.strata if st.recursive for i in st.rules)
+
+
+def pair_plan(prog: Analysed, inputs: Mapping[str, np.ndarray], max_iterations: int | None = None,
+              with_fixpoint: bool = True) -> PairPlan:
+    """The plan of a path-composition program (see `PairPlan`; DatalogError saying why if it is not one)."""
+    src = prog.program.source
+    rec = [s for s in prog.strata if s.recursive]
+    if len(rec) != 1 or len(rec[0].preds) != 1 or rec[0] is not prog.strata[-1]:
+        raise DatalogError("the workers run a non-linear program with one recursive predicate, derived last", None, src)
+    st = rec[0]
+    pred = st.preds[0]
+    func = prog.aggregate.get(pred)
+    if func not in ("min", "max") or prog.arity[pred] != 3:
+        raise DatalogError(f"the workers run a non-linear {pred} only as {pred}(X, Y, min<D>) or max<D>: two key "
+                           "columns and an aggregated value", None, src)
+    ev = Evaluator(prog, inputs, {s: True for s in prog.sites}, max_iterations)
+    for lower in prog.strata[:-1]:
+        for p in lower.preds:
+            ev.rels[p] = ev._new_relation(p)
+        for i in lower.rules:
+            ev._merge(prog.rules[i].head.pred, ev.derive(prog.rules[i], {}))
+    init: list[list[np.ndarray]] = []
+    shape = None
+    for i in st.rules:
+        r = prog.rules[i]
+        if is_exit(r, st):
+            init.append(ev.derive(r, {}))
+            continue
+        shape = _composition(r, st, prog, shape)
+    if shape is None:
+        raise DatalogError(f"{pred} has no rule composing two of its facts", None, src)
+    empty = np.zeros(0, dtype=np.int64)
+    xs = np.concatenate([c[0] for c in init]) if init else empty
+    ys = np.concatenate([c[1] for c in init]) if init else empty
+    vs = np.concatenate([c[2] for c in init]) if init else empty
+    nodes = distinct(np.concatenate([xs, ys]))
+    n = len(nodes)
+    if n * n > 25_000_000:
+        raise DatalogError(f"{pred} over {n:,} nodes has {n * n:,} pairs: the workers hold a table of every pair, "
+                           "and this one is too large", None, src, hint="use a graph of at most 5,000 nodes")
+    codes = np.searchsorted(nodes, xs) * n + np.searchsorted(nodes, ys)
+    ik, iv = group_best(codes, vs, func)
+    fk = fv = None
+    if with_fixpoint:
+        try:
+            cols = Evaluator(prog, inputs, {s: True for s in prog.sites}, max_iterations).run().relations[pred]
+            fk = np.searchsorted(nodes, cols[0]) * n + np.searchsorted(nodes, cols[1])
+            order = np.argsort(fk)
+            fk, fv = fk[order], cols[2][order]
+        except DatalogError:  # divergence, or values that overflow on the way (a negative cycle doubles them)
+            fk = fv = None
+    left, right, literals, head = shape
+    return PairPlan(pred, func, nodes, ik, iv, left, right, literals, head, fk, fv, prog)
+
+
+def _composition(r: Rule, st: Stratum, prog: Analysed, seen: tuple | None) -> tuple[str, str, tuple, str]:
+    """(left value variable, right value variable, literals, head value variable) of a rule
+    `r(X, Y, agg<D>) <- r(X, Z, D1), r(Z, Y, D2), <comparisons on D1, D2>`, or a DatalogError."""
+    src, text = prog.program.source, prog.program.text
+    atoms = r.atoms
+    form = f"{r.head.pred}(X, Y, {prog.aggregate[r.head.pred]}<D>) <- {r.head.pred}(X, Z, D1), " \
+           f"{r.head.pred}(Z, Y, D2), D = D1 + D2"
+    if len(atoms) != 2 or len(st.recursive_atoms(r)) != 2:
+        raise DatalogError(f"the workers run non-linear rules of the form {form}; this rule has other atoms or reads "
+                           f"{r.head.pred} once", r.pos, src, text)
+    a, b = atoms
+    terms = [*a.args, *b.args, *r.head.args]
+    if not all(isinstance(t, Var) for t in terms) or r.head.agg is None:
+        raise DatalogError(f"the workers run non-linear rules of the form {form}", r.pos, src, text)
+    x, z, d1 = (t.name for t in a.args)
+    z2, y, d2 = (t.name for t in b.args)
+    hx, hy = (t.name for t in r.head.args)
+    if z != z2 or (hx, hy) != (x, y) or len({x, y, z, d1, d2}) != 5:
+        raise DatalogError(f"the workers run non-linear rules of the form {form} (the first atom's second key is "
+                           "the second atom's first, and the head's keys are the outer ones)", r.pos, src, text)
+    lits = tuple(lit for lit in r.body if not isinstance(lit, Atom))
+    allowed = {d1, d2}
+    for lit in lits:
+        if not isinstance(lit, Compare):
+            raise DatalogError(f"{lit}: the workers run only comparisons besides the two atoms", r.pos, src, text)
+        a_ = assignment(lit, allowed)
+        names = {v.name for side in (lit.left, lit.right) for v in variables(side)}
+        if a_ is not None:
+            allowed.add(a_[0].name)
+        elif not names <= allowed:
+            raise DatalogError(f"{lit} reads a key: the workers run comparisons on the values only", r.pos, src, text)
+    shape = (d1, d2, lits, r.head.agg.var.name)
+    if seen is not None:
+        raise DatalogError(f"{r.head.pred} has more than one composing rule: the workers run one", r.pos, src, text)
+    return shape

@@ -84,6 +84,7 @@ class Index:
 
     def __init__(self, key_cols: list[np.ndarray]):
         self.space = KeySpace.covering(key_cols)
+        self._sorted: dict[int, np.ndarray] = {}
         codes = self.space.encode(key_cols)
         self.dense = self.space.total <= max(DENSE_LIMIT, 4 * len(codes))
         if self.dense:
@@ -97,6 +98,19 @@ class Index:
 
     def probe(self, key_cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """(probe index, row index) pairs of every match."""
+        left, pos = self.probe_sorted(key_cols)
+        return left, self.order[pos]
+
+    def take(self, col: np.ndarray, slot: int, pos: np.ndarray) -> np.ndarray:
+        """`col[rows]` for the rows at sorted positions `pos` (from `probe_sorted`): one gather from the column
+        in index order, which is kept (under `slot`, the column's place in its relation) for later probes."""
+        cached = self._sorted.get(slot)
+        if cached is None:
+            cached = self._sorted[slot] = col[self.order]
+        return cached[pos]
+
+    def probe_sorted(self, key_cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """(probe index, position in index order) pairs of every match."""
         n = len(key_cols[0])
         inside = self.space.contains(key_cols)
         probes = np.flatnonzero(inside) if not inside.all() else np.arange(n)
@@ -112,7 +126,7 @@ class Index:
         # match j of probe i is sorted row start[i] + (j - (ends[i] - counts[i])): one repeat for both terms
         pos = np.arange(int(ends[-1]) if len(ends) else 0, dtype=np.int64)
         pos += np.repeat(start - (ends - counts), counts)
-        return left, self.order[pos]
+        return left, pos
 
 
 def distinct(a: np.ndarray) -> np.ndarray:
@@ -124,6 +138,25 @@ def distinct(a: np.ndarray) -> np.ndarray:
     keep[0] = True
     np.not_equal(s[1:], s[:-1], out=keep[1:])
     return s[keep]
+
+
+def merge_new(old: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the merged sorted codes, those of `codes` not in `old`): both sorted and distinct. One stable sort of the
+    two runs (a linear merge), each code tagged in its low bit with where it came from."""
+    if len(old) == 0:
+        return codes, codes
+    if max(int(old[-1]), int(codes[-1])) >= 1 << 61:
+        pos = np.searchsorted(old, codes)
+        present = old[np.minimum(pos, len(old) - 1)] == codes
+        new = codes[~present]
+        return np.sort(np.concatenate([old, new]), kind="stable"), new
+    tagged = np.sort(np.concatenate([old << 1, (codes << 1) | 1]), kind="stable")
+    code = tagged >> 1
+    first = np.empty(len(code), dtype=bool)
+    first[0] = True
+    np.not_equal(code[1:], code[:-1], out=first[1:])
+    fresh = first & (tagged & 1).astype(bool)  # a code from `codes` not preceded by the same code of `old`
+    return code[first], code[fresh]
 
 
 def group_best(codes: np.ndarray, vals: np.ndarray, func: str, total: int | None = None) -> tuple[np.ndarray, np.ndarray]:

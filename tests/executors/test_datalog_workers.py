@@ -36,6 +36,34 @@ def test_sssp_workers_equal_the_fixpoint_and_scipy(s):
         assert abs(rep.clocks[0] - rep.clocks[1]) <= 1
 
 
+@pytest.mark.parametrize("s", [0, 1, 2, -1])
+def test_apsp_workers_equal_the_fixpoint_and_scipy(s):
+    """The non-linear program on replicating workers (three of them at s = 1)."""
+    workers = 3 if s == 1 else 2
+    rep = run("apsp", "gnm:30:120", workers=workers, staleness=s, weights=(1, 9), seed=4, check=True)
+    assert rep.failures == [] and rep.stats[0]["frames_rejected"] == 0
+    assert rep.mapping() == rep.plan.fixpoint
+    g = generate("gnm:30:120", seed=4)
+    w = np.random.default_rng(4).integers(1, 10, size=g.edges)
+    m = sp.coo_matrix((w.astype(float), (g.src, g.dst)), shape=(30, 30)).tocsr()
+    dist = csgraph.shortest_path(m, method="FW")
+    x, y = rep.plan.pair(rep.keys)
+    got = dict(zip(zip(x.tolist(), y.tolist()), rep.vals.tolist()))
+    # path(X, X) exists only through a cycle; scipy's diagonal is 0
+    want = {(i, j): round(dist[i, j]) for i in range(30) for j in range(30) if np.isfinite(dist[i, j]) and i != j}
+    assert {k: v for k, v in got.items() if k[0] != k[1]} == want
+    cyc = {(i, i) for i in range(30) if any(np.isfinite(dist[i, j]) and np.isfinite(dist[j, i]) for j in range(30)
+                                            if j != i and m[i, j] > 0)}
+    assert cyc <= {k for k in got if k[0] == k[1]}
+
+
+def test_apsp_workers_report_a_negative_cycle(tmp_path):
+    graph = tmp_path / "neg.txt"
+    graph.write_text("0 1 2\n1 2 -5\n2 0 1\n2 3 4\n")
+    rep = run("apsp", str(graph), workers=2, staleness=1, check=True)
+    assert any("divergence" in f for f in rep.failures)
+
+
 def test_cc_workers_equal_networkx():
     rep = run("cc", "gnm:300:400", workers=3, staleness=1, seed=5, check=True)
     g = generate("gnm:300:400", seed=5).to_networkx(directed=False)
@@ -73,6 +101,10 @@ def test_straggler_lets_asynchronous_workers_run_ahead():
 def test_straggler_fault_plans_parse():
     f = parse_faults({"stragglers": [{"pid": 1, "delay_ms": 20}]}, 2)
     assert f.stragglers == [Straggler(1, 20.0)]
+    f = parse_faults({"stragglers": [{"pid": 0, "delay_ms": 50, "probability": 0.3}]}, 2)
+    assert f.stragglers == [Straggler(0, 50.0, 0.3)]
+    with pytest.raises(Exception, match="not a probability"):
+        parse_faults({"stragglers": [{"pid": 0, "delay_ms": 50, "probability": 1.5}]}, 2)
     with pytest.raises(Exception, match="not a process id"):
         parse_faults({"stragglers": [{"pid": 5, "delay_ms": 20}]}, 2)
 
@@ -84,14 +116,23 @@ def test_command(capsys):
     neg = next(i for i, (name, _) in enumerate(GRAPHS) if name == "negative cycle")
     assert main(["run", "sssp", "--graph", f"ssp:{neg}", "--no-check"]) == 1
     assert "divergence" in capsys.readouterr().out
-    assert main(["run", "apsp", "--graph", "path:4"]) == 2
-    assert "linear recursions" in capsys.readouterr().err
+    assert main(["run", "apsp", "--graph", "ssp:0"]) == 2
+    assert "non-linear" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as bad:  # argparse: a chance above 1
+        main(["run", "sssp", "--graph", "path:4", "--straggler", "1:5:2"])
+    assert bad.value.code == 2 and "PROBABILITY" in capsys.readouterr().err
     assert main(["run", "quiet", "--graph", "path:4"]) == 2
     assert main(["run", "sssp"]) == 2
     assert main(["run", "two_phase_commit", "--graph", "path:3"]) == 2  # a Datalog option on an actor spec
     capsys.readouterr()
     assert main(["run", "sssp", "--graph", "path:4", "--workers", "0"]) == 2  # --workers is shared with P-SMR
     assert "give 1 to 64 workers" in capsys.readouterr().err
+
+
+def test_command_runs_apsp_with_a_transient_straggler(capsys):
+    assert main(["run", "apsp", "--graph", "path:4", "--straggler", "1:5:0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "with chance 0.5" in out and "16 facts of path" in out and "equals the sequential fixpoint" in out
 
 
 @pytest.mark.slow

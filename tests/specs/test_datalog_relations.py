@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lockstep.specs.datalog.relations import Index, KeySpace, group_best, unique_rows
+from lockstep.specs.datalog.relations import Index, KeySpace, group_best, merge_new, unique_rows
 
 ints = st.integers(-(1 << 40), 1 << 40)
 small = st.integers(-5, 5)
@@ -61,3 +61,18 @@ def test_index_probe_finds_every_match(keys, probes, wide):
     left, rows = Index([col]).probe([np.array(probes, dtype=np.int64)])
     got = sorted(zip(left.tolist(), rows.tolist()))
     assert got == sorted((i, j) for i, p in enumerate(probes) for j, k in enumerate(keys) if k == p)
+    index = Index([col])
+    other = np.arange(len(col), dtype=np.int64) * 7
+    left2, at = index.probe_sorted([np.array(probes, dtype=np.int64)])
+    assert np.array_equal(left2, left) and np.array_equal(index.take(other, 0, at), other[rows])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sets(st.integers(0, 60)), st.sets(st.integers(0, 60), min_size=1), st.booleans())
+def test_merge_new_gives_the_union_and_what_was_absent(old, new, huge):
+    shift = (1 << 61) if huge else 0  # codes too large to tag in the low bit: the searchsorted path
+    a = np.array(sorted(old), dtype=np.int64) + shift
+    b = np.array(sorted(new), dtype=np.int64) + shift
+    merged, fresh = merge_new(a, b)
+    assert merged.tolist() == sorted({x + shift for x in old | new})
+    assert fresh.tolist() == sorted(x + shift for x in new - old)
