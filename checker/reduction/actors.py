@@ -152,6 +152,7 @@ class ActorStructure:
         self.system = system
         self.n = system.proc.size
         self.ntrans = len(prog.transitions)
+        self._proofs: dict[tuple, bool] = {}  # _always's answers by what was asked: processes share handlers
         self._fields()
         self._check_footprints()
         self.frozen = {p: self._frozen(p) for p in range(self.n)}
@@ -299,10 +300,25 @@ class ActorStructure:
         for y in cands:
             for v in self.frozen[pid].get(y, ()):
                 scope = sorted(set(cands) | {x})
-                if y == x or _always(requires + [u, slot(x, local.slot_doms[x])], {y: v}, scope, local,
-                                     lambda vals: not all(vals[:-2]) or vals[-2] == vals[-1]):
+                if y == x or self._proves("identity", requires + [u, slot(x, local.slot_doms[x])], {y: v}, scope,
+                                          lambda vals: not all(vals[:-2]) or vals[-2] == vals[-1]):
                     ident.append(("eq", gs[y], v))
         return Write(x, tuple(ident), add_only, reads - {x} if add_only else reads)
+
+    def _proves(self, kind: str, terms: list[Any], fixed: dict[int, Any], reads: Iterable[int], ok: Any) -> bool:
+        """`_always` over the local program, remembered by (kind of `ok`, the terms, the fixed slots, the
+        slots read): the processes of one role ask the same questions of the same handlers."""
+        reads = tuple(reads)
+        try:
+            key = (kind, tuple(t.key if isinstance(t, Term) else ("value", t) for t in terms),
+                   tuple(fixed.items()), reads)
+            hash(key)
+        except TypeError:  # an unhashable constant: ask without remembering
+            return _always(terms, fixed, reads, self.system.local, ok)
+        got = self._proofs.get(key)
+        if got is None:
+            got = self._proofs[key] = _always(terms, fixed, reads, self.system.local, ok)
+        return got
 
     def _falsifiers(self, pid: int, cond: list[Term]) -> list[tuple[int, Any]]:
         """(local slot, frozen value) pairs under which the conjunction `cond` is false whatever the
@@ -313,7 +329,7 @@ class ActorStructure:
         out = []
         for x in reads:
             for v in self.frozen[pid].get(x, ()):
-                if _always(cond, {x: v}, reads, self.system.local, lambda vals: not all(vals)):
+                if self._proves("false", cond, {x: v}, reads, lambda vals: not all(vals)):
                     out.append((x, v))
         return out
 
@@ -334,8 +350,8 @@ class ActorStructure:
                     continue
                 requires = [c.term for c in s.transition.checks if c.kind == "require"]
                 reads = sorted(set().union(_slots(u), *(_slots(t) for t in requires)) | {x})
-                keep = [v for v in keep if _always(requires + [u], {x: v}, reads, local,
-                                                  lambda vals, v=v: not all(vals[:-1]) or vals[-1] == v)]
+                keep = [v for v in keep if self._proves("keeps", requires + [u], {x: v}, reads,
+                                                       lambda vals, v=v: not all(vals[:-1]) or vals[-1] == v)]
             if keep:
                 out[x] = keep
         return out
