@@ -80,80 +80,73 @@ class _Stop(Exception):
         self.found, self.queued = found, queued
 
 
-class FirstOccurrences:
-    """For each distinct key of a batch, the index of its occurrence with the least serial number.
+class Candidates:
+    """One batch's candidate successors, laid out transition-major: candidate j is the successor of
+    frontier row `rows[j]` whose words are that row's XOR `deltas[:, j]`; segment s (from
+    `seg_start[s]` to `seg_start[s + 1]`) holds transition `seg_tid[s]`'s candidates, rows ascending.
+    A zero delta is a step back to the parent itself."""
 
-    Hashes the keys into a scratch open-addressing table (equal keys meet in one slot), then
-    takes the least serial number per slot. The table is sized for the number of distinct keys
-    the previous batch had (small tables stay in cache), and redone at full size if it fills;
-    its arrays are kept between batches, since fresh large arrays cost a page fault per page."""
+    def __init__(self, words: np.ndarray, outs: list):
+        self.words, self.outs = words, outs
+        n, k = words.shape[1], words.shape[0]
+        parts = []
+        for tid, (idx, deltas, _fail) in enumerate(outs):
+            if idx.size and any(d is not None for d in deltas):
+                parts.append((tid, idx, deltas))
+        sizes = [len(idx) for _t, idx, _d in parts]
+        self.seg_start = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.seg_start[1:])
+        self.seg_tid = np.array([t for t, _i, _d in parts], dtype=np.int64)
+        total = int(self.seg_start[-1])
+        self.rows = np.empty(total, dtype=np.int64)
+        self.deltas = np.zeros((k, total), dtype=np.uint64)
+        for s, (_tid, idx, deltas) in enumerate(parts):
+            a, b = self.seg_start[s], self.seg_start[s + 1]
+            self.rows[a:b] = idx if idx.size < n else np.arange(n)
+            for w, d in enumerate(deltas):
+                if d is not None:
+                    self.deltas[w, a:b] = d
+        self.n = n
 
-    def __init__(self) -> None:
-        self.table = np.zeros(0, dtype=np.uint64)
-        self.best = np.zeros(0, dtype=np.int64)
-        self.ratio = 1.0  # distinct keys per key in the last batch
+    def __len__(self) -> int:
+        return len(self.rows)
 
-    def __call__(self, keys: np.ndarray, serial: np.ndarray) -> np.ndarray:
-        m = len(keys)
-        guess = min(m, int(2 * self.ratio * m) + 1024)
-        slot = self._slots(keys, 1 << max(10, (2 * guess).bit_length()))
-        if slot is None:
-            slot = self._slots(keys, 1 << max(10, (2 * m).bit_length()))
-        best = self.best
-        np.minimum.at(best, slot, serial)
-        out = (best[slot] == serial).nonzero()[0]
-        self.table[slot] = 0
-        best[slot] = np.iinfo(np.int64).max
-        self.ratio = len(out) / max(m, 1)
-        return out
+    def tids(self) -> np.ndarray:
+        """Each candidate's transition."""
+        return np.repeat(self.seg_tid, np.diff(self.seg_start))
 
-    def _slots(self, keys: np.ndarray, cap: int) -> np.ndarray | None:
-        """Each key's slot in a table of `cap` slots; None (and the table cleared) if it fills."""
-        if len(self.table) < cap:
-            self.table = np.zeros(cap, dtype=np.uint64)
-            self.best = np.full(cap, np.iinfo(np.int64).max, dtype=np.int64)
-        table = self.table
-        wrap = np.int64(cap - 1)
-        slot = (keys & np.uint64(cap - 1)).astype(np.int64)
-        table[slot] = keys  # the first round: one key wins each slot
-        go = (table[slot] != keys).nonzero()[0]
-        filled = np.count_nonzero(table[:cap])
-        k, p = keys[go], slot[go]
-        while go.size:
-            if filled > 0.75 * cap:
-                table[:cap] = 0
-                return None
-            p = (p + 1) & wrap
-            v = table[p]
-            empty = (v == 0).nonzero()[0]
-            if empty.size:
-                table[p[empty]] = k[empty]  # among different keys racing for a slot, one wins
-                filled += empty.size  # an overestimate when equal keys race: safe
-                v = table[p]
-            hit = v == k
-            slot[go[hit]] = p[hit]
-            miss = (~hit).nonzero()[0]
-            go, k, p = go[miss], k[miss], p[miss]
-        return slot
+    def moved(self) -> np.ndarray:
+        """Which candidates differ from their parent."""
+        return (self.deltas != 0).any(axis=0)
+
+    def states(self, sel: np.ndarray | None = None) -> np.ndarray:
+        """The words of candidates `sel` (all by default)."""
+        if sel is None:
+            return self.words[:, self.rows] ^ self.deltas
+        return self.words[:, self.rows[sel]] ^ self.deltas[:, sel]
 
 
-class InOrder:
-    """The permutation that sorts distinct non-negative keys below a span: a counting sort, with
-    scratch arrays kept between batches."""
+class _Scratch:
+    """Arrays reused from batch to batch (fresh large arrays cost a page fault per page)."""
 
     def __init__(self) -> None:
-        self.where = np.zeros(0, dtype=np.int64)
-        self.marked = np.zeros(0, dtype=bool)
+        self.order = np.zeros(0, dtype=np.int64)
+        self.tids = np.zeros(0, dtype=np.int64)
+        self.out_k = np.zeros(0, dtype=np.int64)
+        self.out_fp = np.zeros(0, dtype=np.uint64)
+        self.out_words = np.zeros((0, 0), dtype=np.uint64)
 
-    def __call__(self, keys: np.ndarray, span: int) -> np.ndarray:
-        if len(self.marked) < span:
-            self.where = np.zeros(span, dtype=np.int32)
-            self.marked = np.zeros(span, dtype=bool)
-        self.where[keys] = np.arange(len(keys), dtype=np.int32)
-        self.marked[keys] = True
-        out = self.where[self.marked[:span].nonzero()[0]]
-        self.marked[keys] = False
-        return out
+    def fit(self, m: int, words: int) -> None:
+        if len(self.order) < m or self.out_words.shape[0] != words:
+            m = max(m, int(1.25 * len(self.order)))
+            self.order = np.zeros(m, dtype=np.int64)
+            self.tids = np.zeros(m, dtype=np.int64)
+            self.out_k = np.zeros(m, dtype=np.int64)
+            self.out_fp = np.zeros(m, dtype=np.uint64)
+            self.out_words = np.zeros((words, m), dtype=np.uint64)
+
+
+NO_FILTER = np.zeros(0, dtype=np.bool_)
 
 
 class VectorSearch:
@@ -165,19 +158,21 @@ class VectorSearch:
         self.budget = Budget(vopts.memory, vopts.spill_dir)
         self.batch = vopts.batch or int(np.clip(TARGET_CANDIDATES // max(vm.ntrans, 1), 1 << 10, 1 << 20))
         self.table = FingerprintTable()
-        self.first_occurrences = FirstOccurrences()
-        self.in_order = InOrder()
-        self.levels: list[Spool] = []  # parent links (fingerprint, parent fingerprint) per level
-        self.proxy = _VectorFingerprints(vm.model, vm.layout)
-        self.helper = _Search(self.proxy, opts, progress)  # reports violations as the scalar engine does
-        self.helper.parents = self  # type: ignore[assignment]  # rebuild_path asks self.get(fp)
+        self.scratch = _Scratch()
+        self.tbits = max(vm.ntrans - 1, 1).bit_length()  # a parent link: parent's index << tbits | transition
+        self.levels: list[Spool] = []  # parent links per level (level 0: the index among the initial states)
+        self.initial_words = np.zeros((self.layout.words, 0), dtype=np.uint64)
+        self.helper = _Search(_VectorFingerprints(vm.model, vm.layout), opts, progress)  # reports violations
         self.distinct = self.generated = self.depth = 0
         self.cut: str | None = None
+        self.at: tuple[int, int] | None = None  # (level, index) of the state a violation is reported at
         self.handoff: int | None = None  # stop at the first level with this many states, for workers
         self.handed_off: tuple[Spool, int] | None = None
+        self.level_fps: list[list[np.ndarray]] = []  # each level's fingerprints, kept only when handing off
         self.constrained = bool(vm.model.constraint_names)
         self.checks_invariants = bool(vm.model.invariant_names)
-        self._hint = 0
+        self.expected = 0  # new states this level is expected to add (from the last levels' growth)
+        self.seed_fp, self.exact = np.uint64(self.layout.seed), self.layout.exact
 
     def close(self) -> None:
         for s in self.levels:
@@ -185,22 +180,57 @@ class VectorSearch:
         self.budget.close()
 
     # -- parent links ---------------------------------------------------------------------------
+    def link(self, parents: np.ndarray, tids: np.ndarray) -> np.ndarray:
+        """Parent links of new states: their parents' indices in the previous level and transitions."""
+        return (parents.astype(np.uint64) << np.uint64(self.tbits)) | tids.astype(np.uint64)
+
+    def path_fingerprints(self, level: int, index: int) -> list[int]:
+        """The fingerprints of the path from an initial state to state `index` of `level`: the parent
+        links give each step's transition, which the compiled program re-runs on one state at a time."""
+        steps = []
+        mask = (1 << self.tbits) - 1
+        while level > 0:
+            link = int(self.levels[level].row(index)[0])
+            steps.append(link & mask)
+            index, level = link >> self.tbits, level - 1
+        root = int(self.levels[0].row(index)[0])
+        w = self.initial_words[:, root:root + 1].copy()
+        fps = [int(self.layout.fingerprints(w)[0])]
+        for tid in reversed(steps):
+            idx, deltas, _fail = self.program.batch(w, 1)[tid]
+            assert idx.size == 1, "a recorded step is not enabled"
+            for word, d in enumerate(deltas):
+                if d is not None:
+                    w[word] ^= d
+            fps.append(int(self.layout.fingerprints(w)[0]))
+        return fps
+
     def find_parent(self, fp: int) -> tuple[bool, int | None]:
-        """(found, parent fingerprint or None for an initial state) from this process's parent links."""
-        order = list(range(min(self._hint, len(self.levels) - 1), -1, -1)) + list(range(self._hint + 1, len(self.levels)))
-        for lv in order:
-            row = self.levels[lv].find(0, fp)
-            if row is not None:
-                self._hint = max(lv - 1, 0)
-                return True, (None if int(row[1]) == 0 else int(row[1]))
+        """(found, parent fingerprint or None for an initial state) of a state of the levels searched
+        before a handoff (their fingerprints are kept then)."""
+        fps = [np.concatenate(lv) if lv else np.zeros(0, np.uint64) for lv in self.level_fps]
+        mask = (1 << self.tbits) - 1
+        for level in range(len(fps) - 1, -1, -1):
+            hit = np.flatnonzero(fps[level] == np.uint64(fp))
+            if hit.size:
+                if level == 0:
+                    return True, None
+                parent = int(self.levels[level].row(int(hit[0]))[0]) >> self.tbits
+                return True, int(fps[level - 1][parent])
         return False, None
 
-    def get(self, fp: int) -> int | None:
-        """The parent fingerprint of a visited state (None for an initial state)."""
-        found, parent = self.find_parent(fp)
-        if not found:
-            raise RuntimeError("a counterexample state has no recorded parent")
-        return parent
+    def _keep_fps(self, fps: np.ndarray, new_level: bool = False) -> None:
+        if self.handoff is not None:
+            if new_level:
+                self.level_fps.append([])
+            self.level_fps[-1].append(fps)
+
+    def parents_on_path(self) -> dict[int, int | None]:
+        """The parent fingerprint of each state on the path to `self.at` (for `rebuild_path`)."""
+        if self.at is None:
+            return {}
+        fps = self.path_fingerprints(*self.at)
+        return dict(zip(fps, [None] + fps[:-1]))
 
     # -- main loop --------------------------------------------------------------------------------
     def run(self) -> CheckResult:
@@ -220,19 +250,22 @@ class VectorSearch:
         res.exact_fingerprints = self.layout.exact
         res.notes.append(self._memory_note())
         if found is not None:
-            self._hint = len(self.levels) - 1
             res.verdict = VIOLATION
-            res.violation = self.helper._violation(found)
+            res.violation = self.violation(found)
         elif self.cut:
             res.verdict = INCONCLUSIVE
             res.cut = self.cut
         return res
 
+    def violation(self, found: _Found) -> Any:
+        self.helper.parents = self.parents_on_path()
+        return self.helper._violation(found)
+
     def _memory_note(self) -> str:
         per = self.table.nbytes / max(self.distinct, 1)
         note = (f"vector engine: states packed into {self.layout.bits} bits ({self.layout.words} word"
                 f"{'s' if self.layout.words > 1 else ''}); visited table {per:.1f} bytes per state, "
-                f"parent links 16 bytes per state")
+                f"parent links 8 bytes per state")
         if self.budget.spilled:
             note += f"; {self.budget.spilled / 2**20:,.1f} MiB of frontiers and parent links spilled to disk"
         return note
@@ -242,11 +275,13 @@ class VectorSearch:
         bad, outside = safe_predicates(m)
         states = m.initial_states()
         words = layout.pack_many(states)
+        self.initial_words = words
         fps = layout.fingerprints(words) if states else np.zeros(0, np.uint64)
-        links = Spool(self.budget, 2)
+        links = Spool(self.budget, 1)
         self.levels.append(links)
         frontier = Spool(self.budget, layout.words)
         seen: set[int] = set()
+        kept: list[int] = []  # which initial states are kept, in order
         for j, st in enumerate(states):
             self.generated += 1
             f = int(fps[j])
@@ -257,11 +292,15 @@ class VectorSearch:
                     raise self.helper._invariant_violation(f, st)
                 continue
             seen.add(f)
-            links.append(np.array([[f], [0]], dtype=np.uint64))
+            self.at = (0, len(links))
+            links.append(np.array([[j]], dtype=np.uint64))
+            kept.append(j)
             self.distinct += 1
             if bad(st):
                 raise self.helper._invariant_violation(f, st)
             frontier.append(words[:, j:j + 1])
+        self.at = None
+        self._keep_fps(fps[np.array(kept, dtype=np.int64)], new_level=True)
         self.table.add(np.array(sorted(seen), dtype=np.uint64))
         if len(frontier):
             self.depth = 1
@@ -280,11 +319,14 @@ class VectorSearch:
                     self.cut = f"depth bound {opts.max_depth} reached with unexplored states"
                 return len(frontier)
             nxt = Spool(self.budget, self.layout.words)
-            links = Spool(self.budget, 2)
+            links = Spool(self.budget, 1)
             self.levels.append(links)
+            self._keep_fps(np.zeros(0, np.uint64), new_level=True)
+            self.expected = self.expect(level)
+            self.table.reserve(self.expected)
             base = 0
             for words in frontier.batches(self.batch):
-                self._expand(words, base, nxt, links, cap, len(frontier))
+                self._expand(words, base, level, nxt, links, cap, len(frontier))
                 base += words.shape[1]
             frontier.close()
             frontier = nxt
@@ -293,44 +335,46 @@ class VectorSearch:
                 self.depth = level + 1
         return 0
 
-    # -- one batch ----------------------------------------------------------------------------------
-    def _successors(self, words: np.ndarray) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
-        """Run every transition over the batch: (per-transition outputs, rows, serial numbers within the
-        batch (row * (transitions + 1) + transition), candidate words) for the successors that differ
-        from their parent."""
-        n, k = words.shape[1], self.layout.words
-        outs = self.program.batch(words, n)
-        T1 = self.vm.ntrans + 1
-        rows, keys, cands = [], [], []
-        for tid, (idx, deltas, _fail) in enumerate(outs):
-            if not idx.size:
-                continue
-            moved = None
-            for d in deltas:
-                if d is not None:
-                    moved = d != 0 if moved is None else moved | (d != 0)
-            if moved is None:
-                continue
-            sel = moved.nonzero()[0]
-            if not sel.size:
-                continue
-            r = sel if idx.size == n else idx[sel]  # all rows enabled: idx is 0..n-1
-            rows.append(r)
-            keys.append(r * T1 + tid)
-            block = np.empty((k, len(r)), dtype=np.uint64)
-            for w, d in enumerate(deltas):
-                np.take(words[w], r, out=block[w])
-                if d is not None:
-                    block[w] ^= d[sel]
-            cands.append(block)
-        if not rows:
-            return outs, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((k, 0), np.uint64)
-        return outs, np.concatenate(rows), np.concatenate(keys), np.concatenate(cands, axis=1)
+    def expect(self, level: int) -> int:
+        """New states expected from expanding `level`: its size times its growth over the level before."""
+        now = len(self.levels[level])
+        before = len(self.levels[level - 1]) if level else 1
+        return int(now * min(now / max(before, 1), 2.0))
 
-    def _expand(self, words: np.ndarray, base: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:
+    # -- one batch ----------------------------------------------------------------------------------
+    def successors(self, words: np.ndarray) -> Candidates:
+        """Run every transition over the batch."""
+        return Candidates(words, self.program.batch(words, words.shape[1]))
+
+    def insert_new(self, c: Candidates, allow: np.ndarray, progress_of_level: float) -> tuple[np.ndarray, ...]:
+        """Insert the candidates' fingerprints in serial order, each if absent: (positions in serial
+        order, transitions, fingerprints, words) of the new states, in serial order."""
+        from . import kernels
+
+        total = len(c)
+        sc = self.scratch
+        sc.fit(total, self.layout.words)
+        kernels.serial_order(c.rows, c.seg_start, c.seg_tid, c.n, sc.order, sc.tids)
+        order = sc.order[:total]
+        table = self.table
+        k = m = 0
+        while True:
+            k, table.size, m = kernels.insert_successors(
+                table.table, table.size, table.limit, c.words, c.rows, c.deltas, order, allow, self.seed_fp,
+                self.exact, k, sc.out_k, sc.out_fp, sc.out_words, m)
+            if k == total:
+                break
+            done = self.distinct + m - self._level_start()
+            table.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
+        pos = sc.out_k[:m]
+        return order[pos], sc.tids[pos], sc.out_fp[:m].copy(), sc.out_words[:, :m].copy()
+
+    def _expand(self, words: np.ndarray, base: int, level: int, nxt: Spool, links: Spool, cap: int,
+                level_size: int) -> None:
         n = words.shape[1]
         T1 = self.vm.ntrans + 1
-        outs, rows, keys, cands = self._successors(words)
+        c = self.successors(words)
+        outs = c.outs
         enabled = sum(o[0].size for o in outs)
         stops: list[tuple[int, str, Any]] = []  # (serial key, kind, detail)
         for tid, (_idx, _d, fail) in enumerate(outs):
@@ -344,44 +388,51 @@ class VectorSearch:
             if not live.all():
                 r = int(np.argmin(live))
                 stops.append(((base + r) * T1 + T1 - 1, "deadlock", r))
-        fps = self.layout.fingerprints(cands)
-        serial = keys + base * T1
-        firsts = self.first_occurrences(fps, serial)
-        fresh = firsts[~self.table.contains(fps[firsts])]
-        cand = fresh[self.in_order(serial[fresh] - base * T1, n * T1)]  # new successors, in the scalar engine's order
-        ukeys, ufps = serial[cand], fps[cand]
-        uwords = cands[:, cand]
-        m = len(cand)
-        inside = np.ones(m, dtype=bool)
-        if self.constrained and m:
-            inside = ~self.program.outside(uwords, m)
-        bad = self.program.bad(uwords, m) if self.checks_invariants and m else np.zeros(m, dtype=bool)
-        out_bad = (~inside & bad).nonzero()[0]
-        if out_bad.size:
-            stops.append((int(ukeys[out_bad[0]]), "invariant-last", int(cand[out_bad[0]])))
-        new = inside.nonzero()[0]
+        allow = NO_FILTER
+        if self.constrained and len(c):
+            allow = self._inside(c, base, stops)
+        js, tids, nfps, nwords = self.insert_new(c, allow, (base + n) / level_size)
+        rows = c.rows[js]
+        ukeys = (base + rows) * T1 + tids
+        m = len(js)
+        bad = self.program.bad(nwords, m) if self.checks_invariants and m else np.zeros(m, dtype=bool)
         room = cap - self.distinct
-        if len(new) > max(room, 0):
-            stops.append((int(ukeys[new[max(room, 0)]]), "cut", None))
-        new_bad = bad[new].nonzero()[0]
+        if m > max(room, 0):
+            stops.append((int(ukeys[max(room, 0)]), "cut", None))
+        new_bad = bad.nonzero()[0]
         if new_bad.size:
-            stops.append((int(ukeys[new[new_bad[0]]]), "invariant", int(cand[new[new_bad[0]]])))
-        parent_fps = self.layout.fingerprints(words)
+            stops.append((int(ukeys[new_bad[0]]), "invariant", int(new_bad[0])))
         if stops:
-            self._stop(min(stops, key=lambda s: s[0]), words, outs, base, new, ukeys, ufps, uwords, cand, rows,
-                       parent_fps, links, level_size)
+            self._stop(min(stops, key=lambda s: s[0]), words, outs, base, level, ukeys, rows, tids, nwords, c,
+                       links, level_size)
         self.generated += enabled
-        self.distinct += len(new)
-        nf = ufps[new]
-        self.table.add(nf)
-        links.append(np.stack([nf, parent_fps[rows[cand[new]]]]))
-        nxt.append(uwords[:, new])
+        self.distinct += m
+        links.append(self.link(base + rows, tids)[None, :])
+        self._keep_fps(nfps)
+        nxt.append(nwords)
         if self.progress.due():
             self.progress.report(Stats(self.distinct, self.generated, level_size - base - n + len(nxt), self.depth))
 
-    def _stop(self, stop: tuple[int, str, Any], words: np.ndarray, outs: list, base: int, new: np.ndarray,
-              ukeys: np.ndarray, ufps: np.ndarray, uwords: np.ndarray, cand: np.ndarray, rows: np.ndarray,
-              parent_fps: np.ndarray, links: Spool, level_size: int) -> None:
+    def _inside(self, c: Candidates, base: int, stops: list) -> np.ndarray:
+        """Which candidates satisfy the constraints; the first that does not but violates an invariant
+        (it is checked, though never stored) is a stop."""
+        cands = c.states()
+        inside = ~self.program.outside(cands, len(c))
+        if self.checks_invariants:
+            out = (~inside & c.moved()).nonzero()[0]
+            if out.size:
+                bad = self.program.bad(cands[:, out], len(out))
+                hit = out[bad]
+                if hit.size:
+                    T1 = self.vm.ntrans + 1
+                    keys = (base + c.rows[hit]) * T1 + c.tids()[hit]
+                    j = int(hit[np.argmin(keys)])
+                    stops.append((int(keys.min()), "invariant-last", j))
+        return np.ascontiguousarray(inside)
+
+    def _stop(self, stop: tuple[int, str, Any], words: np.ndarray, outs: list, base: int, level: int,
+              ukeys: np.ndarray, rows: np.ndarray, tids: np.ndarray, nwords: np.ndarray, c: Candidates,
+              links: Spool, level_size: int) -> None:
         """Settle the counts where the scalar engine would have stopped, and raise."""
         key, kind, detail = stop
         T1 = self.vm.ntrans + 1
@@ -389,25 +440,29 @@ class VectorSearch:
         for tid, (idx, _d, _f) in enumerate(outs):
             keys = (base + idx) * T1 + tid
             self.generated += int(np.count_nonzero(keys <= key if inclusive else keys < key))
-        before = new[ukeys[new] < key]
-        if kind == "invariant":
-            before = new[ukeys[new] <= key]
-        links.append(np.stack([ufps[before], parent_fps[rows[cand[before]]]]))
-        self.distinct += len(before)
+        before = int(np.count_nonzero(ukeys <= key if kind == "invariant" else ukeys < key))
+        start = len(links)
+        links.append(self.link(base + rows[:before], tids[:before])[None, :])
+        self.distinct += before
         lay, h = self.layout, self.helper
         if kind == "cut":
             self.cut = f"state bound {self.opts.max_states} reached"
             raise _Stop(None, queued=level_size + self.distinct - self._level_start())
         if kind in ("step", "deadlock"):
             st = lay.unpack(list(words[:, detail]))
-            pf = int(parent_fps[detail])
+            pf = lay.fingerprint_state(st)
+            self.at = (level, base + detail)
             if kind == "step":
                 raise h._step_failure(pf, st)
             raise _Found("deadlock", "", "deadlock: no action is enabled", None, pf, None, st)
-        st = lay.unpack([int(x) for x in uwords[:, int((cand == detail).nonzero()[0][0])]])
         if kind == "invariant":
+            st = lay.unpack([int(x) for x in nwords[:, detail]])
+            self.at = (level + 1, start + detail)
             raise h._invariant_violation(lay.fingerprint_state(st), st)
-        pf = int(parent_fps[rows[detail]])
+        st = lay.unpack([int(x) for x in c.states(np.array([detail]))[:, 0]])
+        r = int(c.rows[detail])
+        self.at = (level, base + r)
+        pf = lay.fingerprint_words([int(x) for x in words[:, r]])
         raise h._invariant_violation(pf, st, last=(None, st))
 
     def _level_start(self) -> int:
@@ -416,24 +471,27 @@ class VectorSearch:
     def _frontier_grows(self, frontier: Spool) -> bool:
         """Whether a frontier state has an unseen successor; step failures and deadlocks found on the
         way stop the search, in the scalar engine's order."""
+        level = len(self.levels) - 1
+        base = 0
         for words in frontier.batches(self.batch):
             n = words.shape[1]
-            outs, rows, _keys, cands = self._successors(words)
+            c = self.successors(words)
             flags = np.full(n, 3, dtype=np.int8)  # 0 step failure, 1 deadlock, 2 unseen successor, 3 none
             unseen = np.zeros(n, dtype=bool)
-            fps = self.layout.fingerprints(cands)
-            fresh = ~self.table.contains(fps)
+            moved = c.moved().nonzero()[0]
+            cands = c.states(moved)
+            fresh = ~self.table.contains(self.layout.fingerprints(cands))
             if self.constrained and fresh.any():
                 sub = fresh.nonzero()[0]
                 fresh[sub] = ~self.program.outside(cands[:, sub], len(sub))
-            unseen[rows[fresh]] = True
+            unseen[c.rows[moved[fresh]]] = True
             flags[unseen] = 2
             if self.opts.deadlock:
                 live = np.zeros(n, dtype=bool)
-                for idx, _d, _f in outs:
+                for idx, _d, _f in c.outs:
                     live[idx] = True
                 flags[~live] = 1
-            for _idx, _d, fail in outs:
+            for _idx, _d, fail in c.outs:
                 if fail is not None:
                     flags[fail] = 0
             hit = (flags < 3).nonzero()[0]
@@ -441,9 +499,11 @@ class VectorSearch:
                 r = int(hit[0])
                 st = self.layout.unpack([int(x) for x in words[:, r]])
                 pf = self.layout.fingerprint_state(st)
+                self.at = (level, base + r)
                 if flags[r] == 0:
                     raise self.helper._step_failure(pf, st)
                 if flags[r] == 1:
                     raise _Found("deadlock", "", "deadlock: no action is enabled", None, pf, None, st)
                 return True
+            base += n
         return False
