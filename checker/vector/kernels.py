@@ -139,11 +139,12 @@ def serial_order(rows: np.ndarray, seg_start: np.ndarray, seg_tid: np.ndarray, n
 @_jit
 def insert_successors(table: np.ndarray, size: int, limit: int, words: np.ndarray, rows: np.ndarray,
                       deltas: np.ndarray, order: np.ndarray, allow: np.ndarray, seed: np.uint64, exact: bool,
-                      start: int, out_k: np.ndarray, out_fp: np.ndarray, out_words: np.ndarray, m: int
-                      ) -> tuple[int, int, int]:
+                      start: int, out_k: np.ndarray, out_fp: np.ndarray, out_words: np.ndarray, m: int,
+                      part: np.uint64, parts_mask: np.uint64) -> tuple[int, int, int]:
     """Walk candidates `order[start:]`: the successor of parent row `rows[j]` by XOR delta `deltas[:, j]`
-    (skipped when the delta is zero — the state is its parent — or `allow` is given and false); insert
-    its fingerprint if absent and, if it was, append (k, fingerprint, words) to the outputs at `m`.
+    (skipped when the delta is zero — the state is its parent — or `allow` is given and false, or its
+    fingerprint's low bits `& parts_mask` are not `part`: another table holds it); insert its
+    fingerprint if absent and, if it was, append (k, fingerprint, words) to the outputs at `m`.
     Stops before the table holds more than `limit` keys. Returns (next k, table size, outputs)."""
     cap = np.uint64(table.size)
     nw = words.shape[0]
@@ -167,6 +168,8 @@ def insert_successors(table: np.ndarray, size: int, limit: int, words: np.ndarra
             h = _mix(h ^ (words[w, r] ^ deltas[w, j]))
         if not exact and h == _ZERO:
             h = _ONE
+        if (h & parts_mask) != part:
+            continue
         p = _home(h, cap)
         while True:
             v = table[p]

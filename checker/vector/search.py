@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,9 +31,10 @@ from ..typed_model import TypedModel
 from .compile import VectorProgram
 from .layout import Layout, VectorUnsupported
 from .spool import Budget, Spool
-from .visited import FingerprintTable
+from .visited import VisitedSet
 
 TARGET_CANDIDATES = 1 << 22  # successors per batch the default batch size aims at
+THREADED_LEVEL = 1 << 16  # smaller levels run on one thread (a second one costs more than it saves there)
 
 
 @dataclass
@@ -132,19 +135,50 @@ class _Scratch:
     def __init__(self) -> None:
         self.order = np.zeros(0, dtype=np.int64)
         self.tids = np.zeros(0, dtype=np.int64)
-        self.out_k = np.zeros(0, dtype=np.int64)
-        self.out_fp = np.zeros(0, dtype=np.uint64)
-        self.out_words = np.zeros((0, 0), dtype=np.uint64)
 
-    def fit(self, m: int, words: int) -> None:
-        if len(self.order) < m or self.out_words.shape[0] != words:
+    def fit(self, m: int) -> None:
+        if len(self.order) < m:
             m = max(m, int(1.25 * len(self.order)))
             self.order = np.zeros(m, dtype=np.int64)
             self.tids = np.zeros(m, dtype=np.int64)
-            self.out_k = np.zeros(m, dtype=np.int64)
-            self.out_fp = np.zeros(m, dtype=np.uint64)
-            self.out_words = np.zeros((words, m), dtype=np.uint64)
 
+
+class _Outputs:
+    """The insertion pass's outputs, reused from batch to batch."""
+
+    def __init__(self) -> None:
+        self.k = np.zeros(0, dtype=np.int64)
+        self.fp = np.zeros(0, dtype=np.uint64)
+        self.words = np.zeros((0, 0), dtype=np.uint64)
+
+    def fit(self, m: int, words: int) -> None:
+        if len(self.k) < m or self.words.shape[0] != words:
+            m = max(m, int(1.25 * len(self.k)))
+            self.k = np.zeros(m, dtype=np.int64)
+            self.fp = np.zeros(m, dtype=np.uint64)
+            self.words = np.zeros((words, m), dtype=np.uint64)
+
+    def grow(self) -> None:
+        """Twice the room, keeping what is written."""
+        m = 2 * len(self.k)
+        self.k = np.concatenate([self.k, np.zeros(m - len(self.k), dtype=np.int64)])
+        self.fp = np.concatenate([self.fp, np.zeros(m - len(self.fp), dtype=np.uint64)])
+        self.words = np.concatenate([self.words, np.zeros_like(self.words)], axis=1)
+
+
+@dataclass
+class Prepared:
+    """A frontier batch with its candidates in serial order, ready for the visited table: what does not
+    depend on the table, so it can be computed for the next batch while this one is inserted."""
+
+    words: np.ndarray
+    base: int  # the batch's first row's index in the level
+    c: Candidates
+    order: np.ndarray  # candidate positions in serial order (a view of a scratch array)
+    tids: np.ndarray  # their transitions
+    allow: np.ndarray  # which candidates satisfy the constraints (empty: no constraints)
+    stops: list  # (serial key, kind, detail) of step failures, deadlocks and constraint-hidden violations
+    enabled: int  # successors generated
 
 NO_FILTER = np.zeros(0, dtype=np.bool_)
 
@@ -157,8 +191,12 @@ class VectorSearch:
         self.layout, self.program, self.model = vm.layout, vm.program, vm.model
         self.budget = Budget(vopts.memory, vopts.spill_dir)
         self.batch = vopts.batch or int(np.clip(TARGET_CANDIDATES // max(vm.ntrans, 1), 1 << 10, 1 << 20))
-        self.table = FingerprintTable()
-        self.scratch = _Scratch()
+        self.table = VisitedSet()
+        self.scratch = (_Scratch(), _Scratch())  # two, so that the next batch is prepared while one is inserted
+        self.outputs = [_Outputs()]
+        self.threads = 1
+        self.threaded_level = THREADED_LEVEL
+        self.insert_pool: ThreadPoolExecutor | None = None
         self.tbits = max(vm.ntrans - 1, 1).bit_length()  # a parent link: parent's index << tbits | transition
         self.levels: list[Spool] = []  # parent links per level (level 0: the index among the initial states)
         self.initial_words = np.zeros((self.layout.words, 0), dtype=np.uint64)
@@ -174,7 +212,20 @@ class VectorSearch:
         self.expected = 0  # new states this level is expected to add (from the last levels' growth)
         self.seed_fp, self.exact = np.uint64(self.layout.seed), self.layout.exact
 
+    def use_threads(self, threads: int, threaded_level: int = THREADED_LEVEL) -> None:
+        """Search with two threads (more do not pay on this design): the visited set split in two
+        tables, inserted into at once, and each batch's successors prepared while the one before it is
+        inserted; levels below `threaded_level` states use one thread. Call before `run`."""
+        if threads < 2:
+            return
+        self.threads, self.threaded_level = 2, threaded_level
+        self.table = VisitedSet(2)
+        self.outputs = [_Outputs(), _Outputs()]
+        self.insert_pool = ThreadPoolExecutor(1, thread_name_prefix="lockstep-insert")
+
     def close(self) -> None:
+        if self.insert_pool is not None:
+            self.insert_pool.shutdown()
         for s in self.levels:
             s.close()
         self.budget.close()
@@ -209,7 +260,6 @@ class VectorSearch:
         """(found, parent fingerprint or None for an initial state) of a state of the levels searched
         before a handoff (their fingerprints are kept then)."""
         fps = [np.concatenate(lv) if lv else np.zeros(0, np.uint64) for lv in self.level_fps]
-        mask = (1 << self.tbits) - 1
         for level in range(len(fps) - 1, -1, -1):
             hit = np.flatnonzero(fps[level] == np.uint64(fp))
             if hit.size:
@@ -246,7 +296,7 @@ class VectorSearch:
             found, queued = s.found, s.queued
         secs = time.monotonic() - t0
         res = CheckResult(HOLDS, self.distinct, self.generated, self.depth, secs, queued=queued,
-                          visited_bytes=self.table.nbytes)
+                          workers=self.threads, visited_bytes=self.table.nbytes)
         res.exact_fingerprints = self.layout.exact
         res.notes.append(self._memory_note())
         if found is not None:
@@ -324,16 +374,39 @@ class VectorSearch:
             self._keep_fps(np.zeros(0, np.uint64), new_level=True)
             self.expected = self.expect(level)
             self.table.reserve(self.expected)
-            base = 0
-            for words in frontier.batches(self.batch):
-                self._expand(words, base, level, nxt, links, cap, len(frontier))
-                base += words.shape[1]
+            for b in self._prepared(frontier):
+                self._expand(b, level, nxt, links, cap, len(frontier))
             frontier.close()
             frontier = nxt
             level += 1
             if len(frontier):
                 self.depth = level + 1
         return 0
+
+    def _prepared(self, frontier: Spool) -> Iterator[Prepared]:
+        """The level's batches, prepared; with two threads, each batch is prepared while the one before
+        it is inserted (numpy and the kernels release the GIL, so the two overlap)."""
+        if self.threads < 2 or len(frontier) < self.threaded_level:
+            base = 0
+            for words in frontier.batches(self.batch):
+                yield self.prepare(words, base, self.scratch[0])
+                base += words.shape[1]
+            return
+        size = int(np.clip(len(frontier) // 4, 1 << 10, self.batch))  # several batches, so that they overlap
+        base, i = 0, 0
+        pending: Future | None = None
+        with ThreadPoolExecutor(1, thread_name_prefix="lockstep-prepare") as pool:
+            try:
+                for words in frontier.batches(size):
+                    nxt = pool.submit(self.prepare, words, base, self.scratch[i % 2])
+                    if pending is not None:
+                        yield pending.result()
+                    pending, base, i = nxt, base + words.shape[1], i + 1
+                if pending is not None:
+                    yield pending.result()
+            finally:
+                if pending is not None:
+                    pending.cancel()
 
     def expect(self, level: int) -> int:
         """New states expected from expanding `level`: its size times its growth over the level before."""
@@ -346,36 +419,15 @@ class VectorSearch:
         """Run every transition over the batch."""
         return Candidates(words, self.program.batch(words, words.shape[1]))
 
-    def insert_new(self, c: Candidates, allow: np.ndarray, progress_of_level: float) -> tuple[np.ndarray, ...]:
-        """Insert the candidates' fingerprints in serial order, each if absent: (positions in serial
-        order, transitions, fingerprints, words) of the new states, in serial order."""
+    def prepare(self, words: np.ndarray, base: int, scratch: _Scratch) -> Prepared:
+        """Everything about a batch that does not depend on the visited table (it runs on a second thread
+        while the previous batch is inserted, if the search has two)."""
         from . import kernels
 
-        total = len(c)
-        sc = self.scratch
-        sc.fit(total, self.layout.words)
-        kernels.serial_order(c.rows, c.seg_start, c.seg_tid, c.n, sc.order, sc.tids)
-        order = sc.order[:total]
-        table = self.table
-        k = m = 0
-        while True:
-            k, table.size, m = kernels.insert_successors(
-                table.table, table.size, table.limit, c.words, c.rows, c.deltas, order, allow, self.seed_fp,
-                self.exact, k, sc.out_k, sc.out_fp, sc.out_words, m)
-            if k == total:
-                break
-            done = self.distinct + m - self._level_start()
-            table.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
-        pos = sc.out_k[:m]
-        return order[pos], sc.tids[pos], sc.out_fp[:m].copy(), sc.out_words[:, :m].copy()
-
-    def _expand(self, words: np.ndarray, base: int, level: int, nxt: Spool, links: Spool, cap: int,
-                level_size: int) -> None:
         n = words.shape[1]
         T1 = self.vm.ntrans + 1
         c = self.successors(words)
         outs = c.outs
-        enabled = sum(o[0].size for o in outs)
         stops: list[tuple[int, str, Any]] = []  # (serial key, kind, detail)
         for tid, (_idx, _d, fail) in enumerate(outs):
             if fail is not None and fail.any():
@@ -391,7 +443,62 @@ class VectorSearch:
         allow = NO_FILTER
         if self.constrained and len(c):
             allow = self._inside(c, base, stops)
-        js, tids, nfps, nwords = self.insert_new(c, allow, (base + n) / level_size)
+        total = len(c)
+        scratch.fit(total)
+        kernels.serial_order(c.rows, c.seg_start, c.seg_tid, c.n, scratch.order, scratch.tids)
+        return Prepared(words, base, c, scratch.order[:total], scratch.tids[:total], allow, stops,
+                        sum(o[0].size for o in outs))
+
+    def insert_new(self, b: Prepared, progress_of_level: float) -> tuple[np.ndarray, ...]:
+        """Insert the candidates' fingerprints in serial order, each if absent: (positions, transitions,
+        fingerprints, words) of the new states, in serial order. With two tables, two threads insert at
+        once, each the keys of its own table in serial order; merging their new states by position
+        gives the one-table result."""
+        parts = self.table.parts
+        if len(parts) == 1:
+            m = self._insert_part(b, 0, progress_of_level)
+            out = self.outputs[0]
+            pos = out.k[:m]
+            return b.order[pos], b.tids[pos], out.fp[:m].copy(), out.words[:, :m].copy()
+        other = self.insert_pool.submit(self._insert_part, b, 1, progress_of_level)
+        m0 = self._insert_part(b, 0, progress_of_level)
+        m1 = other.result()
+        o0, o1 = self.outputs
+        k = np.concatenate([o0.k[:m0], o1.k[:m1]])
+        merge = np.argsort(k, kind="stable")  # two sorted runs: a linear merge
+        pos = k[merge]
+        fps = np.concatenate([o0.fp[:m0], o1.fp[:m1]])[merge]
+        words = np.concatenate([o0.words[:, :m0], o1.words[:, :m1]], axis=1)[:, merge]
+        return b.order[pos], b.tids[pos], fps, words
+
+    def _insert_part(self, b: Prepared, part: int, progress_of_level: float) -> int:
+        """Insert the candidates of table `part`, growing it (or the outputs) when full; how many were new."""
+        from . import kernels
+
+        c, total, n = b.c, len(b.c), len(self.table.parts)
+        table, out = self.table.parts[part], self.outputs[part]
+        out.fit(total if n == 1 else total // n + 1024, self.layout.words)
+        k = m = 0
+        while True:
+            room = len(out.k) - m
+            k, table.size, m = kernels.insert_successors(
+                table.table, table.size, min(table.limit, table.size + room), c.words, c.rows, c.deltas,
+                b.order, b.allow, self.seed_fp, self.exact, k, out.k, out.fp, out.words, m, np.uint64(part),
+                self.table.mask)
+            if k == total:
+                return m
+            if m == len(out.k):
+                out.grow()
+            else:
+                done = len(self.levels[-1]) // n + m  # this table's new states in this level so far
+                table.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
+
+    def _expand(self, b: Prepared, level: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:
+        words, base, c, stops = b.words, b.base, b.c, b.stops
+        outs, enabled = c.outs, b.enabled
+        n = words.shape[1]
+        T1 = self.vm.ntrans + 1
+        js, tids, nfps, nwords = self.insert_new(b, (base + n) / level_size)
         rows = c.rows[js]
         ukeys = (base + rows) * T1 + tids
         m = len(js)

@@ -88,3 +88,48 @@ class FingerprintTable:
                 release.madvise(mmap.MADV_DONTNEED, start * 8, (stop - start) * 8)
         self.table = new
         self.rebuilds += 1
+
+
+class VisitedSet:
+    """The visited set as a power of two of `FingerprintTable`s, key k in table `k & (parts - 1)`: threads
+    that each insert only the keys of their own table need no locks, and the keys a table gets are
+    exactly those it would hold alone (the home slot uses a key's high bits, the part its low bits)."""
+
+    def __init__(self, parts: int = 1):
+        if parts < 1 or parts & (parts - 1):
+            raise ValueError(f"a visited set splits into a power of two of tables, not {parts}")
+        self.parts = [FingerprintTable() for _ in range(parts)]
+        self.mask = np.uint64(parts - 1)
+
+    @property
+    def size(self) -> int:
+        return sum(t.size for t in self.parts)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self.parts)
+
+    def _route(self, keys: np.ndarray) -> list[np.ndarray]:
+        part = keys & self.mask
+        return [(part == np.uint64(p)).nonzero()[0] for p in range(len(self.parts))]
+
+    def contains(self, keys: np.ndarray) -> np.ndarray:
+        """A bool array: which keys are in the set."""
+        if len(self.parts) == 1:
+            return self.parts[0].contains(keys)
+        out = np.zeros(len(keys), dtype=bool)
+        for t, sel in zip(self.parts, self._route(keys)):
+            out[sel] = t.contains(keys[sel])
+        return out
+
+    def add(self, keys: np.ndarray) -> int:
+        """Insert keys (duplicates and keys already present are ignored); how many were new."""
+        if len(self.parts) == 1:
+            return self.parts[0].add(keys)
+        return sum(t.add(keys[sel]) for t, sel in zip(self.parts, self._route(keys)))
+
+    def reserve(self, expected: int) -> None:
+        """Make room for `expected` more keys in all (a little more than its share in each)."""
+        n = len(self.parts)
+        for t in self.parts:
+            t.reserve(expected if n == 1 else int(expected / n * 1.05) + 64)

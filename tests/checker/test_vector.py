@@ -13,7 +13,8 @@ from lockstep.checker.explicit import Options, check
 from lockstep.checker.loader import load_model
 from lockstep.checker.vector import VectorModel, VectorOptions, VectorUnsupported, check_vector
 from lockstep.checker.vector.layout import Layout
-from lockstep.checker.vector.visited import FingerprintTable
+from lockstep.checker.vector.search import VectorSearch
+from lockstep.checker.vector.visited import FingerprintTable, VisitedSet
 from tests.conftest import model_path, typed_spec_refs
 
 AGREEMENT_BOUND = 20_000  # distinct states per spec in the agreement test (any size of spec stays quick)
@@ -42,6 +43,51 @@ def test_agrees_with_the_scalar_engine(ref, deadlock):
     model = load_model(ref, {})
     opts = Options(deadlock=deadlock, max_states=AGREEMENT_BOUND)
     assert outcome(check_vector(model, opts)) == outcome(check(model, opts))
+
+
+def threaded(ref: str, params: dict | None = None, vopts: VectorOptions | None = None, **opts):
+    """The two-thread search, threaded from the first level on."""
+    from lockstep.checker.progress import NoProgress
+
+    search = VectorSearch(VectorModel(load_model(ref, params or {})), Options(**opts), NoProgress(),
+                          vopts or VectorOptions())
+    search.use_threads(2, threaded_level=1)
+    try:
+        return search.run()
+    finally:
+        search.close()
+
+
+@pytest.mark.parametrize("ref", typed_spec_refs())
+def test_two_threads_agree_with_the_scalar_engine(ref):
+    """Two visited tables filled by two threads, batches prepared ahead: the one-thread results exactly."""
+    opts = {"deadlock": True, "max_states": AGREEMENT_BOUND}
+    two = threaded(ref, vopts=VectorOptions(batch=256), **opts)
+    assert two.workers == 2
+    assert outcome(two) == outcome(check(load_model(ref, {}), Options(**opts)))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("ref, params", [("two_phase", {"rm": 5}), ("filter_lock_buggy", {"n": 4}),
+                                         ("diehard", {}), ("tcommit", {})])
+def test_tables_that_fill_inside_a_batch_give_the_same_result(ref, params, threads, monkeypatch):
+    """Levels that outgrow their estimate grow the visited table (and the outputs) in the middle of a batch."""
+    import lockstep.checker.vector.search as search
+
+    monkeypatch.setattr(VectorSearch, "expect", lambda self, level: 0)
+    fit = search._Outputs.fit
+    monkeypatch.setattr(search._Outputs, "fit", lambda self, m, words: fit(self, 1, words))
+    want = outcome(check(load_model(ref, params), Options(deadlock=True)))
+    if threads == 1:
+        got = check_vector(load_model(ref, params), Options(deadlock=True))
+    else:
+        got = threaded(ref, params, deadlock=True)
+    assert outcome(got) == want
+
+
+def test_workers_two_is_one_process_with_two_threads():
+    res = check_vector(load_model("two_phase", {"rm": 6}), Options(workers=2))
+    assert (res.workers, res.distinct, res.generated, res.depth) == (2, 50816, 402306, 20)
 
 
 @pytest.mark.parametrize("ref, params", [("two_phase", {"rm": 6}), ("filter_lock", {"n": 4})])
@@ -158,6 +204,17 @@ def test_packing_round_trips_and_fingerprints_match(data):
     fps = layout.fingerprints(words)
     assert [layout.fingerprint_state(s) for s in states] == [int(f) for f in fps]
     assert all(f != 0 for f in fps)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 2**64 - 1), max_size=300), st.lists(st.integers(1, 2**64 - 1), max_size=300))
+def test_a_visited_set_in_two_tables_is_a_set(inserted, probed):
+    vs = VisitedSet(2)
+    added = vs.add(np.array(inserted, dtype=np.uint64))
+    assert added == len(set(inserted)) == vs.size
+    assert vs.add(np.array(inserted, dtype=np.uint64)) == 0
+    keys = np.array(probed + inserted, dtype=np.uint64)
+    assert vs.contains(keys).tolist() == [k in set(inserted) for k in probed + inserted]
 
 
 @settings(max_examples=40, deadline=None)

@@ -1,0 +1,109 @@
+"""The vector engine against its own earlier version, measured in the same run.
+
+    python -m bench.vector                          # TwoPhase RM=9, RM=10, the filter lock N=6
+    python -m bench.vector --models two_phase:11    # add or choose models (spec:size)
+    python -m bench.vector --baseline REV           # the git revision compared against
+
+The baseline is the engine as it was at `--baseline` (default: the revision before the one-pass
+visited table and the compiled kernels), exported with `git archive` into a temporary
+directory and imported from there. Every run is a fresh process: this tree's engine on one
+worker and on two (`--workers 2`), and the baseline's engine on one. The table shows distinct
+states, depth, wall seconds of the search (start-up excluded), distinct states per second, the
+peak RSS of the process and its bytes per distinct state, and the baseline's time over each
+run's, so the ratios hold under whatever load the machine has. The load average is printed
+before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BASELINE = "a528f38"  # main before the vector engine's one-pass visited table and numba kernels
+PACKAGES = ("checker", "specs", "executors", "proofs")
+PARAM = {"two_phase": "rm", "filter_lock": "n", "agent_clock": "agents"}
+MODELS = ["two_phase:9", "two_phase:10", "filter_lock:6"]
+
+CHILD = """
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[1]) if sys.argv[1] else None
+from lockstep.checker.explicit import Options
+from lockstep.checker.loader import load_model
+from lockstep.checker.vector import check_vector
+model = load_model(sys.argv[2], {sys.argv[3]: int(sys.argv[4])})
+import lockstep.checker.vector.search as engine
+t0 = time.perf_counter()
+res = check_vector(model, Options(workers=int(sys.argv[5])))
+secs = time.perf_counter() - t0
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+print(json.dumps({"engine": engine.__file__, "verdict": res.verdict, "distinct": res.distinct,
+                  "generated": res.generated, "depth": res.depth, "secs": secs, "rss": rss + kids}))
+"""
+
+
+def export(rev: str, into: str) -> str:
+    """A directory from which `import lockstep` gives revision `rev`'s packages."""
+    src = os.path.join(into, "src")
+    os.makedirs(src)
+    archive = subprocess.run(["git", "archive", rev, "lockstep", *PACKAGES], cwd=ROOT, check=True,
+                             capture_output=True).stdout
+    with tempfile.TemporaryFile() as f:
+        f.write(archive)
+        f.seek(0)
+        with tarfile.open(fileobj=f) as tar:
+            tar.extractall(src, filter="data")
+    for top in PACKAGES:
+        os.symlink(os.path.join(src, top), os.path.join(src, "lockstep", top))
+    return src
+
+
+def run(path: str, model: str, size: int, workers: int) -> dict:
+    cmd = [sys.executable, "-c", CHILD, path, model, PARAM[model], str(size), str(workers)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode != 0:
+        raise SystemExit(f"{model}:{size} failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", nargs="+", default=MODELS, metavar="SPEC:SIZE")
+    ap.add_argument("--baseline", default=BASELINE, metavar="REV")
+    args = ap.parse_args()
+    print(f"load average before: {load()}")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="lockstep-bench-") as tmp:
+        base = export(args.baseline, tmp)
+        for spec in args.models:
+            model, size = spec.split(":")
+            runs = {"baseline": run(base, model, int(size), 1), "1 worker": run("", model, int(size), 1),
+                    "2 workers": run("", model, int(size), 2)}
+            assert runs["baseline"]["engine"].startswith(base), "the baseline run imported this tree's engine"
+            want = {k: runs["baseline"][k] for k in ("verdict", "distinct", "generated", "depth")}
+            for name, r in runs.items():
+                if {k: r[k] for k in want} != want:
+                    raise SystemExit(f"{spec} {name} disagrees with the baseline: {r} vs {want}")
+                rows.append((spec, name, r, runs["baseline"]["secs"] / r["secs"]))
+                print(f"  {spec:<15} {name:<10} {r['secs']:8.1f} s", file=sys.stderr)
+    print(f"load average after: {load()}")
+    print(f"{'model':<15} {'engine':<10} {'distinct':>12} {'depth':>6} {'search s':>9} {'states/s':>11} "
+          f"{'peak RSS':>9} {'B/state':>8} {'speed-up':>9}")
+    for spec, name, r, ratio in rows:
+        print(f"{spec:<15} {name:<10} {r['distinct']:>12,} {r['depth']:>6} {r['secs']:>9.1f} "
+              f"{r['distinct'] / r['secs']:>11,.0f} {r['rss'] / 2**30:>7.2f} G {r['rss'] / r['distinct']:>8.1f} "
+              f"{ratio:>8.2f}x")
+
+
+if __name__ == "__main__":
+    main()
