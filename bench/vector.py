@@ -3,6 +3,7 @@
     python -m bench.vector                          # TwoPhase RM=9, RM=10, the filter lock N=6
     python -m bench.vector --models two_phase:11    # add or choose models (spec:size)
     python -m bench.vector --baseline REV           # the git revision compared against
+    python -m bench.vector --tree HEAD              # measure a commit instead of the working tree
 
 The baseline is the engine as it was at `--baseline` (default: the revision before the one-pass
 visited table and the compiled kernels), exported with `git archive` into a temporary
@@ -38,20 +39,20 @@ from lockstep.checker.loader import load_model
 from lockstep.checker.vector import check_vector
 model = load_model(sys.argv[2], {sys.argv[3]: int(sys.argv[4])})
 import lockstep.checker.vector.search as engine
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 res = check_vector(model, Options(workers=int(sys.argv[5])))
-secs = time.perf_counter() - t0
+secs, cpu = time.perf_counter() - t0, time.process_time() - c0
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 print(json.dumps({"engine": engine.__file__, "verdict": res.verdict, "distinct": res.distinct,
-                  "generated": res.generated, "depth": res.depth, "secs": secs, "rss": rss + kids}))
+                  "generated": res.generated, "depth": res.depth, "secs": secs, "cpu": cpu, "rss": rss + kids}))
 """
 
 
 def export(rev: str, into: str) -> str:
     """A directory from which `import lockstep` gives revision `rev`'s packages."""
     src = os.path.join(into, "src")
-    os.makedirs(src)
+    os.makedirs(src)  # (and its parent)
     archive = subprocess.run(["git", "archive", rev, "lockstep", *PACKAGES], cwd=ROOT, check=True,
                              capture_output=True).stdout
     with tempfile.TemporaryFile() as f:
@@ -80,15 +81,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="+", default=MODELS, metavar="SPEC:SIZE")
     ap.add_argument("--baseline", default=BASELINE, metavar="REV")
+    ap.add_argument("--tree", metavar="REV", help="measure this revision instead of the working tree")
     args = ap.parse_args()
     print(f"load average before: {load()}")
     rows = []
     with tempfile.TemporaryDirectory(prefix="lockstep-bench-") as tmp:
-        base = export(args.baseline, tmp)
+        base = export(args.baseline, os.path.join(tmp, "baseline"))
+        tree = export(args.tree, os.path.join(tmp, "tree")) if args.tree else ""
         for spec in args.models:
             model, size = spec.split(":")
-            runs = {"baseline": run(base, model, int(size), 1), "1 worker": run("", model, int(size), 1),
-                    "2 workers": run("", model, int(size), 2)}
+            runs = {"baseline": run(base, model, int(size), 1), "1 worker": run(tree, model, int(size), 1),
+                    "2 workers": run(tree, model, int(size), 2)}
             assert runs["baseline"]["engine"].startswith(base), "the baseline run imported this tree's engine"
             want = {k: runs["baseline"][k] for k in ("verdict", "distinct", "generated", "depth")}
             for name, r in runs.items():
@@ -98,10 +101,10 @@ def main() -> None:
                 print(f"  {spec:<15} {name:<10} {r['secs']:8.1f} s", file=sys.stderr)
     print(f"load average after: {load()}")
     print(f"{'model':<15} {'engine':<10} {'distinct':>12} {'depth':>6} {'search s':>9} {'states/s':>11} "
-          f"{'peak RSS':>9} {'B/state':>8} {'speed-up':>9}")
+          f"{'CPU s':>7} {'peak RSS':>9} {'B/state':>8} {'speed-up':>9}")
     for spec, name, r, ratio in rows:
         print(f"{spec:<15} {name:<10} {r['distinct']:>12,} {r['depth']:>6} {r['secs']:>9.1f} "
-              f"{r['distinct'] / r['secs']:>11,.0f} {r['rss'] / 2**30:>7.2f} G {r['rss'] / r['distinct']:>8.1f} "
+              f"{r['distinct'] / r['secs']:>11,.0f} {r['cpu']:>7.1f} {r['rss'] / 2**30:>7.2f} G {r['rss'] / r['distinct']:>8.1f} "
               f"{ratio:>8.2f}x")
 
 
