@@ -1,7 +1,9 @@
 """The `lockstep` command line: one subcommand per module in `COMMANDS`.
 
 Exit codes: 0 the property holds, 1 a violation was found, 2 usage or input error,
-3 inconclusive (a bound was reached), 4 internal error.
+3 inconclusive (a bound was reached), 4 internal error, 5 a spec error found while checking (the
+spec's own code raised — a NameError, a TypeError, a division by zero — in a reachable state; the
+trace to that step is printed and saved like a counterexample).
 """
 
 from __future__ import annotations

@@ -15,12 +15,15 @@ from lockstep.specs.lang.terms import OPS, Term
 
 
 class EvalError(Exception):
-    """An expression failed on a state; `loc` is the spec line that built it."""
+    """An expression failed on a state; `loc` is the spec line that built it. `kind` is "type" for a value
+    outside its type (an index, element, key or sequence position), "error" for an operation with no value
+    (a division by zero)."""
 
-    def __init__(self, message: str, loc: Location | None):
+    def __init__(self, message: str, loc: Location | None, kind: str = "error"):
         super().__init__(message)
         self.message = message
         self.loc = loc
+        self.kind = kind
 
 
 def evaluate(t: Term | bool, st: tuple) -> Any:
@@ -40,9 +43,11 @@ def evaluate(t: Term | bool, st: tuple) -> Any:
         return evaluate(t.args[1], st) if evaluate(t.args[0], st) else evaluate(t.args[2], st)
     vals = [evaluate(a, st) for a in t.args]
     if op == "single" and not 0 <= vals[0] < t.dom.elem.size:
-        raise EvalError(f"IndexError: element index {vals[0]} outside the set's type {t.dom.elem.describe()}", t.loc)
+        raise EvalError(f"element index {vals[0]} outside the set's type {t.dom.elem.describe()}", t.loc, "type")
     try:
         return OPS[op](*vals)
+    except IndexError as e:  # the language's checks of values against their types
+        raise EvalError(str(e), t.loc, "type") from None
     except Exception as e:
         raise EvalError(f"{type(e).__name__}: {e}", t.loc) from None
 
@@ -56,7 +61,8 @@ def out_of_range(prog: Program, slot: int, value: Any) -> bool:
 
 
 class Failure(Exception):
-    """A transition is enabled on a state and fails there: an assertion, an error, a bad value."""
+    """A transition is enabled on a state and fails there: an assertion or a value outside its type (violations
+    of the protocol), or an error (the spec's code raised while tracing, or an operation with no value)."""
 
     def __init__(self, transition: Transition, kind: str, message: str, loc: Location | None):
         super().__init__(message)
@@ -79,13 +85,13 @@ def run_transition(prog: Program, t: Transition, st: tuple) -> tuple | None:
             else:
                 raise Failure(t, "error", c.message or "error", c.loc)
         except EvalError as e:
-            raise Failure(t, "error", e.message, e.loc) from None
+            raise Failure(t, e.kind, e.message, e.loc) from None
     new = list(st)
     for s, term in t.updates.items():
         try:
             v = evaluate(term, st)
         except EvalError as e:
-            raise Failure(t, "error", e.message, e.loc) from None
+            raise Failure(t, e.kind, e.message, e.loc) from None
         if out_of_range(prog, s, v):
             raise Failure(t, "type", f"{prog.slot_names[s]} := {v} is outside {prog.slot_doms[s].describe()}", term.loc)
         new[s] = v

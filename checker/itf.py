@@ -17,10 +17,12 @@ from lockstep.specs.lang.types import (
     EnumDomain,
     IntDomain,
     MapDomain,
+    OneOfDomain,
     OptionDomain,
     RangeDomain,
     RecordDomain,
     RecordValue,
+    SeqDomain,
     SetDomain,
     UnionDomain,
 )
@@ -48,6 +50,10 @@ def encode_typed(dom: Domain, v: Any) -> Any:
         return {"tag": "Some", "value": encode_typed(dom.inner, v)}
     if isinstance(dom, SetDomain):
         return {"#set": [encode_typed(dom.elem, x) for x in sorted(v, key=dom.elem.index)]}
+    if isinstance(dom, SeqDomain):  # ITF lists are JSON arrays
+        return [encode_typed(dom.elem, x) for x in v]
+    if isinstance(dom, OneOfDomain):  # a declared Python value (a quorum): as a plain value
+        return encode_plain(v)
     if isinstance(dom, MapDomain):
         return {"#map": [[encode_typed(dom.key, k), encode_typed(dom.val, v[k])] for k in dom.key.values()]}
     raise TypeError(f"no ITF encoding for {dom!r}")
@@ -140,6 +146,15 @@ def decode_typed(dom: Domain, v: Any) -> Any:
         if not isinstance(v, dict) or not isinstance(v.get("#set"), list):
             raise ValueError(f"expected a set, got {json.dumps(v)}")
         return frozenset(decode_typed(dom.elem, x) for x in v["#set"])
+    if isinstance(dom, OneOfDomain):
+        for x in dom.vals:
+            if encode_plain(x) == v:
+                return x
+        raise ValueError(f"expected a value of {dom.describe()}, got {json.dumps(v)}")
+    if isinstance(dom, SeqDomain):
+        if not isinstance(v, list) or len(v) > dom.max_len:
+            raise ValueError(f"expected a list of at most {dom.max_len} elements, got {json.dumps(v)}")
+        return tuple(decode_typed(dom.elem, x) for x in v)
     if isinstance(dom, MapDomain):
         if not isinstance(v, dict) or not isinstance(v.get("#map"), list) or \
                 not all(isinstance(kv, list) and len(kv) == 2 for kv in v["#map"]):

@@ -98,7 +98,7 @@ def explore(model: Model, fair: Fairness, opts: Options, progress: Progress, g: 
             bad = model.violated(st)
         except Exception:
             f = model.diagnose_predicate(st)
-            raise _Stop(_safety(model, g, i, "error", f.action, f.message, f.location)) from None
+            raise _Stop(_safety(model, g, i, f.kind, f.action, f.message, f.location)) from None
         if bad >= 0:
             name = model.invariant_names[bad]
             raise _Stop(_safety(model, g, i, "invariant", name, f"invariant {name} is violated", None))
@@ -123,7 +123,7 @@ def explore(model: Model, fair: Fairness, opts: Options, progress: Progress, g: 
         i = queue.popleft()
         st = g.states[i]
         if opts.max_depth is not None and g.depth[i] >= opts.max_depth:
-            g.cut = f"depth bound {opts.max_depth} reached with unexplored states"
+            g.cut = opts.depth_cut()
             continue
         try:
             succs = model.successors(st)

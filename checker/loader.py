@@ -34,12 +34,16 @@ def parse_params(items: list[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for item in items or []:
         name, sep, value = item.partition("=")
-        if not sep or not name.strip():
+        name = name.strip()
+        if not sep or not name:
             raise LoadError(f"--param {item!r}: expected name=value, e.g. --param n=3")
         try:
-            out[name.strip()] = int(value)
+            v = int(value)
         except ValueError:
             raise LoadError(f"--param {item!r}: the value must be an integer") from None
+        if name in out:
+            raise LoadError(f"--param {name} is given twice ({out[name]} and {v}); give it once")
+        out[name] = v
     return out
 
 
@@ -141,6 +145,9 @@ def _default_object(module: ModuleType, path: str) -> Any:
 def load_model(ref: str, params: dict[str, int] | None = None, symmetry: bool = False,
                invariants: list[str] | None = None) -> Model:
     """Build the model named by `ref` for the given parameter values."""
+    twice = sorted({n for n in invariants or [] if (invariants or []).count(n) > 1})
+    if twice:
+        raise LoadError(f"--invariant {twice[0]} is given twice; name each invariant once")
     obj, ref = resolve(ref)
     params = params or {}
     if inspect.isclass(obj) and issubclass(obj, Spec):

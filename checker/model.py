@@ -18,7 +18,7 @@ class StepFailure:
     """An enabled step failed on a state: which action, what, and where in the spec."""
 
     action: str  # the action's label ("" if unknown)
-    kind: str  # "assertion" | "error" | "type"
+    kind: str  # "assertion" | "type" (violations of the protocol) | "error" (a spec error: the spec's code raised)
     message: str
     location: str | None
 

@@ -18,6 +18,8 @@ from lockstep.specs.lang.errors import SpecError
 from .itf import encode_plain, show
 from .model import Model, StepFailure
 
+_INT = {int}
+
 
 def canonical_text(v: Any) -> str:
     """A deterministic text for a plain state: like repr, but with sets and maps sorted."""
@@ -25,7 +27,10 @@ def canonical_text(v: Any) -> str:
     if t is int or t is str or t is bool or v is None or t is float:
         return repr(v)
     if isinstance(v, tuple):
-        inner = ",".join(canonical_text(x) for x in v)
+        if set(map(type, v)) <= _INT:  # count vectors (population configurations): the same text, at C speed
+            inner = ",".join(map(str, v))
+        else:
+            inner = ",".join(canonical_text(x) for x in v)
         return f"{type(v).__name__}({inner})" if hasattr(v, "_fields") else f"({inner})"
     if isinstance(v, (frozenset, set)):
         return "{" + ",".join(sorted(canonical_text(x) for x in v)) + "}"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -53,6 +55,39 @@ class Progress:
         if self._live is not None:
             self._live.stop()
             self._live = None
+
+
+class Heartbeat:
+    """While a long call that cannot report runs (a z3 query, a sparse solve, building a chain), say
+    `{what}, {elapsed}s` every `interval` seconds from a background thread; nothing if `say` is None."""
+
+    def __init__(self, say: Callable[[str], None] | None, what: str, interval: float = 3.0):
+        self.say, self.what, self.interval = say, what, interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Heartbeat:
+        if self.say is not None:
+            self._thread = threading.Thread(target=self._beat, name="lockstep-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _beat(self) -> None:
+        start = time.monotonic()
+        while not self._stop.wait(self.interval):
+            self.say(f"{self.what}, {time.monotonic() - start:.0f}s")  # type: ignore[misc]
+
+
+def stderr_say(quiet: bool) -> Callable[[str], None] | None:
+    """How a command reports progress: `progress: ...` lines on stderr, or nothing with --quiet."""
+    if quiet:
+        return None
+    return lambda text: print("progress: " + text, file=sys.stderr, flush=True)
 
 
 class NoProgress(Progress):

@@ -8,13 +8,23 @@ from .trace import Trace
 
 HOLDS, VIOLATION, INCONCLUSIVE = "holds", "violation", "inconclusive"
 EXIT_CODES = {HOLDS: 0, VIOLATION: 1, INCONCLUSIVE: 3}
+SPEC_ERROR_EXIT = 5
+"""A spec error found while checking: the spec's code raised (a NameError, a TypeError, a division by zero),
+which is a bug of the spec, not a property violation of the protocol; the trace shows how it is reached."""
+
+
+def exit_code(verdict: str, violation: Violation | None) -> int:
+    """The CLI's exit code for a verdict: a violation of kind "error" is a spec error (5), not a violation (1)."""
+    if verdict == VIOLATION and violation is not None and violation.kind == "error":
+        return SPEC_ERROR_EXIT
+    return EXIT_CODES[verdict]
 
 
 @dataclass
 class Violation:
     """What failed: an invariant, a deadlock, or a step (assertion, error, out-of-type value)."""
 
-    kind: str  # "invariant" | "deadlock" | "assertion" | "error" | "type"
+    kind: str  # "invariant" | "deadlock" | "assertion" | "type" (violations) | "error" (a spec error)
     name: str  # invariant name or action label
     message: str
     location: str | None
@@ -41,7 +51,7 @@ class CheckResult:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODES[self.verdict]
+        return exit_code(self.verdict, self.violation)
 
     @property
     def collision_probability(self) -> float:

@@ -23,6 +23,7 @@ from lockstep.specs.lang.types import (
     OptionDomain,
     RangeDomain,
     RecordDomain,
+    SeqDomain,
     SetDomain,
     UnionDomain,
     bits,
@@ -68,12 +69,27 @@ class _IndexMaps:
         elif isinstance(dom, OptionDomain):
             sub = self.index_map(dom.inner, sigma, memo)
             table = [0] + [1 + (sub[i] if sub else i) for i in range(dom.inner.size)]
+        elif isinstance(dom, SeqDomain):
+            sub = self.index_map(dom.elem, sigma, memo)
+            table = None if sub is None else [_permuted_seq(dom, i, sub) for i in range(dom.size)]
         elif isinstance(dom, SetDomain):
             table = None  # sets are handled bit by bit (see _value_fn)
         else:
             table = None
         memo[key] = table
         return table
+
+
+def _permuted_seq(dom: SeqDomain, i: int, sub: list[int]) -> int:
+    """The index of sequence number i with each element's index mapped through `sub`."""
+    k = 0
+    while dom.offsets[k + 1] <= i:
+        k += 1
+    body, n, out = i - dom.offsets[k], dom.elem.size, dom.offsets[k]
+    for p in dom.powers[:k]:
+        out += sub[body % n] * p
+        body //= n
+    return out
 
 
 class Symmetry:

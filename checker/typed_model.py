@@ -133,7 +133,7 @@ class TypedModel(Model):
             try:
                 interpret.evaluate(p.term, st)
             except interpret.EvalError as e:
-                return StepFailure(p.name, "error", e.message, str(e.loc) if e.loc else None)
+                return StepFailure(p.name, e.kind, e.message, str(e.loc) if e.loc else None)
         return StepFailure("", "error", "a predicate failed, but not when re-evaluated", None)
 
     def explain_disabled(self, st: tuple, label_json: dict[str, Any]) -> str:

@@ -14,6 +14,8 @@ SPECS: dict[str, str] = {
     "ewd840_unstained": "lockstep.specs.examples.ewd840:EWD840Unstained",
     "lock": "lockstep.specs.examples.lock:Lock",
     "lock_weak": "lockstep.specs.examples.lock:LockWeak",
+    "alternating_bit": "lockstep.specs.examples.alternating_bit:AlternatingBit",
+    "alternating_bit_reordering": "lockstep.specs.examples.alternating_bit:AlternatingBitReordering",
     "two_phase_commit": "lockstep.specs.two_phase_commit:TwoPhaseCommit",
     "two_phase_commit_eager": "lockstep.specs.two_phase_commit:TwoPhaseCommitEager",
     "bracha": "lockstep.specs.bracha:Bracha",

@@ -14,6 +14,7 @@ from lockstep.specs.lang.population import Population
 
 from ..loader import LoadError, parse_params, resolve
 from ..probabilistic import analysis, dtmc, exact
+from ..progress import Heartbeat, stderr_say
 from .common import add_spec_arguments, positive
 
 NAME = "analyze"
@@ -64,6 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", metavar="PREDICATE", help="the set of configurations measured (default: the first predicate)")
     p.add_argument("--start", metavar="NAME", help="start configurations (default: the protocol's first start)")
     p.add_argument("--at", type=steps_list, metavar="T1,T2,...", help="interaction counts for --measure transient")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--exact", action="store_true", help="also solve in exact rational arithmetic (small chains only)")
     p.add_argument("--max-configs", type=positive, default=dtmc.DEFAULT_LIMIT, metavar="N",
                    help=f"refuse chains with more configurations (default {dtmc.DEFAULT_LIMIT:,})")
@@ -81,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
     ps = ", ".join(f"{k}={v}" for k, v in protocol.params.items())
     began = time.monotonic()
     print(f"building the configuration chain of {protocol.name} ({ps}) ...", file=sys.stderr, flush=True)
-    chain = dtmc.build(protocol, args.start, args.max_configs, args.spec)
+    say = stderr_say(args.quiet)
+    with Heartbeat(say, "building the configuration chain"):
+        chain = dtmc.build(protocol, args.start, args.max_configs, args.spec)
     n = protocol.n
     print(f"Analyzing {protocol.name} ({ps}): {chain.size:,} configurations of {protocol.Q} agent states "
           f"reachable from start {chain.start_name} ({len(chain.starts):,} start configuration"
@@ -89,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
     mask = chain.mask(target)
     print(f"  target {target}: {int(mask.sum()):,} configurations")
     began = time.monotonic()
-    code = MEASURE_RUNNERS[args.measure](chain, mask, target, args)
+    with Heartbeat(say, f"solving for the {args.measure.replace('-', ' ')}"):
+        code = MEASURE_RUNNERS[args.measure](chain, mask, target, args)
     print(f"  solved in {time.monotonic() - began:.2f} s (one interaction = 1/{n} parallel time)")
     return code
 

@@ -8,7 +8,7 @@ import sys
 from ..errors import UsageError
 from ..explicit import Options
 from ..loader import load_model, parse_params
-from ..progress import NoProgress, Progress
+from ..progress import NoProgress, Progress, stderr_say
 from ..rounds.sweep import FORCE_LIMIT, sweep, table, tree_arguments, tree_spec
 from ..vector import choice
 from .common import add_full_argument, add_spec_arguments, load_typed, natural, positive, print_violation, report
@@ -64,11 +64,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--dfs runs on one worker; drop --workers or --dfs")
     if args.fairness and not args.property:
         raise UsageError("--fairness applies to temporal properties; name one with --property")
-    if args.property and (args.symmetry or args.workers > 1 or args.dfs):
-        option = "--symmetry" if args.symmetry else ("--workers" if args.workers > 1 else "--dfs")
-        raise UsageError(f"{option} is not available with --property: temporal properties are checked on the "
-                         "whole state graph, breadth-first, by one worker (symmetry reduction is not sound for "
-                         "per-process fairness); drop " + option)
+    if args.property:
+        why = {"--symmetry": args.symmetry and "symmetry reduction is not sound for per-process fairness",
+               "--workers": args.workers > 1 and "temporal properties are checked on the whole state graph, "
+                                                 "which one process holds",
+               "--dfs": args.dfs and "temporal properties are checked on the whole state graph, built breadth-first"}
+        for option, reason in why.items():
+            if reason:
+                raise UsageError(f"{option} is not available with --property: {reason}; drop {option}")
     if args.property and args.engine == "vector":
         raise UsageError("--property: temporal properties are checked by the scalar engine; drop --engine vector")
     params = tree_arguments(args, parse_params(args.param))
@@ -138,7 +141,7 @@ def check_smt(args: argparse.Namespace) -> int:
     print(f"Checking {model.name}" + (f" ({ps})" if ps else "") + f": SMT bounded model checking to depth {depth}")
     print(f"  invariants: {', '.join(model.invariant_names) or 'none'}; "
           f"deadlock: {'not checked' if args.no_deadlock else 'checked'}; step failures: checked")
-    say = None if args.quiet else (lambda text: print("progress: " + text, file=sys.stderr, flush=True))
+    say = stderr_say(args.quiet)
     res = bmc(model, depth, deadlock=not args.no_deadlock, say=say)
     if res.violation is not None:
         print_violation(res.violation, args.out, model, args.full)

@@ -115,8 +115,15 @@ def print_trace(trace: Trace, model: Model | None = None, full: bool = False) ->
 def print_violation(v: Violation, out: str | None, model: Model | None = None, full: bool = False) -> None:
     """Print a violation and its counterexample (a lasso: where it loops and how) and save it."""
     steps = len(v.trace.steps) - 1
-    print(f"\nViolation: {v.message}" + (f" at {v.location}" if v.location and v.location not in v.message else ""))
-    print(f"Counterexample ({steps} step{'s' if steps != 1 else ''}):")
+    where = f" at {v.location}" if v.location and v.location not in v.message else ""
+    if v.kind == "error":
+        print(f"\nSpec error: {v.message}{where}")
+        print("  the spec's own code fails here (a bug of the spec, not a violation of its properties); "
+              "fix it and check again")
+    else:
+        print(f"\nViolation: {v.message}{where}")
+    heading = "The run that reaches it" if v.kind == "error" else "Counterexample"
+    print(f"{heading} ({steps} step{'s' if steps != 1 else ''}):")
     print_trace(v.trace, model, full)
     if out:
         v.trace.save(out)
@@ -133,7 +140,9 @@ def report(res: CheckResult, out: str | None, model: Model | None = None, full: 
     else:
         print("\nNo violation: all reachable states explored.")
     rate = res.distinct / res.seconds if res.seconds > 0 else 0.0
-    print(f"  {res.distinct:,} distinct states, {res.generated:,} generated, depth {res.depth}, "
+    steps = max(res.depth - 1, 0)  # TLC's depth counts the states of the longest shortest path, initial ones as 1
+    in_steps = "" if v is not None else f" ({steps} step{'s' if steps != 1 else ''})"  # a counterexample gives its own
+    print(f"  {res.distinct:,} distinct states, {res.generated:,} generated, depth {res.depth}{in_steps}, "
           f"{res.seconds:.2f} s ({rate:,.0f} distinct states/s)")
     if res.queued:
         print(f"  {res.queued:,} states left unexplored")

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..loader import parse_params
+from ..progress import stderr_say
 from .common import add_full_argument, add_spec_arguments, load_typed, positive, print_trace
 
 NAME = "prove"
@@ -19,6 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="strengthen it with these invariants (proved together with it; repeatable)")
     p.add_argument("--k", type=positive, default=1, metavar="K", help="induction depth (default 1: plain induction)")
     p.add_argument("--out", metavar="FILE", help="write the counterexample (or counterexample to induction) to FILE")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
     add_full_argument(p)
 
 
@@ -31,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     how = "induction" if args.k == 1 else f"{args.k}-induction"
     print(f"Proving {args.invariant} of {model.name}" + (f" ({ps})" if ps else "") + f" by {how}"
           + (f", strengthened with {', '.join(assumed)}" if assumed else ""))
-    res = prove(model, args.invariant, assumed, args.k)
+    res = prove(model, args.invariant, assumed, args.k, say=stderr_say(args.quiet))
     if res.verdict == PROVED:
         print(f"\nProved: {args.invariant} holds in every reachable state ({res.reason}).")
     elif res.verdict == REFUTED:

@@ -267,7 +267,7 @@ class _Coordinator:
                 reports = self._gather()
                 found = self._first_found(reports)
                 if found is None and any(r["new"] for r in reports):
-                    cut = f"depth bound {opts.max_depth} reached with unexplored states"
+                    cut = opts.depth_cut()
                 break
             if opts.max_states is not None and distinct >= opts.max_states:
                 cut = f"state bound {opts.max_states} reached"
@@ -322,7 +322,7 @@ class _Coordinator:
                 kind, name, msg, loc = "invariant", m.invariant_names[i], f"invariant {m.invariant_names[i]} is violated", None
             except Exception:
                 fail = m.diagnose_predicate(st)
-                kind, name, msg, loc = "error", fail.action, fail.message, fail.location
+                kind, name, msg, loc = fail.kind, fail.action, fail.message, fail.location
         prop = {"kind": "invariant" if kind == "invariant" else ("deadlock" if kind == "deadlock" else "step"),
                 "name": name}
         trace = Trace.from_states(m, path, property=prop, message=msg, location=loc)

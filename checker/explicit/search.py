@@ -32,6 +32,11 @@ class Options:
     dfs: bool = False
     workers: int = 1
 
+    def depth_cut(self) -> str:
+        """Why a search that stopped at the depth bound is inconclusive (in the bound's own unit, steps)."""
+        n = self.max_depth
+        return f"depth bound of {n} step{'s' if n != 1 else ''} reached with unexplored states"
+
 
 class _Found(Exception):
     """Stops the search: a violation at a state (by fingerprint), possibly via one more step."""
@@ -86,7 +91,7 @@ class _Search:
             i = m.violated(st)
         except Exception:
             f = m.diagnose_predicate(st)
-            return _Found("error", f.action, f.message, f.location, fp, last, st)
+            return _Found(f.kind, f.action, f.message, f.location, fp, last, st)
         return _Found("invariant", m.invariant_names[i], f"invariant {m.invariant_names[i]} is violated",
                       None, fp, last, st)
 
@@ -167,7 +172,7 @@ class _Search:
                 return 0
             if opts.max_depth is not None and level >= opts.max_depth:
                 if self._frontier_grows(frontier):
-                    self.cut = f"depth bound {opts.max_depth} reached with unexplored states"
+                    self.cut = opts.depth_cut()
                 return len(frontier)
             nxt: list[tuple[int, Any]] = []
             base = self.generated
@@ -245,7 +250,7 @@ class _Search:
                         raise self._invariant_violation(pf, c, (lid, t))
                     continue
                 if opts.max_depth is not None and d >= opts.max_depth:
-                    self.cut = f"depth bound {opts.max_depth} reached with unexplored states"
+                    self.cut = opts.depth_cut()
                     continue
                 if len(parents) >= max_states:
                     self.cut = f"state bound {opts.max_states} reached"
@@ -313,7 +318,7 @@ def generic_expander(model: Model, deadlock: bool, partitioned: bool) -> Callabl
     def expand(frontier, P, N, bad, canon, outside, cap, tick, S, out, nw, me):  # noqa: N803
         gen = 0
         for k, (pf, st) in enumerate(frontier):
-            if not k & 4095:
+            if not k & 63:  # plain specs may take milliseconds per state: look at the clock often
                 tick(k, gen)
             try:
                 succs = successors(st)

@@ -22,7 +22,8 @@ import z3
 
 from lockstep.specs.lang.errors import SpecError
 
-from ..result import HOLDS, INCONCLUSIVE, VIOLATION, Violation
+from ..progress import Heartbeat
+from ..result import HOLDS, INCONCLUSIVE, VIOLATION, Violation, exit_code
 from ..typed_model import TypedModel
 from .encode import DEFAULT, Encoding, Symbolic, _z, all_of, any_of, negate
 from .paths import concrete_path, labelled, violation
@@ -42,7 +43,7 @@ class BmcResult:
 
     @property
     def exit_code(self) -> int:
-        return {HOLDS: 0, VIOLATION: 1, INCONCLUSIVE: 3}[self.verdict]
+        return exit_code(self.verdict, self.violation)
 
 
 def bmc(model: TypedModel, depth: int, deadlock: bool = True, encoding: Encoding = DEFAULT,
@@ -65,7 +66,8 @@ def bmc(model: TypedModel, depth: int, deadlock: bool = True, encoding: Encoding
                      all_of(inside, sym.deadlock(sk)) if deadlock else False)
         lit = z3.Bool(f"bad_{k}")
         solver.add(z3.Implies(lit, _z(bad)))
-        r = solver.check(lit)
+        with Heartbeat(say, f"depth {k}: looking for a violation"):
+            r = solver.check(lit)
         if r == z3.sat:
             path = labelled(model, concrete_path(sym, solver.model(), states))
             times.append(time.monotonic() - tk)
@@ -82,7 +84,8 @@ def bmc(model: TypedModel, depth: int, deadlock: bool = True, encoding: Encoding
         if completeness:
             for s in states[:-1]:
                 solver.add(z3.Implies(simple, z3.Not(_z(sym.equal(s, nxt)))))
-            r = solver.check(simple)
+            with Heartbeat(say, f"depth {k}: looking for a longer loop-free path"):
+                r = solver.check(simple)
         times.append(time.monotonic() - tk)
         if say is not None:
             say(f"depth {k}: no violation ({times[-1]:.2f} s)")

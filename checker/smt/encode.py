@@ -115,8 +115,9 @@ class SymState:
     def __init__(self, name: str, values: list[Any]):
         self.name = name
         self.values = values
-        self.memo: dict[int, tuple[Any, Cond]] = {}
-        self.effects: dict[int, Effect] = {}
+        # caches by identity, each entry holding its key object, so that an id is never reused while cached
+        self.memo: dict[int, tuple[Term, tuple[Any, Cond]]] = {}
+        self.effects: dict[int, tuple[Transition, Effect]] = {}
 
     def __getitem__(self, i: int) -> Any:
         return self.values[i]
@@ -138,7 +139,7 @@ class Symbolic:
         self.prog = prog
         self.encoding = encoding
         self.kinds = [_kind(d) for d in prog.slot_doms]
-        self._ranges: dict[int, tuple[int, int]] = {}  # by id: the program holds every term it traced
+        self._ranges: dict[int, tuple[Term, tuple[int, int]]] = {}  # by identity, holding the term
         for p in prog.constraints:
             if p.error is not None:
                 msg, loc = p.error
@@ -279,7 +280,7 @@ class Symbolic:
         """When `t` succeeds or fails on `st`, walking its checks in order, and its new values."""
         cached = st.effects.get(id(t))
         if cached is not None:
-            return cached
+            return cached[1]
         passed: Cond = True
         fails: list[Cond] = []
         for c in t.checks:
@@ -307,7 +308,7 @@ class Symbolic:
                 updates[s] = v
         broken = any_of(*bad)
         e = Effect(all_of(passed, negate(broken)), any_of(*fails, all_of(passed, broken)), updates)
-        st.effects[id(t)] = e
+        st.effects[id(t)] = (t, e)
         return e
 
     def _becomes(self, st: SymState, nxt: SymState, e: Effect) -> Cond:
@@ -328,9 +329,9 @@ class Symbolic:
         """(value, condition under which evaluating `t` raises) on `st`."""
         hit = st.memo.get(id(t))
         if hit is not None:
-            return hit
+            return hit[1]
         out = self._ev(t, st)
-        st.memo[id(t)] = out
+        st.memo[id(t)] = (t, out)
         return out
 
     def _ev(self, t: Term, st: SymState) -> tuple[Any, Cond]:
@@ -345,7 +346,7 @@ class Symbolic:
         if op == "ite":
             (c, cu), (a, au), (b, bu) = (self.ev(x, st) for x in args)
             return self._ite(kind, c, a, b), any_of(cu, all_of(c, au), all_of(negate(c), bu))
-        vals, undefs = zip(*(self.ev(x, st) for x in args))
+        vals, undefs = zip(*(self.ev(x, st) for x in args if isinstance(x, Term)))  # `within` may carry a message
         undef = any_of(*undefs)
         if op == "not":
             return z3.Not(vals[0]), undef
@@ -431,9 +432,9 @@ class Symbolic:
         """Sound bounds of an integer term's value, from its slots' domains (not the term's own hints)."""
         hit = self._ranges.get(id(t))
         if hit is not None:
-            return hit
+            return hit[1]
         out = self._range(t)
-        self._ranges[id(t)] = out
+        self._ranges[id(t)] = (t, out)
         return out
 
     def _range(self, t: Term) -> tuple[int, int]:

@@ -17,11 +17,13 @@ missing. Invariants are about states: whether a step fails is not the proof's bu
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import z3
 
 from ..loader import LoadError
+from ..progress import Heartbeat
 from ..trace import Trace
 from ..typed_model import TypedModel
 from .bmc import check_initial_functions
@@ -51,8 +53,9 @@ class ProofResult:
 
 
 def prove(model: TypedModel, goal: str, assumed: list[str] | None = None, k: int = 1,
-          encoding: Encoding = DEFAULT) -> ProofResult:
-    """Check that `goal` (with the `assumed` invariants) is k-inductive and holds initially."""
+          encoding: Encoding = DEFAULT, say: Callable[[str], None] | None = None) -> ProofResult:
+    """Check that `goal` (with the `assumed` invariants) is k-inductive and holds initially (`say` reports
+    progress while z3 works)."""
     assumed = [n for n in (assumed or []) if n != goal]
     names = [goal] + assumed
     known = model.invariant_names
@@ -76,7 +79,8 @@ def prove(model: TypedModel, goal: str, assumed: list[str] | None = None, k: int
     for i in range(k + 1):
         lit = z3.Bool(f"bad_{i}")
         solver.add(z3.Implies(lit, _z(negate(sym.invariants(states[i], names)))))
-        r = solver.check(lit)
+        with Heartbeat(say, f"base case, {i} step{'s' if i != 1 else ''} from the initial states"):
+            r = solver.check(lit)
         if r == z3.sat:
             path = labelled(model, concrete_path(sym, solver.model(), states))
             bad = first_false(model, names, path[-1][1])
@@ -101,7 +105,8 @@ def prove(model: TypedModel, goal: str, assumed: list[str] | None = None, k: int
         for earlier in path_vars[:i]:
             solver.add(z3.Not(_z(sym.equal(earlier, st))))
     solver.add(_z(negate(sym.invariants(path_vars[k], names))))
-    r = solver.check()
+    with Heartbeat(say, "induction step"):
+        r = solver.check()
     if r == z3.unsat:
         which = f"it and {len(assumed)} strengthening invariant{'s' if len(assumed) != 1 else ''}" if assumed else "it"
         verb, pron = ("hold", "them") if assumed else ("holds", "it")

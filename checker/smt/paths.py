@@ -51,7 +51,7 @@ def violation(model: TypedModel, path: list[tuple[Any, tuple]], deadlock: bool) 
         i = model.violated(last)
     except Exception:
         f = model.diagnose_predicate(last)
-        return _violation(model, path, "error", f.action, f.message, f.location, "step")
+        return _violation(model, path, f.kind, f.action, f.message, f.location, "step")
     if i >= 0:
         name = model.invariant_names[i]
         return _violation(model, path, "invariant", name, f"invariant {name} is violated", None, "invariant")

@@ -102,8 +102,9 @@ def validate_run(traces: dict[int, str]) -> PsmrValidation:
             if k == "deliver":
                 i = len(delivered)
                 if e["seq"] != i or i >= len(stream) or stream[i] != e["c"]:
+                    ordered = f"numbered command {stream[i]} {i}" if i < len(stream) else f"numbered only {len(stream)} commands"
                     raise RunInvalid(f"replica {r} worker {w} delivered command {e['c']} as number {e['seq']} of "
-                                     f"g_{w}, which is not the sequencer's number {i}")
+                                     f"g_{w}, its delivery number {i}, but the sequencer of g_{w} {ordered}")
                 if delivered:
                     graph.add_edge(delivered[-1], e["c"])
                 delivered.append(e["c"])

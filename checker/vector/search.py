@@ -366,7 +366,7 @@ class VectorSearch:
                 return 0
             if opts.max_depth is not None and level >= opts.max_depth:
                 if self._frontier_grows(frontier):
-                    self.cut = f"depth bound {opts.max_depth} reached with unexplored states"
+                    self.cut = opts.depth_cut()
                 return len(frontier)
             nxt = Spool(self.budget, self.layout.words)
             links = Spool(self.budget, 1)

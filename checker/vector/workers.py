@@ -290,7 +290,7 @@ class _Coordinator:
             reports = self._ask("absorb", level, insert=not probing)
             if probing:
                 if any(r["unseen"] for r in reports):
-                    cut = f"depth bound {opts.max_depth} reached with unexplored states"
+                    cut = opts.depth_cut()
                 break
             queued = sum(r["new"] for r in reports)
             search.distinct += queued

@@ -83,6 +83,7 @@ class Member:
         self.outbox: dict[int, list] = {}
         self.connecting: dict[int, list] = {}  # frames for peers whose connection is being made
         self.rejected = 0
+        self.stopped = False
         self.stats: dict[str, int] = {}
         self.durable = bool(cfg.get("durable"))
         path = cfg.get("trace")
@@ -116,6 +117,7 @@ class Member:
                     self.t0 = time.monotonic() - float(cmd.get("elapsed", 0.0))
                     self.start()
                 elif op == "stop":
+                    self.stopped = True  # frames arriving from now on are neither served nor recorded
                     self.finish()
                     self.close_trace()
                     self.ctl.write(frame({"op": "bye", "pid": self.pid, "stats": self.stats | {"rejected": self.rejected}}))
@@ -140,6 +142,8 @@ class Member:
 
     # -- frames ------------------------------------------------------------------------------
     def _frame(self, body: bytes) -> None:
+        if self.stopped:
+            return
         try:
             self.on_frame(parse(body))
         except (FrameError, KeyError, TypeError, ValueError) as e:
@@ -372,7 +376,6 @@ class Client(Member):
         self.n = 0
         self.pending: dict[int, tuple[int, Command]] = {}  # id -> (slot, command)
         self.done = 0
-        self.stopped = False
         path = self.cfg.get("history")
         self.history = open(path, "w", encoding="utf-8", buffering=1 << 16) if path else None
 

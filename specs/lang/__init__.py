@@ -42,12 +42,12 @@ from .program import Program
 from .spec import Assert, Spec, action, build_program, constraint, declared_params, initial, invariant, require
 from .temporal import Temporal, always_eventually, eventually, eventually_always, leads_to, temporal
 from .terms import And, Card, Count, Exists, ForAll, If, Implies, Max, Min, Not, Or, Sum, Term
-from .types import ANY, Bool, Enum, Int, Map, Option, Range, Record, RecordValue, Set, Union, Var
+from .types import ANY, Bool, Enum, Int, Map, OneOf, Option, Range, Record, RecordValue, Seq, Set, Union, Var
 
 __all__ = [
     "ANY", "And", "Assert", "Bool", "Card", "Count", "Enum", "Exists", "ForAll", "If", "Implies", "Int",
-    "Location", "Map", "Max", "Min", "Not", "Option", "Or", "Param", "Program", "Range", "Record",
-    "RecordValue", "Set", "Spec", "SpecError", "Sum", "Term", "Union", "Var", "action", "build_program",
+    "Location", "Map", "Max", "Min", "Not", "OneOf", "Option", "Or", "Param", "Program", "Range", "Record",
+    "RecordValue", "Seq", "Set", "Spec", "SpecError", "Sum", "Term", "Union", "Var", "action", "build_program",
     "constraint", "declared_params", "initial", "invariant", "require",
     "Temporal", "always_eventually", "eventually", "eventually_always", "leads_to", "temporal",
 ]

@@ -7,6 +7,14 @@ import sys
 from dataclasses import dataclass
 
 _LANG_DIR = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(os.path.dirname(_LANG_DIR))  # where lockstep's packages are (specs/, checker/, ...)
+_TOOL_DIRS = tuple(os.path.join(d, "") for d in
+                   (_LANG_DIR, os.path.join(_ROOT, "checker"), os.path.join(_ROOT, "executors")))
+"""Frames in these folders are Lockstep's own: an error's location is never inside them."""
+
+
+def _is_tool(path: str) -> bool:
+    return os.path.abspath(path).startswith(_TOOL_DIRS) or "importlib" in path
 
 
 @dataclass(frozen=True)
@@ -21,11 +29,13 @@ class Location:
 
 
 def user_location(skip: int = 1) -> Location | None:
-    """The innermost frame of the caller's stack that lies outside the language package."""
+    """The innermost frame of the caller's stack that lies in the user's code (outside the language, the
+    engines and the executors); None when Lockstep itself is building a spec (the caller then names the
+    declaration)."""
     frame = sys._getframe(skip)
     while frame is not None:
         path = frame.f_code.co_filename
-        if not os.path.abspath(path).startswith(_LANG_DIR):
+        if not _is_tool(path):
             return Location(path, frame.f_lineno)
         frame = frame.f_back
     return None

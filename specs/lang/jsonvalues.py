@@ -5,11 +5,12 @@ validates it against the declared type, so data from outside (a socket, a trace 
 a value of the type or a `ValueError` that says which part is wrong. Forms: Bool as a JSON
 boolean, Int and Range as numbers, Enum as its name, a record (or union member) as an object
 with `"tag"` and its fields, Option as `null` or the value, Set as a list ordered by the
-element type, Map as an object keyed by the keys' text.
+element type, Seq as a list (the head first), Map as an object keyed by the keys' text.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .types import (
@@ -18,10 +19,12 @@ from .types import (
     EnumDomain,
     IntDomain,
     MapDomain,
+    OneOfDomain,
     OptionDomain,
     RangeDomain,
     RecordDomain,
     RecordValue,
+    SeqDomain,
     SetDomain,
     UnionDomain,
 )
@@ -39,9 +42,26 @@ def to_json(dom: Domain, v: Any) -> Any:
         return None if v is None else to_json(dom.inner, v)
     if isinstance(dom, SetDomain):
         return [to_json(dom.elem, x) for x in sorted(v, key=dom.elem.index)]
+    if isinstance(dom, SeqDomain):
+        return [to_json(dom.elem, x) for x in v]
     if isinstance(dom, MapDomain):
         return {key_text(k): to_json(dom.val, v[k]) for k in dom.key.values()}
+    if isinstance(dom, OneOfDomain):
+        return plain_json(v)
     raise TypeError(f"no JSON form for {dom!r}")
+
+
+def plain_json(v: Any) -> Any:
+    """The JSON form of a plain Python value (a `OneOf` value): lists for tuples, sorted lists for sets."""
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    if isinstance(v, RecordValue):
+        return {"tag": v.tag, **{k: plain_json(x) for k, x in v.fields().items()}}
+    if isinstance(v, (tuple, list)):
+        return [plain_json(x) for x in v]
+    if isinstance(v, (set, frozenset)):
+        return sorted((plain_json(x) for x in v), key=lambda j: json.dumps(j, sort_keys=True))
+    return repr(v)
 
 
 def _record(dom: RecordDomain, v: RecordValue) -> dict[str, Any]:
@@ -82,6 +102,16 @@ def from_json(dom: Domain, j: Any, where: str = "value") -> Any:
         if not isinstance(j, list):
             raise ValueError(f"{where}: expected a list (a set), got {_show(j)}")
         return frozenset(from_json(dom.elem, x, f"{where}[{i}]") for i, x in enumerate(j))
+    if isinstance(dom, SeqDomain):
+        if not isinstance(j, list) or len(j) > dom.max_len:
+            raise ValueError(f"{where}: expected a list of at most {dom.max_len} elements (a sequence), got {_show(j)}")
+        return tuple(from_json(dom.elem, x, f"{where}[{i}]") for i, x in enumerate(j))
+    if isinstance(dom, OneOfDomain):
+        key = json.dumps(j, sort_keys=True)
+        for v in dom.vals:
+            if json.dumps(plain_json(v), sort_keys=True) == key:
+                return v
+        raise ValueError(f"{where}: expected a value of {dom.describe()}, got {_show(j)}")
     if isinstance(dom, MapDomain):
         if not isinstance(j, dict):
             raise ValueError(f"{where}: expected an object (a map), got {_show(j)}")
@@ -121,8 +151,6 @@ def _read_record(dom: RecordDomain | UnionDomain, j: Any, where: str) -> RecordV
 
 
 def _show(j: Any) -> str:
-    import json
-
     try:
         text = json.dumps(j)
     except (TypeError, ValueError):

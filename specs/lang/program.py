@@ -5,9 +5,9 @@ slot per key (nested maps: per key path, row-major). A slot holds a representati
 an int (Int, Range, Enum index, record/union/option index) or a bitmask (Set).
 
 A `Transition` is one action at one choice of its parameters: an ordered list of checks
-(`require` guards, `assert`s, and `error`s raised while tracing) and the slot updates, each
-a term over the pre-state. It is enabled when every `require` holds; if an `assert` fails or
-an `error` is reached in an enabled run, that is a violation.
+(`require` guards, `assert`s, and `error`s: exceptions the spec's code raised while tracing) and
+the slot updates, each a term over the pre-state. It is enabled when every `require` holds; if an
+`assert` fails in an enabled run, that is a violation; if an `error` is reached, a spec error.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class Field:
 class Check:
     """One step of an action's checks, in program order."""
 
-    kind: str  # "require" | "assert" | "error"
+    kind: str  # "require" | "assert" | "error" (the spec's code raised: a spec error where reached)
     term: Term | None  # the condition (None for "error")
     message: str | None
     loc: Location | None

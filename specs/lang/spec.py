@@ -20,14 +20,17 @@ from .params import Binding, Param, ParamLike, bound
 from .program import Check, Field, Predicate, Program, TemporalProperty, Transition
 from .temporal import as_temporal, check_fairness_meta
 from .terms import (
+    BOOL,
     Term,
     as_bool,
     check_pending,
+    const,
+    describe,
     mark_used,
     start_pending,
 )
 from .tracing import Disabled, TraceState, current_tracer, tracing
-from .types import ANY, Map, MapDomain, Range, Set, Type, Var, domain_values
+from .types import ANY, Map, MapDomain, Range, Seq, Set, Type, Var, domain_values
 
 
 def action(fn: Callable | None = None, **meta: Any):
@@ -74,8 +77,8 @@ def Assert(cond: Any, message: str = "assertion failed") -> None:
     if b is True:
         return
     loc = user_location()
-    if b is False:
-        tracer.checks.append(Check("error", None, message, loc))
+    if b is False:  # fails wherever it is reached: still an assertion (a violation), not an error of the spec
+        tracer.checks.append(Check("assert", const(False, BOOL), message, loc))
         raise _Stop()
     mark_used(b)
     tracer.checks.append(Check("assert", b, message, loc))
@@ -109,7 +112,7 @@ class Spec:
 
 
 def _is_decl(value: Any) -> bool:
-    return isinstance(value, (Var, Map, Set, Param)) or (isinstance(value, Range) and isinstance(value.size, Param)) \
+    return isinstance(value, (Var, Map, Set, Seq, Param)) or (isinstance(value, Range) and isinstance(value.size, Param)) \
         or (callable(value) and kind_of(value) is not None)
 
 
@@ -139,7 +142,7 @@ def declared_params(cls: type) -> dict[str, Param]:
         elif isinstance(d, Var):
             for p in d.type.params():
                 add(p)
-        elif isinstance(d, (Map, Set)):
+        elif isinstance(d, (Map, Set, Seq)):
             for p in d.params():
                 add(p)
         elif callable(d):
@@ -158,6 +161,12 @@ def _annotations(cls: type, fn: Callable) -> dict[str, Any]:
     ns.update(vars(cls))
     out = {}
     for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            star = "*" if p.kind is p.VAR_POSITIONAL else "**"
+            raise SpecError(f"parameter {star}{p.name} of {fn.__name__}: a variable number of parameters cannot be "
+                            "enumerated", _def_location(fn),
+                            f"take one parameter per witness (def {fn.__name__}(s, w1: T, w2: T)), or one parameter "
+                            "over a declared set of values (OneOf([...]), e.g. the quorums)")
         ann = p.annotation
         if ann is inspect.Parameter.empty:
             raise SpecError(f"parameter {p.name!r} of {fn.__name__} has no type", _def_location(fn),
@@ -254,7 +263,7 @@ class _Builder:
         for name, d in self.decls.items():
             if isinstance(d, Var):
                 dom, init, loc = d.type.dom(), d.init, d.location
-            elif isinstance(d, (Map, Set)):
+            elif isinstance(d, (Map, Set, Seq)):
                 dom, init, loc = d.dom(), d.init, d.location
             else:
                 continue
@@ -283,17 +292,24 @@ class _Builder:
                             raise SpecError(f"init of field {f.name!r} has no value for key {k!r}", f.location)
                         init = init[k]
                     elif callable(init) and not isinstance(init, Type):
-                        init = init(k)
+                        try:
+                            init = init(k)
+                        except Exception as e:
+                            raise SpecError(f"init of field {f.name!r} raised {type(e).__name__}: {e} for key {k!r}",
+                                            _exception_location(e) or f.location) from None
                 if init is ANY:
                     choices[s] = [dom.rep_of_index(j) for j in range(dom.size)]
                     defaults[s] = choices[s][0]
                     continue
-                if init is None or (isinstance(f.dom, Set) and init == ()):
+                if init is None:
                     init = dom.default()
                 try:
                     defaults[s] = dom.rep(init)
                 except SpecError as e:
                     raise SpecError(f"init of field {f.name!r}: {e.message}", f.location, e.hint) from None
+                except ValueError as e:  # an integer outside its Int or Range
+                    raise SpecError(f"init of field {f.name!r}: {e}", f.location,
+                                    f"give an initial value of {dom.describe()}") from None
         return defaults, choices
 
     def _trace(self, prog: Program, name: str, fn: Callable) -> list[Transition]:
@@ -356,10 +372,13 @@ class _Builder:
             start_pending()
             try:
                 result = fn(view)
-                value = as_bool(result) if result is not None else None
-                if value is None:
+                if result is None:
                     raise SpecError(f"{kind_of(fn)} {name} returns nothing", _def_location(fn),
                                     "return the condition, e.g. `return s.x != 4`")
+                if not isinstance(result, (bool, Term)) or (isinstance(result, Term) and not result.is_bool):
+                    raise SpecError(f"{kind_of(fn)} {name} returns {describe(result)}, not a condition", _def_location(fn),
+                                    "return a Bool: a comparison (s.x != 4) or And/Or/Not of them")
+                value = as_bool(result)
             except SpecError:
                 check_pending_quietly()
                 raise

@@ -39,10 +39,12 @@ from .types import (
     RangeDomain,
     Record,
     RecordDomain,
+    SeqDomain,
     SetDomain,
     Type,
     UnionDomain,
     domain_values,
+    same_domain,
 )
 
 BOOL = BoolDomain(None)
@@ -60,9 +62,9 @@ def _in(s, i):
     return (s >> i) & 1 == 1
 
 
-def _within(i, n):
+def _within(i, n, what=None):
     if not 0 <= i < n:
-        raise IndexError(f"value index {i} outside its type (0..{n - 1})")
+        raise IndexError(what or f"value index {i} outside its type (0..{n - 1})")
     return i
 
 
@@ -99,7 +101,7 @@ OPS: dict[str, Callable[..., Any]] = {
 
 _RESERVED = frozenset(
     "op args dom lo hi loc key used tag get is_none is_some contains add remove discard union inter diff "
-    "card size is_empty issubset forall exists count as_ field".split()
+    "card size is_empty issubset forall exists count as_ field len head tail append remove_at at".split()
 )
 
 
@@ -131,9 +133,12 @@ class Term:
     # -- identity ---------------------------------------------------------------------
     @property
     def key(self) -> tuple:
-        """A structural key: equal keys mean equal expressions."""
+        """A structural key: equal keys mean equal expressions — the same operator on the same arguments,
+        giving a value of the same type (a set bitmask and an integer may share a bit pattern) with the same
+        bounds (compilers decide range checks from them)."""
         if self._key is None:
-            self._key = (self.op, tuple(a.key if isinstance(a, Term) else a for a in self.args))
+            dom = 0 if self.dom is None else self.dom.shape_id
+            self._key = (self.op, dom, self.lo, self.hi, tuple(a.key if isinstance(a, Term) else a for a in self.args))
         return self._key
 
     @property
@@ -164,7 +169,16 @@ class Term:
         raise SpecError(f"{self!r} is not iterable", user_location())
 
     def __len__(self):
+        if isinstance(self.dom, SeqDomain):
+            raise SpecError("len() of a state-dependent sequence", user_location(), "use q.len()")
         raise SpecError("len() of a state-dependent value", user_location(), "use Card(x) or x.card()")
+
+    def __getitem__(self, i: Any) -> Term:
+        """The element at position i (0 = the head) of a sequence; i must be below its length."""
+        if not isinstance(self.dom, SeqDomain):
+            raise SpecError(f"{describe(self)} cannot be indexed", user_location(),
+                            "index maps through the state (s.m[k]); sequences with q[i]")
+        return seq_at(self, i)
 
     def __contains__(self, item):
         raise SpecError("`in` on a state-dependent set: Python needs a concrete bool here", user_location(),
@@ -263,7 +277,10 @@ class Term:
         return self.dom
 
     def contains(self, x: Any) -> Term | bool:
-        """Membership: `s.msgs.contains(Prepared(r))` (False for a value outside the element type)."""
+        """Membership: `s.msgs.contains(Prepared(r))` (False for a value outside the element type); for a
+        sequence, whether x is one of its elements."""
+        if isinstance(self.dom, SeqDomain):
+            return seq_contains(self, x)
         d = self._set_dom("contains")
         i = elem_index(x, d.elem)
         if 0 <= i.lo and i.hi < d.elem.size:
@@ -301,6 +318,8 @@ class Term:
     size = card
 
     def is_empty(self) -> Term | bool:
+        if isinstance(self.dom, SeqDomain):
+            return compare("eq", self, lift((), self.dom))
         self._set_dom("is_empty")
         return compare("eq", self, lift(frozenset(), self.dom))
 
@@ -340,7 +359,7 @@ class Term:
             if len(members) != len(d.member_doms):
                 raise SpecError(f"field {name!r} is not in every member of {d.type!r}", user_location(),
                                 f"use x.as_(Member).{name} after testing x.tag")
-            fdoms = {id(m.field_doms[m.type.field_names.index(name)]) for m in members}
+            fdoms = {m.field_doms[m.type.field_names.index(name)].shape_id for m in members}
             if len(fdoms) != 1:
                 raise SpecError(f"field {name!r} has different types in the members of {d.type!r}", user_location(),
                                 f"use x.as_(Member).{name}")
@@ -394,6 +413,135 @@ class Term:
         if isinstance(inner, BoolDomain):
             return compare("eq", t, lift(1, None))
         return _retype(t, inner)
+
+
+    # -- sequences ----------------------------------------------------------------------------------
+    def _seq_dom(self, what: str) -> SeqDomain:
+        if not isinstance(self.dom, SeqDomain):
+            raise SpecError(f".{what}() needs a sequence, got {describe(self)}", user_location())
+        return self.dom
+
+    def len(self) -> Term:
+        """The length of a sequence."""
+        return seq_len(self, self._seq_dom("len"))
+
+    def head(self) -> Term:
+        """The first element of a sequence (a failing step if it is empty)."""
+        return seq_at(self, 0, "head of an empty sequence")
+
+    def tail(self) -> Term:
+        """The sequence without its first element (a failing step if it is empty)."""
+        return seq_remove_at(self, 0, "tail of an empty sequence")
+
+    def append(self, x: Any) -> Term:
+        """The sequence with `x` added at the end (a failing step if it is full: a value outside its type)."""
+        return seq_append(self, x)
+
+    def remove_at(self, i: Any) -> Term:
+        """The sequence without its element at position i (TLA+'s idiom for a lossy channel)."""
+        return seq_remove_at(self, i)
+
+
+# ------------------------------------------------------------------------------ sequences
+# A sequence is the integer offset(len) + sum idx(e_i) * n^i (`types.SeqDomain`); its operations are integer
+# arithmetic on that index, with `select` over constant tables of offsets and powers for the length-dependent
+# parts, so every interpreter runs them unchanged. Checks that can fail are `within` terms with a message.
+
+
+def _table(k: Term, values: list[int]) -> Term:
+    """values[k] for an index term k known to lie in 0..len(values)-1."""
+    if k.op == "const":
+        return const(values[k.args[0]], None)
+    items = [const(v, None) for v in values]
+    return mk("select", (k, *items), None, min(values), max(values))
+
+
+def _seq_raw(t: Term) -> Term:
+    return _retype(t, None)
+
+
+def seq_len(t: Term, d: SeqDomain) -> Term:
+    raw = _seq_raw(t)
+    out: Any = 0
+    for k in range(1, d.max_len + 1):
+        out = If(compare("le", d.offsets[k], raw), k, out)
+    return lift(out, None)
+
+
+def _seq_position(t: Term, i: Any, what: str | None) -> tuple[SeqDomain, Term, Term]:
+    """(domain, i, checked length) for position i of t: a failing step unless 0 <= i < length."""
+    d = t._seq_dom("at")
+    if isinstance(i, ParamLike):
+        i = i.value()
+    if not isinstance(i, Term) and (isinstance(i, bool) or not isinstance(i, int)):
+        raise SpecError(f"a sequence position must be an integer, got {i!r}", user_location())
+    if not isinstance(i, Term) and not 0 <= i < max(d.max_len, 1):
+        raise SpecError(f"position {i} is outside {d.describe()} (0..{d.max_len - 1})", user_location())
+    if d.max_len == 0:
+        raise SpecError(f"{d.describe()} has no elements", user_location())
+    pos = within(lift(i, None), d.max_len)
+    # k = length - 1 - i lies in 0..max_len-1 exactly when i is below the length
+    what = what or "position outside the sequence"
+    k = mk("within", (arith("sub", arith("sub", seq_len(t, d), pos), 1), const(d.max_len, None), what), None,
+           0, d.max_len - 1)
+    length = arith("add", arith("add", k, pos), 1)
+    return d, pos, length
+
+
+def _seq_body(t: Term, d: SeqDomain, length: Term) -> Term:
+    """The digits of t (its index minus the offset of its length)."""
+    return arith("sub", _seq_raw(t), _table(length, d.offsets[:d.max_len + 1]))
+
+
+def _as_elem(idx: Term, elem: Domain) -> Term:
+    """An element index as a value of the element type."""
+    if isinstance(elem, BoolDomain):
+        return compare("eq", idx, 1)
+    off = elem.index_offset()
+    x = arith("add", idx, off) if off else idx
+    return _retype(x, elem)
+
+
+def seq_at(t: Term, i: Any, what: str | None = None) -> Term:
+    d, pos, length = _seq_position(t, i, what)
+    n = d.elem.size
+    digits = arith("floordiv", _seq_body(t, d, length), _table(pos, d.powers[:d.max_len]))
+    return _as_elem(arith("mod", digits, n) if n > 1 else arith("mul", digits, 0), d.elem)
+
+
+def seq_remove_at(t: Term, i: Any, what: str | None = None) -> Term:
+    d, pos, length = _seq_position(t, i, what)
+    body = _seq_body(t, d, length)
+    p_i, p_next = _table(pos, d.powers[:d.max_len]), _table(pos, d.powers[1:d.max_len + 1])
+    rest = arith("add", arith("mod", body, p_i), arith("mul", arith("floordiv", body, p_next), p_i))
+    shorter = arith("sub", length, 1)
+    return _retype(arith("add", _table(shorter, d.offsets[:d.max_len]), rest), d)
+
+
+def seq_append(t: Term, x: Any) -> Term:
+    d = t._seq_dom("append")
+    if d.max_len == 0:
+        raise SpecError(f"{d.describe()} has no room for elements", user_location())
+    i = within(elem_index(x, d.elem), d.elem.size)
+    full = f"append to a full sequence: {d.describe()} holds at most {d.max_len} elements"
+    k = mk("within", (seq_len(t, d), const(d.max_len, None), full), None, 0, d.max_len - 1)
+    step = arith("mul", arith("add", i, 1), _table(k, d.powers[:d.max_len]))
+    return _retype(arith("add", _seq_raw(t), step), d)
+
+
+def seq_contains(t: Term, x: Any) -> Term | bool:
+    d = t._seq_dom("contains")
+    if not isinstance(x, Term) and not isinstance(x, PendingIf):
+        try:
+            d.elem.index(resolve(x))
+        except (SpecError, ValueError):
+            return False
+    i = elem_index(x, d.elem)
+    length = seq_len(t, d)
+    body = _seq_body(t, d, length)
+    n = d.elem.size
+    return Or(*(And(compare("lt", j, length), compare("eq", arith("mod", arith("floordiv", body, d.powers[j]), n), i))
+                for j in range(d.max_len)))
 
 
 # ------------------------------------------------------------------------------ construction
@@ -503,13 +651,54 @@ def _int_like(d: Domain | None) -> bool:
 
 
 def compatible(a: Term, b: Term) -> bool:
+    """Whether two terms are values of one type (structurally equal declarations are one type)."""
     if _int_like(a.dom) and _int_like(b.dom):
         return True
     if isinstance(a.dom, BoolDomain) and isinstance(b.dom, BoolDomain):
         return True
-    if isinstance(a.dom, SetDomain) and isinstance(b.dom, SetDomain):
-        return a.dom.elem is b.dom.elem or a.dom.elem.type is b.dom.elem.type
-    return a.dom is b.dom or (a.dom is not None and b.dom is not None and a.dom.type is b.dom.type)
+    return same_domain(a.dom, b.dom)
+
+
+def convert(t: Term, dom: Domain | None) -> Term | None:
+    """`t` as a value of `dom`, where the language widens it implicitly: a value of `dom` itself, an
+    integer into an integer type, a record into a union that has it as a member, a value into an
+    Option of its type (or of a union containing it). None where no such widening exists."""
+    if _int_like(dom) and _int_like(t.dom):
+        return t
+    if isinstance(dom, BoolDomain):
+        return t if isinstance(t.dom, BoolDomain) else None
+    if same_domain(t.dom, dom):
+        return t
+    if isinstance(dom, UnionDomain) and isinstance(t.dom, RecordDomain):
+        member = dom.by_name.get(t.dom.type.name)
+        if member is None or not same_domain(member, t.dom):
+            return None
+        off = dom.offsets[member.type.name]
+        return _retype(arith("add", _retype(t, None), off) if off else t, dom)
+    if isinstance(dom, OptionDomain) and not isinstance(t.dom, OptionDomain):
+        inner = convert(t, dom.inner)
+        return None if inner is None else as_option(inner, dom)
+    return None
+
+
+def unify(a: Term, b: Term, what: str) -> tuple[Term, Term]:
+    """Two terms as values of one type (one of them widened, see `convert`), or a SpecError about `what`."""
+    if compatible(a, b):
+        return a, b
+    b2 = convert(b, a.dom)
+    if b2 is not None:
+        return a, b2
+    a2 = convert(a, b.dom)
+    if a2 is not None:
+        return a2, b
+    raise SpecError(f"{what}: {describe(a)} and {describe(b)}", user_location(), type_hint(a, b))
+
+
+def type_hint(a: Term, b: Term) -> str | None:
+    """When two types print alike but differ, say where each was declared."""
+    if a.dom is None or b.dom is None or a.dom.describe() != b.dom.describe():
+        return None
+    return "the two types have the same name but different definitions; declare the type once and use it in both places"
 
 
 def as_option(t: Term, dom: OptionDomain) -> Term:
@@ -522,12 +711,7 @@ def compare(op: str, a: Any, b: Any) -> Term | bool:
         a = lift_like(a, b)
     if not isinstance(b, Term):
         b = lift_like(b, a)
-    if isinstance(a.dom, OptionDomain) and not isinstance(b.dom, OptionDomain):
-        b = as_option(b, a.dom)
-    elif isinstance(b.dom, OptionDomain) and not isinstance(a.dom, OptionDomain):
-        a = as_option(a, b.dom)
-    if not compatible(a, b):
-        raise SpecError(f"cannot compare {describe(a)} with {describe(b)}", user_location())
+    a, b = unify(a, b, "cannot compare")
     if op in ("lt", "le") and not (_int_like(a.dom) and _int_like(b.dom)):
         raise SpecError(f"ordering needs integers, got {describe(a)} and {describe(b)}", user_location())
     t = mk(op, (a, b), BOOL)
@@ -600,9 +784,12 @@ def elem_index(x: Any, elem: Domain) -> Term:
             return const(elem.index(resolve(x)), None)
     if isinstance(elem, BoolDomain):
         return If(as_bool(x), lift(1, None), lift(0, None))
-    probe = lift(elem.default(), elem) if not _int_like(elem) else None
-    if probe is not None and not compatible(x, probe):
-        raise SpecError(f"{describe(x)} cannot be an element of a set of {elem.describe()}", user_location())
+    if not _int_like(elem):
+        widened = convert(x, elem)
+        if widened is None:
+            raise SpecError(f"{describe(x)} cannot be an element of a set of {elem.describe()}", user_location(),
+                            type_hint(x, lift(elem.default(), elem)))
+        x = widened
     off = elem.index_offset()
     t = arith("sub", x, off) if off else x
     return _retype(t, None) if t.dom is not None else t
@@ -672,6 +859,7 @@ class PendingIf:
 
 def _ite(c: Term, a: Term, b: Term) -> Term:
     if a.key == b.key:
+        b.used = True  # folded into `a`, not discarded
         return a
     dom = a.dom if a.dom is not None else b.dom
     if _int_like(a.dom) and _int_like(b.dom) and a.dom is not b.dom:
@@ -683,12 +871,12 @@ def If(cond: Any, a: Any, b: Any) -> Any:
     """`a` if `cond` else `b`; both branches are expressions (no statements)."""
     c = as_bool(cond)
     if isinstance(c, bool):
+        mark_used(b if c else a)  # the branch not taken was used by the If: no "result never used" error
         return a if c else b
     if isinstance(a, Term) or isinstance(b, Term):
         ta = a if isinstance(a, Term) else lift_like(a, b)
         tb = b if isinstance(b, Term) else lift_like(b, ta)
-        if not compatible(ta, tb):
-            raise SpecError(f"If branches differ in type: {describe(ta)} and {describe(tb)}", user_location())
+        ta, tb = unify(ta, tb, "If branches differ in type")
         return _ite(c, ta, tb)
     if isinstance(a, bool) and isinstance(b, bool):
         return _ite(c, const(a, BOOL), const(b, BOOL))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -14,16 +15,16 @@ from .terms import (
     PendingIf,
     Term,
     _int_like,
-    as_option,
     compare,
-    compatible,
+    convert,
     describe,
     elem_index,
     lift,
     mk,
     slot,
+    type_hint,
 )
-from .types import BoolDomain, Domain, MapDomain, OptionDomain, SetDomain, slot_count
+from .types import BoolDomain, Domain, MapDomain, SetDomain, same_domain, slot_count
 
 if TYPE_CHECKING:
     from .program import Check, Program
@@ -65,22 +66,16 @@ def coerce(value: Any, dom: Domain, what: str) -> Term:
     """A value assigned to a slot of domain `dom`, as a term of that domain."""
     if isinstance(value, PendingIf):
         return value.typed(dom)
-    if isinstance(value, Term) and isinstance(dom, OptionDomain) and not isinstance(value.dom, OptionDomain):
-        value = as_option(value, dom)
     if isinstance(value, Term):
-        probe = lift(dom.default(), dom) if not _int_like_dom(dom) else Term("const", (0,), None, 0, 0)
-        if not compatible(value, probe):
+        widened = convert(value, dom)
+        if widened is None:
             raise SpecError(f"{what}: cannot assign {describe(value)} to a field of type {dom.describe()}",
-                            user_location())
-        return value
+                            user_location(), type_hint(value, lift(dom.default(), dom)) if not _int_like(dom) else None)
+        return widened
     try:
         return lift(value, dom)
     except SpecError as e:
         raise SpecError(f"{what}: {e.message}", e.location, e.hint) from None
-
-
-def _int_like_dom(dom: Domain) -> bool:
-    return _int_like(dom)
 
 
 class TraceState:
@@ -112,6 +107,9 @@ class TraceState:
             return self._read(f.base)
         if name in self._binding.values:
             return self._binding.values[name]
+        helper = helper_error(self._prog.spec_cls, name)
+        if helper is not None:
+            raise helper
         raise SpecError(
             f"spec {self._prog.name} has no field or parameter {name!r}", user_location(),
             "fields: " + ", ".join(self._fields) + "; parameters: " + (", ".join(self._binding.values) or "none"))
@@ -130,6 +128,19 @@ class TraceState:
 
     def __bool__(self):
         raise SpecError("the state itself was used as a bool", user_location())
+
+
+def helper_error(cls: type, name: str) -> SpecError | None:
+    """`s.name(...)` where `name` is a plain function of the spec class: say how to call a helper."""
+    fn = inspect.getattr_static(cls, name, None)
+    if isinstance(fn, staticmethod):
+        fn = fn.__func__
+    if not inspect.isfunction(fn):
+        return None
+    params = list(inspect.signature(fn).parameters)
+    call = f"{cls.__name__}.{name}({', '.join(params)})"
+    return SpecError(f"{name} is a helper function of {cls.__name__}, not a state field: `s.{name}` reads a field",
+                     user_location(), f"call it with the state as its first argument: {call}")
 
 
 class MapView:
@@ -193,7 +204,7 @@ class MapView:
 
     def _row_values(self, value: Any) -> list[Any]:
         if isinstance(value, MapView):
-            if value.dom.key.type is not self.dom.key.type or value.dom.key.size != self.dom.key.size:
+            if not same_domain(value.dom.key, self.dom.key):
                 raise SpecError(f"cannot assign a map with other keys to {self._name}", user_location())
             return [value._child(i) for i in range(self.dom.key.size)]
         if isinstance(value, dict):

@@ -26,6 +26,8 @@ class DomainError(ValueError):
 class Type:
     """A declared finite type. `dom()` is its domain under the current parameters."""
 
+    location = None  # where it was declared (set by the types whose binding can fail)
+
     def dom(self, binding: Binding | None = None) -> Domain:
         binding = binding or current_binding()
         cached = binding.domains.get(id(self))
@@ -97,6 +99,38 @@ class Domain:
     def bad_value(self, v: Any) -> SpecError:
         return SpecError(f"{v!r} is not a value of {self.describe()}", user_location())
 
+    # structural identity: two declarations of the same type are one type
+    def _shape(self) -> tuple:
+        raise NotImplementedError
+
+    @property
+    def shape(self) -> tuple:
+        """What the domain is, independent of where it was declared (hashable)."""
+        s = self.__dict__.get("_shape_cache")
+        if s is None:
+            s = self.__dict__["_shape_cache"] = self._shape()
+        return s
+
+    @property
+    def shape_id(self) -> int:
+        """A small integer naming `shape` (equal for structurally equal domains)."""
+        i = self.__dict__.get("_shape_id")
+        if i is None:
+            i = self.__dict__["_shape_id"] = _SHAPE_IDS.setdefault(self.shape, len(_SHAPE_IDS) + 1)
+        return i
+
+
+_SHAPE_IDS: dict[tuple, int] = {}
+
+
+def same_domain(a: Domain | None, b: Domain | None) -> bool:
+    """Whether two domains are the same type: the same object, or structurally equal declarations."""
+    if a is b:
+        return True
+    if a is None or b is None:
+        return False
+    return a.shape_id == b.shape_id
+
 
 # ---------------------------------------------------------------------------- scalars
 
@@ -131,6 +165,9 @@ class BoolDomain(Domain):
     def rep_of_index(self, i):
         return bool(i)
 
+    def _shape(self):
+        return ("bool",)
+
 
 Bool = _BoolType()
 """The booleans."""
@@ -140,12 +177,19 @@ class Int(Type):
     """Integers lo..hi inclusive; bounds may be parameter expressions."""
 
     def __init__(self, lo: int | ParamLike, hi: int | ParamLike):
+        self.location = user_location()
+        for b in (lo, hi):
+            if isinstance(b, bool) or not isinstance(b, (int, ParamLike)):
+                raise SpecError(f"Int({lo!r}, {hi!r}): the bounds must be integers or parameters", self.location)
+        if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
+            raise SpecError(f"Int({lo}, {hi}) is empty", self.location, f"write the bounds low first: Int({hi}, {lo})")
         self.lo, self.hi = lo, hi
 
     def _bind(self, binding):
         lo, hi = resolve(self.lo, binding), resolve(self.hi, binding)
         if lo > hi:
-            raise SpecError(f"Int({lo}, {hi}) is empty", user_location())
+            raise SpecError(f"Int({lo}, {hi}) is empty (with {self!r} under the spec's parameters)", self.location,
+                            "choose parameter values that make the range non-empty, or give the parameter a minimum")
         return IntDomain(self, lo, hi)
 
     def params(self):
@@ -192,6 +236,9 @@ class IntDomain(Domain):
     def describe(self):
         return f"Int({self.lo}, {self.hi})"
 
+    def _shape(self):
+        return ("int", self.lo, self.hi)
+
 
 class Enum(Type):
     """A finite set of named values, written as strings in specs: `Enum("init", "done")`."""
@@ -232,6 +279,9 @@ class EnumDomain(Domain):
     def value(self, i):
         return self.names[i]
 
+    def _shape(self):
+        return ("enum", self.names)
+
 
 class Range(Type):
     """Process ids (or any anonymous values) 0..n-1.
@@ -242,6 +292,15 @@ class Range(Type):
     """
 
     def __init__(self, size: str | int | ParamLike, default: int | None = None, symmetric: bool = False):
+        self.location = user_location()
+        if isinstance(size, Range):
+            raise SpecError("Range(N): N is already a Range", self.location,
+                            "use N itself as the type; for another range of the same size write Range(N.size)")
+        if isinstance(size, bool) or not isinstance(size, (str, int, ParamLike)):
+            raise SpecError(f"Range({size!r}): the size must be an integer, a parameter or a parameter name",
+                            self.location, 'e.g. Range(3), Range(n) or Range("n", default=3)')
+        if isinstance(size, int) and size < 1:
+            raise SpecError(f"Range({size}) is empty", self.location, "a Range has at least one value")
         if isinstance(size, str):
             if default is None:
                 raise SpecError(f"Range({size!r}) declares a parameter and needs a default", user_location())
@@ -258,7 +317,8 @@ class Range(Type):
     def _bind(self, binding):
         n = resolve(self.size, binding)
         if n < 1:
-            raise SpecError(f"Range of size {n} is empty", user_location())
+            raise SpecError(f"Range of size {n} is empty ({self!r} under the spec's parameters)", self.location,
+                            "give the parameter a value of at least 1")
         return RangeDomain(self, n)
 
     def params(self):
@@ -289,6 +349,75 @@ class RangeDomain(Domain):
 
     def describe(self):
         return f"{self.type!r} (0..{self.size - 1})"
+
+    def _shape(self):
+        # a symmetric range is its own type: two process-id sets of one size are not interchangeable
+        return ("range", self.size, id(self.type)) if self.symmetric else ("range", self.size)
+
+
+class OneOf(Type):
+    """A declared finite set of Python values (hashable, distinct): the quorums of a protocol, a table of
+    configurations. `OneOf(values)` or `OneOf(lambda: values)`; the function runs with the spec's parameters
+    bound, so it may use them (`OneOf(lambda: majorities(range(N)))`). An action parameter of this type
+    takes each value in turn, as itself (`def decide(s, q: Quorum)` gets a frozenset), so the action's code
+    can iterate over it (`ForAll(q, lambda a: ...)`, `a in q`). As a state field, a value is held as its
+    position in the list. The values are opaque to symmetry reduction."""
+
+    def __init__(self, values: Iterable[Any] | Callable[[], Iterable[Any]], name: str | None = None):
+        self.values = values
+        self.name = name
+        self.location = user_location()
+
+    def _bind(self, binding):
+        try:
+            vals = list(self.values() if callable(self.values) else self.values)
+        except SpecError:
+            raise
+        except Exception as e:
+            raise SpecError(f"OneOf: computing its values raised {type(e).__name__}: {e}", self.location) from None
+        if not vals:
+            raise SpecError("OneOf() has no values", self.location, "give at least one value")
+        for v in vals:
+            try:
+                hash(v)
+            except TypeError:
+                raise SpecError(f"OneOf: {v!r} is not hashable", self.location,
+                                "use tuples and frozensets instead of lists and sets") from None
+        if len(set(vals)) != len(vals):
+            raise SpecError("OneOf: the values are not distinct", self.location)
+        return OneOfDomain(self, vals)
+
+    def __repr__(self):
+        return self.name or "OneOf(...)"
+
+
+class OneOfDomain(Domain):
+    kind = "oneof"
+
+    def __init__(self, type_, vals: list):
+        super().__init__(type_)
+        self.vals = vals
+        self.size = len(vals)
+        self.hi = self.size - 1
+        self._index = {v: i for i, v in enumerate(vals)}
+
+    def index(self, v):
+        try:
+            return self._index[v]
+        except (KeyError, TypeError):
+            raise SpecError(f"{v!r} is not a value of {self.describe()}", user_location()) from None
+
+    def value(self, i):
+        return self.vals[i]
+
+    def describe(self):
+        if self.type.name:
+            return self.type.name
+        shown = ", ".join(map(repr, self.vals[:3]))
+        return f"OneOf({shown}{', ...' if self.size > 3 else ''})"
+
+    def _shape(self):
+        return ("oneof", tuple(self.vals))
 
 
 # ---------------------------------------------------------------------------- records
@@ -322,7 +451,7 @@ class RecordValue:
 
     def __eq__(self, other):
         if isinstance(other, RecordValue):
-            return self._rtype is other._rtype and self._vals == other._vals
+            return self._vals == other._vals and self._rtype.same_as(other._rtype)
         return NotImplemented
 
     def __hash__(self):
@@ -361,6 +490,10 @@ class Record(Type):
                 return build(self, vals)
         return RecordValue(self, tuple(resolve(v) for v in vals))
 
+    def same_as(self, other: Record) -> bool:
+        """Structurally the same record type: the same name and field names (field values are checked by type)."""
+        return self is other or (self.name == other.name and self.field_names == other.field_names)
+
     def _arguments(self, args, kwargs) -> tuple:
         if len(args) > len(self.field_names):
             raise SpecError(f"{self.name} takes {len(self.field_names)} fields, got {len(args)}", user_location())
@@ -396,7 +529,7 @@ class RecordDomain(Domain):
         self.hi = size - 1
 
     def index(self, v):
-        if not isinstance(v, RecordValue) or v._rtype is not self.type:
+        if not isinstance(v, RecordValue) or not v._rtype.same_as(self.type):
             raise self.bad_value(v)
         return sum(d.index(x) * s for d, x, s in zip(self.field_doms, v._vals, self.strides))
 
@@ -409,6 +542,9 @@ class RecordDomain(Domain):
 
     def describe(self):
         return self.type.name
+
+    def _shape(self):
+        return ("record", self.type.name, self.type.field_names, tuple(d.shape for d in self.field_doms))
 
 
 class Union(Type):
@@ -455,7 +591,7 @@ class UnionDomain(Domain):
         raise IndexError(i)
 
     def index(self, v):
-        if not isinstance(v, RecordValue) or v.tag not in self.by_name or self.by_name[v.tag].type is not v._rtype:
+        if not isinstance(v, RecordValue) or v.tag not in self.by_name or not self.by_name[v.tag].type.same_as(v._rtype):
             raise self.bad_value(v)
         return self.offsets[v.tag] + self.by_name[v.tag].index(v)
 
@@ -465,6 +601,9 @@ class UnionDomain(Domain):
 
     def mentions(self, dom):
         return self is dom or any(d.mentions(dom) for d in self.member_doms)
+
+    def _shape(self):
+        return ("union",) + tuple(d.shape for d in self.member_doms)
 
 
 class Option(Type):
@@ -500,6 +639,9 @@ class OptionDomain(Domain):
 
     def mentions(self, dom):
         return self is dom or self.inner.mentions(dom)
+
+    def _shape(self):
+        return ("option", self.inner.shape)
 
 
 # ---------------------------------------------------------------------------- collections
@@ -554,6 +696,96 @@ class SetDomain(Domain):
     def default(self):
         return frozenset()
 
+    def _shape(self):
+        return ("set", self.elem.shape)
+
+
+class Seq(Type):
+    """A finite sequence of at most `max_len` values of a finite type (TLA+'s `Seq(T)`, bounded): a FIFO
+    queue or an ordered channel. Values are Python tuples, the head first.
+
+    As a class attribute of a spec, `Seq(T, n)` declares a state field (initially empty). A sequence is one
+    value (an integer index, see `SeqDomain`), so it can be an element of a set, a record field or a map value.
+    """
+
+    def __init__(self, elem: Type, max_len: int | ParamLike, init: Any = ()):
+        if not isinstance(elem, Type):
+            raise SpecError(f"Seq({elem!r}, ...): the element type is not a Lockstep type", user_location())
+        if isinstance(max_len, bool) or not isinstance(max_len, (int, ParamLike)):
+            raise SpecError(f"Seq(..., {max_len!r}): the maximum length must be an integer or a parameter",
+                            user_location())
+        self.elem = elem
+        self.max_len = max_len
+        self.init = init
+        self.location = user_location()
+
+    def _bind(self, binding):
+        n = resolve(self.max_len, binding)
+        if n < 0:
+            raise SpecError(f"Seq(..., {n}): the maximum length is negative", self.location)
+        elem = self.elem.dom(binding)
+        if isinstance(elem, MapDomain):
+            raise SpecError("a Map cannot be an element of a Seq", self.location, "use a record or a Seq of values")
+        return SeqDomain(self, elem, n)
+
+    def params(self):
+        return self.elem.params() + ([self.max_len] if isinstance(self.max_len, ParamLike) else [])
+
+    def __repr__(self):
+        return f"Seq({self.elem!r}, {self.max_len!r})"
+
+
+class SeqDomain(Domain):
+    """Sequences of length 0..max_len, numbered by length and then as base-n numerals (n = the element
+    type's size, the head the lowest digit): sequence (e0, .., ek-1) has index offset(k) + sum idx(ei)*n^i,
+    where offset(k) = n^0 + .. + n^(k-1) counts the shorter sequences. The numbering is a bijection onto
+    0..size-1, so a sequence is an integer-represented value like a record, and every interpreter runs
+    sequence operations as integer arithmetic (`lockstep.specs.lang.terms`)."""
+
+    kind = "seq"
+
+    def __init__(self, type_, elem: Domain, max_len: int):
+        super().__init__(type_)
+        self.elem = elem
+        self.max_len = max_len
+        n = elem.size
+        self.powers = [n**k for k in range(max_len + 1)]
+        self.offsets = [0]
+        for k in range(max_len + 1):
+            self.offsets.append(self.offsets[-1] + self.powers[k])
+        self.size = self.offsets[max_len + 1]
+        self.hi = self.size - 1
+
+    def index(self, v):
+        if isinstance(v, (str, bytes)) or not isinstance(v, (tuple, list)):
+            raise self.bad_value(v)
+        if len(v) > self.max_len:
+            raise SpecError(f"{tuple(v)!r} is longer than {self.describe()} allows", user_location())
+        return self.offsets[len(v)] + sum(self.elem.index(x) * p for x, p in zip(v, self.powers))
+
+    def value(self, i):
+        k = 0
+        while self.offsets[k + 1] <= i:
+            k += 1
+        body, n = i - self.offsets[k], self.elem.size
+        out = []
+        for _ in range(k):
+            out.append(self.elem.value(body % n))
+            body //= n
+        return tuple(out)
+
+    def default(self):
+        return ()
+
+    def mentions(self, dom):
+        return self is dom or self.elem.mentions(dom)
+
+    def describe(self):
+        return f"Seq({self.elem.describe()}, {self.max_len})"
+
+    def _shape(self):
+        return ("seq", self.elem.shape, self.max_len)
+
 
 class Map(Type):
     """A total function from a finite key type to values (TLA+'s `[K -> V]`).
@@ -597,6 +829,9 @@ class MapDomain(Domain):
 
     def index(self, v):
         raise SpecError("a Map cannot be an element of a set or record", user_location())
+
+    def _shape(self):
+        return ("map", self.key.shape, self.val.shape)
 
 
 def slot_count(dom: Domain) -> int:
@@ -663,6 +898,7 @@ def as_domain(t: Any) -> Domain:
 
 
 __all__ = [
-    "ANY", "Bool", "Int", "Enum", "Range", "Record", "RecordValue", "Union", "Option", "Set", "Map", "Var",
+    "ANY", "Bool", "Int", "Enum", "OneOf", "Range", "Record", "RecordValue", "Union", "Option", "Set", "Seq", "Map",
+    "Var",
     "Type", "Domain", "bits",
 ]

@@ -79,7 +79,7 @@ def test_depth_bound_is_inconclusive_only_if_it_cut_something():
     assert (full.verdict, full.distinct, full.depth) == ("holds", 32, 32)
     assert run(chain, max_depth=31).verdict == "holds"
     cut = run(chain, max_depth=30)
-    assert cut.verdict == "inconclusive" and "depth bound 30" in cut.cut and cut.exit_code == 3
+    assert cut.verdict == "inconclusive" and "depth bound of 30 steps" in cut.cut and cut.exit_code == 3
 
 
 def test_state_bound_is_inconclusive():

@@ -95,7 +95,7 @@ def test_initial_states_from_initial_functions():
     """Arith's initial states come from an @initial function; its store step fails at once on x < 0."""
     explicit, res = both("tests/models/term_corners.py:Arith", 3, deadlock=False)
     assert steps(res.violation) == steps(explicit.violation) == 0
-    assert res.violation.kind == "error" and "outside its type" in res.violation.message
+    assert res.violation.kind == "type" and "outside its type" in res.violation.message
 
 
 @pytest.mark.slow

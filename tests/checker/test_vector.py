@@ -120,8 +120,16 @@ def test_step_failures_name_the_spec_line():
         line = next(i for i, text in enumerate(f, 1) if "12 // s.x" in text)
     assert v.kind == "error" and "ZeroDivisionError" in v.message and v.location.endswith(f"failing_action.py:{line}")
     v = check_vector(load_model(model_path("vector_edges.py") + ":BadIndex"), Options()).violation
-    assert v.kind == "error" and v.name == "read" and "IndexError" in v.message
+    assert v.kind == "type" and v.name == "read" and "index 3 outside 0..2" in v.message
     assert [s.shown["i"] for s in v.trace.steps] == ["0", "1", "2", "3"]
+
+
+def test_constants_of_different_types_with_one_bit_pattern_stay_apart():
+    """A set constant over two columns and an integer constant share the representation 1; the generated
+    code must still treat one as a set and the other as an integer (they were once one cached expression)."""
+    scalar, vector = both(model_path("vector_edges.py") + ":ChunkedConst", deadlock=False)
+    assert outcome(vector) == outcome(scalar)
+    assert (vector.verdict, vector.distinct, vector.generated, vector.depth) == ("holds", 130, 259, 66)
 
 
 def test_errors_in_branches_not_taken_are_not_errors():

@@ -89,3 +89,19 @@ class FailingPredicates(Spec):
     @invariant
     def sane(s):
         return 12 // (5 - s.x) >= 0
+
+
+class ChunkedConst(Spec):
+    """A two-column set constant ({0}, bit pattern 1) and the integer constant 1 in one program."""
+
+    bag = Set(Range(64))
+    x = Var(Int(0, 64), init=0)
+
+    @action
+    def put_first(s):
+        s.bag = s.bag.add(0)
+
+    @action
+    def count(s):
+        require(s.x < 64)
+        s.x = s.x + 1

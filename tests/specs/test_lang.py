@@ -343,7 +343,7 @@ def test_values_outside_their_type_fail_the_step():
 
     res = check(TypedModel(build_program(Outside), "Outside"), Options(deadlock=False))
     v = res.violation
-    assert v.kind == "error" and v.name == "store" and "outside its type" in v.message
+    assert v.kind == "type" and v.name == "store" and "outside its type" in v.message
     assert v.location.endswith(f":{line('marker:store')}") and v.trace.steps[-1].shown["x"] == "3"
 
     class TagOnly(Outside):
@@ -351,4 +351,4 @@ def test_values_outside_their_type_fail_the_step():
 
     res = check(TypedModel(build_program(TagOnly), "TagOnly"), Options(deadlock=False))
     v = res.violation
-    assert v.kind == "error" and v.name == "tag" and v.location.endswith(f":{line('marker:tag')}")
+    assert v.kind == "type" and v.name == "tag" and v.location.endswith(f":{line('marker:tag')}")

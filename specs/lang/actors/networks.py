@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import Location
 from ..program import Check
 from ..spec import _Stop
-from ..terms import And, If, Not, Term, as_bool, compare, const, mk
+from ..terms import BOOL, And, If, Not, Term, as_bool, compare, const, mk
 from ..tracing import TraceState, current_tracer
 from ..types import Int, Map, Option, Range, Record, Set, Type
 
@@ -72,7 +72,7 @@ class NetworkKind:
             return
         tracer = current_tracer("a send")
         if b is True:
-            tracer.checks.append(Check("error", None, message, self.loc))
+            tracer.checks.append(Check("assert", const(False, BOOL), message, self.loc))
             raise _Stop()
         tracer.checks.append(Check("assert", Not(b), message, self.loc))
 

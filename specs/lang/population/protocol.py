@@ -436,7 +436,7 @@ class Population:
         """(probability, label, successor) for every configuration-changing interaction from c."""
         nn = self.n * (self.n - 1)
         out = []
-        for a, b, effects in self._moves:
+        for a, b, effects in self._moves_from(c):
             ca, cb = c[a], c[b] - (a == b)
             if ca <= 0 or cb <= 0:
                 continue
@@ -447,6 +447,17 @@ class Population:
                     vec[i] += d
                 out.append((w * p, self.move_label(a, b, res), self._config_type._make(vec)))
         return out
+
+    def _moves_from(self, c: tuple[int, ...]) -> list:
+        """The moves whose pair of states is present in c, in `_moves` order (ascending a, then b): all of
+        them when most states are present, else looked up pair by pair (a few agents among many states)."""
+        present = [i for i, x in enumerate(c) if x > 0]
+        if len(present) ** 2 >= len(self._moves):
+            return self._moves
+        by_pair = self.__dict__.get("_moves_by_pair")
+        if by_pair is None:
+            by_pair = self.__dict__["_moves_by_pair"] = {(a, b): m for m in self._moves for a, b in [m[:2]]}
+        return [m for a in present for b in present if (m := by_pair.get((a, b))) is not None]
 
     def configuration_step(self, c: tuple[int, ...], a: int, b: int, out: tuple[int, int]) -> tuple[str, tuple] | None:
         """The step of `next(c)` made when states a and b (indices) interact with outcome `out`:

@@ -1,0 +1,248 @@
+"""Rough edges of the language met while writing classic models: each case is accepted, or refused with a message
+that says what to write instead."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.typed_model import TypedModel
+from lockstep.specs.lang import (
+    Bool,
+    Enum,
+    If,
+    Int,
+    Map,
+    Option,
+    Range,
+    Record,
+    Set,
+    Spec,
+    SpecError,
+    Union,
+    Var,
+    action,
+    build_program,
+    invariant,
+    require,
+)
+
+HERE = __file__
+
+
+def line(marker: str) -> int:
+    with open(HERE) as f:
+        return next(i for i, text in enumerate(f, 1) if marker in text and "line(" not in text)
+
+
+def explore(cls, **opts):
+    return check(TypedModel(build_program(cls), "test"), Options(**opts))
+
+
+# ------------------------------------------------------------------- records into unions
+
+Ballot = Int(0, 1)
+M1a = Record("M1a", bal=Ballot)
+M1b = Record("M1b", bal=Ballot, acc=Range(2))
+Msgs = Union(M1a, M1b)
+
+
+class Promise(Spec):
+    """A record built from state values goes into a set of the union type, as in Paxos' Phase1b."""
+
+    bal = Map(Range(2), Int(0, 1), init=0)
+    msgs = Set(Msgs)
+    last = Var(Option(Msgs))
+
+    @action
+    def phase1a(s, b: Ballot):
+        s.msgs = s.msgs.add(M1a(bal=b))
+
+    @action
+    def phase1b(s, a: Range(2)):
+        require(s.msgs.contains(M1a(bal=1)), s.bal[a] == 0)
+        s.bal[a] = 1
+        s.msgs = s.msgs.add(M1b(bal=s.bal[a], acc=a))
+        s.last = M1b(bal=s.bal[a], acc=a)
+
+    @invariant
+    def promised(s):
+        return s.msgs.contains(M1b(bal=s.bal[0], acc=0)) | (s.bal[0] == 0)
+
+
+def test_a_record_of_state_values_is_an_element_of_a_set_of_its_union():
+    res = explore(Promise, deadlock=False)
+    # before M1a(1): msgs is {} or {M1a(0)}; after it, with or without M1a(0): neither acceptor promised, one of
+    # two, or both (in either order, which `last` records): 2 + 2 * 5
+    assert res.verdict == "holds" and res.distinct == 12
+
+
+# ------------------------------------------------------------------------ If and Option
+
+Req = Record("Req", n=Int(0, 2))
+
+
+class Queue(Spec):
+    """`If(c, Req(...), q[k])` where q holds Option(Req): the record is wrapped, as assignment does."""
+
+    q = Map(Range(2), Option(Req), init=None)
+    n = Var(Int(0, 2), init=0)
+
+    @action
+    def put(s, k: Range(2)):
+        require(s.n < 2)
+        s.q[k] = If(s.q[k].is_none(), Req(n=s.n), s.q[k])
+        s.n = s.n + 1
+
+    @action
+    def take(s, k: Range(2)):
+        require(s.q[k].is_some())
+        s.q[k] = If(s.n > 0, None, s.q[k])
+
+
+def test_if_wraps_a_value_into_an_option_branch():
+    res = explore(Queue, deadlock=False)
+    assert res.verdict == "holds" and res.distinct > 1
+
+
+# ---------------------------------------------------------------- structurally equal types
+
+def _value():
+    """A fresh declaration of the same enumeration each time."""
+    return Enum("v1", "v2")
+
+
+class Twice(Spec):
+    """`Option(Value)` declared in two places is one type."""
+
+    chosen = Var(Option(_value()))
+    proposed = Var(Option(_value()), init="v2")
+    seen = Set(Record("Vote", v=Option(_value())))
+
+    @action
+    def choose(s):
+        require(s.chosen.is_none())
+        s.chosen = s.proposed
+        s.seen = s.seen.add(Record("Vote", v=Option(_value()))(v=s.proposed))
+
+    @invariant
+    def agree(s):
+        return (s.chosen == s.proposed) | s.chosen.is_none()
+
+
+def test_structurally_equal_types_are_one_type():
+    res = explore(Twice, deadlock=False)
+    assert res.verdict == "holds" and res.distinct == 2
+
+
+def test_different_types_are_still_told_apart_with_their_declarations():
+    A = Record("A", x=Bool)
+    B = Record("B", x=Bool)
+
+    class Mixed(Spec):
+        a = Var(Option(A))
+        b = Var(Option(B))
+
+        @action
+        def copy(s):
+            s.a = s.b  # marker: copy-b
+
+    with pytest.raises(SpecError, match=r"cannot assign a value of Option\(B\) to a field of type Option\(A\)") as e:
+        build_program(Mixed)
+    assert e.value.location.line == line("marker: copy-b")
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+class Helper(Spec):
+    x = Var(Int(0, 3), init=0)
+
+    def ready(s, p):
+        return s.x < 3
+
+    @action
+    def go(s, p: Range(2)):
+        require(s.ready(p))  # marker: helper-call
+        s.x = s.x + 1
+
+
+def test_a_helper_called_on_the_state_says_how_to_call_it():
+    with pytest.raises(SpecError) as e:
+        build_program(Helper)
+    text = str(e.value)
+    assert "ready is a helper function of Helper, not a state field" in text
+    assert "Helper.ready(s, p)" in text and e.value.location.line == line("marker: helper-call")
+
+
+# ------------------------------------------------------------------- variadic parameters
+
+
+def test_variadic_action_parameters_are_refused():
+    class Go(Spec):
+        x = Var(Int(0, 3), init=0)
+
+        @action
+        def go(s, *ws: Range(2)):  # marker: variadic
+            s.x = 1
+
+    with pytest.raises(SpecError, match=r"\*ws") as e:
+        build_program(Go)
+    assert "one parameter per witness" in str(e.value) and e.value.location.line == line("marker: variadic")
+
+    class Kw(Spec):
+        x = Var(Int(0, 3), init=0)
+
+        @action
+        def go(s, **ws: Range(2)):
+            s.x = 1
+
+    with pytest.raises(SpecError, match=r"\*\*ws"):
+        build_program(Kw)
+
+
+# ----------------------------------------------------------------- parameters over values
+
+QUORUMS = os.path.join(os.path.dirname(HERE), "..", "models", "quorums.py")
+
+
+def test_an_action_parameter_ranges_over_a_declared_set_of_values():
+    from lockstep.checker.loader import load_model
+
+    model = load_model(QUORUMS + ":Vote")
+    labels = [t.label for t in model.prog.transitions]
+    assert sum(lb.startswith("choose(") for lb in labels) == 3 * 2
+    assert "choose(q=frozenset({0, 1}), v='a')" in labels
+    assert sum(lb.startswith("promise(") for lb in labels) == 3 * 2  # only the members of each quorum
+    res = check(model, Options(deadlock=False))
+    # nothing chosen: 27 vote assignments x 8 sets of promised acceptors; one value chosen: the 14 assignments
+    # where a quorum agrees (7 per value) x 8 (promises stop once a value is chosen)
+    assert (res.verdict, res.distinct) == ("holds", 27 * 8 + 14 * 8)
+    bug = check(load_model(QUORUMS + ":VoteTwice"), Options(deadlock=False)).violation
+    assert bug.kind == "invariant" and bug.name == "agreement"
+
+
+def test_a_counterexample_through_a_value_parameter_replays(cli, tmp_path):
+    out = tmp_path / "cex.json"
+    r = cli("check", QUORUMS + ":VoteTwice", "--no-deadlock", "--out", str(out), "--quiet")
+    assert r.code == 1 and "choose(q=frozenset(" in r.out
+    r = cli("replay", str(out))
+    assert r.code == 0, r.out + r.err
+
+
+def test_declared_values_must_be_distinct_and_hashable():
+    from lockstep.specs.lang import OneOf
+
+    for values, message in (([], "has no values"), ([[0, 1]], "not hashable"), ([1, 1], "not distinct")):
+        class Bad(Spec):
+            x = Var(OneOf(values))  # marker: oneof-decl
+
+            @action
+            def go(s):
+                s.x = s.x
+
+        with pytest.raises(SpecError, match=message) as e:
+            build_program(Bad)
+        assert e.value.location.line == line("marker: oneof-decl")
