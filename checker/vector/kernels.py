@@ -136,6 +136,9 @@ def serial_order(rows: np.ndarray, seg_start: np.ndarray, seg_tid: np.ndarray, n
             tids[k] = t
 
 
+GROUP = 16  # candidates whose home slots are loaded together before any is probed
+
+
 @_jit
 def insert_successors(table: np.ndarray, size: int, limit: int, words: np.ndarray, rows: np.ndarray,
                       deltas: np.ndarray, order: np.ndarray, allow: np.ndarray, seed: np.uint64, exact: bool,
@@ -145,46 +148,69 @@ def insert_successors(table: np.ndarray, size: int, limit: int, words: np.ndarra
     (skipped when the delta is zero — the state is its parent — or `allow` is given and false, or its
     fingerprint's low bits `& parts_mask` are not `part`: another table holds it); insert its
     fingerprint if absent and, if it was, append (k, fingerprint, words) to the outputs at `m`.
-    Stops before the table holds more than `limit` keys. Returns (next k, table size, outputs)."""
+    Stops before the table holds more than `limit` keys. Returns (next k, table size, outputs).
+
+    Candidates go in groups of `GROUP`: first each one's fingerprint and home slot, touching the
+    slot (independent loads, so their cache misses overlap), then each is probed in order — the
+    probe re-reads the slot, so an earlier insertion in the group is seen."""
     cap = np.uint64(table.size)
     nw = words.shape[0]
     check = allow.size > 0
-    for k in range(start, order.size):
-        if size >= limit:
-            return k, size, m
-        j = order[k]
-        if check and not allow[j]:
-            continue
-        moved = False
-        for w in range(nw):
-            if deltas[w, j] != _ZERO:
-                moved = True
-                break
-        if not moved:
-            continue
-        r = rows[j]
-        h = _mix(words[0, r] ^ deltas[0, j] ^ seed)
-        for w in range(1, nw):
-            h = _mix(h ^ (words[w, r] ^ deltas[w, j]))
-        if not exact and h == _ZERO:
-            h = _ONE
-        if (h & parts_mask) != part:
-            continue
-        p = _home(h, cap)
-        while True:
-            v = table[p]
-            if v == h:
-                break
-            if v == _ZERO:
-                table[p] = h
-                size += 1
-                out_k[m] = k
-                out_fp[m] = h
-                for w in range(nw):
-                    out_words[w, m] = words[w, r] ^ deltas[w, j]
-                m += 1
-                break
-            p += 1
-            if p == table.size:
-                p = 0
-    return order.size, size, m
+    ks = np.empty(GROUP, np.int64)
+    hs = np.empty(GROUP, np.uint64)
+    ps = np.empty(GROUP, np.int64)
+    touched = _ZERO
+    k = start
+    total = order.size
+    while k < total:
+        g = 0
+        while k < total and g < GROUP:
+            j = order[k]
+            k += 1
+            if check and not allow[j]:
+                continue
+            moved = False
+            for w in range(nw):
+                if deltas[w, j] != _ZERO:
+                    moved = True
+                    break
+            if not moved:
+                continue
+            r = rows[j]
+            h = _mix(words[0, r] ^ deltas[0, j] ^ seed)
+            for w in range(1, nw):
+                h = _mix(h ^ (words[w, r] ^ deltas[w, j]))
+            if not exact and h == _ZERO:
+                h = _ONE
+            if (h & parts_mask) != part:
+                continue
+            p = _home(h, cap)
+            touched ^= table[p]
+            ks[g], hs[g], ps[g] = k - 1, h, p
+            g += 1
+        for i in range(g):
+            if size >= limit:
+                return ks[i], size, m
+            h, p = hs[i], ps[i]
+            while True:
+                v = table[p]
+                if v == h:
+                    break
+                if v == _ZERO:
+                    table[p] = h
+                    size += 1
+                    kk = ks[i]
+                    j = order[kk]
+                    r = rows[j]
+                    out_k[m] = kk
+                    out_fp[m] = h
+                    for w in range(nw):
+                        out_words[w, m] = words[w, r] ^ deltas[w, j]
+                    m += 1
+                    break
+                p += 1
+                if p == table.size:
+                    p = 0
+    if touched == _ONE and size < 0:  # never true: keeps the loads that warm the cache
+        size = 0
+    return total, size, m
