@@ -1,10 +1,11 @@
 """The vector engine's compiled loops (numba): fingerprints, the visited table, serial order.
 
 numpy's whole-array passes cost one trip through memory per operation; these loops make one trip
-for what the search does per candidate successor: build its words from the parent's and the
-step's XOR delta, fingerprint them, and insert the fingerprint into the visited table if it is
-absent, in the scalar engine's order (frontier row, then transition), so the first occurrence of
-a state is the one kept without a deduplication pass. Every kernel releases the GIL (`nogil`),
+for what the search does per candidate successor: fingerprint its words (the parent's XOR the
+step's delta) in the scalar engine's order (frontier row, then transition), bucket the
+fingerprints by their top bits (stably, so that a bucket probes one cache-sized stretch of the
+table), and insert each into the visited table if it is absent, so the first occurrence of a
+state is the one kept without a deduplication pass. Every kernel releases the GIL (`nogil`),
 so threads of one search run them in parallel. This module is imported on first use (numba's
 import costs a fraction of a second) and its machine code is cached on disk (`cache=True`).
 
@@ -136,81 +137,88 @@ def serial_order(rows: np.ndarray, seg_start: np.ndarray, seg_tid: np.ndarray, n
             tids[k] = t
 
 
-GROUP = 16  # candidates whose home slots are loaded together before any is probed
+@_jit
+def candidate_fps(words: np.ndarray, rows: np.ndarray, deltas: np.ndarray, order: np.ndarray, allow: np.ndarray,
+                  seed: np.uint64, exact: bool, part: np.uint64, parts_mask: np.uint64) -> tuple:
+    """The fingerprints of candidates `order[...]` in serial order, with their serial positions, leaving
+    out those equal to their parent, not allowed, or of another part: (fingerprints, positions, count)."""
+    nw = words.shape[0]
+    check = allow.size > 0
+    fps = np.empty(order.size, np.uint64)
+    ks = np.empty(order.size, np.int64)
+    n = 0
+    for k in range(order.size):
+        j = order[k]
+        if check and not allow[j]:
+            continue
+        moved = False
+        for w in range(nw):
+            if deltas[w, j] != _ZERO:
+                moved = True
+                break
+        if not moved:
+            continue
+        r = rows[j]
+        h = _mix(words[0, r] ^ deltas[0, j] ^ seed)
+        for w in range(1, nw):
+            h = _mix(h ^ (words[w, r] ^ deltas[w, j]))
+        if not exact and h == _ZERO:
+            h = _ONE
+        if (h & parts_mask) != part:
+            continue
+        fps[n] = h
+        ks[n] = k
+        n += 1
+    return fps, ks, n
 
 
 @_jit
-def insert_successors(table: np.ndarray, size: int, limit: int, words: np.ndarray, rows: np.ndarray,
-                      deltas: np.ndarray, order: np.ndarray, allow: np.ndarray, seed: np.uint64, exact: bool,
-                      start: int, out_k: np.ndarray, out_fp: np.ndarray, out_words: np.ndarray, m: int,
-                      part: np.uint64, parts_mask: np.uint64) -> tuple[int, int, int]:
-    """Walk candidates `order[start:]`: the successor of parent row `rows[j]` by XOR delta `deltas[:, j]`
-    (skipped when the delta is zero — the state is its parent — or `allow` is given and false, or its
-    fingerprint's low bits `& parts_mask` are not `part`: another table holds it); insert its
-    fingerprint if absent and, if it was, append (k, fingerprint, words) to the outputs at `m`.
-    Stops before the table holds more than `limit` keys. Returns (next k, table size, outputs).
+def bucket_sort(fps: np.ndarray, ks: np.ndarray, n: int, bits: int) -> tuple:
+    """The first `n` (fingerprint, position) pairs stably sorted by the fingerprint's top `bits` bits: each
+    bucket's home slots are one stretch of the table, and each key's occurrences keep their order."""
+    if bits == 0:
+        return fps[:n].copy(), ks[:n].copy()
+    nb = 1 << bits
+    shift = np.uint64(64 - bits)
+    count = np.zeros(nb + 1, np.int64)
+    for i in range(n):
+        count[np.int64(fps[i] >> shift) + 1] += 1
+    for b in range(nb):
+        count[b + 1] += count[b]
+    out_fp = np.empty(n, np.uint64)
+    out_k = np.empty(n, np.int64)
+    for i in range(n):
+        b = np.int64(fps[i] >> shift)
+        p = count[b]
+        count[b] = p + 1
+        out_fp[p] = fps[i]
+        out_k[p] = ks[i]
+    return out_fp, out_k
 
-    Candidates go in groups of `GROUP`: first each one's fingerprint and home slot, touching the
-    slot (independent loads, so their cache misses overlap), then each is probed in order — the
-    probe re-reads the slot, so an earlier insertion in the group is seen."""
+
+@_jit
+def insert_sorted(table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray, start: int,
+                  out_k: np.ndarray, out_fp: np.ndarray, m: int) -> tuple[int, int, int]:
+    """Insert `fps[start:]` in order, each if absent, appending (position, fingerprint) of the new ones to
+    the outputs at `m`; stops before the table holds more than `limit` keys. Returns (next i, size, m)."""
     cap = np.uint64(table.size)
-    nw = words.shape[0]
-    check = allow.size > 0
-    ks = np.empty(GROUP, np.int64)
-    hs = np.empty(GROUP, np.uint64)
-    ps = np.empty(GROUP, np.int64)
-    touched = _ZERO
-    k = start
-    total = order.size
-    while k < total:
-        g = 0
-        while k < total and g < GROUP:
-            j = order[k]
-            k += 1
-            if check and not allow[j]:
-                continue
-            moved = False
-            for w in range(nw):
-                if deltas[w, j] != _ZERO:
-                    moved = True
-                    break
-            if not moved:
-                continue
-            r = rows[j]
-            h = _mix(words[0, r] ^ deltas[0, j] ^ seed)
-            for w in range(1, nw):
-                h = _mix(h ^ (words[w, r] ^ deltas[w, j]))
-            if not exact and h == _ZERO:
-                h = _ONE
-            if (h & parts_mask) != part:
-                continue
-            p = _home(h, cap)
-            touched ^= table[p]
-            ks[g], hs[g], ps[g] = k - 1, h, p
-            g += 1
-        for i in range(g):
-            if size >= limit:
-                return ks[i], size, m
-            h, p = hs[i], ps[i]
-            while True:
-                v = table[p]
-                if v == h:
-                    break
-                if v == _ZERO:
-                    table[p] = h
-                    size += 1
-                    kk = ks[i]
-                    j = order[kk]
-                    r = rows[j]
-                    out_k[m] = kk
-                    out_fp[m] = h
-                    for w in range(nw):
-                        out_words[w, m] = words[w, r] ^ deltas[w, j]
-                    m += 1
-                    break
-                p += 1
-                if p == table.size:
-                    p = 0
-    if touched == _ONE and size < 0:  # never true: keeps the loads that warm the cache
-        size = 0
-    return total, size, m
+    for i in range(start, fps.size):
+        if size >= limit:
+            return i, size, m
+        h = fps[i]
+        p = _home(h, cap)
+        while True:
+            v = table[p]
+            if v == h:
+                break
+            if v == _ZERO:
+                table[p] = h
+                size += 1
+                out_k[m] = ks[i]
+                out_fp[m] = h
+                m += 1
+                break
+            p += 1
+            if p == table.size:
+                p = 0
+    return fps.size, size, m

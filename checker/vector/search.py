@@ -34,6 +34,7 @@ from .spool import Budget, Spool
 from .visited import VisitedSet
 
 TARGET_CANDIDATES = 1 << 22  # successors per batch the default batch size aims at
+BUCKET_BYTES = 1 << 18  # the stretch of the visited table one bucket of candidates probes (about an L2 cache)
 THREADED_LEVEL = 1 << 16  # smaller levels run on one thread (a second one costs more than it saves there)
 
 
@@ -149,21 +150,12 @@ class _Outputs:
     def __init__(self) -> None:
         self.k = np.zeros(0, dtype=np.int64)
         self.fp = np.zeros(0, dtype=np.uint64)
-        self.words = np.zeros((0, 0), dtype=np.uint64)
 
-    def fit(self, m: int, words: int) -> None:
-        if len(self.k) < m or self.words.shape[0] != words:
+    def fit(self, m: int) -> None:
+        if len(self.k) < m:
             m = max(m, int(1.25 * len(self.k)))
             self.k = np.zeros(m, dtype=np.int64)
             self.fp = np.zeros(m, dtype=np.uint64)
-            self.words = np.zeros((words, m), dtype=np.uint64)
-
-    def grow(self) -> None:
-        """Twice the room, keeping what is written."""
-        m = 2 * len(self.k)
-        self.k = np.concatenate([self.k, np.zeros(m - len(self.k), dtype=np.int64)])
-        self.fp = np.concatenate([self.fp, np.zeros(m - len(self.fp), dtype=np.uint64)])
-        self.words = np.concatenate([self.words, np.zeros_like(self.words)], axis=1)
 
 
 @dataclass
@@ -450,48 +442,48 @@ class VectorSearch:
                         sum(o[0].size for o in outs))
 
     def insert_new(self, b: Prepared, progress_of_level: float) -> tuple[np.ndarray, ...]:
-        """Insert the candidates' fingerprints in serial order, each if absent: (positions, transitions,
-        fingerprints, words) of the new states, in serial order. With two tables, two threads insert at
-        once, each the keys of its own table in serial order; merging their new states by position
-        gives the one-table result."""
+        """Insert the candidates' fingerprints, each if absent, the first occurrence of a state winning:
+        (positions, transitions, fingerprints, words) of the new states, in serial order. With two
+        tables, two threads insert at once, each the keys of its own table; merging their new states
+        by position gives the one-table result."""
         parts = self.table.parts
         if len(parts) == 1:
             m = self._insert_part(b, 0, progress_of_level)
-            out = self.outputs[0]
-            pos = out.k[:m]
-            return b.order[pos], b.tids[pos], out.fp[:m].copy(), out.words[:, :m].copy()
-        other = self.insert_pool.submit(self._insert_part, b, 1, progress_of_level)
-        m0 = self._insert_part(b, 0, progress_of_level)
-        m1 = other.result()
-        o0, o1 = self.outputs
-        k = np.concatenate([o0.k[:m0], o1.k[:m1]])
-        merge = np.argsort(k, kind="stable")  # two sorted runs: a linear merge
-        pos = k[merge]
-        fps = np.concatenate([o0.fp[:m0], o1.fp[:m1]])[merge]
-        words = np.concatenate([o0.words[:, :m0], o1.words[:, :m1]], axis=1)[:, merge]
-        return b.order[pos], b.tids[pos], fps, words
+            k, fps = self.outputs[0].k[:m], self.outputs[0].fp[:m]
+        else:
+            other = self.insert_pool.submit(self._insert_part, b, 1, progress_of_level)
+            m0 = self._insert_part(b, 0, progress_of_level)
+            m1 = other.result()
+            o0, o1 = self.outputs
+            k = np.concatenate([o0.k[:m0], o1.k[:m1]])
+            fps = np.concatenate([o0.fp[:m0], o1.fp[:m1]])
+        serial = np.argsort(k)
+        pos = k[serial]
+        j = b.order[pos]
+        c = b.c
+        return j, b.tids[pos], fps[serial], c.words[:, c.rows[j]] ^ c.deltas[:, j]
 
     def _insert_part(self, b: Prepared, part: int, progress_of_level: float) -> int:
-        """Insert the candidates of table `part`, growing it (or the outputs) when full; how many were new."""
+        """Insert the candidates of table `part`, growing it (or the outputs) when full; how many were new.
+        The candidates go bucketed by their fingerprints' top bits (stably, so each state's first
+        occurrence still comes first): each bucket probes one stretch of the table, which stays in cache."""
         from . import kernels
 
-        c, total, n = b.c, len(b.c), len(self.table.parts)
+        c, n = b.c, len(self.table.parts)
         table, out = self.table.parts[part], self.outputs[part]
-        out.fit(total if n == 1 else total // n + 1024, self.layout.words)
-        k = m = 0
+        fps, ks, count = kernels.candidate_fps(c.words, c.rows, c.deltas, b.order, b.allow, self.seed_fp,
+                                               self.exact, np.uint64(part), self.table.mask)
+        bits = min(max((table.nbytes // BUCKET_BYTES).bit_length() - 1, 0), 16)
+        fps, ks = kernels.bucket_sort(fps, ks, count, bits)
+        out.fit(count)
+        i = m = 0
         while True:
-            room = len(out.k) - m
-            k, table.size, m = kernels.insert_successors(
-                table.table, table.size, min(table.limit, table.size + room), c.words, c.rows, c.deltas,
-                b.order, b.allow, self.seed_fp, self.exact, k, out.k, out.fp, out.words, m, np.uint64(part),
-                self.table.mask)
-            if k == total:
+            i, table.size, m = kernels.insert_sorted(table.table, table.size, table.limit, fps, ks, i, out.k,
+                                                     out.fp, m)
+            if i == count:
                 return m
-            if m == len(out.k):
-                out.grow()
-            else:
-                done = len(self.levels[-1]) // n + m  # this table's new states in this level so far
-                table.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
+            done = len(self.levels[-1]) // n + m  # this table's new states in this level so far
+            table.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
 
     def _expand(self, b: Prepared, level: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:
         words, base, c, stops = b.words, b.base, b.c, b.stops
