@@ -81,11 +81,23 @@ def _import_module(name: str) -> ModuleType:
         raise LoadError(_import_failure(name, e)) from None
 
 
+USER_MODULE_PREFIX = "lockstep_user_"
+"""Spec files are imported under this prefix and a hash of their path (two files may share a name)."""
+
+
+def display_name(obj: Any) -> str:
+    """The name a user knows a plain spec by: its class's, or its module's (a spec file's stem)."""
+    name = getattr(obj, "__name__", type(obj).__name__)
+    if inspect.ismodule(obj) and name.startswith(USER_MODULE_PREFIX) and getattr(obj, "__file__", None):
+        return os.path.splitext(os.path.basename(obj.__file__))[0]
+    return name.rsplit(".", 1)[-1]
+
+
 def _import_path(path: str) -> ModuleType:
     if not os.path.exists(path):
         raise LoadError(f"spec file {path} does not exist")
     full = os.path.abspath(path)
-    mod_name = "lockstep_user_" + str(abs(hash(full)))
+    mod_name = USER_MODULE_PREFIX + str(abs(hash(full)))
     if mod_name in sys.modules:
         return sys.modules[mod_name]
     spec = importlib.util.spec_from_file_location(mod_name, full)
@@ -160,7 +172,7 @@ def load_model(ref: str, params: dict[str, int] | None = None, symmetry: bool = 
     if callable(getattr(obj, "init", None)) and callable(getattr(obj, "next", None)) or inspect.isclass(obj):
         from .plain_model import PlainModel
 
-        name = getattr(obj, "__name__", type(obj).__name__)
+        name = display_name(obj)
         if inspect.isclass(obj):
             try:
                 obj = obj(**params)
@@ -172,7 +184,7 @@ def load_model(ref: str, params: dict[str, int] | None = None, symmetry: bool = 
             raise LoadError(f"{name} is neither a Spec subclass nor a plain spec with init() and next(state)")
         if symmetry:
             raise LoadError(f"plain spec {name}: --symmetry needs a typed spec with a symmetric Range")
-        model = PlainModel(obj, ref, name.rsplit(".", 1)[-1], params)
+        model = PlainModel(obj, ref, name, params)
         if invariants:
             keep = dict(model._invariants)
             missing = [n for n in invariants if n not in keep]

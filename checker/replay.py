@@ -9,7 +9,7 @@ from typing import Any
 
 from lockstep.specs.lang.errors import SpecError
 
-from .loader import LoadError, load_model, resolve
+from .loader import LoadError, display_name, load_model, resolve
 from .model import Model
 from .trace import Trace, TraceError
 
@@ -50,7 +50,7 @@ def replay(trace: Trace, say: Callable[[Any], None] = lambda _s: None, full: boo
         obj, _ = resolve(trace.spec)
     except (LoadError, SpecError) as e:
         raise TraceError(f"the trace names spec {trace.spec!r}, which cannot be loaded: {e}") from None
-    name = getattr(obj, "__name__", type(obj).__name__).rsplit(".", 1)[-1]
+    name = display_name(obj)
     if trace.spec_name and trace.spec_name != name:
         raise TraceError(f"the trace belongs to spec {trace.spec_name}, but {trace.spec!r} is spec {name}")
     try:

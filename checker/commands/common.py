@@ -145,7 +145,7 @@ def report(res: CheckResult, out: str | None, model: Model | None = None, full: 
     print(f"  {res.distinct:,} distinct states, {res.generated:,} generated, depth {res.depth}{in_steps}, "
           f"{res.seconds:.2f} s ({rate:,.0f} distinct states/s)")
     if res.queued:
-        print(f"  {res.queued:,} states left unexplored")
+        print(f"  {res.queued:,} state{'' if res.queued == 1 else 's'} left unexplored")
     for note in res.notes:
         print(f"  {note}")
     if res.fingerprinted:

@@ -76,7 +76,7 @@ class _Emitter:
         self.lines: list[str] = []
         self.values: dict[tuple, Any] = {}
         self.errors: dict[tuple, str | None] = {}
-        self.fails: dict[int, bool] = {}
+        self.fails: dict[tuple, bool] = {}
         self.raw: dict[tuple[int, int], str] = {}
         self.rows: dict[Any, str] = {}
         self.count = 0
@@ -246,7 +246,7 @@ class _Emitter:
     def can_fail(self, t: Term | bool) -> bool:
         if not isinstance(t, Term):
             return False
-        key = id(t)
+        key = t.key
         if key not in self.fails:
             own = self._own_error(t) is not None
             self.fails[key] = own or any(self.can_fail(x) for x in t.args if isinstance(x, Term))

@@ -318,7 +318,8 @@ class _Builder:
             if not isinstance(t, Type):
                 raise SpecError(
                     f"parameter {pname!r} of {name} has type {getattr(t, '__name__', t)!r}, which is not a finite domain",
-                    _def_location(fn), "use a Lockstep type: Range(...), Enum(...), Int(lo, hi), Bool, a Record or Union")
+                    _def_location(fn),
+                    "use a Lockstep type: Range(...), Enum(...), Int(lo, hi), Bool, OneOf(values), a Record or Union")
             if isinstance(t.dom(), MapDomain):
                 raise SpecError(f"parameter {pname!r} of {name} is a Map", _def_location(fn), "use a scalar type")
         doms = tuple(t.dom() for t in anns.values())

@@ -847,7 +847,8 @@ class Var:
     def __init__(self, type_: Type, init: Any = None):
         if not isinstance(type_, Type):
             raise SpecError(f"Var({type_!r}): not a Lockstep type", user_location(),
-                            "use Bool, Int(lo, hi), Enum(...), Range(...), Option(...), a Record or Union")
+                            "use Bool, Int(lo, hi), Enum(...), Range(...), OneOf(values), Option(...), Seq(T, max_len), "
+                            "a Record or Union")
         self.type = type_
         self.init = init
         self.location = user_location()

@@ -7,6 +7,8 @@ import json
 import os
 import re
 import shlex
+import subprocess
+import sys
 import tomllib
 
 import pytest
@@ -105,6 +107,8 @@ def test_max_depth_is_reported_in_steps(cli):
     assert r.code == 3 and "depth bound of 3 steps reached" in r.out and "depth 4 (3 steps)" in r.out
     r = cli("check", "two_phase", "--quiet")
     assert "depth 11 (10 steps)" in r.out
+    r = cli("check", "two_phase", "--max-depth", "0", "--quiet")
+    assert r.code == 3 and "depth bound of 0 steps" in r.out and "\n  1 state left unexplored" in r.out
 
 
 def test_the_same_invariant_twice_is_refused(cli):
@@ -149,3 +153,65 @@ def test_ci_runs_the_readme_test_command():
     with open(os.path.join(ROOT, ".ci", "run")) as f:
         lines = [line.strip() for line in f if line.strip() and not line.startswith("#")]
     assert readme_test_command() in lines
+
+
+ACTOR_TEMPORAL = '''from lockstep.specs.lang import Int, Range, Record, eventually, temporal
+from lockstep.specs.lang.actors import ActorSpec, Local, on_message, on_start, send
+
+Ping = Record("Ping", k=Int(0, 1))
+
+
+class Pinger(ActorSpec):
+    Process = Range("n", default=2)
+    Message = Ping
+    got = Local(Int(0, 1), init=0)
+
+    @on_start
+    def start(p):
+        send((p.id + 1) % p.n, Ping(0))
+
+    @on_message
+    def receive(p, src, m):
+        p.got = 1
+
+    @temporal
+    def all_get(s):  # HERE
+        return eventually(s.network.card() == 0)
+'''
+
+
+@pytest.mark.parametrize("extra", [[], ["--property", "all_get"]])
+def test_a_temporal_property_on_an_actor_spec_is_refused_not_dropped(cli, tmp_path, extra):
+    path = tmp_path / "pinger.py"
+    path.write_text(ACTOR_TEMPORAL)
+    r = cli("check", str(path), "--quiet", *extra)
+    assert r.code == 2 and "Violation" not in r.out, r.out + r.err
+    assert f"{path}:{spec_line(str(path), '# HERE')}: temporal property all_get: actor specs cannot" in r.err
+    assert "Traceback" not in r.err
+
+
+def test_the_version_is_printed(capsys):
+    from lockstep import __version__
+    from lockstep.checker.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out == f"lockstep {__version__}\n"
+
+
+def test_a_plain_spec_file_is_named_by_its_file(cli):
+    r = cli("check", model_path("plain_counter.py"), "--quiet")
+    assert r.code == 1 and r.out.startswith("Checking plain_counter:") and "lockstep_user_" not in r.out
+    r = cli("check", model_path("plain_counter.py"), "-p", "bound=3")
+    assert r.code == 2 and "plain spec plain_counter takes no parameters" in r.err
+
+
+def test_a_plain_spec_trace_replays_in_another_process(cli, tmp_path):
+    """The trace records the spec by its file's name, which does not depend on the process's string hashing."""
+    out = tmp_path / "cex.json"
+    r = cli("check", model_path("plain_counter.py"), "--out", str(out), "--quiet")
+    assert r.code == 1 and json.loads(out.read_text())["#meta"]["lockstep"]["spec_name"] == "plain_counter"
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    p = subprocess.run([sys.executable, "-m", "lockstep", "replay", str(out)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr

@@ -536,6 +536,10 @@ class _ActorBuilder(_Builder):
             if not hasattr(cls, need):
                 raise SpecError(f"actor spec {cls.__name__} declares no {need}", None,
                                 "declare Process = Range(...) and Message = Union(...) (or a Record)")
+        for name, fn in self._functions("temporal"):
+            raise SpecError(f"temporal property {name}: actor specs cannot be checked against temporal properties yet",
+                            _def_location(fn), "state it as an @invariant, or write the protocol as a plain Spec "
+                            "(with @action) to check it with --property")
         types: _SystemTypes = cls._types
         if not isinstance(types.proc, Range):
             raise SpecError(f"{cls.__name__}.Process must be a Range", None)
