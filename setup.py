@@ -4,7 +4,7 @@ from setuptools import find_packages, setup
 
 FOLDERS = ("specs", "checker", "executors", "proofs")
 
-packages = ["lockstep"] + [f"lockstep.{top}" for top in FOLDERS] + [
+packages = ["lockstep"] + [f"lockstep.{sub}" for sub in find_packages("lockstep")] + [f"lockstep.{top}" for top in FOLDERS] + [
     f"lockstep.{top}.{sub}" for top in FOLDERS for sub in find_packages(top)
 ]
 setup(packages=packages, package_dir={"lockstep": "lockstep", **{f"lockstep.{top}": top for top in FOLDERS}})

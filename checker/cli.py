@@ -9,7 +9,9 @@ trace to that step is printed and saved like a counterexample).
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
+import importlib.util
 import os
 import sys
 import traceback
@@ -31,6 +33,7 @@ COMMANDS = [
     "lockstep.executors.command",
     "lockstep.checker.commands.analyze",
     "lockstep.checker.commands.simulate",
+    "lockstep.checker.commands.datalog",
     "lockstep.checker.commands.linearizable",
     "lockstep.checker.commands.draw",
     "lockstep.checker.commands.explore",
@@ -41,21 +44,51 @@ COMMANDS = [
 INPUT_ERRORS = (SpecError, LoadError, TraceError)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given the command line, only the module of the command it names is imported
+    (the others' NAME and HELP are read from their source), so a command does not pay for the others' imports."""
     parser = argparse.ArgumentParser(prog="lockstep", description="Specify, model-check and run synchronization protocols.")
     parser.add_argument("--version", action="version", version=f"lockstep {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMANDS:
-        mod = importlib.import_module(name)
-        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
-        mod.add_arguments(p)
-        p.set_defaults(run=mod.run)
+    heads = [(name, _declared(name)) for name in COMMANDS]
+    chosen = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
+    for name, head in heads:
+        if head is None or argv is None or head[0] == chosen:
+            mod = importlib.import_module(name)
+            p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
+            mod.add_arguments(p)
+            p.set_defaults(run=mod.run)
+        else:
+            sub.add_parser(head[0], help=head[1], description=head[1])
     return parser
 
 
+def _declared(module: str) -> tuple[str, str] | None:
+    """A command module's NAME and HELP, read from its source without importing it (None if they are not
+    plain string constants there)."""
+    try:
+        spec = importlib.util.find_spec(module)
+        with open(spec.origin, encoding="utf-8") as f:  # type: ignore[union-attr, arg-type]
+            tree = ast.parse(f.read())
+    except (ImportError, AttributeError, OSError, SyntaxError, TypeError):
+        return None
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id in ("NAME", "HELP"):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                return None
+            if isinstance(value, str):
+                found[node.targets[0].id] = value
+    return (found["NAME"], found["HELP"]) if len(found) == 2 else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return args.run(args)
@@ -65,6 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lockstep: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise  # the reader of our output went away: `entry` exits quietly
+    except SystemExit as e:  # spec code called sys.exit(): not a verdict
+        print(f"lockstep: error: the spec's code called sys.exit({e.code!r}) while it was loaded or run; nothing was "
+              "checked (a spec must not exit the process)", file=sys.stderr)
+        return 2
     except Exception as e:  # a bug in Lockstep itself
         if os.environ.get("LOCKSTEP_DEBUG"):
             traceback.print_exc()
@@ -73,7 +112,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. `lockstep list | head -1`: stop quietly, as a closed pipe stops other tools
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(128 + 13)  # SIGPIPE
+    sys.exit(code)
 
 
 if __name__ == "__main__":

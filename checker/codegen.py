@@ -52,10 +52,15 @@ class _Expr:
     def __init__(self, names: Callable[[int], str]):
         self.names = names
         self.used: set[int] = set()
+        self.temps: dict[int, str] = {}  # id of a shared subterm -> the local holding its value
+        self._ntemps = 0
 
     def __call__(self, t: Term | bool) -> str:
         if not isinstance(t, Term):
             return repr(bool(t))
+        hit = self.temps.get(id(t))
+        if hit is not None:
+            return hit
         op, a = t.op, t.args
         if op == "const":
             return repr(a[0])
@@ -99,6 +104,61 @@ class _Expr:
                 return "(" + ", ".join(self(x) for x in items) + f",)[{self(k)}]"
             return "_select(" + self(k) + ", (" + ", ".join(self(x) for x in items) + ",))"
         raise AssertionError(f"no code for term op {op!r}")
+
+
+    def share(self, roots: list[Any], indent: str) -> list[str]:
+        """Bind every subterm of `roots` that the code would repeat, and that cannot fail, to a local
+        (children first); later uses of it read the local. Returns the binding lines."""
+        refs: dict[int, int] = {}
+        memo: dict[int, bool] = {}  # per call: the terms are alive while it runs, so their ids are theirs
+        order: list[Term] = []
+        stack = [(r, False) for r in roots if isinstance(r, Term)]
+        while stack:  # post-order over the DAG, counting the edges into each node
+            t, done = stack.pop()
+            if done:
+                order.append(t)
+                continue
+            refs[id(t)] = refs.get(id(t), 0) + 1
+            if refs[id(t)] > 1 or t.op in ("const", "slot"):
+                continue
+            stack.append((t, True))
+            stack.extend((x, False) for x in reversed(t.args) if isinstance(x, Term))
+        lines = []
+        for t in order:
+            if refs[id(t)] > 1 and id(t) not in self.temps and _total(t, memo):
+                code = self(t)
+                self._ntemps += 1
+                name = f"e{self._ntemps}"
+                lines.append(f"{indent}{name} = {code}")
+                self.temps[id(t)] = name
+        return lines
+
+    def forget(self) -> None:
+        """Drop the shared locals (they belong to one transition or predicate)."""
+        self.temps.clear()
+
+
+def _total(t: Term, memo: dict[int, bool]) -> bool:
+    """Whether evaluating `t` can never raise (so it may be evaluated before the guards that reach it)."""
+    hit = memo.get(id(t))
+    if hit is not None:
+        return hit
+    op, a = t.op, t.args
+    if op in ("floordiv", "mod"):
+        ok = a[1].lo > 0 or a[1].hi < 0
+    elif op == "select":
+        ok = 0 <= a[0].lo and a[0].hi < len(a) - 1
+    elif op == "in":
+        ok = not isinstance(a[1], Term) or a[1].lo >= 0
+    elif op == "single":
+        ok = a[0].lo >= 0 and a[0].hi < t.dom.elem.size
+    elif op == "within":
+        ok = 0 <= a[0].lo and a[0].hi < a[1].args[0]
+    else:
+        ok = True
+    ok = ok and all(_total(x, memo) for x in a if isinstance(x, Term))
+    memo[id(t)] = ok
+    return ok
 
 
 def _range_check(prog: Program, s: int, t: Term) -> tuple[int, int] | None:
@@ -198,7 +258,12 @@ def _transition_lines(prog: Program, transitions: list[Transition], ex: _Expr, i
         body.append(f"{indent0}# {t.label}")
         indent = indent0
         pending: list[str] = []  # requires not yet emitted, joined into one `if`
-        for c in t.checks:
+        checks = list(t.checks)
+        if checks and checks[0].kind == "require":  # the first guard (a message in flight, say) goes first,
+            body.append(f"{indent}if {ex(checks.pop(0).term)}:")  # then what the rest shares, once
+            indent += "    "
+        body.extend(ex.share([c.term for c in checks] + list(t.updates.values()), indent))
+        for c in checks:
             if c.kind == "require":
                 pending.append(ex(c.term))
                 continue
@@ -226,6 +291,7 @@ def _transition_lines(prog: Program, transitions: list[Transition], ex: _Expr, i
                     body.append(f"{indent}if not {bounds[0]} <= v{s} <= {bounds[1]}: raise _Failed({tid})")
                 values[s] = code
             body.extend(emit(indent, tid, values))
+        ex.forget()
     return body
 
 
@@ -270,7 +336,9 @@ def predicates_source(prog: Program, preds: list[Predicate], fname: str) -> str:
         if p.error is not None:
             body.append(f"    raise _Failed({i})")
             break
+        body.extend(ex.share([p.term], "    "))
         body.append(f"    if not {ex(p.term)}: return {i}")
+        ex.forget()
     head = [f"def {fname}(st):"] + _unpack(prog, unpacked, "    ")
     return "\n".join(head + body + ["    return -1", ""])
 

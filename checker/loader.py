@@ -19,7 +19,7 @@ from typing import Any
 
 from lockstep.specs.lang.errors import SpecError
 from lockstep.specs.lang.population import Population
-from lockstep.specs.lang.spec import Spec, build_program, declared_params
+from lockstep.specs.lang.spec import Spec, build_program, param_defaults
 from lockstep.specs.registry import SPECS
 
 from .model import Model
@@ -77,6 +77,9 @@ def _import_module(name: str) -> ModuleType:
         raise LoadError(_import_failure(name, e)) from None
     except SpecError:
         raise
+    except SystemExit as e:
+        raise LoadError(f"module {name} called sys.exit({e.code!r}) while it was imported: it is not a spec Lockstep "
+                        "can load (nothing was checked)") from None
     except Exception as e:
         raise LoadError(_import_failure(name, e)) from None
 
@@ -113,8 +116,11 @@ def _import_path(path: str) -> ModuleType:
         raise
     except BaseException as e:
         del sys.modules[mod_name]
-        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+        if isinstance(e, KeyboardInterrupt):
             raise
+        if isinstance(e, SystemExit):
+            raise LoadError(f"spec file {path} called sys.exit({e.code!r}) while it was imported: it is not a spec "
+                            "Lockstep can load (nothing was checked)") from None
         raise LoadError(_import_failure(path, e)) from None
     finally:
         sys.path.remove(os.path.dirname(full))
@@ -161,6 +167,13 @@ def load_model(ref: str, params: dict[str, int] | None = None, symmetry: bool = 
     if twice:
         raise LoadError(f"--invariant {twice[0]} is given twice; name each invariant once")
     obj, ref = resolve(ref)
+    return model_of(obj, ref, params, symmetry, invariants)
+
+
+def model_of(obj: Any, ref: str, params: dict[str, int] | None = None, symmetry: bool = False,
+             invariants: list[str] | None = None) -> Model:
+    """Build the model of a spec object (a Spec subclass, or a plain spec: class, object or module);
+    `ref` is how a trace names it."""
     params = params or {}
     if inspect.isclass(obj) and issubclass(obj, Spec):
         from .typed_model import TypedModel
@@ -210,7 +223,7 @@ def spec_summary(ref: str) -> tuple[str, dict[str, int]]:
     obj, _ = resolve(ref)
     doc = (inspect.getdoc(obj) or "").strip().splitlines()
     if inspect.isclass(obj) and issubclass(obj, Spec):
-        params = {n: p.default for n, p in declared_params(obj).items()}
+        params = param_defaults(obj)
     elif inspect.isclass(obj) and callable(getattr(obj, "declared_params", None)):  # population protocols
         params = {n: p.default for n, p in obj.declared_params().items()}
     else:
@@ -232,3 +245,25 @@ def is_protocol(ref: str) -> bool:
     """Whether `ref` names a population protocol (without building it)."""
     obj, _ = resolve(ref)
     return (inspect.isclass(obj) and issubclass(obj, Population)) or isinstance(obj, Population)
+
+
+def reference(obj: Any) -> str:
+    """How a trace names the spec object `obj`: its registered name, else `module:Name` when its module
+    can be imported again, else `file.py:Name`."""
+    if inspect.ismodule(obj):
+        module, name = obj, ""
+    else:
+        module, name = sys.modules.get(getattr(obj, "__module__", "") or ""), getattr(obj, "__qualname__", "")
+        if not name:  # an instance of a plain spec class
+            name = type(obj).__qualname__
+    modname = getattr(module, "__name__", "")
+    target = f"{modname}:{name}" if name else modname
+    for registered, where in SPECS.items():
+        if where == target:
+            return registered
+    if modname and not modname.startswith("lockstep_user_") and modname != "__main__":
+        return target
+    path = getattr(module, "__file__", None)
+    if path:
+        return f"{path}:{name}" if name else path
+    raise LoadError(f"spec {name or modname} was defined where it cannot be loaded again (no module or file)")

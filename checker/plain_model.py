@@ -88,10 +88,15 @@ class PlainModel(Model):
                             None, f"see {_user_frame(e) or 'the spec'}") from None
         for st in states:
             self._require_hashable(st, "init()")
-        if states and not self._vars_known:
-            self.vars = _var_names(states[0])
-            self._vars_known = True
+        if states:
+            self.learn_vars(states[0])
         return states
+
+    def learn_vars(self, st: Any) -> None:
+        """Take the variable names from a state (a named tuple's or a dataclass's fields; else one, `state`)."""
+        if not self._vars_known:
+            self.vars = _var_names(st)
+            self._vars_known = True
 
     def successors(self, st: Any) -> list[tuple[Any, Any]]:
         out = []

@@ -28,8 +28,6 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import networkx as nx
-
 SINK = "⊥"  # the spec after an abort: it accepts every continuation
 
 
@@ -337,6 +335,8 @@ def accepts_lasso(a: Automaton, stem: list[Hashable], loop: list[Hashable]) -> b
                     nodes.add(nxt)
                     todo.append(nxt)
         edges[node] = out
+    import networkx as nx  # imported when a refinement is decided
+
     graph = nx.DiGraph()
     graph.add_nodes_from(nodes)
     graph.add_edges_from((u, v) for u, outs in edges.items() for v, _ in outs)

@@ -30,6 +30,25 @@ class Violation:
     location: str | None
     trace: Trace
 
+    def heading(self) -> list[str]:
+        """What was found and where, and the title of its trace, as `lockstep check` prints them."""
+        steps = len(self.trace.steps) - 1
+        where = f" at {self.location}" if self.location and self.location not in self.message else ""
+        if self.kind == "error":
+            lines = [f"Spec error: {self.message}{where}",
+                     "  the spec's own code fails here (a bug of the spec, not a violation of its properties); "
+                     "fix it and check again"]
+        else:
+            lines = [f"Violation: {self.message}{where}"]
+        title = "The run that reaches it" if self.kind == "error" else "Counterexample"
+        return lines + [f"{title} ({steps} step{'s' if steps != 1 else ''}):"]
+
+    def text(self, model: object | None = None, full: bool = False) -> str:
+        """The violation and its numbered counterexample as plain text (per-element changes, or whole states)."""
+        from .render.text import plain_listing
+
+        return "\n".join([*self.heading(), plain_listing(self.trace, model, full)])
+
 
 @dataclass
 class CheckResult:
@@ -48,10 +67,16 @@ class CheckResult:
     exact_fingerprints: bool = False  # fingerprints identify states (an injective packing): no collision
     notes: list[str] = field(default_factory=list)
     fingerprinted: bool = True  # states were stored as fingerprints (False: kept whole, no collisions)
+    model: object | None = field(default=None, repr=False, compare=False)  # what was explored (set by the API)
 
     @property
     def exit_code(self) -> int:
         return exit_code(self.verdict, self.violation)
+
+    @property
+    def holds(self) -> bool:
+        """Every reachable state was explored and no property was violated."""
+        return self.verdict == HOLDS
 
     @property
     def collision_probability(self) -> float:

@@ -167,13 +167,11 @@ class Symmetry:
             fn = self._appliers[key] = self._make_applier(sigma)
         return fn
 
-    def _make_applier(self, sigma: dict[int, tuple]) -> Callable[[tuple], tuple]:
-        prog = self.prog
-        memo: dict[int, list[int] | None] = {}
-        n = prog.nslots
-        dest = list(range(n))
-        value_fns: list[Callable[[Any], Any] | None] = []
-        for s, dom in enumerate(prog.slot_doms):
+    def slot_images(self, sigma: dict[int, tuple], memo: dict | None = None) -> list[int]:
+        """Where each slot goes under `sigma`."""
+        memo = {} if memo is None else memo
+        dest = list(range(self.prog.nslots))
+        for s in range(self.prog.nslots):
             keyidx, keydoms = self._slot_keys[s]
             if keydoms:
                 newkey = []
@@ -181,7 +179,27 @@ class Symmetry:
                     t = self.maps.index_map(d, sigma, memo)
                     newkey.append(t[k] if t else k)
                 dest[s] = self._slot_of(s, newkey)
-            value_fns.append(self._value_fn(dom, sigma, memo))
+        return dest
+
+    def slot_orbit(self, slots: set[int]) -> set[int]:
+        """The slots that permutations of the symmetric ranges map `slots` to."""
+        out = set(slots)
+        images = [self.slot_images(g) for g in self.generators()]
+        todo = list(out)
+        while todo:
+            s = todo.pop()
+            for dest in images:
+                if dest[s] not in out:
+                    out.add(dest[s])
+                    todo.append(dest[s])
+        return out
+
+    def _make_applier(self, sigma: dict[int, tuple]) -> Callable[[tuple], tuple]:
+        prog = self.prog
+        memo: dict[int, list[int] | None] = {}
+        n = prog.nslots
+        dest = self.slot_images(sigma, memo)
+        value_fns = [self._value_fn(dom, sigma, memo) for dom in prog.slot_doms]
         order = [0] * n
         for s, d in enumerate(dest):
             order[d] = s

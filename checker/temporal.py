@@ -45,6 +45,9 @@ class Constraint:
         return f"{'WF' if self.kind == 'weak' else 'SF'}({self.name})"
 
 
+SPELLED_OUT = 6  # constraints listed one by one; beyond, counted per action
+
+
 @dataclass
 class Fairness:
     """The fairness constraints and, per step label, the one it belongs to (-1: none)."""
@@ -63,7 +66,14 @@ class Fairness:
         return sum(1 << i for i, c in enumerate(self.constraints) if c.kind == "strong")
 
     def describe(self) -> str:
-        return ", ".join(c.describe() for c in self.constraints) or "none"
+        if len(self.constraints) <= SPELLED_OUT:
+            return ", ".join(c.describe() for c in self.constraints) or "none"
+        groups: dict[tuple[str, str], int] = {}
+        for c in self.constraints:  # many instances (an actor spec's deliveries): counted per action
+            key = (c.kind, c.name.partition("(")[0])
+            groups[key] = groups.get(key, 0) + 1
+        return ", ".join(f"{'WF' if kind == 'weak' else 'SF'}({name}) for each of its {n:,} instances"
+                         if n > 1 else f"{'WF' if kind == 'weak' else 'SF'}({name})" for (kind, name), n in groups.items())
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:

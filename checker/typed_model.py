@@ -113,6 +113,19 @@ class TypedModel(Model):
                     return False
         raise ValueError(f"spec {self.name} has no invariant {name!r}")
 
+    def steps_that_succeed(self, st: tuple) -> list[tuple[int, tuple]]:
+        """(label id, successor) for every enabled step that does not fail (to follow a path through a
+        state where some other step fails)."""
+        out = []
+        for lid, t in enumerate(self.prog.transitions):
+            try:
+                nxt = interpret.run_transition(self.prog, t, st)
+            except interpret.Failure:
+                continue
+            if nxt is not None:
+                out.append((lid, nxt))
+        return out
+
     # -- diagnosis --------------------------------------------------------------------------------
     def diagnose(self, st: tuple) -> StepFailure:
         return self._diagnose_with(self.prog.transitions, st)

@@ -1,8 +1,11 @@
 """The runner's side of a run: spawn one OS process per member, wire them up, stop them, leave none behind.
 
-Processes are started with multiprocessing's `spawn` method and talk to the runner over a control
-connection (length-prefixed JSON frames on 127.0.0.1, like the data plane). Data goes directly
-between processes, or through the `Relay` when faults are injected or a scheduler controls delivery.
+Processes are started with multiprocessing (`spawn`, or a preloaded fork server) through
+`wire.member_main`, which hands each its credentials: the run's secret, made here per run, and its
+member id. They talk to the runner over an authenticated control connection (`wire.Endpoint`), and
+to each other over authenticated data connections, directly or through the `Relay` when faults are
+injected or a scheduler controls delivery. A connection that does not authenticate, or a malformed
+control frame, is refused and counted in `rejected` (it becomes a note of the run), never a crash.
 """
 
 from __future__ import annotations
@@ -10,16 +13,26 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .relay import Relay
-from .wire import frame, read_frame
+from .wire import RELAY, RUNNER, Credentials, Endpoint, FrameError, member_main, member_name, parse, serve
 
 START_TIMEOUT = 60.0  # seconds for a spawned process to import Lockstep, build the spec and say hello
 STOP_TIMEOUT = 10.0
+MAX_REJECTION_NOTES = 20  # rejected connections and frames described in the run's notes (all are counted)
+
+
+def default_trace_path(name: str) -> str:
+    """A new file in the temporary directory for a run's merged trace (created here, so its name cannot be
+    taken over by another user of the machine, as a predictable name could)."""
+    fd, path = tempfile.mkstemp(prefix=f"lockstep-{name}-", suffix=".jsonl")
+    os.close(fd)
+    return path
 
 
 @dataclass
@@ -29,7 +42,7 @@ class Member:
     pid: int
     process: Any  # multiprocessing.Process
     port: int = 0
-    writer: asyncio.StreamWriter | None = None
+    link: Endpoint | None = None
     hello: asyncio.Future | None = None
     bye: dict[str, Any] | None = None
     killed: bool = False  # by the runner, on purpose
@@ -51,16 +64,19 @@ class Cluster:
         self.members: dict[int, Member] = {}
         self.ctx = multiprocessing.get_context("spawn")
         self.loop_time0 = 0.0
+        self.creds = Credentials.fresh(RUNNER)  # the run's secret: only this run's processes get it
+        self.rejected = 0
+        self.rejections: list[str] = []
 
     def trace_path(self, pid: int) -> str | None:
         return os.path.join(self.trace_dir, f"process-{pid}.jsonl") if self.trace_dir else None
 
     async def start(self, choices: dict[int, dict[str, Any] | None] | None = None) -> None:
         """Spawn every process, connect them to each other and tell them to start (with these start choices)."""
-        self.server = await asyncio.start_server(self._on_control, "127.0.0.1", 0)
-        self.control_port = self.server.sockets[0].getsockname()[1]
+        self.server, self.control_port = await serve(self.creds, on_frame=self._on_control, on_rejected=self._reject,
+                                                     accept=self._may_connect, on_lost=self._lost)
         if self.relay is not None:
-            await self.relay.start()
+            await self.relay.start(self.creds.as_member(RELAY))
         for pid in range(self.nproc):
             self._spawn(pid, restore=False)
         await self._await_hellos(list(range(self.nproc)))
@@ -69,7 +85,7 @@ class Cluster:
             if self.relay is not None:
                 await self.relay.attach(pid, self.members[pid].port)
         for pid in range(self.nproc):
-            self.send(pid, {"op": "peers", "ports": ports})
+            self.send(pid, {"op": "peers", "ports": ports, "relay": self.relay is not None})
         for pid in range(self.nproc):
             self.send(pid, {"op": "go", "choice": (choices or {}).get(pid)})
         self.loop_time0 = asyncio.get_running_loop().time()
@@ -87,7 +103,8 @@ class Cluster:
 
     def _spawn(self, pid: int, restore: bool) -> None:
         target, cfg, name = self.process_for(pid, restore)
-        proc = self.ctx.Process(target=target, args=(cfg,), name=name, daemon=True)
+        proc = self.ctx.Process(target=member_main, args=(target, cfg, self.creds.as_member(pid)), name=name,
+                                daemon=True)
         proc.start()
         self.members[pid] = Member(pid, proc, hello=asyncio.get_running_loop().create_future())
 
@@ -105,33 +122,57 @@ class Cluster:
                 raise RuntimeError(f"process {(dead or late)[0]} {why} before connecting to the runner")
             await asyncio.sleep(0.02)
 
-    async def _on_control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        member = None
+    # -- control connections ---------------------------------------------------------------------------
+    def _may_connect(self, peer: int) -> bool:
+        """An authenticated process may hold one control connection (its current incarnation's)."""
+        m = self.members.get(peer)
+        return m is not None and (m.link is None or m.link.is_closing())
+
+    def _reject(self, reason: str) -> None:
+        self.rejected += 1
+        if len(self.rejections) < MAX_REJECTION_NOTES:
+            self.rejections.append(reason)
+
+    def _on_control(self, ep: Endpoint, body: bytes) -> None:
+        member = self.members[ep.peer]  # type: ignore[index]
         try:
-            while True:
-                msg = await read_frame(reader)
-                op = msg.get("op")
-                if op == "hello":
-                    member = self.members[int(msg["pid"])]
-                    member.port, member.writer = int(msg["port"]), writer
-                    if not member.hello.done():
-                        member.hello.set_result(True)
-                elif member is not None and op == "bye":
-                    member.bye = msg
-                    break
-                elif member is not None:
-                    member.reports.put_nowait(msg)
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
-            pass  # the process went away, or the run is over
-        finally:
-            if member is not None:
-                member.reports.put_nowait({"op": "gone", "pid": member.pid})
-            writer.close()
+            msg = parse(body)
+            op = msg.get("op")
+            if member.link is None:
+                if op != "hello":
+                    raise FrameError(f"expected hello, got {op!r}")
+                port = msg.get("port")
+                if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+                    raise FrameError(f"hello with port {port!r}, not a TCP port")
+                member.port, member.link = port, ep
+                if not member.hello.done():
+                    member.hello.set_result(True)
+            elif ep is not member.link:
+                raise FrameError("a second control connection")
+            elif op == "bye":
+                member.bye = msg
+            else:
+                member.reports.put_nowait(msg)
+        except FrameError as e:
+            self._reject(f"a malformed control frame from {member_name(ep.peer)}: {e}")
+
+    def _lost(self, ep: Endpoint) -> None:
+        m = self.members.get(ep.peer) if ep.peer is not None else None  # type: ignore[arg-type]
+        if m is not None and m.link is ep:
+            m.reports.put_nowait({"op": "gone", "pid": m.pid})
 
     def send(self, pid: int, obj: dict[str, Any]) -> None:
-        w = self.members[pid].writer
-        if w is not None and not w.is_closing():
-            w.write(frame(obj))
+        link = self.members[pid].link
+        if link is not None and not link.is_closing():
+            link.send(obj)
+
+    def rejection_notes(self) -> list[str]:
+        """What the runner refused (connections without the run's secret, malformed control frames), for the run's notes."""
+        if not self.rejected:
+            return []
+        more = f" (the first {len(self.rejections)}: " if self.rejected > len(self.rejections) else " ("
+        return [f"the runner rejected {self.rejected} control connection(s) or frame(s){more}"
+                + "; ".join(self.rejections) + ")"]
 
     def elapsed(self) -> float:
         return asyncio.get_running_loop().time() - self.loop_time0
@@ -148,11 +189,14 @@ class Cluster:
 
     async def restart(self, pid: int) -> None:
         """Start a killed process again; it continues from the last state it recorded."""
+        old = self.members[pid].link
+        if old is not None:
+            old.close()
         self._spawn(pid, restore=True)
         await self._await_hellos([pid])
         if self.relay is not None:
             await self.relay.attach(pid, self.members[pid].port)
-        self.send(pid, {"op": "peers", "ports": self._peer_ports()})
+        self.send(pid, {"op": "peers", "ports": self._peer_ports(), "relay": self.relay is not None})
         self.send(pid, {"op": "go", "elapsed": self.elapsed()})
 
     def dead(self) -> list[int]:

@@ -4,21 +4,50 @@ system model, and the dispatch to the model's own command (`actors`, `rounds`, `
 from __future__ import annotations
 
 import argparse
+import sys
 
-from lockstep.checker.commands.common import add_spec_arguments, natural
+from lockstep.checker.commands.common import add_spec_arguments, natural, output_file
 from lockstep.checker.errors import UsageError
-from lockstep.checker.loader import is_protocol, parse_params
+from lockstep.checker.loader import is_protocol, parse_params, resolve
 
-from .actors.command import run_actor_command
-from .population.command import run_population_command
+from .autobahn import command as autobahn_command
 from .psmr import command as psmr_command
-from .rounds.command import kill_plan
-from .rounds.command import run as run_rounds_spec
-from .rounds.run import rounds_class
 
 NAME = "run"
-HELP = ("run an actor spec as one OS process per actor, or a population protocol as one process per agent and a "
-        "scheduler (TCP on 127.0.0.1), then validate the run")
+HELP = ("run an actor spec as one OS process per actor, a population protocol as one process per agent and a "
+        "scheduler, or a Datalog program on SSP workers (TCP on 127.0.0.1), then validate the run")
+
+
+def staleness(text: str) -> int:
+    """Datalog programs' --staleness (their parser is imported only when the option is given)."""
+    from .datalog.command import staleness as parse
+
+    return parse(text)
+
+
+def straggler(text: str) -> tuple[int, float]:
+    """Datalog programs' --straggler W:MS."""
+    from .datalog.command import straggler as parse
+
+    return parse(text)
+
+
+def weight_range(text: str) -> tuple[int, int]:
+    """Datalog programs' --weights LO:HI."""
+    from lockstep.checker.commands.datalog import weight_range as parse
+
+    return parse(text)
+
+
+def kill_plan(text: str) -> tuple[int, int]:
+    """`P@R`: kill node P at the start of round R."""
+    try:
+        p, r = (int(x) for x in text.split("@"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NODE@ROUND, e.g. 3@2") from None
+    if p < 0 or r < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: the node must be >= 0 and the round >= 1")
+    return p, r
 
 
 def seconds(text: str) -> float:
@@ -40,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                    "(default: the protocol's first @start)")
     p.add_argument("--faults", metavar="FILE", help="a JSON fault plan: drop, duplicate, reorder, delay_ms, "
                                                     "partitions, crashes (see executors/faults.py)")
-    p.add_argument("--trace", metavar="FILE", help="write the merged run trace (JSON lines) to FILE")
+    p.add_argument("--trace", type=output_file, metavar="FILE", help="write the merged run trace (JSON lines) to FILE")
     p.add_argument("--seed", type=natural, default=0,
                    help="seed for handler choices and injected faults (population protocols: the scheduler's pairs, "
                         "the start states and the agents' draws)")
@@ -50,7 +79,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                  "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")
     p.add_argument("--initiator", type=natural, metavar="P", help="rounds specs: the node that starts (default 0)")
     p.add_argument("--kill", type=kill_plan, metavar="P@R", help="rounds specs: kill node P at the start of round R")
-    psmr_command.add_arguments(p)
+    p.add_argument("--graph", metavar="GRAPH", help="Datalog programs: an edge-list file, a generator (gnm:N:M, grid:R:C, "
+                                                   "...) or ssp:N (a graph of the SSP spec, validated against it)")
+    p.add_argument("--staleness", "-s", type=staleness, metavar="S",
+                   help="Datalog programs: 0 (BSP), a bound, or inf (asynchronous); default 1")
+    p.add_argument("--straggler", type=straggler, metavar="W:MS",
+                   help="Datalog programs: delay worker W by MS milliseconds before each iteration")
+    p.add_argument("--weights", type=weight_range, metavar="LO:HI", help="Datalog programs: random edge weights")
+    p.add_argument("--undirected", action="store_true", help="Datalog programs: generators list each edge once")
+    p.add_argument("--no-check", action="store_true",
+                   help="Datalog programs: do not compare the result with the sequential evaluation")
+    psmr_command.add_arguments(p)  # also --workers, which Datalog programs share
+    autobahn_command.add_arguments(p)
 
 
 def positive(text: str) -> int:
@@ -67,20 +107,50 @@ def positive(text: str) -> int:
 # Options that only one kind of spec takes: (attribute, flag, kind).
 ONE_KIND_OPTIONS = [("tree", "--tree", "rounds"), ("initiator", "--initiator", "rounds"), ("kill", "--kill", "rounds"),
                     ("interactions", "--interactions", "population"), ("start", "--start", "population"),
-                    ("duration", "--duration", "actor")]
+                    ("duration", "--duration", "actor"), ("graph", "--graph", "datalog"),
+                    ("workers", "--workers", "datalog"), ("staleness", "--staleness", "datalog"),
+                    ("straggler", "--straggler", "datalog"), ("weights", "--weights", "datalog")]
 
 
 def run(args: argparse.Namespace) -> int:
     if psmr_command.is_psmr(args.spec):
         return psmr_command.run_psmr_command(args)
-    kind = "rounds" if rounds_class(args.spec) is not None else "population" if is_protocol(args.spec) else "actor"
+    if autobahn_command.is_autobahn(args.spec):
+        return autobahn_command.run_autobahn_command(args)
+    kind = spec_kind(args.spec)
     for attr, flag, owner in ONE_KIND_OPTIONS:
         if getattr(args, attr) is not None and owner != kind:
             raise UsageError(f"{flag} applies to {owner} specs; {args.spec} is a{'n' if kind == 'actor' else ''} "
                              f"{kind} spec (see `lockstep run --help`)")
-    if kind == "rounds":
-        return run_rounds_spec(args)
     params = parse_params(args.param)
+    if kind == "datalog":
+        from .datalog.command import run_datalog_command
+
+        return run_datalog_command(args, params)
+    print(f"progress: building {args.spec}" + "".join(f" {k}={v}" for k, v in params.items()), file=sys.stderr,
+          flush=True)
+    if kind == "rounds":  # each model's runner is imported when it runs (networkx, asyncio, multiprocessing)
+        from .rounds.command import run as run_rounds_spec
+
+        return run_rounds_spec(args)
     if kind == "population":
+        from .population.command import run_population_command
+
         return run_population_command(args, params)
+    from .actors.command import run_actor_command
+
     return run_actor_command(args, params)
+
+
+def spec_kind(ref: str) -> str:
+    """"datalog", "rounds", "population" or "actor": the system model of the spec `ref` names (without importing the
+    models it does not use: a rounds spec has imported the rounds model already)."""
+    from lockstep.specs.datalog.catalog import is_program_ref  # lark and the catalogue: only to tell a program
+
+    if is_program_ref(ref):
+        return "datalog"
+    obj, _ = resolve(ref)
+    rounds = sys.modules.get("lockstep.specs.lang.rounds.spec")
+    if rounds is not None and isinstance(obj, type) and issubclass(obj, rounds.RoundsSpec):
+        return "rounds"
+    return "population" if is_protocol(ref) else "actor"

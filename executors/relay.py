@@ -1,10 +1,12 @@
 """The relay between processes: injects network faults, or holds every message for a scheduler.
 
-Each process sends all its frames to the relay, which forwards them to their receivers with the
-fault plan applied (drop, duplicate, delay, reorder, partitions). Frames to a process that is
-down wait in the relay until it is restarted (frames it had received but not handled are lost).
-In controlled mode nothing is forwarded on its own: frames wait in `held` until `release` hands
-one to its receiver, in the order a counterexample prescribes.
+Each process sends all its frames to the relay over an authenticated connection; the relay checks
+that a frame's `src` is the process that sent it, and forwards it, sealed again on its own
+authenticated connection to the receiver, with the fault plan applied (drop, duplicate, delay,
+reorder, partitions). Frames to a process that is down wait in the relay (at most MAX_WAITING per
+process; more are lost and counted) until it is restarted (frames it had received but not handled
+are lost). In controlled mode nothing is forwarded on its own: frames wait in `held` until `release`
+hands one to its receiver, in the order a counterexample prescribes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import time
 from typing import Any
 
 from .faults import Faults
-from .wire import FrameProtocol
+from .wire import RUNNER, Credentials, Endpoint, connect, dumps, member_name, serve
+
+MAX_WAITING = 100_000  # frames held for one process that is down (or, controlled, in all)
 
 
 class Relay:
@@ -26,18 +30,19 @@ class Relay:
         self.faults = faults or Faults()
         self.rng = random.Random(seed)
         self.controlled = controlled
-        self.to: dict[int, asyncio.Transport] = {}
+        self.to: dict[int, Endpoint] = {}
         self.held: list[tuple[int, int, Any, bytes]] = []  # (src, dst, msg JSON, body), oldest first
         self.waiting: dict[int, list[bytes]] = {}  # frames for processes that are down
         self.stats = {"forwarded": 0, "dropped": 0, "duplicated": 0, "delayed": 0, "reordered": 0,
-                      "partitioned": 0, "waited": 0, "lost": 0, "malformed": 0}
+                      "partitioned": 0, "waited": 0, "lost": 0, "malformed": 0, "rejected": 0}
+        self.rejections: list[str] = []
         self.t0 = time.monotonic()
         self.port = 0
 
-    async def start(self) -> int:
-        loop = asyncio.get_running_loop()
-        self.server = await loop.create_server(lambda: FrameProtocol(self.on_frame, self._malformed), "127.0.0.1", 0)
-        self.port = self.server.sockets[0].getsockname()[1]
+    async def start(self, creds: Credentials) -> int:
+        self.creds = creds
+        self.server, self.port = await serve(creds, on_frame=self.on_frame, on_rejected=self._rejected,
+                                             accept=lambda peer: peer != RUNNER)
         return self.port
 
     async def attach(self, pid: int, port: int) -> None:
@@ -45,35 +50,45 @@ class Relay:
         old = self.to.pop(pid, None)
         if old is not None:
             old.close()
-        transport, _ = await asyncio.get_running_loop().create_connection(asyncio.Protocol, "127.0.0.1", port)
-        self.to[pid] = transport
+        ep = await connect(port, self.creds, pid, on_frame=lambda _ep, _body: None, on_rejected=self._rejected)
+        self.to[pid] = ep
         for body in self.waiting.pop(pid, []):
             self._forward(pid, body)
 
     def detach(self, pid: int) -> None:
         """Process `pid` is down: frames for it wait here until it is attached again."""
         self.waiting.setdefault(pid, [])
-        t = self.to.pop(pid, None)
-        if t is not None:
-            t.close()
+        ep = self.to.pop(pid, None)
+        if ep is not None:
+            ep.close()
 
     def close(self) -> None:
         self.server.close()
-        for t in self.to.values():
-            t.close()
+        for ep in self.to.values():
+            ep.close()
 
-    def _malformed(self, why: str) -> None:
-        self.stats["malformed"] += 1
+    def _rejected(self, why: str) -> None:
+        self.stats["rejected"] += 1
+        if len(self.rejections) < 20:
+            self.rejections.append(why)
 
-    def on_frame(self, body: bytes) -> None:
+    def on_frame(self, ep: Endpoint, body: bytes) -> None:
         try:
             obj = json.loads(body)
-            src, dst = int(obj["src"]), int(obj["dst"])
-        except (ValueError, KeyError, TypeError):
+            src, dst = obj["src"], obj["dst"]
+            if not (isinstance(src, int) and isinstance(dst, int)) or isinstance(src, bool) or isinstance(dst, bool):
+                raise TypeError
+        except (ValueError, KeyError, TypeError, RecursionError):
             # not routable: pass it to nobody, the receivers would reject it anyway
             self.stats["malformed"] += 1
             return
+        if src != ep.peer:  # a process speaks only for itself
+            self._rejected(f"a frame from {member_name(ep.peer)} claiming src {src}")
+            return
         if self.controlled:
+            if len(self.held) >= MAX_WAITING:
+                self.stats["lost"] += 1
+                return
             self.held.append((src, dst, obj.get("msg"), body))
             return
         f, now = self.faults, time.monotonic() - self.t0
@@ -98,15 +113,16 @@ class Relay:
                 self._forward(dst, body)
 
     def _forward(self, dst: int, body: bytes) -> None:
-        t = self.to.get(dst)
-        if t is None or t.is_closing():
-            if dst in self.waiting:
-                self.waiting[dst].append(body)
+        ep = self.to.get(dst)
+        if ep is None or ep.is_closing():
+            box = self.waiting.get(dst)
+            if box is not None and len(box) < MAX_WAITING:
+                box.append(body)
                 self.stats["waited"] += 1
             else:
                 self.stats["lost"] += 1
             return
-        t.write(len(body).to_bytes(4, "big") + body)
+        ep.send_body(body)
         self.stats["forwarded"] += 1
 
     def release(self, src: int, dst: int, msg: Any, choice: dict[str, Any] | None = None) -> bool:
@@ -120,7 +136,7 @@ class Relay:
                 if choice:
                     obj = json.loads(body)
                     obj["choice"] = choice
-                    body = json.dumps(obj, separators=(",", ":")).encode()
+                    body = dumps(obj)
                 self._forward(dst, body)
                 return True
         return False
@@ -132,4 +148,3 @@ class Relay:
                 del self.held[i]
                 return True
         return False
-

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable
 
 from lockstep.checker.replay import replay
-from lockstep.checker.trace import Trace, TraceError
+from lockstep.checker.trace import Trace, TraceError, trusted_spec
 from lockstep.specs.lang.actors import ActorProgram
 from lockstep.specs.lang.rounds import RoundsProgram
 
@@ -16,8 +16,10 @@ from .controlled import ProcessReplay
 from .rounds.replay import replay_rounds
 
 
-async def replay_async(trace: Trace, say: Callable[[str], None]) -> ProcessReplay:
-    checked = replay(trace)  # the trace is a behaviour of the spec: check before running anything
+async def replay_async(trace: Trace, say: Callable[[str], None], spec: str | None = None) -> ProcessReplay:
+    spec = trusted_spec(trace.spec, spec, trace.origin)
+    checked = replay(trace, spec=spec)  # the trace is a behaviour of the spec: check before running anything
+    trace.spec = spec  # the processes run the spec the user named
     prog = getattr(checked.model, "prog", None)
     if isinstance(prog, RoundsProgram):
         return await replay_rounds(trace, checked, say)
@@ -27,6 +29,6 @@ async def replay_async(trace: Trace, say: Callable[[str], None]) -> ProcessRepla
                      "specs run as processes")
 
 
-def replay_on_processes(trace: Trace, say: Callable[[str], None] = print) -> ProcessReplay:
-    """Replay a counterexample of an actor or rounds spec on real processes."""
-    return asyncio.run(replay_async(trace, say))
+def replay_on_processes(trace: Trace, say: Callable[[str], None] = print, spec: str | None = None) -> ProcessReplay:
+    """Replay a counterexample of an actor or rounds spec on real processes (`spec`: see `trusted_spec`)."""
+    return asyncio.run(replay_async(trace, say, spec))

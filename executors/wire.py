@@ -1,43 +1,116 @@
-"""Frames on the wire: a 4-byte big-endian length, then a JSON object (never pickle).
+"""Frames on the wire: authenticated, length-prefixed JSON objects (never pickle), at most MAX_FRAME bytes.
 
-Data frames carry one message: `{"src": 0, "dst": 1, "clock": 7, "msg": {"tag": "Echo", "v": 1}}`, and
-the sender's vector clock (`"vc": [3, 0, 1]`, one entry per process);
-the receiver decodes `msg` into the spec's declared message type and checks every field, so a
-malformed or unknown frame becomes a `FrameError` that names what is wrong. Control frames
-between the runner and the processes are JSON objects with an `"op"`.
+Every connection of a run — the runner's control connections, data connections between processes,
+the relay's — is an authenticated session:
+
+1. The accepting side sends a fresh 16-byte challenge.
+2. The connecting side answers with its opening frame: its member id, the id of the member it means
+   to reach, and HMAC-SHA256(run secret, "open" | challenge | ids). Only a process given the run's
+   secret at spawn can produce it; a wrong one is rejected and the connection closed.
+3. Every later frame, in both directions, is `length | tag | body` with tag = HMAC-SHA256 over the
+   body and the frame's position in its direction of the session, under a key derived from the
+   secret, the challenge and both ids. A forged, altered, replayed, reordered or dropped frame fails
+   its tag: it is rejected and the connection closed. A frame longer than MAX_FRAME is refused
+   before it is buffered.
+
+The secret is made by the runner (`Cluster`) per run and handed to each process at spawn
+(`member_main`, through multiprocessing's pipe: never on a command line, in the environment or in
+a file). A process finds its credentials with `credentials()`. Bodies are JSON objects; data
+frames carry one message `{"src": 0, "dst": 1, "clock": 7, "msg": {...}}` and the sender's vector
+clock (`"vc": [3, 0, 1]`, one entry per process), which the receiver decodes into the spec's declared
+message type (`MessageCodec`), so a malformed frame is a `FrameError` that names what is wrong.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
+import os
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+from lockstep.checker.safejson import JSONInputError
+from lockstep.checker.safejson import loads as json_loads
 from lockstep.specs.lang.actors import ActorSystem
 from lockstep.specs.lang.jsonvalues import from_json, to_json
 
 LENGTH = struct.Struct(">I")
-MAX_FRAME = 1 << 20
+IDS = struct.Struct(">II")
+COUNTER = struct.Struct(">Q")
+MAX_FRAME = 1 << 20  # bytes of one frame's tag and body
+MAX_DEPTH = 32  # nesting of a frame's JSON
+TAG = 32  # HMAC-SHA256
+CHALLENGE = 16
+RUNNER = 0xFFFFFFFF  # member ids beyond the processes': the runner and the relay
+RELAY = 0xFFFFFFFE
 
 
 class FrameError(ValueError):
     """A frame that cannot be accepted; the message says why."""
 
 
-def frame(obj: Any) -> bytes:
-    """A JSON object as one length-prefixed frame."""
-    body = json.dumps(obj, separators=(",", ":")).encode()
-    return LENGTH.pack(len(body)) + body
+def member_name(mid: int | None) -> str:
+    return {RUNNER: "the runner", RELAY: "the relay", None: "an unidentified peer"}.get(mid, f"process {mid}")
+
+
+# -- credentials -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """A member's credentials for one run: the run's secret and its own id."""
+
+    secret: bytes = field(repr=False)
+    me: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.secret, bytes) or len(self.secret) < 16:
+            raise ValueError("a run secret is at least 16 random bytes")
+
+    @staticmethod
+    def fresh(me: int) -> Credentials:
+        """A new run secret (the runner's)."""
+        return Credentials(os.urandom(32), me)
+
+    def as_member(self, me: int) -> Credentials:
+        return Credentials(self.secret, me)
+
+
+_mine: list[Credentials] = []
+
+
+def install(creds: Credentials) -> None:
+    """Make `creds` this process's credentials (done at spawn by `member_main`)."""
+    _mine[:] = [creds]
+
+
+def credentials() -> Credentials:
+    """This process's credentials; a RuntimeError in a process that was not spawned as a member of a run."""
+    if not _mine:
+        raise RuntimeError("this process was not started as a member of a run (no run secret): start it with "
+                           "Cluster, which hands each process its credentials")
+    return _mine[0]
+
+
+def member_main(target: Callable[[dict[str, Any]], None], cfg: dict[str, Any], creds: Credentials) -> None:
+    """The entry point of every spawned process: install its credentials, then run `target(cfg)`."""
+    install(creds)
+    target(cfg)
+
+
+# -- frames ------------------------------------------------------------------------------------------
 
 
 class FrameReader:
-    """Splits a byte stream into frame bodies. An oversized length cannot be resynchronised: `broken` is set."""
+    """Splits a byte stream into frame payloads. An oversized length cannot be resynchronised: `broken` is set."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_FRAME) -> None:
         self.buf = bytearray()
         self.broken: str | None = None
+        self.limit = limit
 
     def feed(self, data: bytes) -> list[bytes]:
         if self.broken:
@@ -48,8 +121,8 @@ class FrameReader:
         pos = 0
         while len(buf) - pos >= 4:
             (n,) = LENGTH.unpack_from(buf, pos)
-            if n > MAX_FRAME:
-                self.broken = f"a frame announces {n} bytes, more than the limit of {MAX_FRAME}"
+            if n > self.limit:
+                self.broken = f"a frame announces {n:,} bytes, more than the limit of {self.limit:,}"
                 break
             if len(buf) - pos - 4 < n:
                 break
@@ -59,43 +132,251 @@ class FrameReader:
         return out
 
 
-class FrameProtocol(asyncio.Protocol):
-    """A connection that hands each frame body to `on_frame`; a stream that cannot be split into frames
-    is reported to `on_broken` and closed. `after` runs once the frames of each read are handled."""
-
-    def __init__(self, on_frame: Callable[[bytes], None], on_broken: Callable[[str], None],
-                 after: Callable[[], None] | None = None):
-        self.on_frame, self.on_broken, self.after = on_frame, on_broken, after
-        self.reader = FrameReader()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        for body in self.reader.feed(data):
-            self.on_frame(body)
-        if self.reader.broken:
-            self.on_broken(self.reader.broken)
-            self.transport.close()
-        if self.after is not None:
-            self.after()
-
-
-async def read_frame(reader: asyncio.StreamReader) -> dict[str, Any]:
-    """The next frame of a stream, parsed; IncompleteReadError when the stream ends."""
-    head = await reader.readexactly(LENGTH.size)
-    return parse(await reader.readexactly(LENGTH.unpack(head)[0]))
-
-
 def parse(body: bytes) -> dict[str, Any]:
-    """A frame body as a JSON object, or FrameError."""
+    """A frame body as a JSON object, or FrameError (not JSON, nested too deeply, not an object)."""
     try:
-        obj = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FrameError(f"not JSON ({e})") from None
+        obj = json_loads(body, "frame", MAX_DEPTH)
+    except JSONInputError as e:
+        raise FrameError(str(e).removeprefix("frame: ").removeprefix("frame")) from None
     if not isinstance(obj, dict):
         raise FrameError(f"expected a JSON object, got {type(obj).__name__}")
     return obj
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+class Session:
+    """The keys and frame counters of one authenticated connection, seen from one side."""
+
+    def __init__(self, secret: bytes, challenge: bytes, client: int, server: int, i_am_client: bool):
+        base = hmac.digest(secret, b"lockstep session" + challenge + IDS.pack(client, server), "sha256")
+        c2s = hmac.digest(base, b"client to server", "sha256")
+        s2c = hmac.digest(base, b"server to client", "sha256")
+        self.send_key, self.recv_key = (c2s, s2c) if i_am_client else (s2c, c2s)
+        self.sent = self.received = 0
+
+    def seal(self, body: bytes) -> bytes:
+        """The frame carrying `body`: its length, its tag, the body."""
+        tag = hmac.digest(self.send_key, COUNTER.pack(self.sent) + body, "sha256")
+        self.sent += 1
+        return LENGTH.pack(TAG + len(body)) + tag + body
+
+    def open(self, payload: bytes) -> bytes:
+        """The body of the next frame received, or FrameError if its tag is not the one expected there."""
+        if len(payload) < TAG:
+            raise FrameError("a frame too short to carry an authentication tag")
+        want = hmac.digest(self.recv_key, COUNTER.pack(self.received) + payload[TAG:], "sha256")
+        if not hmac.compare_digest(want, payload[:TAG]):
+            raise FrameError("a frame whose authentication tag is wrong (forged, altered, replayed or out of order)")
+        self.received += 1
+        return payload[TAG:]
+
+
+def opening_tag(secret: bytes, challenge: bytes, client: int, server: int) -> bytes:
+    return hmac.digest(secret, b"lockstep open" + challenge + IDS.pack(client, server), "sha256")
+
+
+# -- authenticated connections ---------------------------------------------------------------------------
+
+
+class Endpoint(asyncio.Protocol):
+    """One side of an authenticated connection (see the module docstring).
+
+    `on_frame(endpoint, body)` gets each authenticated body (`endpoint.peer` is the sender's member id); without it, bodies
+    wait in a queue for `read()`. `on_rejected(reason)` hears of a connection that failed to authenticate
+    or broke the framing (it is then closed). `accept(peer)` may refuse an authenticated peer. `after()`
+    runs once the frames of each read are handled."""
+
+    def __init__(self, creds: Credentials, server_id: int | None = None,
+                 on_frame: Callable[[Endpoint, bytes], None] | None = None,
+                 on_rejected: Callable[[str], None] | None = None,
+                 accept: Callable[[int], bool] | None = None, after: Callable[[], None] | None = None,
+                 on_lost: Callable[[Endpoint], None] | None = None):
+        self.creds = creds
+        self.client = server_id is not None  # the connecting side names whom it means to reach
+        self.peer: int | None = server_id
+        self.on_frame, self.on_rejected, self.accept, self.after, self.on_lost = \
+            on_frame, on_rejected, accept, after, on_lost
+        self.reader = FrameReader()
+        self.session: Session | None = None
+        self.challenge = b""
+        self.pending: list[bytes] = []  # bodies sent before the session is open
+        self.queue: asyncio.Queue | None = None if on_frame is not None else asyncio.Queue()
+        self.ready = asyncio.get_running_loop().create_future()  # resolved when the session opens (or fails)
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+
+    # -- asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        if not self.client:
+            self.challenge = os.urandom(CHALLENGE)
+            self.transport.write(self.challenge)  # type: ignore[union-attr]
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        if self.client and self.session is None:
+            need = CHALLENGE - len(self.challenge)
+            self.challenge += data[:need]
+            data = data[need:]
+            if len(self.challenge) < CHALLENGE:
+                return
+            self._open_as_client()
+        for payload in self.reader.feed(data):
+            if self.closed:
+                return
+            try:
+                if self.session is None:
+                    self._open_as_server(payload)
+                    continue
+                body = self.session.open(payload)
+            except FrameError as e:
+                self._reject(f"{e} from {member_name(self.peer)}")
+                return
+            if self.on_frame is not None:
+                self.on_frame(self, body)
+            else:
+                self.queue.put_nowait(body)  # type: ignore[union-attr]
+        if self.reader.broken:
+            self._reject(f"{self.reader.broken} (from {member_name(self.peer)})")
+            return
+        if self.after is not None:
+            self.after()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.queue is not None:
+            self.queue.put_nowait(None)
+        if not self.ready.done():
+            self.ready.set_result(None)  # never authenticated
+        if self.on_lost is not None:
+            self.on_lost(self)
+
+    # -- the handshake
+    def _open_as_client(self) -> None:
+        me, server = self.creds.me, self.peer
+        assert server is not None
+        tag = opening_tag(self.creds.secret, self.challenge, me, server)
+        self.transport.write(LENGTH.pack(IDS.size + TAG) + IDS.pack(me, server) + tag)  # type: ignore[union-attr]
+        self.session = Session(self.creds.secret, self.challenge, me, server, True)
+        pending, self.pending = self.pending, []
+        for body in pending:
+            self.send_body(body)
+        if not self.ready.done():
+            self.ready.set_result(self)
+
+    def _open_as_server(self, payload: bytes) -> None:
+        if len(payload) != IDS.size + TAG:
+            raise FrameError("a connection that does not open with an authenticated hello (no run secret?)")
+        client, server = IDS.unpack_from(payload)
+        if server != self.creds.me:
+            raise FrameError(f"an opening frame for {member_name(server)} reached {member_name(self.creds.me)}")
+        want = opening_tag(self.creds.secret, self.challenge, client, server)
+        if not hmac.compare_digest(want, payload[IDS.size:]):
+            raise FrameError(f"an opening frame claiming to be {member_name(client)} without the run's secret")
+        if self.accept is not None and not self.accept(client):
+            raise FrameError(f"{member_name(client)} may not connect here")
+        self.peer = client
+        self.session = Session(self.creds.secret, self.challenge, client, server, False)
+        if not self.ready.done():
+            self.ready.set_result(self)
+
+    def _reject(self, reason: str) -> None:
+        self.closed = True
+        if self.on_rejected is not None:
+            self.on_rejected(reason)
+        if self.transport is not None:
+            self.transport.close()
+
+    # -- sending and receiving
+    def send_body(self, body: bytes) -> None:
+        """Send one frame (queued until the session is open); dropped once the connection is closed."""
+        if self.session is None:
+            self.pending.append(body)
+            return
+        t = self.transport
+        if t is not None and not t.is_closing():
+            t.write(self.session.seal(body))
+
+    def send(self, obj: Any) -> None:
+        self.send_body(dumps(obj))
+
+    def send_many(self, bodies: list[bytes]) -> None:
+        """Several frames in one write."""
+        if self.session is None:
+            self.pending.extend(bodies)
+            return
+        t = self.transport
+        if t is not None and not t.is_closing():
+            seal = self.session.seal
+            t.write(b"".join(seal(b) for b in bodies))
+
+    async def read(self) -> dict[str, Any]:
+        """The next frame's JSON object (endpoints without `on_frame`); ConnectionError when the connection ends."""
+        assert self.queue is not None, "this endpoint hands its frames to on_frame"
+        body = await self.queue.get()
+        if body is None:
+            self.queue.put_nowait(None)
+            raise ConnectionError("the connection closed")
+        return parse(body)
+
+    def is_closing(self) -> bool:
+        return self.closed or self.transport is None or self.transport.is_closing()
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    async def drain(self) -> None:
+        """Wait until what was written has been handed to the kernel (best effort)."""
+        for _ in range(200):
+            t = self.transport
+            if t is None or t.is_closing() or t.get_write_buffer_size() == 0:
+                return
+            await asyncio.sleep(0.005)
+
+
+async def connect(port: int, creds: Credentials, server_id: int, **handlers: Any) -> Endpoint:
+    """An authenticated connection to member `server_id` listening on 127.0.0.1:`port` (see `Endpoint`)."""
+    loop = asyncio.get_running_loop()
+    _, ep = await loop.create_connection(lambda: Endpoint(creds, server_id, **handlers), "127.0.0.1", port)
+    return ep
+
+
+async def serve(creds: Credentials, **handlers: Any) -> tuple[asyncio.AbstractServer, int]:
+    """A listening socket on 127.0.0.1 whose connections are authenticated `Endpoint`s; (server, port).
+
+    The handlers are those of `Endpoint`; `on_frame` is required (frames of every peer arrive there)."""
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: Endpoint(creds, None, **handlers), "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+async def read_frame(reader: asyncio.StreamReader, limit: int = MAX_FRAME) -> bytes:
+    """The next frame payload of a plain stream (its length checked against `limit` before it is read);
+    IncompleteReadError when the stream ends, FrameError for an oversized length."""
+    (n,) = LENGTH.unpack(await reader.readexactly(LENGTH.size))
+    if n > limit:
+        raise FrameError(f"a frame announces {n:,} bytes, more than the limit of {limit:,}")
+    return await reader.readexactly(n)
+
+
+# -- data frames of actor systems ---------------------------------------------------------------------------
+
+
+MAX_CLOCK = 1 << 62  # a Lamport clock beyond this is refused (no run reaches it; a forged one would stall the order)
+
+
+def vector_clock(vc: Any, n: int) -> list[int] | None:
+    """A frame's vector clock (None when it has none), checked: n integers in [0, MAX_CLOCK)."""
+    if vc is not None and not (isinstance(vc, list) and len(vc) == n and
+                               all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < MAX_CLOCK for x in vc)):
+        raise FrameError(f"vc is not a vector clock of {n} non-negative integers below 2**62")
+    return vc
 
 
 class MessageCodec:
@@ -114,10 +395,11 @@ class MessageCodec:
         return j
 
     def encode(self, src: int, dst: int, clock: int, msg: Any, vc: list[int] | None = None) -> bytes:
+        """The body of a data frame (with the sender's vector clock, when it keeps one)."""
         obj: dict[str, Any] = {"src": src, "dst": dst, "clock": clock, "msg": self.msg_json(msg)}
         if vc is not None:
             obj["vc"] = vc
-        return frame(obj)
+        return dumps(obj)
 
     def decode(self, body: bytes) -> tuple[int, int, int, Any]:
         """(src, dst, clock, msg) of a data frame, validated against the spec's types."""
@@ -126,16 +408,13 @@ class MessageCodec:
     def decode_frame(self, body: bytes) -> tuple[int, int, int, Any, list[int] | None]:
         """(src, dst, clock, msg, vector clock or None) of a data frame, validated."""
         obj = parse(body)
-        vc = obj.get("vc")
-        if vc is not None and not (isinstance(vc, list) and len(vc) == self.nproc and
-                                   all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in vc)):
-            raise FrameError(f"vc is not a vector clock of {self.nproc} non-negative integers")
+        vc = vector_clock(obj.get("vc"), self.nproc)
         src, dst, clock = obj.get("src"), obj.get("dst"), obj.get("clock")
         for name, v in (("src", src), ("dst", dst)):
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < self.nproc:
                 raise FrameError(f"{name} {v!r} is not a process id (0..{self.nproc - 1}): unknown sender or receiver")
-        if isinstance(clock, bool) or not isinstance(clock, int) or clock < 0:
-            raise FrameError(f"clock {clock!r} is not a non-negative integer")
+        if isinstance(clock, bool) or not isinstance(clock, int) or not 0 <= clock < MAX_CLOCK:
+            raise FrameError(f"clock {clock!r} is not a non-negative integer below 2**62")
         if "msg" not in obj:
             raise FrameError("no \"msg\"")
         return src, dst, clock, self.decode_msg(obj["msg"]), vc
@@ -147,9 +426,9 @@ class MessageCodec:
         if msg is None:
             try:
                 msg = from_json(self.system.message, j, "msg")
-            except ValueError as e:
-                raise FrameError(str(e)) from None
-            if key is not None:
+            except (ValueError, TypeError, RecursionError) as e:
+                raise FrameError(str(e) or type(e).__name__) from None
+            if key is not None and len(self._decoded) < 100_000:
                 self._decoded[key] = msg
         return msg
 

@@ -8,8 +8,12 @@ computes from each initiator is then checked against the same constraints with k
 its colours fixed, they must stay satisfiable). Colours are one-hot Booleans with cardinality
 constraints, and each closed neighbourhood (pairwise at distance <= 2) says every colour is used
 at most once in it: redundant, but it lets the solver count instead of splitting cases, which
-makes the pigeonhole refutations fast. Finally a star with Δ leaves is refuted with Δ
-colours for Δ = 1..8: its centre and leaves are pairwise at distance <= 2.
+makes the pigeonhole refutations fast. A star with Δ leaves is refuted with Δ colours for
+Δ = 1..8: its centre and leaves are pairwise at distance <= 2. Last, why the spec lets a parent
+name its children (each node knows its neighbours' labels): with labels 0..Δ (the spec's label
+type), no rule that colours a child from its own label alone separates every set of siblings
+(Δ = 3..6); with labels 0..Δ-1 such a rule exists (the child's rank among the labels other than
+its grandparent's).
 """
 
 from __future__ import annotations
@@ -114,6 +118,23 @@ def star_with_delta_colours(delta: int) -> Outcome:
     return Outcome(PROVED if r == z3.sat else UNKNOWN)
 
 
+def colours_from_own_labels(delta: int, label_values: int) -> Outcome:
+    """Claim: a non-root parent of degree Δ that does not name its children can still colour them, each
+    child computing its colour from its own label (and what every sibling hears alike: the parent's
+    colour, the grandparent's colour and label), when labels range over `label_values` values and are
+    distinct among the parent's neighbours. The Δ-1 children may hold any labels other than the
+    grandparent's, and any two of those can be siblings, so the rule must be one-to-one on them, into
+    the Δ-1 colours other than the parent's and the grandparent's."""
+    possible = label_values - 1  # labels a child may hold: all but the grandparent's
+    f = [z3.Int(f"colour_of_label_{i}") for i in range(possible)]
+    s = z3.Solver()
+    s.add(*(z3.And(0 <= x, x < delta - 1) for x in f), z3.Distinct(*f) if possible > 1 else z3.BoolVal(True))
+    r = s.check()
+    if r == z3.unsat:
+        return Outcome(REFUTED, f"{possible} possible labels, {delta - 1} free colours: no one-to-one rule")
+    return Outcome(PROVED if r == z3.sat else UNKNOWN, f"{possible} possible labels, {delta - 1} free colours")
+
+
 FACTS = [
     *(Fact(f"every tree with {n} nodes has distance-2 chromatic number Δ+1", PROVED,
            lambda n=n: chromatic_is_delta_plus_one(n)) for n in range(2, MAX_NODES + 1)),
@@ -123,6 +144,10 @@ FACTS = [
            lambda n=n: algorithm_attains(n)) for n in range(2, MAX_NODES + 1)),
     *(Fact(f"the star with {d} leaves can be distance-2 coloured with {d} colours", REFUTED,
            lambda d=d: star_with_delta_colours(d)) for d in STARS),
+    *(Fact(f"Δ = {d}, labels 0..Δ: children can take colours from their own labels, unnamed by their parent",
+           REFUTED, lambda d=d: colours_from_own_labels(d, d + 1)) for d in range(3, 7)),
+    *(Fact(f"Δ = {d}, labels 0..Δ-1: children can take colours from their own labels, unnamed by their parent",
+           PROVED, lambda d=d: colours_from_own_labels(d, d)) for d in range(3, 7)),
 ]
 
 

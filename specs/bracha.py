@@ -24,11 +24,32 @@ Deviations and gaps filled: values are 0 and 1 (Bracha's values are arbitrary; t
 disagree). The sender's value is a choice at start. A message is sent to all processes including
 the sender itself, as in the paper's "send to all". Counting is per sender, so a Byzantine
 process cannot count twice. Delivery is recorded with a counter (`deliveries`) so that
-integrity is a checked property rather than a consequence of the state's type. Liveness
-(totality) is not checked here.
+integrity is a checked property rather than a consequence of the state's type. `totality` is
+Bracha's liveness (if a correct process delivers, every correct process delivers), under weakly
+fair delivery of every message to a correct process (`fairness`); Byzantine steps are never fair.
+It is checked on the whole state graph by the scalar engine:
+`lockstep check bracha --property totality --no-deadlock`.
 """
 
-from .lang import And, ForAll, If, Implies, Int, Map, Option, Param, Range, Record, Set, Union, invariant, require
+from .lang import (
+    And,
+    Exists,
+    ForAll,
+    If,
+    Implies,
+    Int,
+    Map,
+    Option,
+    Param,
+    Range,
+    Record,
+    Set,
+    Union,
+    invariant,
+    leads_to,
+    require,
+    temporal,
+)
 from .lang.actors import ActorSpec, Local, broadcast, on_message, on_start, send
 
 F = Param("f", default=1, lo=0, doc="Byzantine processes tolerated")
@@ -47,6 +68,7 @@ class Bracha(ActorSpec):
 
     Process = Proc
     Message = Union(Initial, Echo, Ready)
+    fairness = {"deliver": "weak"}  # every message sent to a correct process is eventually delivered
 
     input = Local(Value, init=0)  # the sender's value
     echoed = Local(Option(Value))
@@ -113,6 +135,12 @@ class Bracha(ActorSpec):
         """Correct processes that send ready send the same value (Bracha's lemma)."""
         return ForAll(s.honest, s.honest, lambda a, b: Implies(
             And(s.readied[a].is_some(), s.readied[b].is_some()), s.readied[a] == s.readied[b]))
+
+    @temporal
+    def totality(s):
+        """If a correct process delivers, every correct process eventually delivers."""
+        return leads_to(Exists(s.honest, lambda p: s.delivered[p].is_some()),
+                        ForAll(s.honest, lambda p: s.delivered[p].is_some()))
 
 
 def keep_first(current, value, when=True):

@@ -15,7 +15,12 @@ a colour, and the colouring built so far is distance-2 proper, so two broadcaste
 at distance ≥ 3: no collision, no conflict. Each internal node broadcasts exactly once; a leaf
 never broadcasts.
 
-The paper's full text was not available; these are the gaps filled and the deviations:
+The paper's full text was not available: the public copies we could reach (arXiv 1601.03225 and
+its listings, the conference version "… in Wireless Synchronous Broadcast/Receive Tree Networks",
+whose index terms include network traversal) give the abstract only, and the follow-up (Lakhlef,
+Raynal, Taïani, TPDS 2019) likewise. So whether the paper's processes learn identities, labels or
+the root in rounds of their own is unknown; the model keeps the assumptions below, and says why
+each is needed. These are the gaps filled and the deviations:
 
 - Identities: anonymous deterministic processes cannot solve the problem (on a star the leaves
   have identical histories, so they collide if they ever broadcast and end with one colour,
@@ -25,7 +30,21 @@ The paper's full text was not available; these are the gaps filled and the devia
   across the tree and are at most Δ-1. `labels()` assigns them from an arbitrary rooting at
   node 0, independent of the initiator, unless the graph carries its own (`graph.graph
   ["d2_labels"]`, values 0..Δ); each node knows its own and its neighbours' labels. Siblings
-  with equal labels break the algorithm (the tests show the checker's counterexample).
+  with equal labels break the algorithm (the tests show the checker's counterexample): two
+  siblings with one label and alike subtrees hear the same messages in every round.
+- Why a node knows its neighbours' labels at the start: the parent names its children in its
+  broadcast. Without that, each child would have to pick its colour from its own label and what
+  all its siblings hear alike; with labels ranging over 0..Δ a child of a non-root node may hold
+  any of Δ labels and only Δ-1 colours are free, so no such rule separates every set of siblings
+  (`python -m lockstep.proofs.d2_coloring` refutes it for Δ = 3..6 and proves a rule exists when
+  labels range over 0..Δ-1 only: there a child's rank among the labels other than its
+  grandparent's would do, and the default `labels()` are of that kind; the model names children
+  so that every labelling distinct among neighbours works). Learning the labels in first rounds
+  is possible but is not in
+  the sources we have: in a round per label value, the nodes holding that label broadcast it —
+  never a collision, as a node's neighbours hold distinct labels — and a node that misses a
+  neighbour (it broadcast in that round too) infers that the neighbour's label is its own, if it
+  knows its degree; that would add Δ̂+1 rounds to the bound below. We do not model it.
 - Addressing anonymous children: the parent's broadcast carries the set of its children's
   labels (`kids`); a child's rank in that set (by label) picks its colour: the rank-th value
   of 0, 1, 2, ... skipping the parent's colour and the grandparent's colour (`skip`).

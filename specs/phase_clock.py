@@ -5,6 +5,10 @@ the Adaptive Majority Problem", SAND 2022, LIPIcs 221, paper 7 (arXiv 2106.13002
 modelled: a leaderless clock with O(log n) states that, from an arbitrary configuration,
 becomes synchronous within O(n log n) interactions and then stays synchronous for poly(n)
 parallel time.
+Measured on this model (`python -m bench.population_claims`, tables in `docs/population.md`):
+recovery in O(log n) parallel time for n = 10² … 10⁶; a holding time exponential in m and, along
+m = c·log₂ n for n = 10² … 10⁵, a power of n whose degree grows with c (about ½ at c = ¾, about
+1 at c = 1), so polynomial in n; the default m = 2⌈log₂ n⌉ holds beyond what can be measured.
 
 The paper's own rules, constants and definition of a synchronous configuration were not
 available to us, so this is the closest documented construction, stated here in full:
@@ -33,8 +37,11 @@ Deviations and gaps filled (all of them ours, not the paper's):
 
 Seeded bug `PhaseClockNoResync`: far agents ignore each other. Agents alone on the cycle and
 pairwise far then never interact again — a silent, unsynchronized configuration — so from
-such configurations the clock never synchronizes (probability 0), and the exact analysis
-reports it.
+such configurations the clock never synchronizes (probability 0). At the default parameters
+(n = 3, m = 4, 16 counter values) three agents at 5, 10 and 15 are such a configuration:
+`lockstep check phase_clock_buggy` reports it as a deadlock (exit 1), and `lockstep analyze
+phase_clock_buggy --measure reach` finds the start configurations that never synchronize (exit 1);
+`lockstep check phase_clock` holds (816 configurations, none silent).
 """
 
 from __future__ import annotations
@@ -72,7 +79,7 @@ def spread(values: list[int], M: int) -> int:
 class PhaseClock(Population):
     """Loosely-stabilizing phase clock (two-choices ticking, maximum epidemic when far apart)."""
 
-    n = Param("n", default=4, lo=2, doc="number of agents")
+    n = Param("n", default=3, lo=2, doc="number of agents")
     hours = Param("hours", default=4, lo=4, doc="hours per cycle of the clock")
     m = Param("m", default=0, lo=0, doc="minutes per hour; 0 picks max(2, 2*ceil(log2 n))")
 

@@ -14,6 +14,10 @@ Process 0 is the transaction manager (TM); processes 1..rm are the resource mana
 
 `consistent` is Gray & Lamport's TCConsistent; `follows_tm` says an RM commits only what the TM
 decided. `TwoPhaseCommitEager` is a seeded bug: a prepared RM commits when its timer fires.
+`all_commit` is a witness (some reachable state has every RM committed). `all_decide` is the
+liveness the protocol lacks when the TM may crash: under weakly fair delivery, every RM
+eventually commits or aborts. It holds with `--param crashes=0` and fails with the crash
+(a prepared RM blocks): `lockstep check two_phase_commit --property all_decide --no-deadlock`.
 
 Deviations and gaps filled: the paper leaves timeouts abstract; here both the TM and the RMs arm
 one timer at start, of `timeout_ms` milliseconds when run as processes. A blocked RM does not ask
@@ -22,7 +26,25 @@ An aborted RM answers Prepare with an explicit No rather than by staying silent,
 not wait for its timer. Messages carry no RM id: the sender's process id identifies it.
 """
 
-from .lang import And, Enum, ForAll, If, Implies, Not, Param, Range, Record, Set, Union, invariant, require
+from .lang import (
+    And,
+    Enum,
+    ForAll,
+    If,
+    Implies,
+    Not,
+    Or,
+    Param,
+    Range,
+    Record,
+    Set,
+    Union,
+    eventually,
+    invariant,
+    require,
+    temporal,
+    witness,
+)
 from .lang.actors import ActorSpec, Local, Network, on_message, on_start, on_timeout, send, set_timer
 
 RM = Param("rm", default=2, lo=1, doc="resource managers")
@@ -50,6 +72,7 @@ class TwoPhaseCommit(ActorSpec):
     network = Network()
     max_crashes = 1
     crashable = (TM,)
+    fairness = {"deliver": "weak"}  # every message sent to a live process is eventually delivered
 
     tm_state = Local(Enum("init", "committed", "aborted"), init="init")
     tm_prepared = Local(Set(Process))
@@ -118,6 +141,18 @@ class TwoPhaseCommit(ActorSpec):
     def follows_tm(s):
         """An RM commits only after the TM has decided to commit."""
         return ForAll(range(1, s.rm + 1), lambda r: Implies(s.rm_state[r] == "committed", s.tm_state[TM] == "committed"))
+
+
+    @witness
+    def all_commit(s):
+        """Some run commits everywhere (without it, a TM that always aborts would pass every check)."""
+        return ForAll(range(1, s.rm + 1), lambda r: s.rm_state[r] == "committed")
+
+    @temporal
+    def all_decide(s):
+        """Every RM eventually commits or aborts."""
+        return eventually(ForAll(range(1, s.rm + 1), lambda r: Or(s.rm_state[r] == "committed",
+                                                                   s.rm_state[r] == "aborted")))
 
 
 class TwoPhaseCommitEager(TwoPhaseCommit):

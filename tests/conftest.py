@@ -15,6 +15,10 @@ from lockstep.specs.lang import Spec
 from lockstep.specs.registry import SPECS
 
 MODELS = os.path.join(os.path.dirname(__file__), "models")
+REFUSED_WHEN_BUILT = {"huge_keys.py:HugeKeys"}  # too large to build, by design: the input-limit tests' business
+# Specs whose every-spec comparisons take minutes each (Autobahn: the vector compiler alone takes minutes on it);
+# in those comparisons they run with the slow tests, and their own tests check them at small bounds by default.
+SLOW_EVERYWHERE_PREFIXES = ("autobahn",)
 
 
 @dataclass
@@ -40,7 +44,7 @@ def model_path(name: str) -> str:
     return os.path.join(MODELS, name)
 
 
-def typed_spec_refs() -> list[str]:
+def typed_spec_refs() -> list:
     """Every typed spec: the registered ones written as Spec classes (not plain init/next specs), then every Spec
     class defined in tests/models as `tests/models/FILE.py:Class` (a module that fails to import is the loader
     tests' business)."""
@@ -57,5 +61,6 @@ def typed_spec_refs() -> list[str]:
         except Exception:
             continue
         refs += [f"tests/models/{name}:{n}" for n, v in vars(module).items()
-                 if inspect.isclass(v) and issubclass(v, Spec) and v.__module__ == module.__name__]
-    return refs
+                 if inspect.isclass(v) and issubclass(v, Spec) and v.__module__ == module.__name__
+                 and f"{name}:{n}" not in REFUSED_WHEN_BUILT]
+    return [pytest.param(r, marks=pytest.mark.slow) if r.startswith(SLOW_EVERYWHERE_PREFIXES) else r for r in refs]

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from lockstep.specs.fair_algebra.semantics import CommandAutomaton, Semantics
-from lockstep.specs.fair_algebra.syntax import parse
-from lockstep.specs.fair_algebra.traces import enumerate_traces, show_word
-
 from ..algebra import DEFAULT_LIMIT, check_refines
-from .common import natural, positive
+from .common import natural, output_file, positive
 
 REFUTE_FACTOR = 5  # a law expected to be false gets this many times the examples to find its counterexample
 NAME = "algebra"
@@ -39,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     law.add_argument("--examples", type=positive, default=20, metavar="E", help="generated examples per law")
     law.add_argument("--leaves", type=positive, default=3, metavar="L", help="leaves per generated command")
     law.add_argument("--law", action="append", default=[], metavar="NAME", help="check only this law (repeatable)")
-    law.add_argument("--out", metavar="FILE", help="also write the table (Markdown) to FILE")
+    law.add_argument("--out", type=output_file, metavar="FILE", help="also write the table (Markdown) to FILE")
     law.set_defaults(action=_laws)
 
 
@@ -52,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _refines(args: argparse.Namespace) -> int:
+    from lockstep.specs.fair_algebra.syntax import parse  # lark, and its grammar, only when the command runs
+
     spec, impl = parse(args.spec, args.states), parse(args.impl, args.states)
     r = check_refines(spec, impl, args.states, args.limit)
     print(f"Σ = {{0..{args.states - 1}}}: " + r.describe())
@@ -72,6 +70,10 @@ def _traces(args: argparse.Namespace) -> int:
     if args.depth is None:
         raise UsageError("lockstep algebra traces needs --depth K: a command may have infinitely many traces, so the "
                          "listing must be bounded (e.g. --depth 3)")
+    from lockstep.specs.fair_algebra.semantics import CommandAutomaton, Semantics
+    from lockstep.specs.fair_algebra.syntax import parse
+    from lockstep.specs.fair_algebra.traces import enumerate_traces, show_word
+
     command = parse(args.command, args.states)
     auto = CommandAutomaton(Semantics(args.states), command)
     counts = {"done": 0, "abort": 0, "infinite": 0, "prefix": 0}

@@ -11,7 +11,8 @@ from ..loader import load_model, parse_params
 from ..progress import NoProgress, Progress, stderr_say
 from ..rounds.sweep import FORCE_LIMIT, sweep, table, tree_arguments, tree_spec
 from ..vector import choice
-from .common import add_full_argument, add_spec_arguments, load_typed, natural, positive, print_violation, report
+from .common import add_full_argument, add_spec_arguments, load_typed, natural, output_file, positive, print_violation, report
+from .scaling import add_scaling_arguments, check_on_cluster, check_scaling_flags, checkpoint_options
 
 NAME = "check"
 HELP = "model-check a spec: invariants, deadlocks, step failures and temporal properties"
@@ -29,7 +30,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(KIND is weak, strong or none; repeatable)")
     p.add_argument("--no-deadlock", action="store_true", help="do not report states without successors")
     p.add_argument("--symmetry", action="store_true", help="reduce by the spec's symmetric Ranges")
-    p.add_argument("--workers", type=positive, default=1, metavar="N", help="worker processes (breadth-first only)")
+    p.add_argument("--por", action=argparse.BooleanOptionalAction, default=None,
+                   help="partial-order reduction of actor specs (default: on for actor specs, breadth-first, one "
+                        "worker, no --property; --no-por explores every interleaving)")
+    p.add_argument("--workers", type=positive, metavar="N",
+                   help="worker processes (breadth-first only; default 1); with --cluster, Ray actors "
+                        "(default one per CPU of the cluster)")
     p.add_argument("--max-depth", type=natural, metavar="D", help="explore at most D steps from an initial state")
     p.add_argument("--max-states", type=positive, metavar="S", help="store at most S distinct states")
     p.add_argument("--dfs", action="store_true", help="depth-first instead of breadth-first")
@@ -38,13 +44,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "vector, scalar (= explicit); or smt, bounded model checking with z3")
     p.add_argument("--depth", type=natural, metavar="K",
                    help=f"--engine smt: look for violations within K steps (default {SMT_DEPTH})")
-    p.add_argument("--out", metavar="FILE", help="write the counterexample trace (JSON, ITF) to FILE")
+    p.add_argument("--out", type=output_file, metavar="FILE", help="write the counterexample trace (JSON, ITF) to FILE")
+    p.add_argument("--coverage", type=output_file, metavar="FILE",
+                   help="count how often each action is enabled (scalar engine, no partial-order reduction) and "
+                        "write it as JSON to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     add_full_argument(p)
-    p.add_argument("--dump-graph", metavar="FILE.dot", help="write the state graph (Graphviz DOT), the counterexample "
-                                                             "in red; for small instances")
+    p.add_argument("--dump-graph", type=output_file, metavar="FILE.dot",
+                   help="write the state graph (Graphviz DOT), the counterexample in red; for small instances")
     p.add_argument("--graph-limit", type=positive, default=1000, metavar="N",
                    help="--dump-graph: refuse graphs of more than N states (default 1000)")
+    add_scaling_arguments(p)
     p.add_argument("--tree", metavar="GEN", help="tree specs: check on this tree "
                                                  "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")
     p.add_argument("--seed", type=natural, default=0, help="with --tree random:N: the seed of the random tree")
@@ -54,6 +64,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.cluster_workers, args.workers = args.workers, args.workers or 1
+    check_scaling_flags(args)
     if args.all_trees is not None:
         return check_all_trees(args)
     if args.engine == "smt":
@@ -75,9 +87,25 @@ def run(args: argparse.Namespace) -> int:
     if args.property and args.engine == "vector":
         raise UsageError("--property: temporal properties are checked by the scalar engine; drop --engine vector")
     params = tree_arguments(args, parse_params(args.param))
+    if not args.quiet:  # building a large instance takes a while: say what is being built first
+        print(f"progress: building {args.spec}" + "".join(f" {k}={v}" for k, v in params.items()), file=sys.stderr,
+              flush=True)
     model = load_model(args.spec, params, symmetry=args.symmetry, invariants=args.invariant or None)
+    por, por_note = por_choice(args, model)
+    coverage = None
+    if args.coverage:
+        if args.engine == "vector" or args.property or args.workers > 1:
+            raise UsageError("--coverage counts steps in the scalar engine, one worker, without --property; drop "
+                             "--engine vector, --workers or --property")
+        from ..coverage import Coverage
+
+        coverage = Coverage()
+        coverage.count_enabled(model)
+        args.engine = "scalar"
+        if por:
+            por, por_note = False, "partial-order reduction off with --coverage: it counts every interleaving"
     opts = Options(deadlock=not args.no_deadlock, max_depth=args.max_depth, max_states=args.max_states,
-                   dfs=args.dfs, workers=args.workers)
+                   dfs=args.dfs, workers=args.workers, por=por)
     if args.property:
         return _check_properties(args, model, opts)
     graph = dump_graph_first(args, model)
@@ -86,16 +114,97 @@ def run(args: argparse.Namespace) -> int:
     mode = "depth-first" if args.dfs else "breadth-first"
     print(f"Checking {model.name}" + (f" ({ps})" if ps else "") +
           f": {engine} {mode}, {opts.workers} worker{'s' if opts.workers > 1 else ''}"
-          + (", symmetry reduction" if args.symmetry else ""))
+          + (", symmetry reduction" if args.symmetry else "") + (", partial-order reduction" if por else ""))
     invs = ", ".join(model.invariant_names) or "none"
     print(f"  invariants: {invs}; deadlock: {'checked' if opts.deadlock else 'not checked'}")
     progress = NoProgress() if args.quiet else Progress()
-    res = choice.run(engine, model, vm, opts, progress)
+    if args.cluster:
+        res = check_on_cluster(args, engine, vm, opts, params, progress)
+    else:
+        res = choice.run(engine, model, vm, opts, progress, checkpoint_options(args, engine, vm, opts))
     if why and engine != args.engine:
         res.notes.append(why)
+    if por_note:
+        res.notes.append(por_note)
     report(res, args.out, model, args.full)
+    if coverage is not None:
+        coverage.print(model)
+        coverage.save(model, args.coverage, command="check", verdict=res.verdict, distinct=res.distinct)
+        print(f"  coverage written to {args.coverage}")
     write_graph(args, model, graph, res)
+    if res.violation is None:
+        return _check_witnesses(args, model, engine, opts, res.exit_code)
     return res.exit_code
+
+
+def _check_witnesses(args: argparse.Namespace, model, engine: str, opts: Options, code: int) -> int:
+    """Search for each `@witness` (exit 1 if one is unreachable, 3 if one is not reached within the bounds)."""
+    from dataclasses import replace
+
+    from ..witnesses import search_witness, witness_names
+    from .common import print_trace
+
+    names = witness_names(model)
+    if not names:
+        return code
+    wopts = replace(opts, deadlock=False)
+
+    def run(wm):
+        _, vm, _ = choice.choose(engine, wm, wopts)
+        return choice.run(engine, wm, vm, wopts, NoProgress())
+
+    print(f"\nWitnesses: {', '.join(names)}")
+    for name in names:
+        w = search_witness(model, name, run)
+        if w.found:
+            steps = len(w.trace.steps) - 1
+            print(f"  witness {name} reached in {steps} step{'s' if steps != 1 else ''}:")
+            print_trace(w.trace, model, args.full)
+        elif w.found is False:
+            print(f"  witness {name} is unreachable: no reachable state satisfies it "
+                  f"({w.result.distinct:,} states) — the spec may check less than it seems")
+            code = 1
+        elif w.trace is not None:
+            print(f"  witness {name} failed to evaluate: {w.result.violation.message}")
+            print_trace(w.trace, model, args.full)
+            code = 1
+        else:
+            print(f"  witness {name} not reached within the bounds ({w.result.cut})")
+            code = max(code, 3) if code != 1 else 1
+    sys.stdout.flush()
+    return code
+
+
+def por_choice(args: argparse.Namespace, model) -> tuple[bool, str | None]:
+    """(use partial-order reduction, a note why it is off) for `--por` / `--no-por` / neither."""
+    from ..reduction.actors import PorUnsupported, is_actor_program
+
+    prog = getattr(model, "prog", None)
+    if args.por is False or (args.por is None and (prog is None or not is_actor_program(prog))):
+        return False, None
+    blockers = [(args.dfs, "--dfs", "its cycle proviso is the breadth-first one"),
+                (args.workers > 1, "--workers", "it runs on one worker"),
+                (bool(getattr(args, "cluster", None)), "--cluster", "the partitioned search expands every event"),
+                (bool(getattr(args, "checkpoint", None) or getattr(args, "resume", None)), "--checkpoint/--resume",
+                 "checkpoints are of the full search"),
+                (bool(args.property), "--property", "its provisos keep invariants and deadlocks, not liveness under "
+                 "fairness (a pruned delivery would look unfair)")]
+    for on, flag, why in blockers:
+        if on:
+            if args.por:
+                raise UsageError(f"--por with {flag}: {why}; drop one of them")
+            return False, f"partial-order reduction off with {flag}: {why}"
+    try:
+        if prog is None or not is_actor_program(prog):
+            raise PorUnsupported(f"{model.name} is not an actor spec (ActorSpec), the only kind it applies to")
+        from ..reduction.ample import for_model
+
+        for_model(model)
+    except PorUnsupported as e:
+        if args.por:
+            raise UsageError(f"--por: {e}") from None
+        return False, f"partial-order reduction off: {e}"
+    return True, None
 
 
 def dump_graph_first(args: argparse.Namespace, model):
@@ -128,7 +237,7 @@ def check_smt(args: argparse.Namespace) -> int:
     """`check --engine smt`: bounded model checking of a typed spec."""
     from ..smt.bmc import bmc
 
-    explicit_only = {"--symmetry": args.symmetry, "--workers": args.workers > 1, "--dfs": args.dfs,
+    explicit_only = {"--symmetry": args.symmetry, "--workers": args.workers > 1, "--dfs": args.dfs, "--por": bool(args.por),
                      "--max-depth": args.max_depth is not None, "--max-states": args.max_states is not None,
                      "--dump-graph": args.dump_graph is not None}
     given = [flag for flag, on in explicit_only.items() if on]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from ..errors import UsageError
 from ..loader import LoadError, load_model
 from ..model import Model
 from ..result import CheckResult, Violation
-from ..trace import Trace, TraceError
+from ..trace import Trace, TraceError, trusted_spec
 from ..typed_model import TypedModel
 
 
@@ -31,6 +32,21 @@ positive = _at_least(1, "not positive")
 natural = _at_least(0, "negative")
 
 
+def output_file(text: str) -> str:
+    """A file the command will write: refused now (not after the work) if it is a directory or cannot be written."""
+    path = os.path.abspath(text)
+    if not text or os.path.isdir(path):
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory; name a file to write")
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        raise argparse.ArgumentTypeError(f"cannot write {text}: directory {parent} does not exist")
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        raise argparse.ArgumentTypeError(f"cannot write {text}: the file is not writable")
+    if not os.path.exists(path) and not os.access(parent, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot write {text}: directory {parent} is not writable")
+    return text
+
+
 def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     """SPEC and --param, shared by the commands that load a spec."""
     p.add_argument("spec", metavar="SPEC", help="a registered name (see `lockstep list`), module:Object, or file.py[:Object]")
@@ -39,16 +55,9 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def trace_spec(ref: str, given: str | None) -> str:
-    """The spec to read a trace with: the one the user names, or the trace's own if it is a registered name
-    (a trace file never chooses what code runs)."""
-    from lockstep.specs.registry import SPECS
-
-    if given:
-        return given
-    if ref in SPECS:
-        return ref
-    raise UsageError(f"the trace names spec {ref!r}, which is not a registered spec name; a trace file does not "
-                     f"choose what code runs: name the spec yourself with --spec {ref}")
+    """The spec to read a trace file with: the one the user names, or the trace's own if it is a registered name
+    (a trace file never chooses what code runs; see `trusted_spec`)."""
+    return trusted_spec(ref, given, "the trace")
 
 
 def read_trace_file(path: str):
@@ -114,16 +123,7 @@ def print_trace(trace: Trace, model: Model | None = None, full: bool = False) ->
 
 def print_violation(v: Violation, out: str | None, model: Model | None = None, full: bool = False) -> None:
     """Print a violation and its counterexample (a lasso: where it loops and how) and save it."""
-    steps = len(v.trace.steps) - 1
-    where = f" at {v.location}" if v.location and v.location not in v.message else ""
-    if v.kind == "error":
-        print(f"\nSpec error: {v.message}{where}")
-        print("  the spec's own code fails here (a bug of the spec, not a violation of its properties); "
-              "fix it and check again")
-    else:
-        print(f"\nViolation: {v.message}{where}")
-    heading = "The run that reaches it" if v.kind == "error" else "Counterexample"
-    print(f"{heading} ({steps} step{'s' if steps != 1 else ''}):")
+    print("\n" + "\n".join(v.heading()))
     print_trace(v.trace, model, full)
     if out:
         v.trace.save(out)

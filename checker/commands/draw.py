@@ -15,7 +15,7 @@ from ..loader import load_model
 from ..trace import Trace, TraceError
 from ..typed_model import TypedModel
 from ..validation.runtrace import MergedRun, Mismatch
-from .common import read_trace_file, trace_spec, typed_for_pictures, write_text
+from .common import output_file, read_trace_file, trace_spec, typed_for_pictures, write_text
 
 NAME = "draw"
 HELP = "draw a trace: a message-sequence chart (actors), a rounds grid, or agent counts over time (population runs)"
@@ -26,8 +26,8 @@ PLOT_FORMATS = (".png", ".svg", ".pdf")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="TRACE", help="a counterexample or simulation (`--out` of check/simulate) or a "
                                                  "run trace (`lockstep run --trace`)")
-    p.add_argument("--out", required=True, metavar="FILE", help="the picture: chart.svg or chart.html (plots: .png, "
-                                                                ".svg, .pdf)")
+    p.add_argument("--out", required=True, type=output_file, metavar="FILE",
+                   help="the picture: chart.svg or chart.html (plots: .png, .svg, .pdf)")
     p.add_argument("--spec", metavar="SPEC", help="the trace's spec (needed unless the trace names a registered spec)")
 
 
@@ -92,7 +92,9 @@ def _draw_run(merged: MergedRun, args: argparse.Namespace, ext: str) -> int:
             if res.violation:
                 bad, note = res.rounds, f"violates {res.violation}"
         except Mismatch as m:
-            bad, note = m.event.get("round"), f"not a round of the spec: {m.reason}"
+            r = m.event.get("round")
+            bad = r if isinstance(r, int) and not isinstance(r, bool) else None
+            note = f"not a round of the spec: {m.reason}"
         grid = grid_of_run(merged, model, bad, note or "")
         text = grid_svg(grid) if ext == ".svg" else wrap(grid.title, grid_svg(grid, standalone=False))
         write_text(args.out, text)

@@ -7,7 +7,7 @@ import argparse
 from ..errors import UsageError
 from ..loader import load_model
 from ..validation.runtrace import MergedRun
-from .common import read_trace_file, trace_spec, typed_for_pictures, write_text
+from .common import output_file, read_trace_file, trace_spec, typed_for_pictures, write_text
 
 NAME = "export"
 HELP = "export a trace for another tool: ShiViz (vector clocks) for actor and rounds runs and actor counterexamples"
@@ -15,7 +15,7 @@ HELP = "export a trace for another tool: ShiViz (vector clocks) for actor and ro
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="TRACE", help="a run trace (`lockstep run --trace`) or a counterexample of an actor spec")
-    p.add_argument("--shiviz", metavar="FILE", required=True,
+    p.add_argument("--shiviz", type=output_file, metavar="FILE", required=True,
                    help="write ShiViz's log format (the parsing regex, then each event and its vector clock)")
     p.add_argument("--spec", metavar="SPEC", help="the trace's spec (needed unless the trace names a registered spec)")
 

@@ -8,6 +8,7 @@ import sys
 
 from ..errors import UsageError
 from ..linearizability import FORMATS, MODELS, HistoryError, ModelError, check, load_model, read_history
+from .common import output_file
 
 NAME = "linearizable"
 HELP = ("check that a client history (recorded by `lockstep run`, a Porcupine log, or a Jepsen/Knossos EDN history) "
@@ -31,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", default="auto", choices=FORMATS, help="the history's format (default: from its content)")
     p.add_argument("--budget", type=budget, default=60.0, metavar="S",
                    help="seconds the search may take before the verdict is 'unknown' (default 60)")
-    p.add_argument("--out", metavar="FILE", help="write the verdict (and any illegal prefix) as JSON to FILE")
+    p.add_argument("--out", type=output_file, metavar="FILE", help="write the verdict (and any illegal prefix) as JSON to FILE")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import sys
 
 from ..loader import parse_params
 from ..progress import stderr_say
-from .common import add_full_argument, add_spec_arguments, load_typed, positive, print_trace
+from .common import add_full_argument, add_spec_arguments, load_typed, output_file, positive, print_trace
 
 NAME = "prove"
 HELP = "prove that an invariant holds in every reachable state (k-induction with z3)"
@@ -19,7 +19,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--with", dest="assumed", action="append", default=[], metavar="INV2,INV3",
                    help="strengthen it with these invariants (proved together with it; repeatable)")
     p.add_argument("--k", type=positive, default=1, metavar="K", help="induction depth (default 1: plain induction)")
-    p.add_argument("--out", metavar="FILE", help="write the counterexample (or counterexample to induction) to FILE")
+    p.add_argument("--out", type=output_file, metavar="FILE",
+                   help="write the counterexample (or counterexample to induction) to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     add_full_argument(p)
 

@@ -1,5 +1,6 @@
-"""`lockstep simulate SPEC`: batched simulation of a population protocol, hitting times with
-confidence intervals, a statistical check of a time bound, and a plot of one run."""
+"""`lockstep simulate SPEC`: random walks of any spec that check its invariants, deadlocks and steps
+(`simulate_walks`); for a population protocol, batched simulation, hitting times with confidence
+intervals, a statistical check of a time bound, and a plot of one run."""
 
 from __future__ import annotations
 
@@ -10,14 +11,18 @@ import time
 
 from lockstep.specs.lang.population import ALL, Population
 
-from ..loader import LoadError, parse_params
+from ..errors import UsageError
+from ..loader import LoadError, parse_params, resolve
 from ..probabilistic import smc
 from ..probabilistic.batched import AGENT_LIMIT, Simulator
 from .analyze import load_population, target_name
-from .common import add_spec_arguments, positive
+from .common import add_spec_arguments, natural, output_file, positive
 
 NAME = "simulate"
-HELP = "simulate a population protocol: hitting times with confidence intervals, statistical checks, plots"
+HELP = ("random simulation: walks that check invariants, deadlocks and steps (any spec); population protocols: "
+        "hitting times with confidence intervals, statistical checks, plots")
+POPULATION_ONLY = ("start", "target", "leave", "time", "sequential", "within", "plot")
+WALK_ONLY = ("depth", "workers", "out", "no_deadlock", "invariant", "coverage")
 
 
 def fraction(text: str) -> float:
@@ -46,10 +51,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", metavar="PREDICATE", help="the set of configurations to reach (default: the first predicate)")
     p.add_argument("--leave", action="store_true",
                    help="measure how long the target holds: the time until it is first false (a holding time)")
-    p.add_argument("--runs", type=positive, default=20, metavar="R", help="independent runs (default 20)")
+    p.add_argument("--runs", type=positive, metavar="R",
+                   help="independent runs (default 1000 walks; population protocols: 20)")
+    p.add_argument("--depth", type=natural, metavar="D", help="steps per walk (default 100; not for population protocols)")
+    p.add_argument("--workers", type=positive, metavar="N", help="worker processes sharing the walks (default 1)")
+    p.add_argument("--invariant", action="append", metavar="NAME", help="check only this invariant (repeatable)")
+    p.add_argument("--no-deadlock", action="store_true", default=None, help="a walk may end in a state without steps")
+    p.add_argument("--out", type=output_file, metavar="FILE", help="write the first violation's trace (JSON, ITF) to FILE")
+    p.add_argument("--coverage", type=output_file, metavar="FILE",
+                   help="write per-action coverage (enabled / taken) as JSON to FILE")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--time", type=positive_float, metavar="T",
                    help="parallel time (interactions / n) allowed per run (default 20·ln n + 50)")
-    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    p.add_argument("--seed", type=natural, default=1, help="random seed (default 1)")
     p.add_argument("--sequential", action="store_true",
                    help="one interaction per step, so hitting times are exact to the interaction (slow for large n)")
     p.add_argument("--confidence", type=fraction, default=0.95, help="confidence of the reported intervals (default 0.95)")
@@ -58,7 +72,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prob", type=fraction, default=0.99, help="probability for --within (default 0.99)")
     p.add_argument("--claim-confidence", type=fraction, default=0.999, metavar="Q",
                    help="confidence of the --within verdict (default 0.999)")
-    p.add_argument("--plot", metavar="FILE.png", help="plot the outputs of one run over parallel time")
+    p.add_argument("--plot", type=output_file, metavar="FILE.png", help="plot the outputs of one run over parallel time")
 
 
 def concrete_start(protocol: Population, name: str | None) -> tuple[str, list[tuple[int, ...]]]:
@@ -73,7 +87,26 @@ def concrete_start(protocol: Population, name: str | None) -> tuple[str, list[tu
                     f"(its starts: {', '.join(protocol.start_names())})")
 
 
+def _is_population(ref: str) -> bool:
+    obj, _ = resolve(ref)
+    return isinstance(obj, Population) or (isinstance(obj, type) and issubclass(obj, Population))
+
+
+def _refuse(args: argparse.Namespace, names: tuple[str, ...], what: str) -> None:
+    given = [n for n in names if getattr(args, n) not in (None, False, [])]
+    if given:
+        flags = ", ".join("--" + n.replace("_", "-") for n in given)
+        raise UsageError(f"{flags}: {what}")
+
+
 def run(args: argparse.Namespace) -> int:
+    if not _is_population(args.spec):
+        _refuse(args, POPULATION_ONLY, f"only for population protocols, and {args.spec} is not one; "
+                "random walks take --runs, --depth, --seed, --workers")
+        return simulate_walks(args)
+    _refuse(args, WALK_ONLY, "for random walks of a state-machine spec; a population protocol is simulated by "
+            "parallel time (--time) and checked against a target (--target, --within)")
+    args.runs = args.runs or 20
     protocol = load_population(args.spec, parse_params(args.param))
     target = target_name(protocol, args.target)
     start, configs = concrete_start(protocol, args.start)
@@ -190,3 +223,49 @@ def _plot(args: argparse.Namespace, protocol: Population, target: str, config: t
     finally:
         plt.close(fig)
     print(f"plot of one run written to {args.plot}")
+
+
+def simulate_walks(args: argparse.Namespace) -> int:
+    """Random walks of a typed, actor or plain spec; exit 1 with the first violation's trace."""
+    from ..coverage import Coverage
+    from ..loader import load_model
+    from ..simulation import simulate
+    from .common import print_violation
+
+    runs, depth, workers = args.runs or 1000, 100 if args.depth is None else args.depth, args.workers or 1
+    model = load_model(args.spec, parse_params(args.param), invariants=args.invariant or None)
+    deadlock = not args.no_deadlock
+    ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
+    print(f"Simulating {model.name}" + (f" ({ps})" if ps else "") + f": {runs:,} random walks of at most {depth} "
+          f"steps, seed {args.seed}, {workers} worker{'s' if workers > 1 else ''}")
+    print(f"  invariants: {', '.join(model.invariant_names) or 'none'}; deadlock: "
+          f"{'checked' if deadlock else 'not checked'}; step failures: checked")
+    began = time.monotonic()
+    shown = [began + 3.0]
+
+    def tick(done: int, steps: int) -> None:
+        if time.monotonic() >= shown[0]:
+            shown[0] = time.monotonic() + 3.0
+            print(f"progress: {done:,} of {runs:,} walks, {steps:,} steps, {time.monotonic() - began:.0f} s",
+                  file=sys.stderr, flush=True)
+
+    res = simulate(model, runs, depth, seed=args.seed, deadlock=deadlock, workers=workers,
+                   tick=None if args.quiet else tick)
+    if res.violation is not None:
+        print_violation(res.violation, args.out)
+        print(f"  found by walk {res.violating_walk + 1:,} (seed {args.seed})")
+    else:
+        print(f"\nNo violation in {res.runs:,} walks (random simulation: not a proof).")
+    rate = res.steps / res.seconds if res.seconds > 0 else 0.0
+    print(f"  {res.runs:,} walks, {res.steps:,} steps in {res.seconds:.2f} s ({rate:,.0f} steps/s), "
+          f"{res.distinct:,} distinct states seen")
+    e = res.endings
+    print(f"  walks ended: {e['depth']:,} at depth {depth}, {e['deadlock']:,} without a possible step, "
+          f"{e['constraint']:,} outside a state constraint")
+    cov: Coverage = res.coverage
+    cov.print(model)
+    if args.coverage:
+        cov.save(model, args.coverage, command="simulate", runs=res.runs, steps=res.steps, depth=depth, seed=args.seed)
+        print(f"  coverage written to {args.coverage}")
+    sys.stdout.flush()
+    return res.exit_code

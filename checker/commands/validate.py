@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..trace import TraceError
+from ..trace import TraceError, trusted_spec
 from ..validation.actors import Validation, validate
 from ..validation.population import PopulationValidation, PopulationValidator, configuration_trace, is_population_run
-from ..validation.rounds import is_rounds_trace, report_rounds
 from ..validation.runtrace import MergedRun, Mismatch, load
+from .common import output_file
 
 NAME = "validate"
 HELP = "check a run trace (from `lockstep run --trace`) against its spec, event by event"
@@ -17,20 +17,29 @@ HELP = "check a run trace (from `lockstep run --trace`) against its spec, event 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="a merged run trace (JSON lines) written by `lockstep run --trace`")
-    p.add_argument("--configurations", metavar="FILE",
+    p.add_argument("--spec", metavar="SPEC",
+                   help="the spec to validate it against (needed unless the trace names a registered spec); a trace "
+                        "never chooses the code that runs")
+    p.add_argument("--configurations", type=output_file, metavar="FILE",
                    help="population runs: save the configurations passed through as an ITF trace of the "
                         "counting-abstraction spec (`lockstep replay FILE` re-checks it)")
 
 
 def run(args: argparse.Namespace) -> int:
     merged = load(args.file)
+    recorded = merged.header["spec"]
+    merged.header["spec"] = trusted_spec(recorded, args.spec, args.file)
     h = merged.header
     print(f"validating {args.file}: spec {h.get('spec_name', h['spec'])} {h.get('params', {})}, "
-          f"{len(merged.events)} events from {h.get('processes', '?')} processes")
+          f"a run of {h.get('processes', '?')} processes")
+    if h["spec"] != recorded:
+        print(f"  note: the run was recorded with spec {recorded!r}; validating it against {h['spec']!r}, as asked")
     for note in merged.notes:
         print(f"  note: {note}")
     if is_population_run(merged):
         return validate_population_run(merged, args.configurations)
+    from ..validation.rounds import is_rounds_trace, report_rounds  # networkx: only for runs of rounds specs
+
     if args.configurations:
         raise TraceError("--configurations applies to runs of population protocols; this is a run of "
                          + ("a rounds spec" if is_rounds_trace(merged) else "an actor spec"))
@@ -46,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def report(res: Validation, seconds: float) -> int:
-    """Print a validation's outcome; 0 if the run is a behaviour satisfying the invariants, 1 if not.
+    """Print a validation's outcome; 0 if the run is a behaviour satisfying the invariants (up to a process's
+    death), 1 if not, 3 if the trace file is cut short (its end record is missing): only a prefix is known.
 
     (A run that is not a behaviour at all is exit code 1 too; a trace that cannot be read is 2.)"""
     rate = res.events / seconds if seconds > 0 else 0.0
@@ -62,8 +72,24 @@ def report(res: Validation, seconds: float) -> int:
               f"{e.get('kind')} of process {e.get('pid')} (clock {e.get('clock')})")
         print(f"  the run is a behaviour of the spec up to there: {res.events} steps checked")
         return 1
+    if res.incomplete:
+        e = res.stopped_at or {}
+        where = f" (line {e['_line']})" if "_line" in e else ""
+        verdict = "Incomplete" if res.truncated else "Valid up to where the records stop"
+        print(f"{verdict}: {res.events} steps are steps of the spec and the invariants hold after each "
+              f"({seconds:.2f} s, {rate:,.0f} events/s)")
+        print(f"  not validated after that{where}: {res.incomplete}")
+        return 3 if res.truncated else 0
     print(f"Valid: all {res.events} steps are steps of the spec and the invariants hold after each "
           f"({seconds:.2f} s, {rate:,.0f} events/s)")
+    if res.dropped:
+        print(f"  {res.dropped} message(s) in flight were taken as lost by the (lossy) network where a later step "
+              "needed it")
+    if res.overflow:
+        print(f"  {res.overflow} deliveries were dropped by processes whose queue of messages waiting for an enabled "
+              "handler was full (recorded as overflow; in the spec they are still in flight)")
+    if res.rejected:
+        print(f"  {res.rejected} frames were rejected by the processes (malformed, or not from the run)")
     return 0
 
 
@@ -73,7 +99,7 @@ def validate_population_run(merged: MergedRun, configurations: str | None = None
     validator = PopulationValidator(merged)
     t1 = time.monotonic()
     try:
-        res = validator.validate()
+        res = validator.validate(keep_path=configurations is not None)
     except Mismatch as m:
         print("Invalid: the run is not a behaviour of the protocol at " + m.render())
         return 1
@@ -94,10 +120,12 @@ def report_population(res: PopulationValidation, seconds: float) -> int:
         print(f"Violation: invariant {res.violation} is violated after interaction {res.violation_at}")
         return 1
     print(f"Valid: all {res.interactions:,} interactions are transitions of {res.protocol.name} with non-zero "
-          f"probability, and the {len(res.path):,} configurations they pass through are a path of its counting "
+          f"probability, and the {res.configurations:,} configurations they pass through are a path of its counting "
           f"abstraction ({seconds:.2f} s, {rate:,.0f} interactions/s)")
     if res.incomplete:
         print(f"  incomplete: {res.incomplete}")
+        if res.truncated:
+            return 3
     for name, k in res.first_held.items():
         when = "never" if k is None else ("from the start" if k == 0 else f"first after interaction {k:,} "
                                                                            f"(parallel time {k / n:.2f})")

@@ -10,7 +10,6 @@ page, its script and style) are served from the package: no CDN.
 from __future__ import annotations
 
 import hmac
-import json
 import os
 import secrets
 import socket
@@ -23,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from ..safejson import loads as load_json
 from .session import ExploreError, Session
 
 STATIC = os.path.join(os.path.dirname(__file__), "static")
@@ -72,11 +72,11 @@ def build_app(session: Session, token: str, port_of: Callable[[], int]) -> Starl
         if len(body) > MAX_BODY:
             return JSONResponse({"error": "request too large"}, status_code=413)
         try:
-            data = json.loads(body or b"{}")
+            data = load_json(body or b"{}", "request body", max_depth=4)
             if not isinstance(data, dict):
                 raise ValueError
-        except ValueError:
-            return JSONResponse({"error": "the body must be a JSON object"}, status_code=400)
+        except ValueError as e:
+            return JSONResponse({"error": str(e) or "the body must be a JSON object"}, status_code=400)
         op = request.path_params["op"]
         index = data.get("index")
         with lock:

@@ -7,11 +7,14 @@ an infinite expected time is reported as infinite rather than as a numerical acc
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from .dtmc import Chain
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 def _backward_closure(P: sp.csr_matrix, sources: np.ndarray, blocked: np.ndarray | None = None) -> np.ndarray:
@@ -40,6 +43,7 @@ def classify(P: sp.csr_matrix, target: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 def reach_probability(chain: Chain, target: np.ndarray) -> np.ndarray:
     """Probability of ever reaching `target`, from every configuration."""
+    import scipy.sparse as sp  # imported when used (with the measures)
     P = chain.P
     zero, one = classify(P, target)
     x = one.astype(float)
@@ -55,6 +59,7 @@ def reach_probability(chain: Chain, target: np.ndarray) -> np.ndarray:
 def hitting_times(chain: Chain, target: np.ndarray) -> np.ndarray:
     """Expected interactions until `target` is reached (0 inside it), from every configuration;
     infinite where it is reached with probability below 1."""
+    import scipy.sparse as sp  # imported when used (with the measures)
     P = chain.P
     _, finite = classify(P, target)
     h = np.full(chain.size, np.inf)
@@ -88,6 +93,7 @@ def transient(chain: Chain, start: np.ndarray, steps: list[int]) -> np.ndarray:
 def _solve(A: sp.spmatrix, b: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
     """Solve A x = b: BiCGSTAB with a Jacobi preconditioner (direct factorisation fills in badly on
     these chains), falling back to a sparse LU when the iteration does not reach the tolerance."""
+    import scipy.sparse.linalg as spla
     A = A.tocsr()
     d = A.diagonal()
     precond = spla.LinearOperator(A.shape, matvec=lambda y: y / d)

@@ -38,20 +38,25 @@ class Simulator:
     fastest while the agents fit in memory); "batched" runs the batches described above on the
     configuration alone (any n; `max_batch` caps a batch's collision-free interactions, and 1
     makes it the sequential scheduler); "auto" (the default) picks agents up to `AGENT_LIMIT`
-    agents unless `max_batch` is given. Both are exact in distribution.
+    agents unless `max_batch` or `track` is given. Both are exact in distribution.
+    `track` (batched only) keeps in `touched` the states held at some moment of the last batch.
     """
 
     def __init__(self, protocol: Population, config: Any, seed: int | None = None, max_batch: int | None = None,
-                 method: str = "auto"):
+                 method: str = "auto", track: bool = False):
         if method not in ("auto", "agents", "batched"):
             raise ValueError(f"method {method!r}: use auto, agents or batched")
+        if track and method == "agents":
+            raise ValueError("track needs the batched simulator: use method auto or batched")
         self.protocol = protocol
         self.n = protocol.n
         self.Q = protocol.Q
         self.rng = np.random.default_rng(seed)
         self.max_batch = max_batch
+        self.track = track
+        self.touched: np.ndarray | None = None  # with `track`: the states held at some moment of the last batch
         if method == "auto":
-            method = "agents" if max_batch is None and self.n <= AGENT_LIMIT else "batched"
+            method = "agents" if max_batch is None and not track and self.n <= AGENT_LIMIT else "batched"
         self.method = method
         self._tables()
         self._run_lengths()
@@ -169,6 +174,14 @@ class Simulator:
             counts[x] += 1
             counts[y] += 1
             ell += 1
+        if self.track:
+            touched = np.zeros(self.Q, dtype=bool)
+            touched[occupied] = True
+            touched[a2] = True
+            touched[b2] = True
+            if collide:
+                touched[[x, y]] = True
+            self.touched = touched
         self.counts = counts
         self.t += ell
         return ell

@@ -10,13 +10,16 @@ distinct over the explored configurations, which makes every lookup exact.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from lockstep.specs.lang.population import ALL, Population
 
 from ..loader import LoadError
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 DEFAULT_LIMIT = 2_000_000
 """Largest number of configurations the exact analysis builds unless told otherwise."""
@@ -31,7 +34,7 @@ class Chain:
     """A protocol's Markov chain: configurations (rows), transition matrix, start configurations."""
 
     protocol: Population
-    configs: np.ndarray  # (C, Q) int64 counts
+    configs: np.ndarray  # (C, Q) counts (int16 while n fits)
     P: sp.csr_matrix  # row-stochastic, self-loops included
     starts: np.ndarray  # indices of the start configurations
     start_name: str
@@ -49,8 +52,8 @@ class Chain:
         if name not in self._masks:
             fn = self.protocol.predicates[name]
             view = self.protocol.view
-            self._masks[name] = np.fromiter((bool(fn(view(tuple(row)))) for row in self.configs.tolist()),
-                                            dtype=bool, count=self.size)
+            rows = map(np.ndarray.tolist, self.configs)  # one row at a time: a whole .tolist() is large
+            self._masks[name] = np.fromiter((bool(fn(view(tuple(row)))) for row in rows), dtype=bool, count=self.size)
         return self._masks[name]
 
     def index_of(self, config: tuple[int, ...]) -> int:
@@ -78,25 +81,28 @@ def build(protocol: Population, start: str | None = None, limit: int = DEFAULT_L
     if init is ALL and total > limit:
         raise TooManyConfigurations(_too_many(protocol, f"has {total:,} configurations", limit, ref))
     rng = np.random.default_rng(0x5EED)
+    counts = np.int16 if protocol.n <= np.iinfo(np.int16).max else np.int64  # the chain's largest array
     for _ in range(4):
         r = rng.integers(1, 2**63, size=protocol.Q, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
         moves = _Moves(protocol, r)
         if init is ALL:
-            configs = compositions(protocol.n, protocol.Q)
+            configs = compositions(protocol.n, protocol.Q).astype(counts)
             starts_rows = configs
         else:
-            starts_rows = np.array(init, dtype=np.int64)
+            starts_rows = np.array(init, dtype=counts)
             configs = _explore(starts_rows, moves, r, limit, protocol, ref)
-        keys = configs.astype(np.uint64) @ r
+        keys = linear_keys(configs, r)
         order = np.argsort(keys, kind="stable")
         skeys = keys[order]
         if len(skeys) < 2 or np.all(skeys[1:] != skeys[:-1]):
             break
     else:  # pragma: no cover - four independent 64-bit key collisions
         raise RuntimeError("configuration keys collided repeatedly")
+    import scipy.sparse as sp  # imported when a chain is built: scipy takes a large part of a second
+
     chain = Chain(protocol, configs, sp.csr_matrix((0, 0)), np.empty(0, np.int64), name, skeys, order, r)
     chain.P = _matrix(chain, moves)
-    start_keys = starts_rows.astype(np.uint64) @ r
+    start_keys = linear_keys(starts_rows, r)
     chain.starts = np.unique(order[np.searchsorted(skeys, start_keys)])
     return chain
 
@@ -115,20 +121,26 @@ class _Moves:
         Q = protocol.Q
         self.Q = Q
         self.first = np.zeros(Q * Q + 1, dtype=np.int64)
-        vecs, probs = [], []
+        idx, dv, probs = [], [], []
         for a, b, effects in protocol._moves:
             self.first[a * Q + b + 1] = len(effects)
             for eff, p, _ in effects:
-                vec = np.zeros(Q, dtype=np.int64)
-                for i, d in eff:
-                    vec[i] += d
-                vecs.append(vec)
+                pad = 4 - len(eff)  # an effect changes at most four counts; pad with (state 0, +0)
+                idx.append([i for i, _ in eff] + [0] * pad)
+                dv.append([d for _, d in eff] + [0] * pad)
                 probs.append(float(p))
         self.first = np.cumsum(self.first)
-        self.vec = np.array(vecs, dtype=np.int64).reshape(len(vecs), Q)
+        self.idx = np.array(idx, dtype=np.int64).reshape(len(idx), 4)  # effect e adds dv[e, j] to count idx[e, j]
+        self.dv = np.array(dv, dtype=np.int64).reshape(len(dv), 4)
         self.p = np.array(probs)
-        self.dkey = self.vec.astype(np.uint64) @ r
+        self.dkey = (self.dv.astype(np.uint64) * r[self.idx]).sum(axis=1, dtype=np.uint64)  # wraps mod 2**64
         self.nn = protocol.n * (protocol.n - 1)
+
+    def apply(self, rows: np.ndarray, eff: np.ndarray) -> np.ndarray:
+        """rows[i] changed by effect eff[i] (a new array)."""
+        out = rows.copy()
+        np.add.at(out, (np.arange(len(out))[:, None], self.idx[eff]), self.dv[eff].astype(out.dtype))
+        return out
 
     def expand(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For every configuration-changing interaction enabled in `rows`: (row, effect, probability)."""
@@ -146,8 +158,8 @@ class _Moves:
         row = np.repeat(np.arange(rows.shape[0]), width * width)
         ok = (a >= 0) & (b >= 0)
         a, b, row = a[ok], b[ok], row[ok]
-        ca = rows[row, a]
-        cb = rows[row, b] - (a == b)
+        ca = rows[row, a].astype(np.int64)
+        cb = rows[row, b].astype(np.int64) - (a == b)
         ok = cb > 0
         a, b, row, ca, cb = a[ok], b[ok], row[ok], ca[ok], cb[ok]
         k = a * Q + b
@@ -162,6 +174,14 @@ class _Moves:
 
 CHUNK = 20_000
 """Configurations expanded at once (bounds the memory of the vectorised expansion)."""
+
+
+def linear_keys(rows: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Σ rows[i, q]·r[q] mod 2⁶⁴ per row, a block of rows at a time (a whole uint64 copy is large)."""
+    out = np.empty(len(rows), dtype=np.uint64)
+    for lo in range(0, len(rows), CHUNK):
+        out[lo:lo + CHUNK] = rows[lo:lo + CHUNK].astype(np.uint64) @ r
+    return out
 
 
 def compositions(n: int, q: int) -> np.ndarray:
@@ -182,7 +202,7 @@ def compositions(n: int, q: int) -> np.ndarray:
 def _explore(starts: np.ndarray, moves: _Moves, r: np.ndarray, limit: int, protocol: Population,
              ref: str) -> np.ndarray:
     """Breadth-first exploration of the configurations reachable from `starts`, level by level."""
-    keys = starts.astype(np.uint64) @ r
+    keys = linear_keys(starts, r)
     _, first = np.unique(keys, return_index=True)
     frontier = starts[np.sort(first)]
     found = [frontier]
@@ -192,12 +212,12 @@ def _explore(starts: np.ndarray, moves: _Moves, r: np.ndarray, limit: int, proto
         for lo in range(0, len(frontier), CHUNK):
             block = frontier[lo:lo + CHUNK]
             row, eff, _ = moves.expand(block)
-            rows = block[row] + moves.vec[eff]
-            k = rows.astype(np.uint64) @ r
+            k = linear_keys(block, r)[row] + moves.dkey[eff]  # successor keys, without building the rows
             k, first = np.unique(k, return_index=True)
             pos = np.searchsorted(seen, k)
             new = (pos >= len(seen)) | (seen[np.minimum(pos, len(seen) - 1)] != k)
-            new_rows.append(rows[first[new]])
+            pick = first[new]
+            new_rows.append(moves.apply(block[row[pick]], eff[pick]))
             new_keys.append(k[new])
         k, first = np.unique(np.concatenate(new_keys), return_index=True)
         frontier = np.vstack(new_rows)[first]
@@ -210,8 +230,10 @@ def _explore(starts: np.ndarray, moves: _Moves, r: np.ndarray, limit: int, proto
 
 
 def _matrix(chain: Chain, moves: _Moves) -> sp.csr_matrix:
+    import scipy.sparse as sp
+
     configs, r = chain.configs, chain._r
-    keys = configs.astype(np.uint64) @ r
+    keys = linear_keys(configs, r)
     rows_, cols_, vals_ = [], [], []
     for lo in range(0, chain.size, CHUNK):
         row, eff, w = moves.expand(configs[lo:lo + CHUNK])

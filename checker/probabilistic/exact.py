@@ -8,19 +8,24 @@ same systems as `analysis`, in exact arithmetic, for tests and for the smallest 
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sympy import QQ, Rational
-from sympy.polys.matrices import DomainMatrix
 
 from .analysis import classify
 from .dtmc import Chain, TooManyConfigurations
+
+if TYPE_CHECKING:
+    from sympy import Rational
 
 EXACT_LIMIT = 3_000
 """Largest number of unknowns solved in exact arithmetic."""
 
 
 def hitting_times(chain: Chain, target: np.ndarray) -> list[Rational | None]:
+    from sympy import QQ, Rational  # imported when used: sympy takes about a second to import
+    from sympy.polys.matrices import DomainMatrix
+
     """Expected interactions until `target`, per configuration, as exact rationals (None: infinite)."""
     _, finite = classify(chain.P, target)
     todo = [int(i) for i in np.flatnonzero(finite & ~target)]

@@ -25,7 +25,7 @@ from ..codegen import compile_transitions
 from ..itf import encode_typed
 from ..trace import Trace, TraceError
 from ..typed_model import TypedModel
-from ..validation.runtrace import STEP_KINDS, MergedRun
+from ..validation.runtrace import STEP_KINDS, MergedRun, check_shape
 from .notation import ActorLayout, notation_of
 from .text import action_text, nodes
 from .values import NONE, Node, fmt, from_itf
@@ -250,6 +250,7 @@ def chart_of_run(run: MergedRun, model: TypedModel, bad: dict[str, Any] | None =
         kind, pid = e.get("kind"), e.get("pid")
         if kind not in (*STEP_KINDS, "restart", "forge", "failure") or not isinstance(pid, int):
             continue
+        check_shape(e, system.proc.size)
         while kills and e.get("time") is not None and kills[0][0] <= e["time"]:
             t, p = kills.pop(0)
             chart.rows.append(Row(p, "crash", "killed", time=t))

@@ -17,7 +17,7 @@ from lockstep.specs.lang.rounds.spec import RoundsProgram, RoundsSystem
 from ..itf import encode_typed
 from ..trace import Trace, TraceError
 from ..typed_model import TypedModel
-from ..validation.runtrace import MergedRun
+from ..validation.runtrace import MergedRun, vector_clock
 from .text import nodes
 from .values import NONE, Node, fmt, from_itf
 
@@ -173,8 +173,7 @@ def rounds_events(run: MergedRun, model: TypedModel) -> list[tuple[str, int, lis
             if sent and heard:
                 did.append("conflict")
             text = f"round {e.get('round')}: " + (", ".join(did) or "listens, hears nothing") + f"; {state}"
-        vc = e.get("vc") if isinstance(e.get("vc"), list) else None
-        out.append((text, q, vc))
+        out.append((text, q, vector_clock(e, sysm.graph.number_of_nodes())))
     return out
 
 

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..trace import Trace
-from .notation import Notation
+from .notation import Notation, notation_of
 from .values import NONE, Change, Node, change_text, diff, fmt, from_itf, key_text
 
 INDENT = " " * 9
@@ -152,10 +152,10 @@ def lasso_lines(trace: Trace) -> list[Text]:
     if trace.loop is None:
         return []
     last = len(trace.steps) - 1
-    if trace.loop == last:
+    action = trace.loop_action if isinstance(trace.loop_action, dict) else None  # else "stutter", or not recorded
+    if trace.loop == last and action is None:
         return [Text(f"  {'':>3}  (stutters in state {last} for ever)", "magenta")]
     t = Text(f"  {'->':>3}  ", "bold magenta")
-    action = getattr(trace, "loop_action", None)
     if action:
         t.append_text(action_text(action))
         t.append("  ")
@@ -176,3 +176,8 @@ def printer(file: TextIO | None = None) -> Callable[[Any], None]:
         c.print(line if isinstance(line, Text) else Text(str(line)))
 
     return say
+
+
+def plain_listing(trace: Trace, model: Any = None, full: bool = False) -> str:
+    """A trace's listing as plain text, for messages (assertions, exceptions) rather than a terminal."""
+    return "\n".join(line.plain for line in trace_lines(trace, notation_of(model), full))

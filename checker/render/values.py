@@ -68,6 +68,9 @@ def from_itf(j: Any, dom: Domain | None = None) -> Node:
         return Node("map", items=pairs)
     if set(j) == {"tag", "value"} and isinstance(j["tag"], str):
         return _tagged(j["tag"], j["value"], dom)
+    if isinstance(dom, RecordDomain):  # a plain record: ITF writes it without its name
+        doms = dict(zip(dom.type.field_names, dom.field_doms))
+        return Node("record", dom.type.name, items=tuple((str(k), from_itf(v, doms.get(k))) for k, v in j.items()))
     return Node("record", "", items=tuple((str(k), from_itf(v)) for k, v in j.items()))
 
 
@@ -77,6 +80,8 @@ def _tagged(tag: str, value: Any, dom: Domain | None) -> Node:
             return NONE
         return from_itf(value, dom.inner if isinstance(dom, OptionDomain) else None)
     member = dom if isinstance(dom, RecordDomain) else (dom.by_name.get(tag) if isinstance(dom, UnionDomain) else None)
+    if value == {"#tup": []}:  # ITF's unit: a variant without fields
+        return Node("record", tag, items=())
     if isinstance(value, dict) and not any(k.startswith("#") for k in value):
         doms = dict(zip(member.type.field_names, member.field_doms)) if member is not None else {}
         return Node("record", tag, items=tuple((k, from_itf(v, doms.get(k))) for k, v in value.items()))

@@ -11,17 +11,16 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from lockstep.specs.lang import Param, build_program
-from lockstep.specs.lang.rounds import RoundsSpec
-from lockstep.specs.lang.rounds.trees import parse_tree, tree_params
 
-from ..explicit import Options, check
 from ..loader import LoadError, resolve
 from ..result import CheckResult
 from ..typed_model import TypedModel
+
+if TYPE_CHECKING:  # networkx and the rounds model are imported when a tree spec is used (`lockstep check` starts faster)
+    import networkx as nx
 
 FORCE_LIMIT = 12  # larger sweeps need --force (13 nodes: 1,301 trees; 16 nodes: 19,320)
 
@@ -57,6 +56,8 @@ class Sweep:
 
 def tree_spec(ref: str) -> type:
     """The rounds spec class named by `ref`, if it runs on a tree given as parameters `n` and `tree`."""
+    from lockstep.specs.lang.rounds import RoundsSpec
+
     obj, _ = resolve(ref)
     if not (isinstance(obj, type) and issubclass(obj, RoundsSpec) and isinstance(getattr(obj, "tree", None), Param)):
         raise LoadError(f"{ref} is not a rounds spec with a tree parameter: --tree and --all-trees need one "
@@ -68,6 +69,12 @@ def sweep(ref: str, max_n: int, params: dict[str, int], say: Callable[[SizeRow],
           tick: Callable[[str], None] | None = None) -> Sweep:
     """Check `ref` on every tree with 2..max_n nodes; stops at the first violation."""
     import time
+
+    import networkx as nx
+
+    from lockstep.specs.lang.rounds.trees import tree_params
+
+    from ..explicit import Options, check
 
     cls = tree_spec(ref)
     out = Sweep()
@@ -140,5 +147,7 @@ def tree_arguments(args: argparse.Namespace, params: dict[str, int]) -> dict[str
     """The parameters with `--tree` (and `--seed`) applied, for a tree spec."""
     if not getattr(args, "tree", None):
         return params
+    from lockstep.specs.lang.rounds.trees import parse_tree, tree_params
+
     tree_spec(args.spec)
     return {**params, **tree_params(parse_tree(args.tree, args.seed))}

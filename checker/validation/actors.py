@@ -9,12 +9,14 @@ event that fails is reported with what the spec expected and what the trace show
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from lockstep.specs.lang.actors import ActorProgram, ActorSystem, in_flight
+from lockstep.specs.lang.errors import SpecError
 from lockstep.specs.lang.jsonvalues import from_json, to_json
 
 from ..codegen import compile_transitions
@@ -22,6 +24,20 @@ from ..loader import LoadError, load_model
 from ..trace import TraceError
 from ..typed_model import TypedModel
 from .runtrace import STEP_KINDS, MergedRun, Mismatch
+
+CACHE_LIMIT = 100_000  # entries per memo table of the validator
+MAX_EARLY = 10_000  # events read ahead while waiting for every process's start event
+
+
+def _compact_json(v: Any) -> str:
+    """A JSON value in at most 80 characters, for a message."""
+    text = json.dumps(v, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _scalar(v: Any) -> bool:
+    """Whether a value read from a trace can be a key (JSON arrays and objects cannot)."""
+    return not isinstance(v, (list, dict))
 
 
 def _flat_key(j: Any) -> frozenset | None:
@@ -39,6 +55,12 @@ class Validation:
     violation: str | None = None  # an invariant that fails after some step
     violation_event: dict[str, Any] | None = None
     failure: str | None = None  # a handler failed, in the real process and in the spec
+    incomplete: str | None = None  # why the events after `stopped_at` are not validated
+    stopped_at: dict[str, Any] | None = None
+    truncated: bool = False  # the trace file lacks its end record
+    dropped: int = 0  # messages in flight the validation took as lost (a lossy network may lose any)
+    overflow: int = 0  # deliveries the processes dropped (their deferral queue was full); in the spec still in flight
+    rejected: int = 0  # frames the processes rejected (malformed, or not from the run)
 
 
 class Validator:
@@ -47,8 +69,8 @@ class Validator:
     def __init__(self, spec: str, params: dict[str, Any]):
         try:
             model = load_model(spec, params)
-        except LoadError as e:
-            raise TraceError(f"the trace names spec {spec!r}, which cannot be loaded: {e}") from None
+        except (LoadError, SpecError) as e:
+            raise TraceError(f"spec {spec!r} cannot be loaded with the trace's parameters {params}: {e}") from None
         prog = getattr(model, "prog", None)
         if not isinstance(prog, ActorProgram) or not isinstance(model, TypedModel):
             raise TraceError(f"the trace names {spec!r}, which is not an actor spec")
@@ -57,6 +79,10 @@ class Validator:
         self.system: ActorSystem = prog.system
         self.steps = compile_transitions(prog, prog.transitions)
         self.by_args = {(t.action, tuple(v for _, v in t.args)): fn for t, fn in zip(prog.transitions, self.steps)}
+        self.trans_by_args = {(t.action, tuple(v for _, v in t.args)): t for t in prog.transitions}
+        self.lossy = bool(model.params.get("lossy"))
+        self.capacity_fifo = int(model.params.get("capacity", 1)) if model.params.get("ordered") else 0
+        self.dropped = 0  # messages taken as lost by the network (lossy specs)
         self.inits = {tuple(v for _, v in t.args): fn
                       for t, fn in zip(prog.init_transitions, compile_transitions(prog, prog.init_transitions))}
         local = compile_transitions(self.system.local, [s.transition for s in self.system.steps])
@@ -119,7 +145,8 @@ class Validator:
                                                              zip(s.choice, s.choice_doms)) for s in candidates], raw)
 
     def _candidates(self, kind: str, pid: int, src: Any, msg: Any, timer: Any) -> list:
-        return self.index.get((kind, pid, src, msg, timer), [])
+        key = (kind, pid, src, msg, timer)
+        return self.index.get(key, []) if all(_scalar(x) for x in key) else []
 
     def _check_effects(self, e: dict[str, Any], key: tuple, local: tuple) -> None:
         """The event's state, sends and timers against the local step run on the process's state before."""
@@ -127,6 +154,11 @@ class Validator:
         if want is None:
             want = self._effects[(key, local)] = self._expected(e, key, local)
         want_state, want_sends, want_timers, want_observed = want
+        for field in ("sends", "timers", "observed"):
+            if field in e and not isinstance(e[field], list):
+                raise Mismatch(e, f"{field!r} is {_compact_json(e[field])}, not a list")
+        if not all(isinstance(t, str) for t in e.get("timers", [])):
+            raise Mismatch(e, "\"timers\" must list timer names", want_timers, e.get("timers"))
         if e.get("state") != want_state:
             raise Mismatch(e, "the local state after the handler differs from the spec's", want_state, e.get("state"))
         if e.get("sends", []) != want_sends:
@@ -157,7 +189,7 @@ class Validator:
         """The global state after a Byzantine process forged a message."""
         pid, dst = self._pid(e), e.get("dst")
         msg = self._msg(e, e.get("msg"), "msg")
-        fn = self.by_args.get(("forge", (pid, dst, msg)))
+        fn = self.by_args.get(("forge", (pid, dst, msg))) if _scalar(dst) else None
         out = fn(state) if fn is not None else []
         if not out:
             raise Mismatch(e, f"process {pid} may not forge this message here (the spec lets a Byzantine process "
@@ -233,11 +265,52 @@ class Validator:
         else:
             action = ("timeout", (pid, timer, *(v for _, v in step.choice)))
         fn = self.by_args.get(action)
-        out = fn(state) if fn is not None else []
+        out = self._apply(e, action, fn, state)
+        if not out and self.lossy:  # the relay may have lost messages: the spec's network may drop them too
+            for dropped in self._drops(e, state, pid, src, msg):
+                out = self._apply(e, action, fn, dropped)
+                if out:
+                    self.dropped += 1
+                    break
         if not out:
             self._explain_disabled(e, state, kind, pid, src, msg, timer)
         self._check_effects(e, key, self._locals(state, pid))
         return out[0][1]
+
+    def _apply(self, e: dict[str, Any], action: tuple, fn: Callable | None, state: tuple) -> list:
+        """The spec's global step for the event ([] where it is not enabled; Mismatch where it fails)."""
+        if fn is None:
+            return []
+        try:
+            return fn(state)
+        except Exception:
+            if self.lossy:
+                return []  # a send that does not fit: perhaps a copy in flight was lost; see `_drops`
+            t = self.trans_by_args[action]
+            why = self.model._diagnose_with([t], state).describe()
+            raise Mismatch(e, f"the spec's step fails here, though the process went on: {why}") from None
+
+    def _drops(self, e: dict[str, Any], state: tuple, pid: int, src: Any, msg: Any):
+        """States a lossy network reaches from `state` by losing the messages in flight that block the event:
+        earlier copies of what it sends, or (on ordered channels) the messages ahead of the one it delivers."""
+        drop = self.by_args.get
+        cur = state
+        for dst, mj in e.get("sends") or []:
+            if isinstance(dst, int) and not isinstance(dst, bool):
+                fn = drop(("drop", (pid, dst, self._msg(e, mj, "sends"))))
+                out = fn(cur) if fn is not None else []
+                if out:
+                    cur = out[0][1]
+                    yield cur
+        if e["kind"] == "message" and self.capacity_fifo:
+            cur = state
+            for _ in range(self.capacity_fifo):
+                fn = drop(("drop", (src, pid, 0)))
+                out = fn(cur) if fn is not None else []
+                if not out:
+                    return
+                cur = out[0][1]
+                yield cur
 
     def _explain_disabled(self, e: dict[str, Any], state: tuple, kind: str, pid: int, src: Any, msg: Any,
                           timer: Any) -> None:
@@ -256,9 +329,40 @@ class Validator:
         raise Mismatch(e, "the spec's handler is not enabled here", None, self._json_state(self._locals(state, pid)))
 
     def run(self, run: MergedRun) -> Validation:
-        """Validate every event of `run`; raise Mismatch at the first that is not a step of the spec."""
-        events = [e for e in run.events if e.get("kind") in (*STEP_KINDS, "restart", "failure", "forge")]
-        starts = [e for e in events if e["kind"] == "start"]
+        """Validate every event of `run` as it is read; raise Mismatch at the first that is not a step of the spec.
+
+        Memory is bounded by the spec's states, not by the length of the run (the events are a stream)."""
+        counts = {"overflow": 0, "rejected": 0}
+
+        def steps():
+            for e in run.events:
+                kind = e.get("kind")
+                if kind in (*STEP_KINDS, "restart", "failure", "forge"):
+                    yield e
+                elif kind in counts:
+                    counts[kind] += 1
+
+        events = steps()
+        starts: list[dict[str, Any]] = []
+        early: list[dict[str, Any]] = []  # events of the same clock as the starts, ordered before some of them
+        waiting = {s.pid for s in self.system.steps if s.kind == "start"}
+        for e in events:
+            if e["kind"] == "start":
+                starts.append(e)
+                waiting.discard(e.get("pid"))
+                before = next((x for x in early if x.get("pid") == e.get("pid") and x["kind"] != "forge"), None)
+                if before is not None:
+                    raise Mismatch(before, f"an event of process {e.get('pid')} before it started: in the spec every "
+                                           "process starts first, so nothing is in flight and no timer is armed before")
+            else:
+                early.append(e)
+                if not waiting or len(early) > MAX_EARLY:
+                    break
+            if not waiting and early:
+                break
+        if waiting and early:
+            raise Mismatch(early[0], f"an event before process {min(waiting)} started: in the spec every process "
+                                     "starts first, so nothing is in flight and no timer is armed before")
         state = self.initial(starts)
         result = Validation(len(starts))
         violated, names = self.model.violated, self.model.invariant_names
@@ -266,10 +370,11 @@ class Validator:
         if bad >= 0:
             result.violation, result.violation_event = names[bad], starts[-1]
             return result
-        for e in events:
+        cut = run.cut
+        for e in itertools.chain(early, events):
             kind = e["kind"]
             if kind == "start":
-                continue
+                raise Mismatch(e, f"process {e.get('pid')} starts after other processes have taken steps")
             if kind == "restart":
                 pid = self._pid(e)
                 have = self._json_state(self._locals(state, pid))
@@ -284,13 +389,49 @@ class Validator:
                 self._check_failure(state, e)
                 result.failure, result.violation_event = str(e.get("message")), e
                 break
-            state = self.step(state, e)
+            lost = self._lost_send(e, cut)
+            if lost is not None:
+                result.incomplete, result.stopped_at = lost, e
+                break
+            try:
+                state = self.step(state, e)
+            except Mismatch:
+                if kind == "message" and _scalar(e.get("src")) and e.get("src") in cut and "sent" not in e:
+                    result.incomplete, result.stopped_at = self._cut_reason(e, cut), e
+                    break
+                raise
             result.events += 1
             bad = violated(state)
             if bad >= 0:
                 result.violation, result.violation_event = names[bad], e
                 break
+            self._bound_caches()
+        result.dropped = self.dropped
+        result.overflow, result.rejected = counts["overflow"], counts["rejected"]
+        if result.incomplete is None and result.violation is None and result.failure is None and not run.ended:
+            result.incomplete = ("the trace has no end record: the file was cut short (or is still being written), "
+                                 "so the run's later events are unknown")
+            result.truncated = True
         return result
+
+    def _lost_send(self, e: dict[str, Any], cut: dict[int, int]) -> str | None:
+        """Why a delivery cannot be validated: its message was sent by an event that a dead process did not record."""
+        src, sent = e.get("src"), e.get("sent")
+        if e["kind"] != "message" or not _scalar(src) or src not in cut or not isinstance(sent, int) or sent <= cut[src]:
+            return None
+        return self._cut_reason(e, cut)
+
+    def _cut_reason(self, e: dict[str, Any], cut: dict[int, int]) -> str:
+        src = e.get("src")
+        return (f"process {src} stopped without recording its last events (its trace ends at clock {cut[src]}); "
+                f"process {e.get('pid')} delivers a message that one of those events sent, so the run is validated "
+                "up to there")
+
+    def _bound_caches(self) -> None:
+        """Keep the memoised effects and JSON forms below a fixed size (memory bounded by states, not events)."""
+        for cache in (self._effects, self._state_json, self._msg_cache, self._msg_jsons):
+            if len(cache) > CACHE_LIMIT:
+                cache.clear()
 
 
 def validate(run: MergedRun) -> Validation:
@@ -298,4 +439,9 @@ def validate(run: MergedRun) -> Validation:
     params = run.header.get("params") or {}
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in params.values()):
         raise TraceError("the run header's params must be integers")
-    return Validator(run.header["spec"], params).run(run)
+    validator = Validator(run.header["spec"], params)
+    procs, size = run.header.get("processes"), validator.system.proc.size
+    if isinstance(procs, int) and procs != size:
+        raise TraceError(f"the run has {procs} processes, but spec {validator.model.name} {validator.model.params} has "
+                         f"{size}: the trace is a run of other parameters")
+    return validator.run(run)

@@ -11,11 +11,13 @@ are the validated prefix.
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockstep.specs.lang.errors import SpecError
 from lockstep.specs.lang.rounds import RoundsProgram
 
 from ..loader import LoadError, load_model
@@ -31,6 +33,7 @@ class RoundsValidation:
     events: int
     violation: str | None = None  # an invariant false after round `rounds`
     incomplete: str | None = None  # why later rounds were not validated
+    truncated: bool = False  # the trace file lacks its end record
     state: tuple | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -45,39 +48,53 @@ class BroadcastViolation(Mismatch):
 
 
 def is_rounds_trace(merged: MergedRun) -> bool:
-    return any(e.get("kind") == "round" for e in merged.events) or \
-        any(e.get("kind") == "start" and "initiator" in e for e in merged.events)
+    model = merged.header.get("model")
+    if isinstance(model, str):
+        return model == "rounds"
+    for e in itertools.islice(merged.events, 64):  # a trace written before headers named the model
+        if e.get("kind") == "round" or (e.get("kind") == "start" and "initiator" in e):
+            return True
+        if e.get("kind") in ("message", "timeout", "interact") or (e.get("kind") == "start" and "initiator" not in e):
+            return False
+    return False
+
+
+def _rounds(merged: MergedRun, n: int) -> Iterator[tuple[int, dict[int, dict[str, Any]]]]:
+    """(round, pid -> event) in round order (round 0: the start events), read as a stream."""
+    current, group = 0, {}
+    for e in merged.events:
+        kind = e["kind"]
+        if kind not in ("start", "round"):
+            continue
+        if not 0 <= e["pid"] < n:
+            raise Mismatch(e, f"pid {e['pid']} is not a node of the network (0..{n - 1})")
+        r = 0 if kind == "start" else e.get("round")
+        if isinstance(r, bool) or not isinstance(r, int) or (kind == "round" and r < 1):
+            raise Mismatch(e, f"round {r!r} is not a positive integer")
+        if r != e.get("clock", r) or r < current:
+            raise Mismatch(e, f"node {e['pid']}'s record of round {r} is out of order (the trace is not merged by round)")
+        if r != current:
+            yield current, group
+            current, group = r, {}
+        if e["pid"] in group:
+            raise Mismatch(e, f"node {e['pid']} recorded round {r} twice" if r else f"node {e['pid']} starts twice")
+        group[e["pid"]] = e
+    yield current, group
 
 
 def validate_rounds(merged: MergedRun) -> RoundsValidation:
-    """Check the run against its spec; raises Mismatch at the first event that is not a step of it."""
+    """Check the run against its spec, round by round as the trace is read; raises Mismatch at the first event
+    that is not a step of it."""
     h = merged.header
     try:
         model = load_model(h["spec"], dict(h.get("params") or {}))
-    except LoadError as e:
-        raise TraceError(f"the trace names spec {h['spec']!r}, which cannot be loaded: {e}") from None
+    except (LoadError, SpecError) as e:
+        raise TraceError(f"spec {h['spec']!r} cannot be loaded with the trace's parameters: {e}") from None
     prog = model.prog  # type: ignore[attr-defined]
     if not isinstance(prog, RoundsProgram):
         raise TraceError(f"the trace names {h['spec']!r}, which is not a rounds spec")
     sysm = prog.system
     n = sysm.graph.number_of_nodes()
-    starts: dict[int, dict[str, Any]] = {}
-    by_round: dict[int, dict[int, dict[str, Any]]] = defaultdict(dict)
-    for e in merged.events:
-        if e["kind"] in ("start", "round") and not 0 <= e["pid"] < n:
-            raise Mismatch(e, f"pid {e['pid']} is not a node of the network (0..{n - 1})")
-        if e["kind"] == "start":
-            starts[e["pid"]] = e
-        elif e["kind"] == "round":
-            r = e.get("round")
-            if isinstance(r, bool) or not isinstance(r, int) or r < 1:
-                raise Mismatch(e, f"round {r!r} is not a positive integer")
-            if e["pid"] in by_round[r]:
-                raise Mismatch(e, f"node {e['pid']} recorded round {r} twice")
-            by_round[r][e["pid"]] = e
-    missing = [p for p in range(n) if p not in starts]
-    if missing:
-        return RoundsValidation(0, 0, incomplete=f"node {missing[0]} recorded no start: nothing validated")
 
     def local(e: dict[str, Any]) -> tuple:
         try:
@@ -85,28 +102,54 @@ def validate_rounds(merged: MergedRun) -> RoundsValidation:
         except ValueError as err:
             raise Mismatch(e, f"not a local state of the spec: {err}") from None
 
+    groups = _rounds(merged, n)
+    r0, starts = next(groups)
+    missing = [p for p in range(n) if p not in starts] if r0 == 0 else [0]
+    if missing:
+        return RoundsValidation(0, 0, incomplete=f"node {missing[0]} recorded no start: nothing validated")
     logged = {p: local(starts[p]) for p in range(n)}
     initiators = frozenset(p for p in range(n) if starts[p].get("initiator"))
     state = next((s for s in model.initial_states() if _locals(sysm, s) == logged), None)
     if state is None:
         raise Mismatch(starts[0], f"the start events are not the spec's initial state with initiators {sorted(initiators)}")
     res = RoundsValidation(0, n, state=state)
+    bad = model.violated(state)
+    if bad >= 0:
+        res.violation = model.invariant_names[bad]
+        return res
     outbox, inbox = prog.field("outbox").base, prog.field("inbox").base
-    for r in range(0, max(by_round, default=0) + 1):
-        if r > 0:
-            evs = by_round.get(r, {})
-            if len(evs) < n:
-                absent = [p for p in range(n) if p not in evs]
-                res.incomplete = (f"round {r} was recorded by {len(evs)} of {n} nodes (not by node {absent[0]}): "
-                                  f"rounds 1..{r - 1} validated")
-                return res
-            state = _round(model, sysm, state, evs, r, outbox, inbox, local)
-            res.rounds, res.events, res.state = r, res.events + n, state
+    for r, evs in groups:
+        if r != res.rounds + 1 or len(evs) < n:
+            res.incomplete = _unrecorded(res.rounds + 1, evs if r == res.rounds + 1 else {}, n, h.get("lost"))
+            return res
+        state = _round(model, sysm, state, evs, r, outbox, inbox, local)
+        res.rounds, res.events, res.state = r, res.events + n, state
         bad = model.violated(state)
         if bad >= 0:
             res.violation = model.invariant_names[bad]
             return res
+    if not merged.ended:
+        res.incomplete = f"the trace has no end record (the file was cut short): rounds 1..{res.rounds} validated"
+        res.truncated = True
     return res
+
+
+def _unrecorded(r: int, evs: dict[int, dict[str, Any]], n: int, lost: Any) -> str:
+    """Why round r is not validated: which nodes recorded it, and which node the run lost (from the
+    header's `lost` list, written by the run driver) — not merely the first node missing."""
+    recorded = sorted(evs)
+    who = f"only by node{'s' if len(recorded) != 1 else ''} {_nodes(recorded)}" if recorded else "by no node"
+    text = f"round {r} was recorded {who} ({len(recorded)} of {n})"
+    dead = [x for x in lost if isinstance(x, dict) and x.get("round") == r and isinstance(x.get("pid"), int)] \
+        if isinstance(lost, list) else []
+    if dead:
+        text += ": " + "; ".join(f"node {x['pid']} " + ("was killed at the start of" if x.get("killed") else "died during")
+                                 + f" round {r}" for x in dead)
+    return text + f"; rounds 1..{r - 1} validated"
+
+
+def _nodes(ps: list[int]) -> str:
+    return ", ".join(map(str, ps)) if len(ps) <= 8 else ", ".join(map(str, ps[:8])) + f", … ({len(ps) - 8} more)"
 
 
 def _round(model: Any, sysm: Any, state: tuple, evs: dict[int, dict[str, Any]], r: int, outbox: int, inbox: int,
@@ -164,7 +207,9 @@ def report_rounds(merged: MergedRun, t0: float) -> int:
         print(f"Violation: invariant {res.violation} is violated after round {res.rounds}")
         return 1
     if res.incomplete:
-        print(f"Validated what was recorded: {res.incomplete} ({took:.2f} s)")
+        print(f"{'Incomplete' if res.truncated else 'Validated what was recorded'}: {res.incomplete} ({took:.2f} s)")
+        if res.truncated:
+            return 3
     else:
         print(f"Valid: all {res.rounds} rounds ({res.events} events) are rounds of the spec and the invariants hold "
               f"after each ({took:.2f} s)")

@@ -14,7 +14,7 @@ from ..progress import Progress
 from ..result import CheckResult
 from . import check_vector
 from .layout import VectorUnsupported
-from .search import VectorModel
+from .search import VectorModel, VectorOptions
 
 ENGINES = ("auto", "vector", "scalar", "explicit", "smt")
 
@@ -40,8 +40,9 @@ def choose(name: str, model: Model, opts: Options) -> tuple[str, VectorModel | N
     return "vector", vm, None
 
 
-def run(engine: str, model: Model, vm: VectorModel | None, opts: Options, progress: Progress) -> CheckResult:
+def run(engine: str, model: Model, vm: VectorModel | None, opts: Options, progress: Progress,
+        vopts: VectorOptions | None = None) -> CheckResult:
     """Run the chosen engine."""
     if engine == "vector" and vm is not None:
-        return check_vector(vm, opts, progress)
+        return check_vector(vm, opts, progress, vopts)
     return check(model, opts, progress)

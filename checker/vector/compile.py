@@ -308,12 +308,16 @@ class _Emitter:
         for i, line in enumerate(body):
             for name in _TEMP.findall(line):
                 last[name] = i
+        dead_at: dict[int, list[str]] = {}
+        for name, j in last.items():
+            if j < len(self.lines):
+                dead_at.setdefault(j, []).append(name)
         out = [head]
         for i, line in enumerate(body):
             out.append(line)
-            dead = sorted(name for name, j in last.items() if j == i and i < len(self.lines))
+            dead = dead_at.get(i)
             if dead:
-                out.append("    del " + ", ".join(dead))
+                out.append("    del " + ", ".join(sorted(dead)))
         return "\n".join(out) + "\n"
 
 

@@ -26,10 +26,12 @@ import numpy as np
 
 from ..explicit.search import Options, _Found, _Search, safe_predicates
 from ..progress import Progress, Stats
+from ..reduction.ample import for_model
 from ..result import HOLDS, INCONCLUSIVE, VIOLATION, CheckResult
 from ..typed_model import TypedModel
 from .compile import VectorProgram
 from .layout import Layout, VectorUnsupported
+from .reduced import VectorReduction
 from .spool import Budget, Spool
 from .visited import VisitedSet
 
@@ -45,6 +47,7 @@ class VectorOptions:
     batch: int | None = None  # frontier rows per batch
     memory: int | None = None  # bytes of RAM for frontiers and parent links before they spill to disk
     spill_dir: str | None = None
+    checkpoint: Any = None  # a `checkpoint.Checkpoint`: write (or resume) the search at level boundaries
 
 
 class VectorModel:
@@ -168,11 +171,15 @@ class Prepared:
     c: Candidates
     order: np.ndarray  # candidate positions in serial order (a view of a scratch array)
     tids: np.ndarray  # their transitions
-    allow: np.ndarray  # which candidates satisfy the constraints (empty: no constraints)
+    allow: np.ndarray  # which candidates may be stored: inside the constraints and kept by the reduction
     stops: list  # (serial key, kind, detail) of step failures, deadlocks and constraint-hidden violations
     enabled: int  # successors generated
+    explored: list  # per transition, the rows whose step counts as generated
+    hidden: np.ndarray  # candidates outside the constraints that violate an invariant
+    por: tuple | None = None  # (ample, reduced, enabled) of the partial-order reduction, before its proviso
 
 NO_FILTER = np.zeros(0, dtype=np.bool_)
+NO_HIDDEN = np.zeros(0, dtype=np.int64)
 
 
 class VectorSearch:
@@ -203,6 +210,12 @@ class VectorSearch:
         self.checks_invariants = bool(vm.model.invariant_names)
         self.expected = 0  # new states this level is expected to add (from the last levels' growth)
         self.seed_fp, self.exact = np.uint64(self.layout.seed), self.layout.exact
+        self.por: VectorReduction | None = None
+        if opts.por:
+            self.por = VectorReduction(for_model(vm.model), vm.layout, vm.ntrans)
+        self.checkpoint = vopts.checkpoint
+        self.fp_levels = 0  # leading levels resumed from a checkpoint, their links (fingerprint, parent fingerprint)
+        self.resumed_frontier: Spool | None = None  # the frontier a resumed search started from
 
     def use_threads(self, threads: int, threaded_level: int = THREADED_LEVEL) -> None:
         """Search with two threads (more do not pay on this design): the visited set split in two
@@ -220,6 +233,8 @@ class VectorSearch:
             self.insert_pool.shutdown()
         for s in self.levels:
             s.close()
+        if self.resumed_frontier is not None:
+            self.resumed_frontier.close()
         self.budget.close()
 
     # -- parent links ---------------------------------------------------------------------------
@@ -232,13 +247,17 @@ class VectorSearch:
         links give each step's transition, which the compiled program re-runs on one state at a time."""
         steps = []
         mask = (1 << self.tbits) - 1
-        while level > 0:
+        while level > 0 and level >= self.fp_levels:
             link = int(self.levels[level].row(index)[0])
             steps.append(link & mask)
             index, level = link >> self.tbits, level - 1
-        root = int(self.levels[0].row(index)[0])
-        w = self.initial_words[:, root:root + 1].copy()
-        fps = [int(self.layout.fingerprints(w)[0])]
+        if self.resumed_frontier is None:
+            root = int(self.levels[0].row(index)[0])
+            w = self.initial_words[:, root:root + 1].copy()
+            fps = [int(self.layout.fingerprints(w)[0])]
+        else:
+            w = self.resumed_frontier.row(index)[:, None].copy()
+            fps = self._resumed_path(level, int(self.layout.fingerprints(w)[0]))
         for tid in reversed(steps):
             idx, deltas, _fail = self.program.batch(w, 1)[tid]
             assert idx.size == 1, "a recorded step is not enabled"
@@ -247,6 +266,46 @@ class VectorSearch:
                     w[word] ^= d
             fps.append(int(self.layout.fingerprints(w)[0]))
         return fps
+
+    def _resumed_path(self, level: int, fp: int) -> list[int]:
+        """The fingerprints of the path to state `fp` of resumed `level`, from the checkpoint's links."""
+        path = [fp]
+        while level > 0:
+            row = self.levels[level].find(0, fp)
+            if row is None:
+                raise RuntimeError("a counterexample state has no parent in the resumed checkpoint")
+            fp, level = int(row[1]), level - 1
+            path.append(fp)
+        return path[::-1]
+
+    def resumed(self, frontier: Spool) -> None:
+        """After a checkpoint's levels (fingerprint, parent fingerprint) were loaded: keep the frontier
+        the search resumes from, for counterexamples through it and parent links of later checkpoints."""
+        self.fp_levels = len(self.levels)
+        self.resumed_frontier = frontier
+        fps = [self.layout.fingerprints(w) for w in frontier.batches(self.batch)]
+        self.level_fps = [[] for _ in range(self.fp_levels - 1)] + [fps]
+
+    def checkpoint_links(self, written: int) -> list:
+        """Each level's parent links in the checkpoint's form, (fingerprint, parent fingerprint) columns
+        (parent 0 for an initial state); None for the first `written` levels, which are on disk."""
+        out: list = [None] * written
+        join = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.uint64))
+        for lv in range(written, len(self.levels)):
+            if lv < self.fp_levels:
+                out.append(self.levels[lv])
+                continue
+            fps = join(self.level_fps[lv])
+            parents = np.zeros(len(fps), np.uint64)
+            if lv:
+                prev = join(self.level_fps[lv - 1])
+                for at, links in zip(range(0, len(fps), 1 << 20), self.levels[lv].batches(1 << 20)):
+                    parents[at:at + links.shape[1]] = prev[(links[0] >> np.uint64(self.tbits)).astype(np.int64)]
+            out.append(np.stack([fps, parents]))
+        if self.handoff is None:
+            for lv in range(len(self.levels) - 1):  # only the last level's are needed as parents later
+                self.level_fps[lv] = []
+        return out
 
     def find_parent(self, fp: int) -> tuple[bool, int | None]:
         """(found, parent fingerprint or None for an initial state) of a state of the levels searched
@@ -262,7 +321,7 @@ class VectorSearch:
         return False, None
 
     def _keep_fps(self, fps: np.ndarray, new_level: bool = False) -> None:
-        if self.handoff is not None:
+        if self.handoff is not None or self.checkpoint is not None:
             if new_level:
                 self.level_fps.append([])
             self.level_fps[-1].append(fps)
@@ -280,8 +339,9 @@ class VectorSearch:
         found: _Found | None = None
         queued = 0
         try:
-            frontier = self._seed()
-            queued = self._bfs(frontier)
+            ck = self.checkpoint
+            frontier, level = ck.restore(self) if ck is not None and ck.resume else (self._seed(), 0)
+            queued = self._bfs(frontier, level)
         except _Found as f:
             found = f
         except _Stop as s:
@@ -291,6 +351,8 @@ class VectorSearch:
                           workers=self.threads, visited_bytes=self.table.nbytes)
         res.exact_fingerprints = self.layout.exact
         res.notes.append(self._memory_note())
+        if self.por is not None:
+            res.notes.append(self.por.stats.note())
         if found is not None:
             res.verdict = VIOLATION
             res.violation = self.violation(found)
@@ -348,10 +410,9 @@ class VectorSearch:
             self.depth = 1
         return frontier
 
-    def _bfs(self, frontier: Spool) -> int:
+    def _bfs(self, frontier: Spool, level: int = 0) -> int:
         opts = self.opts
         cap = opts.max_states if opts.max_states is not None else sys.maxsize
-        level = 0
         while len(frontier):
             if self.handoff is not None and len(frontier) >= self.handoff:
                 self.handed_off = (frontier, level)
@@ -366,13 +427,18 @@ class VectorSearch:
             self._keep_fps(np.zeros(0, np.uint64), new_level=True)
             self.expected = self.expect(level)
             self.table.reserve(self.expected)
+            if self.por is not None:
+                self.por.new_level()
             for b in self._prepared(frontier):
                 self._expand(b, level, nxt, links, cap, len(frontier))
-            frontier.close()
+            if frontier is not self.resumed_frontier:
+                frontier.close()
             frontier = nxt
             level += 1
             if len(frontier):
                 self.depth = level + 1
+            if self.checkpoint is not None:
+                self.checkpoint.level_done(self, frontier, level)
         return 0
 
     def _prepared(self, frontier: Spool) -> Iterator[Prepared]:
@@ -420,26 +486,58 @@ class VectorSearch:
         T1 = self.vm.ntrans + 1
         c = self.successors(words)
         outs = c.outs
+        # A reduced search chooses a row's reduced set from all its steps first, so a failing or deadlocked
+        # row stops before any of its successors; a full search stops at the failing step.
+        reduced = self.por is not None
         stops: list[tuple[int, str, Any]] = []  # (serial key, kind, detail)
         for tid, (_idx, _d, fail) in enumerate(outs):
             if fail is not None and fail.any():
                 r = int(np.argmax(fail))
-                stops.append(((base + r) * T1 + tid, "step", r))
+                stops.append(((base + r) * T1 + (-1 if reduced else tid), "step", r))
         if self.opts.deadlock:
             live = np.zeros(n, dtype=bool)
             for idx, _d, _f in outs:
                 live[idx] = True
             if not live.all():
                 r = int(np.argmin(live))
-                stops.append(((base + r) * T1 + T1 - 1, "deadlock", r))
-        allow = NO_FILTER
+                stops.append(((base + r) * T1 + (-1 if reduced else T1 - 1), "deadlock", r))
+        allow, hidden = NO_FILTER, NO_HIDDEN
         if self.constrained and len(c):
-            allow = self._inside(c, base, stops)
+            allow, hidden = self._inside(c)
+        por = self.por.choose(words, outs) if reduced else None
+        if not reduced and hidden.size:
+            self._hidden_stop(c, base, hidden, stops)
         total = len(c)
         scratch.fit(total)
         kernels.serial_order(c.rows, c.seg_start, c.seg_tid, c.n, scratch.order, scratch.tids)
         return Prepared(words, base, c, scratch.order[:total], scratch.tids[:total], allow, stops,
-                        sum(o[0].size for o in outs))
+                        sum(o[0].size for o in outs), [o[0] for o in outs], hidden, por)
+
+    def _proviso(self, b: Prepared) -> None:
+        """Narrow a prepared batch to the reduced sets, expanding fully the rows whose reduced successors
+        include a state of this level or an earlier one (the cycle proviso). It reads the visited table,
+        so it runs once the batches before this one are inserted."""
+        por, c = self.por, b.c
+        assert por is not None and b.por is not None
+        ample, reduced, enabled = b.por
+        n = b.words.shape[1]
+        tids = c.tids()
+        keep = ample[tids, c.rows]
+        probe = (keep & reduced[c.rows] & c.moved()).nonzero()[0]
+        fps = self.layout.fingerprints(c.states(probe)) if probe.size else np.zeros(0, np.uint64)
+        back = por.proviso(self.table, fps, c.rows[probe], reduced, n)
+        keep |= (~reduced | back)[c.rows]
+        explored = ample | (enabled & back)
+        st = por.stats
+        st.enabled += int(enabled[:, enabled.any(axis=0)].sum())
+        st.pruned += int((enabled & ~explored).sum())
+        st.reduced += int((reduced & ~back).sum())
+        st.proviso += int(back.sum())
+        b.explored = [np.nonzero(explored[tid])[0] for tid in range(self.vm.ntrans)]
+        b.enabled = sum(e.size for e in b.explored)
+        if b.hidden.size:
+            self._hidden_stop(c, b.base, b.hidden[keep[b.hidden]], b.stops)
+        b.allow = np.ascontiguousarray(keep & b.allow if b.allow.size else keep)
 
     def insert_new(self, b: Prepared, progress_of_level: float) -> tuple[np.ndarray, ...]:
         """Insert the candidates' fingerprints, each if absent, the first occurrence of a state winning:
@@ -486,8 +584,10 @@ class VectorSearch:
             table.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
 
     def _expand(self, b: Prepared, level: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:
+        if b.por is not None:
+            self._proviso(b)
         words, base, c, stops = b.words, b.base, b.c, b.stops
-        outs, enabled = c.outs, b.enabled
+        enabled = b.enabled
         n = words.shape[1]
         T1 = self.vm.ntrans + 1
         js, tids, nfps, nwords = self.insert_new(b, (base + n) / level_size)
@@ -502,41 +602,45 @@ class VectorSearch:
         if new_bad.size:
             stops.append((int(ukeys[new_bad[0]]), "invariant", int(new_bad[0])))
         if stops:
-            self._stop(min(stops, key=lambda s: s[0]), words, outs, base, level, ukeys, rows, tids, nwords, c,
+            self._stop(min(stops, key=lambda s: s[0]), words, b.explored, base, level, ukeys, rows, tids, nwords, c,
                        links, level_size)
         self.generated += enabled
         self.distinct += m
         links.append(self.link(base + rows, tids)[None, :])
         self._keep_fps(nfps)
+        if self.por is not None:
+            self.por.level.add(nfps)
         nxt.append(nwords)
         if self.progress.due():
             self.progress.report(Stats(self.distinct, self.generated, level_size - base - n + len(nxt), self.depth))
 
-    def _inside(self, c: Candidates, base: int, stops: list) -> np.ndarray:
-        """Which candidates satisfy the constraints; the first that does not but violates an invariant
-        (it is checked, though never stored) is a stop."""
+    def _inside(self, c: Candidates) -> tuple[np.ndarray, np.ndarray]:
+        """(which candidates satisfy the constraints, the moved ones that do not but violate an invariant:
+        they are checked, though never stored)."""
         cands = c.states()
         inside = ~self.program.outside(cands, len(c))
+        hidden = NO_HIDDEN
         if self.checks_invariants:
             out = (~inside & c.moved()).nonzero()[0]
             if out.size:
-                bad = self.program.bad(cands[:, out], len(out))
-                hit = out[bad]
-                if hit.size:
-                    T1 = self.vm.ntrans + 1
-                    keys = (base + c.rows[hit]) * T1 + c.tids()[hit]
-                    j = int(hit[np.argmin(keys)])
-                    stops.append((int(keys.min()), "invariant-last", j))
-        return np.ascontiguousarray(inside)
+                hidden = out[self.program.bad(cands[:, out], len(out))]
+        return np.ascontiguousarray(inside), hidden
 
-    def _stop(self, stop: tuple[int, str, Any], words: np.ndarray, outs: list, base: int, level: int,
+    def _hidden_stop(self, c: Candidates, base: int, hidden: np.ndarray, stops: list) -> None:
+        """The first candidate outside the constraints that violates an invariant is a stop."""
+        if hidden.size:
+            T1 = self.vm.ntrans + 1
+            keys = (base + c.rows[hidden]) * T1 + c.tids()[hidden]
+            stops.append((int(keys.min()), "invariant-last", int(hidden[np.argmin(keys)])))
+
+    def _stop(self, stop: tuple[int, str, Any], words: np.ndarray, explored: list, base: int, level: int,
               ukeys: np.ndarray, rows: np.ndarray, tids: np.ndarray, nwords: np.ndarray, c: Candidates,
               links: Spool, level_size: int) -> None:
         """Settle the counts where the scalar engine would have stopped, and raise."""
         key, kind, detail = stop
         T1 = self.vm.ntrans + 1
         inclusive = kind in ("invariant", "invariant-last", "cut")
-        for tid, (idx, _d, _f) in enumerate(outs):
+        for tid, idx in enumerate(explored):
             keys = (base + idx) * T1 + tid
             self.generated += int(np.count_nonzero(keys <= key if inclusive else keys < key))
         before = int(np.count_nonzero(ukeys <= key if kind == "invariant" else ukeys < key))

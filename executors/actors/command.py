@@ -11,7 +11,7 @@ from lockstep.checker.trace import TraceError
 from lockstep.checker.validation.actors import validate
 from lockstep.checker.validation.runtrace import Mismatch
 
-from ..faults import load_faults
+from ..faults import check_network, load_faults
 from .run import RunReport, actor_program
 from .run import run as run_processes
 
@@ -22,6 +22,8 @@ def run_actor_command(args: argparse.Namespace, params: dict[str, int]) -> int:
     prog = actor_program(args.spec, params)
     n = prog.system.proc.size
     faults = load_faults(args.faults, n) if args.faults else None
+    if faults is not None:
+        check_network(faults, prog.params)
     ps = ", ".join(f"{k}={v}" for k, v in prog.params.items())
     print(f"Running {prog.name} ({ps}): {n} processes for {args.duration:g} s"
           + (f", faults from {args.faults}" if args.faults else ""))

@@ -2,9 +2,12 @@
 
 The process runs the spec's compiled handlers (`LocalExec`) on its local state. A message
 whose handler is not enabled (a `require` fails) is kept and retried after each later step, as
-the spec keeps it in flight. A malformed frame is recorded as `rejected` and dropped; the
-process keeps running. In controlled mode (replay) timers fire only when the runner says so,
-and every event is also reported to the runner.
+the spec keeps it in flight; at most MAX_DEFERRED wait, and a message beyond that is dropped and
+recorded as `overflow` (in the spec it stays in flight). Every connection is authenticated with
+the run's secret (`wire`); a frame that is not authenticated, not from its sender, or malformed is
+recorded as `rejected` (the first MAX_REJECTIONS_LOGGED of them; all are counted in the `end`
+record) and dropped; the process keeps running. In controlled mode (replay) timers fire only
+when the runner says so, and every event is also reported to the runner.
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ from typing import Any
 from lockstep.checker.loader import load_model
 from lockstep.specs.lang.jsonvalues import to_json
 
-from ..wire import FrameError, FrameProtocol, MessageCodec, frame, parse, read_frame
+from ..wire import RELAY, RUNNER, Endpoint, FrameError, MessageCodec, connect, credentials, member_name, parse, serve
 from .handlers import LocalExec, Outcome, StepFailed
 
 FAILED_EXIT = 3  # the exit code of a process whose handler failed
 FORGE_RATE = 0.3  # how likely a forging process sends each possible forged message
+MAX_DEFERRED = 10_000  # deliveries waiting for their handler to be enabled
+MAX_REJECTIONS_LOGGED = 1_000  # rejected frames recorded one by one (all are counted)
 
 
 @dataclass
@@ -67,11 +72,11 @@ class Node:
         self.t0 = time.monotonic()
         self.deferred: list[tuple[int, int, Any, list[int] | None]] = []
         self.handles: dict[str, asyncio.TimerHandle] = {}
-        self.out: dict[int, asyncio.Transport] = {}
-        self.outbox: dict[asyncio.Transport, bytearray] = {}
+        self.out: dict[int, Endpoint] = {}
+        self.outbox: dict[Endpoint, list[bytes]] = {}
         self.failed = False
         self.started = False
-        self.stats = {"events": 0, "sent": 0, "received": 0, "rejected": 0, "deferred": 0, "lost": 0}
+        self.stats = {"events": 0, "sent": 0, "received": 0, "rejected": 0, "deferred": 0, "lost": 0, "overflow": 0}
         self._msg_texts: dict[Any, str] = {}
         self._state_texts: dict[tuple, str] = {}
         self.trace = None
@@ -80,35 +85,22 @@ class Node:
 
     # -- control ---------------------------------------------------------------------------------
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: FrameProtocol(self.on_frame, self.broken_stream), "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        reader, self.ctl = await asyncio.open_connection("127.0.0.1", self.cfg.control_port)
+        creds = credentials()
+        server, port = await serve(creds, on_frame=self.on_frame, on_rejected=self.broken_stream,
+                                   accept=lambda peer: peer != RUNNER)
+        self.ctl = await connect(self.cfg.control_port, creds, RUNNER)
         if self.trace is not None and not self.cfg.restore:
             self._write({"kind": "header", "spec": self.cfg.spec, "spec_name": self.system.name,
                          "params": self.cfg.params, "pid": self.pid})
-        self.report({"op": "hello", "pid": self.pid, "port": port})
+        self.report({"op": "hello", "port": port})
         try:
             while True:
-                cmd = await read_frame(reader)
-                op = cmd.get("op")
-                if op == "peers":
-                    await self._connect({int(k): v for k, v in cmd["ports"].items()})
-                elif op == "go":
-                    self.t0 = time.monotonic() - float(cmd.get("elapsed", 0.0))
-                    self._restore() if self.cfg.restore else self._start(cmd.get("choice"))
-                    self.started = True
-                    self._retry()
-                elif op == "fire":
-                    self.fire(cmd["timer"], cmd.get("choice"))
-                elif op == "forge":
-                    self._forge_one(int(cmd["dst"]), self.codec.decode_msg(cmd["msg"]))
-                elif op == "stop":
-                    self._close_trace()
-                    self.report({"op": "bye", "pid": self.pid, "stats": self.stats, "deferred": len(self.deferred),
-                                 "state": self._json_state(self.state)})
-                    await self.ctl.drain()
-                    break
+                try:
+                    cmd = await self.ctl.read()
+                    if await self._command(cmd):
+                        break
+                except (FrameError, KeyError, TypeError, ValueError) as e:
+                    self.reject(f"a malformed control frame from the runner: {e}")
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the runner went away: stop
         finally:
@@ -117,17 +109,45 @@ class Node:
             for t in set(self.out.values()):
                 t.close()
 
-    async def _connect(self, ports: dict[int, int]) -> None:
-        loop = asyncio.get_running_loop()
-        by_port: dict[int, asyncio.Transport] = {}
+    async def _command(self, cmd: dict[str, Any]) -> bool:
+        """Carry out one command of the runner; True when told to stop."""
+        op = cmd.get("op")
+        if op == "peers":
+            await self._connect({int(k): int(v) for k, v in cmd["ports"].items()}, bool(cmd.get("relay")))
+        elif op == "go":
+            self.t0 = time.monotonic() - float(cmd.get("elapsed", 0.0))
+            self._restore() if self.cfg.restore else self._start(cmd.get("choice"))
+            self.started = True
+            self._retry()
+        elif op == "fire":
+            self.fire(str(cmd["timer"]), cmd.get("choice"))
+        elif op == "forge":
+            self._forge_one(int(cmd["dst"]), self.codec.decode_msg(cmd["msg"]))
+        elif op == "stop":
+            self._log({"kind": "end", "pid": self.pid, "clock": self.clock, "seq": self.seq, "time": self._now(),
+                       "stats": self.stats})
+            self._close_trace()
+            self.report({"op": "bye", "stats": self.stats, "deferred": len(self.deferred),
+                         "state": self._json_state(self.state)})
+            await self.ctl.drain()
+            return True
+        return False
+
+    async def _connect(self, ports: dict[int, int], relay: bool) -> None:
+        """Open an authenticated connection to every process's data port (to the relay's, once, with a relay)."""
+        creds = credentials()
+        by_port: dict[int, Endpoint] = {}
         for dst, port in sorted(ports.items()):
             if port not in by_port:
-                transport, _ = await loop.create_connection(asyncio.Protocol, "127.0.0.1", port)
-                by_port[port] = transport
+                by_port[port] = await connect(port, creds, RELAY if relay else dst, on_frame=self._unexpected,
+                                              on_rejected=self.broken_stream)
             self.out[dst] = by_port[port]
 
+    def _unexpected(self, ep: Endpoint, body: bytes) -> None:
+        self.reject(f"a frame from {member_name(ep.peer)} on a connection this process only sends on")
+
     def report(self, obj: dict[str, Any]) -> None:
-        self.ctl.write(frame(obj))
+        self.ctl.send(obj)
 
     # -- events ----------------------------------------------------------------------------------
     def _start(self, choice: dict[str, Any] | None = None) -> None:
@@ -172,7 +192,7 @@ class Node:
                    "state": self._json_state(self.state), "vc": self.vc})
         self._timers([])
 
-    def on_frame(self, body: bytes) -> None:
+    def on_frame(self, ep: Endpoint, body: bytes) -> None:
         self.stats["received"] += 1
         try:
             src, dst, clock, msg, vc = self.codec.decode_frame(body)
@@ -181,6 +201,9 @@ class Node:
             return
         if dst != self.pid:
             self.reject(f"a frame for process {dst} arrived at process {self.pid}")
+            return
+        if ep.peer != src and ep.peer != RELAY:
+            self.reject(f"{member_name(ep.peer)} sent a frame claiming to come from process {src}")
             return
         choice = None
         if self.cfg.controlled and b'"choice"' in body:  # the scheduler names the nondeterministic choice
@@ -192,15 +215,24 @@ class Node:
         if self.failed:
             return
         if not self.started:  # every process starts before it handles a message, as in the spec
-            self.deferred.append((src, clock, msg, vc))
+            self._defer(src, clock, msg, vc)
             return
         if self.handle("message", src, msg, None, clock, choice, vc):
             self._retry()
         else:
-            self.deferred.append((src, clock, msg, vc))
+            self._defer(src, clock, msg, vc)
             self.stats["deferred"] += 1
             if self.cfg.controlled:
                 self.report({"op": "deferred", "pid": self.pid, "src": src, "msg": self.codec.msg_json(msg)})
+
+    def _defer(self, src: int, clock: int, msg: Any, vc: list[int] | None) -> None:
+        """Keep a delivery until its handler is enabled; beyond MAX_DEFERRED it is dropped and recorded."""
+        if len(self.deferred) < MAX_DEFERRED:
+            self.deferred.append((src, clock, msg, vc))
+            return
+        self.stats["overflow"] += 1
+        self._log(f'{{"kind":"overflow","pid":{self.pid},"clock":{self.clock},"time":{self._now()},"src":{src},'
+                  f'"sent":{clock},"msg":{self._msg_text(msg)},"waiting":{len(self.deferred)}}}')
 
     def _retry(self) -> None:
         progress = True
@@ -213,6 +245,9 @@ class Node:
                     break
 
     def fire(self, timer: str, choice: dict[str, Any] | None = None) -> None:
+        if timer not in self.system.timer_names:
+            self.reject(f"the runner fired {timer!r}, which is not a timer of the spec")
+            return
         self.handles.pop(timer, None)
         if not self.failed and self.handle("timeout", timer=timer, choice=choice):
             self._retry()
@@ -235,7 +270,7 @@ class Node:
         self.state = out.state
         self.stats["events"] += 1
         if self.trace is not None or self.cfg.controlled:
-            self._log(self._event(kind, src, msg, timer, out))
+            self._log(self._event(kind, src, msg, timer, out, in_clock))
         for dst, m in out.sends:
             self._send(dst, m)
         self._timers(out.restarts)
@@ -243,23 +278,22 @@ class Node:
 
     def _send(self, dst: int, msg: Any) -> None:
         """Queue a frame; the frames of one batch of input leave together (one write per connection)."""
-        t = self.out.get(dst)
-        if t is None or t.is_closing():
+        ep = self.out.get(dst)
+        if ep is None or ep.is_closing():
             self.stats["lost"] += 1
             return
-        buf = self.outbox.get(t)
-        if buf is None:
-            buf = self.outbox[t] = bytearray()
+        box = self.outbox.get(ep)
+        if box is None:
+            box = self.outbox[ep] = []
             if len(self.outbox) == 1:
                 asyncio.get_running_loop().call_soon(self._flush)
-        buf += self.codec.encode(self.pid, dst, self.clock, msg, self.vc)
+        box.append(self.codec.encode(self.pid, dst, self.clock, msg, self.vc))
         self.stats["sent"] += 1
 
     def _flush(self) -> None:
         boxes, self.outbox = self.outbox, {}
-        for t, buf in boxes.items():
-            if not t.is_closing():
-                t.write(bytes(buf))
+        for ep, bodies in boxes.items():
+            ep.send_many(bodies)
 
     def _timers(self, restarts: list[str]) -> None:
         if self.timer_field is None or self.cfg.controlled:
@@ -298,10 +332,11 @@ class Node:
 
     def reject(self, reason: str) -> None:
         self.stats["rejected"] += 1
-        self._log({"kind": "rejected", "pid": self.pid, "time": self._now(), "reason": reason})
+        if self.stats["rejected"] <= MAX_REJECTIONS_LOGGED:
+            self._log({"kind": "rejected", "pid": self.pid, "clock": self.clock, "time": self._now(), "reason": reason})
 
     def broken_stream(self, why: str) -> None:
-        """A connection whose bytes cannot be split into frames: rejected, then closed."""
+        """A connection that does not authenticate, or whose bytes cannot be split into frames: rejected, closed."""
         self.reject(why + "; connection closed")
 
     # -- the trace -------------------------------------------------------------------------------
@@ -316,11 +351,11 @@ class Node:
     def _vc_text(self) -> str:
         return "[" + ",".join(map(str, self.vc)) + "]"
 
-    def _event(self, kind: str, src: int | None, msg: Any, timer: str | None, out: Outcome) -> str:
+    def _event(self, kind: str, src: int | None, msg: Any, timer: str | None, out: Outcome, sent: int = 0) -> str:
         """The event as one JSON line, assembled from cached JSON texts of messages and states."""
         parts = [f'{{"kind":"{kind}","pid":{self.pid},"clock":{self.clock},"seq":{self.seq},"time":{self._now()}']
         if kind == "message":
-            parts.append(f',"src":{src},"msg":{self._msg_text(msg)}')
+            parts.append(f',"src":{src},"sent":{sent},"msg":{self._msg_text(msg)}')
         elif kind == "timeout":
             parts.append(f',"timer":{json.dumps(timer)}')
         if out.step.choice:

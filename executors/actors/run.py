@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -13,8 +12,8 @@ from lockstep.checker.loader import LoadError, load_model
 from lockstep.checker.validation.runtrace import MergedRun, merge
 from lockstep.specs.lang.actors import ActorProgram
 
-from ..cluster import Cluster
-from ..faults import Faults
+from ..cluster import Cluster, default_trace_path
+from ..faults import Faults, check_network
 from ..relay import Relay
 from .process import NodeConfig, main
 
@@ -65,6 +64,7 @@ async def run_async(spec: str, params: dict[str, int], duration: float, faults: 
     params = dict(prog.params)
     n = prog.system.proc.size
     faults = faults or Faults()
+    check_network(faults, params)
     relay = Relay(faults, seed) if faults.needs_relay else None
     with tempfile.TemporaryDirectory(prefix="lockstep-run-") as tmp:
         trace_dir = tmp if tracing else None
@@ -80,11 +80,15 @@ async def run_async(spec: str, params: dict[str, int], duration: float, faults: 
         for p, m in sorted(cluster.members.items()):
             if m.exit_note:
                 notes.append(f"process {p} {m.exit_note}")
+        notes += cluster.rejection_notes()
+        if relay is not None and relay.stats["rejected"]:
+            notes.append(f"the relay rejected {relay.stats['rejected']} frame(s) or connection(s): "
+                         + "; ".join(relay.rejections))
         report = RunReport(spec, prog.name, params, duration, stats, dict(relay.stats) if relay else None, notes)
         if tracing:
-            out = trace or os.path.join(tempfile.gettempdir(), f"lockstep-{prog.name}-{os.getpid()}.jsonl")
+            out = trace or default_trace_path(prog.name)
             paths = {p: cluster.trace_path(p) for p in range(n)}
-            report.merged = merge(paths, out, spec, prog.name, params, notes)  # type: ignore[arg-type]
+            report.merged = merge(paths, out, spec, prog.name, params, notes, {"model": "actors"})  # type: ignore[arg-type]
             report.notes = report.merged.notes
             report.trace = out
         return report

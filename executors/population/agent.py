@@ -2,7 +2,8 @@
 
 The scheduler sends both agents of interaction k the frame `{"k": k, "i": initiator, "r":
 responder}`, over the connection each agent opened to it (so no other sender can announce a
-meeting). When interaction k is the next of its meetings, each agent sends its state to the
+meeting). Every connection is authenticated with the run's secret (`wire`), so a partner's state
+comes from that partner. When interaction k is the next of its meetings, each agent sends its state to the
 other — the initiator `{"k", "src", "state"}`, the responder also a fresh draw from its own
 seeded generator (`"draw"`) — and each applies the protocol's rule
 (`lockstep.specs.lang.population.agents.Rules`) to the two states, the draw choosing the outcome of a
@@ -11,7 +12,9 @@ increasing k, so the run is the sequential random-pair process, with disjoint in
 overlapping in time.
 
 Every frame is decoded into declared types (agent states into the protocol's agent type); a
-malformed or unexpected frame is recorded as `rejected` and dropped. Each agent records its
+malformed, unauthenticated or unexpected frame is recorded as `rejected` and dropped; a partner's
+state for an interaction more than MAX_AHEAD interactions ahead of this agent's next one is
+rejected too (at most that many wait). Each agent records its
 start state and every interaction (partner, both states before, its state after, the draw) in
 a JSON-lines trace whose `clock` is the interaction number.
 """
@@ -29,9 +32,11 @@ from typing import Any
 from lockstep.checker.loader import load_protocol
 from lockstep.specs.lang.population.agents import DRAWS, Rules, StateCodec, agent_rng, draw
 
-from ..wire import LENGTH, FrameError, FrameProtocol, frame, parse, read_frame
+from ..wire import RUNNER, Endpoint, FrameError, connect, credentials, member_name, parse, serve
 
 ACK_EVERY = 32  # interactions an initiator completes between acknowledgements to the scheduler
+MAX_AHEAD = 1 << 16  # meetings announced and partners' states held ahead of the interaction in progress
+MAX_REJECTIONS_LOGGED = 1_000
 
 
 @dataclass
@@ -83,25 +88,29 @@ class Agent:
         self.last_meet = 0
         self.sent_for = 0  # the interaction for which this agent has sent its state
         self.drawn = 0  # the draw this agent took as the responder of interaction `sent_for`
-        self.outbox: dict[int, bytearray] = {}
+        self.outbox: dict[int, list[bytes]] = {}
         self.started = False
         self.seq = 0
         self.completed = self.acked = 0  # interactions this agent initiated and completed; acknowledged
-        self.out: dict[int, asyncio.Transport] = {}
+        self.out: dict[int, Endpoint] = {}
         self.stats = {"interactions": 0, "initiated": 0, "received": 0, "rejected": 0}
         self.trace = open(cfg.trace, "w", encoding="utf-8", buffering=1 << 16) if cfg.trace else None
 
     # -- control ---------------------------------------------------------------------------------
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: self._connection(False), "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        reader, self.ctl = await asyncio.open_connection("127.0.0.1", self.cfg.control_port)
+        creds = credentials()
+        server, port = await serve(creds, on_frame=self.on_frame, on_rejected=self._broken, after=self.pump,
+                                   accept=lambda peer: 0 <= peer < self.n and peer != self.pid)
+        self.ctl = await connect(self.cfg.control_port, creds, RUNNER)
         self._log(json.dumps({"kind": "header", "spec": self.cfg.spec, "pid": self.pid}))
-        self.ctl.write(frame({"op": "hello", "pid": self.pid, "port": port}))
+        self.ctl.send({"op": "hello", "port": port})
         try:
             while True:
-                cmd = await read_frame(reader)
+                try:
+                    cmd = await self.ctl.read()
+                except FrameError as e:
+                    self.reject(f"a malformed control frame from the runner: {e}")
+                    continue
                 op = cmd.get("op")
                 if op == "peers":
                     await self._connect({int(k): v for k, v in cmd["ports"].items()})
@@ -114,9 +123,11 @@ class Agent:
                         self.trace.flush()  # an agent that dies later still has its start on record
                     self.pump()
                 elif op == "stop":
+                    self._log(f'{{"kind":"end","pid":{self.pid},"clock":{self.done_through()},"seq":{self.seq + 1},'
+                              f'"stats":{json.dumps(self.stats)}}}')
                     self._close_trace()
-                    self.ctl.write(frame({"op": "bye", "pid": self.pid, "stats": self.stats,
-                                          "state": self.codec.json[self.state], "pending": len(self.meets)}))
+                    self.ctl.send({"op": "bye", "stats": self.stats, "state": self.codec.json[self.state],
+                                   "pending": len(self.meets)})
                     await self.ctl.drain()
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -128,18 +139,19 @@ class Agent:
                 t.close()
 
     async def _connect(self, ports: dict[int, int]) -> None:
-        loop = asyncio.get_running_loop()
+        creds = credentials()
         for dst, port in sorted(ports.items()):
             if dst != self.pid:
-                to_scheduler = dst == self.n
-                self.out[dst], _ = await loop.create_connection(lambda: self._connection(to_scheduler), "127.0.0.1", port)
+                self.out[dst] = await connect(port, creds, dst, on_frame=self.on_frame, on_rejected=self._broken,
+                                              after=self.pump)
         self._send(self.n, f'{{"done":0,"src":{self.pid}}}')  # tells the scheduler whose connection this is
         self._flush()
 
     # -- frames ----------------------------------------------------------------------------------
-    def on_frame(self, body: bytes, from_scheduler: bool = False) -> None:
+    def on_frame(self, ep: Endpoint, body: bytes) -> None:
         """Decode one frame: a meeting from the scheduler, or a partner's state; reject anything else."""
         self.stats["received"] += 1
+        from_scheduler = ep.peer == self.n
         try:
             obj = parse(body)
             k = _int(obj, "k", 1, 1 << 62)
@@ -152,10 +164,16 @@ class Agent:
                     raise FrameError(f"interaction {k} pairs agents {i} and {r}, which is not a meeting of agent {self.pid}")
                 if k <= self.last_meet:
                     raise FrameError(f"interaction {k} announced after interaction {self.last_meet}")
+                if len(self.meets) >= MAX_AHEAD:
+                    raise FrameError(f"more than {MAX_AHEAD} meetings announced ahead")
                 self.last_meet = k
                 self.meets.append((k, i, r))
                 return
             src = _int(obj, "src", 0, self.n - 1)
+            if src != ep.peer:
+                raise FrameError(f"{member_name(ep.peer)} sent a state claiming to come from agent {src}")
+            if k > self.done_through() + MAX_AHEAD:
+                raise FrameError(f"a state for interaction {k}, more than {MAX_AHEAD} ahead of this agent's")
             state = self.codec.decode(obj.get("state"), "state")
             d = obj.get("draw")
             if d is not None and (isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < DRAWS):
@@ -172,12 +190,12 @@ class Agent:
 
     def reject(self, reason: str) -> None:
         self.stats["rejected"] += 1
-        self._log(f'{{"kind":"rejected","pid":{self.pid},"reason":{json.dumps(reason)}}}')
+        if self.stats["rejected"] <= MAX_REJECTIONS_LOGGED:
+            self._log(f'{{"kind":"rejected","pid":{self.pid},"reason":{json.dumps(reason)}}}')
 
-    def _connection(self, from_scheduler: bool) -> FrameProtocol:
-        """A connection to another agent, or (`from_scheduler`) to the scheduler; meetings run as states arrive."""
-        return FrameProtocol(lambda body: self.on_frame(body, from_scheduler),
-                             lambda why: self.reject(why + "; connection closed"), after=self.pump)
+    def _broken(self, why: str) -> None:
+        """A connection that does not authenticate, or whose bytes cannot be split into frames: rejected, closed."""
+        self.reject(why + "; connection closed")
 
     # -- interactions ----------------------------------------------------------------------------
     def pump(self) -> None:
@@ -228,19 +246,17 @@ class Agent:
 
     def _send(self, dst: int, body: str) -> None:
         """Queue a frame for `dst`; `_flush` writes each destination's frames at once."""
-        data = body.encode()
-        buf = self.outbox.get(dst)
-        if buf is None:
-            buf = self.outbox[dst] = bytearray()
-        buf += LENGTH.pack(len(data))
-        buf += data
+        box = self.outbox.get(dst)
+        if box is None:
+            box = self.outbox[dst] = []
+        box.append(body.encode())
 
     def _flush(self) -> None:
         boxes, self.outbox = self.outbox, {}
-        for dst, buf in boxes.items():
-            t = self.out.get(dst)
-            if t is not None and not t.is_closing():
-                t.write(bytes(buf))
+        for dst, bodies in boxes.items():
+            ep = self.out.get(dst)
+            if ep is not None:
+                ep.send_many(bodies)
 
     # -- the trace -------------------------------------------------------------------------------
     def _record(self, k: int, role: str, partner: int, before: int, partner_before: int, d: int | None) -> None:

@@ -9,7 +9,6 @@ every process and merges the agents' traces by interaction number.
 from __future__ import annotations
 
 import asyncio
-import os
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
@@ -19,7 +18,7 @@ from lockstep.checker.loader import load_protocol
 from lockstep.checker.validation.runtrace import MergedRun, merge
 from lockstep.specs.lang.population.agents import StateCodec, initial_agents
 
-from ..cluster import Cluster, Member
+from ..cluster import Cluster, Member, default_trace_path
 from ..faults import Faults, FaultsError
 from .agent import AgentConfig
 from .agent import main as agent_main
@@ -89,11 +88,11 @@ def check_faults(faults: Faults | None) -> list[tuple[float, int]]:
 async def run_population_async(spec: str, params: dict[str, int], interactions: int, seed: int = 0,
                                start: str | None = None, trace: str | None = None, tracing: bool = True,
                                faults: Faults | None = None, progress: Callable[[int], None] | None = None,
-                               on_started: Callable[[dict[int, int]], Awaitable[None]] | None = None
+                               on_started: Callable[[Cluster], Awaitable[None]] | None = None
                                ) -> PopulationRunReport:
     """Run `interactions` interactions of a population protocol on n agent processes and a scheduler.
 
-    `on_started(ports)` is awaited once every process runs (agent pid -> its data port)."""
+    `on_started(cluster)` is awaited once every process runs."""
     protocol = load_protocol(spec, params)
     params = dict(protocol.params)
     n = protocol.n
@@ -109,7 +108,7 @@ async def run_population_async(spec: str, params: dict[str, int], interactions: 
             await cluster.start()
             sched = cluster.members[n]
             if on_started is not None:
-                await on_started({p: cluster.members[p].port for p in range(n)})
+                await on_started(cluster)
             completed, seconds = await _watch(cluster, sched, kills, notes, progress)
             await cluster.stop()
         finally:
@@ -119,9 +118,10 @@ async def run_population_async(spec: str, params: dict[str, int], interactions: 
         for p, m in sorted(cluster.members.items()):
             if m.exit_note and not m.killed:
                 notes.append(f"{'the scheduler' if p == n else f'agent {p}'} {m.exit_note}")
+        notes += cluster.rejection_notes()
         report = PopulationRunReport(spec, protocol.name, params, n, interactions, completed, seconds, stats, notes)
         if tracing:
-            out = trace or os.path.join(tempfile.gettempdir(), f"lockstep-{protocol.name}-{os.getpid()}.jsonl")
+            out = trace or default_trace_path(protocol.name)
             paths = {p: cluster.trace_path(p) for p in range(n)}
             header = {"model": "population", "seed": seed, "agents": n, "interactions": interactions,
                       "start": start, "complete": completed == interactions and not notes}

@@ -2,7 +2,8 @@
 
 Interaction k is the k-th pair of `lockstep.specs.lang.population.agents.pairs(seed, n)`; both agents of the
 pair get the frame `{"k": k, "i": initiator, "r": responder}`, on the connection the agent opened
-to the scheduler (its first frame, `{"done": 0, "src": agent}`, says whose it is). At most `window` interactions are
+to the scheduler (authenticated with the run's secret: the connection's member id says whose it is; its first
+frame is `{"done": 0, "src": agent}`). At most `window` interactions are
 outstanding: initiators acknowledge completed interactions (`{"done": count, "src": agent}`), and
 the scheduler reports progress to the runner and, when every interaction is done, `complete`.
 Its choices need no trace: the validator draws the same pairs from the run's seed.
@@ -17,7 +18,7 @@ from typing import Any
 
 from lockstep.specs.lang.population.agents import pairs
 
-from ..wire import LENGTH, FrameError, FrameReader, frame, parse, read_frame
+from ..wire import RUNNER, Endpoint, FrameError, connect, credentials, parse, serve
 
 CHUNK = 256  # interactions announced per write
 PROGRESS_EVERY = 0.5  # seconds between progress reports to the runner
@@ -42,21 +43,6 @@ def main(cfg: dict[str, Any]) -> None:
         pass
 
 
-class _Acks(asyncio.Protocol):
-    """Acknowledgements arriving from the agents."""
-
-    def __init__(self, sched: Scheduler):
-        self.sched = sched
-        self.reader = FrameReader()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        for body in self.reader.feed(data):
-            self.sched.on_ack(body, self.transport)  # type: ignore[arg-type]
-
-
 class Scheduler:
     """Issues the run's interactions to the agents and counts the completed ones."""
 
@@ -69,23 +55,28 @@ class Scheduler:
         self.rejected = 0
         self.progress = asyncio.Event()
         self.registered = asyncio.Event()  # every agent has connected
-        self.out: dict[int, asyncio.Transport] = {}
+        self.out: dict[int, Endpoint] = {}
 
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: _Acks(self), "127.0.0.1", 0)
-        reader, self.ctl = await asyncio.open_connection("127.0.0.1", self.cfg.control_port)
-        self.ctl.write(frame({"op": "hello", "pid": self.n, "port": server.sockets[0].getsockname()[1]}))
+        creds = credentials()
+        server, port = await serve(creds, on_frame=self.on_ack, on_rejected=self._rejected,
+                                   accept=lambda peer: 0 <= peer < self.n)
+        self.ctl = await connect(self.cfg.control_port, creds, RUNNER)
+        self.ctl.send({"op": "hello", "port": port})
         task = None
         try:
             while True:
-                cmd = await read_frame(reader)
+                try:
+                    cmd = await self.ctl.read()
+                except FrameError:
+                    self.rejected += 1
+                    continue
                 op = cmd.get("op")
                 if op == "go":
                     task = asyncio.create_task(self.issue())
                 elif op == "stop":
                     stats = {"issued": self.issued, "completed": self.completed, "rejected": self.rejected}
-                    self.ctl.write(frame({"op": "bye", "pid": self.n, "stats": stats}))
+                    self.ctl.send({"op": "bye", "stats": stats})
                     await self.ctl.drain()
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -97,12 +88,15 @@ class Scheduler:
             for t in self.out.values():
                 t.close()
 
-    def on_ack(self, body: bytes, transport: asyncio.Transport) -> None:
+    def _rejected(self, why: str) -> None:
+        self.rejected += 1
+
+    def on_ack(self, transport: Endpoint, body: bytes) -> None:
         try:
             obj = parse(body)
             src, done = obj.get("src"), obj.get("done")
-            if isinstance(src, bool) or not isinstance(src, int) or not 0 <= src < self.n:
-                raise FrameError(f"src {src!r} is not an agent")
+            if isinstance(src, bool) or not isinstance(src, int) or not 0 <= src < self.n or src != transport.peer:
+                raise FrameError(f"src {src!r} is not the agent on this connection")
             if isinstance(done, bool) or not isinstance(done, int) or not self.done[src] <= done <= self.issued:
                 raise FrameError(f"done {done!r} is not a count of interactions agent {src} may have completed")
         except FrameError:
@@ -127,21 +121,20 @@ class Scheduler:
         while self.completed < total:
             room = min(total - self.issued, window - (self.issued - self.completed), CHUNK)
             if room > 0:
-                bufs: dict[int, bytearray] = {}
+                bufs: dict[int, list[bytes]] = {}
                 for k in range(self.issued + 1, self.issued + room + 1):
                     i, r = next(gen)
                     body = f'{{"k":{k},"i":{i},"r":{r}}}'.encode()
-                    data = LENGTH.pack(len(body)) + body
-                    bufs.setdefault(i, bytearray()).extend(data)
-                    bufs.setdefault(r, bytearray()).extend(data)
+                    bufs.setdefault(i, []).append(body)
+                    bufs.setdefault(r, []).append(body)
                 self.issued += room
-                for pid, buf in bufs.items():
-                    self.out[pid].write(bytes(buf))
+                for pid, bodies in bufs.items():
+                    self.out[pid].send_many(bodies)
                 await asyncio.sleep(0)
             else:
                 self.progress.clear()
                 await self.progress.wait()
             if time.monotonic() - last_report >= PROGRESS_EVERY:
                 last_report = time.monotonic()
-                self.ctl.write(frame({"op": "progress", "completed": self.completed, "issued": self.issued}))
-        self.ctl.write(frame({"op": "complete", "completed": self.completed, "issued": self.issued}))
+                self.ctl.send({"op": "progress", "completed": self.completed, "issued": self.issued})
+        self.ctl.send({"op": "complete", "completed": self.completed, "issued": self.issued})

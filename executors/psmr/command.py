@@ -11,11 +11,8 @@ import tempfile
 import time
 
 from lockstep.checker.errors import UsageError
-from lockstep.checker.linearizability import check, load_model, read_history
-from lockstep.checker.validation.psmr import RunInvalid, validate_run
 
 from .layout import ServiceConfig
-from .run import merge_history, run
 
 SPEC_NAMES = ("psmr", "lockstep.specs.psmr.spec:PSMR", "psmr_first_key_cg", "lockstep.specs.psmr.spec:PSMRFirstKeyCG")
 
@@ -27,7 +24,8 @@ def is_psmr(spec: str) -> bool:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("psmr (the replicated key-value service)")
     g.add_argument("--replicas", type=int, help="replicas (default 2)")
-    g.add_argument("--workers", type=int, help="worker processes per replica, W (default 2)")
+    g.add_argument("--workers", type=int, help="worker processes per replica, W (default 2); Datalog programs: "
+                   "worker processes (default 2)")
     g.add_argument("--clients", type=int, help="client proxy processes (default 2)")
     g.add_argument("--outstanding", type=int, help="commands each client keeps in flight (default 2)")
     g.add_argument("--keys", type=int, help="keys of the store (default 8)")
@@ -75,6 +73,11 @@ def _config(args: argparse.Namespace) -> ServiceConfig:
 
 
 def run_psmr_command(args: argparse.Namespace) -> int:
+    from lockstep.checker.linearizability import check, load_model, read_history  # imported when a P-SMR run runs
+    from lockstep.checker.validation.psmr import RunInvalid, validate_run
+
+    from .run import merge_history, run
+
     cfg = _config(args)
     crash = _kill(args.kill_replica, cfg.replicas)
     duration = args.duration or 2.0

@@ -14,8 +14,9 @@ single-group commands alone and synchronise on multi-group commands with signal/
 process appends its events to a JSON-lines trace; clients also write the history of their
 operations, which `lockstep linearizable` checks.
 
-Network input is decoded into declared shapes (`_cmds`), never unpickled; a malformed frame is
-counted and dropped.
+Every connection is authenticated with the run's secret (`wire`: only the run's processes can
+connect or send). Network input is decoded into declared shapes (`_cmds`), never unpickled; a
+malformed frame is counted and dropped.
 """
 
 from __future__ import annotations
@@ -30,10 +31,15 @@ from typing import Any
 
 from lockstep.specs.psmr.commands import CG_FUNCTIONS, Command, execute
 
-from ..wire import FrameError, FrameProtocol, frame, parse, read_frame
+from ..wire import RUNNER, Endpoint, FrameError, connect, credentials, dumps, member_name, parse, serve
 from .layout import Layout, ServiceConfig
 
 OPS = ("get", "put", "putall")
+# who may send each kind of frame to each role: a member of the run speaks only in its own role
+SENDERS = {("sequencer", "mc"): "client", ("sequencer", "fw"): "hub", ("hub", "mc"): "client",
+           ("worker", "dl"): "sequencer", ("worker", "sig"): "worker", ("worker", "go"): "worker",
+           ("client", "rep"): "worker"}
+MAX_CLOCK = 1 << 62  # a Lamport clock beyond this is refused
 
 
 def main(cfg: dict[str, Any]) -> None:
@@ -79,7 +85,7 @@ class Member:
         self.role = layout.role(self.pid)
         self.cg = CG_FUNCTIONS[service.cg]
         self.peers: dict[int, int] = {}
-        self.out: dict[int, asyncio.Transport] = {}
+        self.out: dict[int, Endpoint] = {}
         self.outbox: dict[int, list] = {}
         self.connecting: dict[int, list] = {}  # frames for peers whose connection is being made
         self.rejected = 0
@@ -100,16 +106,20 @@ class Member:
                 self.trace.flush()
 
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: FrameProtocol(self._frame, self._broken), "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        reader, self.ctl = await asyncio.open_connection("127.0.0.1", self.cfg["control_port"])
+        creds = credentials()
+        server, port = await serve(creds, on_frame=self._frame, on_rejected=self._broken,
+                                   accept=lambda peer: peer != RUNNER)
+        self.ctl = await connect(self.cfg["control_port"], creds, RUNNER)
         self.log({"k": "header", "pid": self.pid, "role": self.role[0], "at": list(self.role[1:]),
                   "service": self.service.as_dict()})
-        self.ctl.write(frame({"op": "hello", "pid": self.pid, "port": port}))
+        self.ctl.send({"op": "hello", "port": port})
         try:
             while True:
-                cmd = await read_frame(reader)
+                try:
+                    cmd = await self.ctl.read()
+                except FrameError as e:
+                    self._broken(f"a malformed control frame: {e}")
+                    continue
                 op = cmd.get("op")
                 if op == "peers":
                     self.peers = {int(k): int(v) for k, v in cmd["ports"].items()}
@@ -120,7 +130,7 @@ class Member:
                     self.stopped = True  # frames arriving from now on are neither served nor recorded
                     self.finish()
                     self.close_trace()
-                    self.ctl.write(frame({"op": "bye", "pid": self.pid, "stats": self.stats | {"rejected": self.rejected}}))
+                    self.ctl.send({"op": "bye", "stats": self.stats | {"rejected": self.rejected}})
                     await self.ctl.drain()
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -141,11 +151,17 @@ class Member:
         """Called when the run stops."""
 
     # -- frames ------------------------------------------------------------------------------
-    def _frame(self, body: bytes) -> None:
+    def _frame(self, ep: Endpoint, body: bytes) -> None:
         if self.stopped:
             return
         try:
-            self.on_frame(parse(body))
+            msg = parse(body)
+            want = SENDERS.get((self.role[0], msg.get("t")))
+            sender = self.layout.role(ep.peer)[0] if 0 <= ep.peer < self.layout.size else "stranger"
+            if want is not None and sender != want:
+                raise FrameError(f"a {msg.get('t')!r} frame from {member_name(ep.peer)}, a {sender}: only a {want} "
+                                 f"sends it to a {self.role[0]}")
+            self.on_frame(msg, ep.peer)
         except (FrameError, KeyError, TypeError, ValueError) as e:
             self.rejected += 1
             self.log({"k": "rejected", "why": str(e)[:200]})
@@ -154,7 +170,8 @@ class Member:
         self.rejected += 1
         self.log({"k": "rejected", "why": why})
 
-    def on_frame(self, msg: dict[str, Any]) -> None:
+    def on_frame(self, msg: dict[str, Any], peer: int) -> None:
+        """Act on a frame from member `peer` (already parsed, its kind checked against the sender's role)."""
         raise NotImplementedError
 
     def send(self, dst: int, msg: dict[str, Any]) -> None:
@@ -169,10 +186,9 @@ class Member:
     def _flush(self) -> None:
         boxes, self.outbox = self.outbox, {}
         for dst, msgs in boxes.items():
-            t = self.out.get(dst)
-            if t is not None:
-                if not t.is_closing():
-                    t.write(b"".join(frame(m) for m in msgs))
+            ep = self.out.get(dst)
+            if ep is not None:
+                ep.send_many([dumps(m) for m in msgs])
             elif dst in self.connecting:  # frames wait, in order, for the connection being made
                 self.connecting[dst].extend(msgs)
             else:
@@ -181,13 +197,13 @@ class Member:
 
     async def _connect(self, dst: int) -> None:
         try:
-            t, _ = await asyncio.get_running_loop().create_connection(asyncio.Protocol, "127.0.0.1", self.peers[dst])
+            ep = await connect(self.peers[dst], credentials(), dst, on_frame=self._frame, on_rejected=self._broken)
         except (OSError, KeyError):
             lost = self.connecting.pop(dst, [])
             self.stats["lost"] = self.stats.get("lost", 0) + len(lost)
             return
-        self.out[dst] = t
-        t.write(b"".join(frame(m) for m in self.connecting.pop(dst, [])))
+        self.out[dst] = ep
+        ep.send_many([dumps(m) for m in self.connecting.pop(dst, [])])
 
     def now(self) -> float:
         return round(time.monotonic() - self.t0, 6)
@@ -202,7 +218,7 @@ class Sequencer(Member):
         self.next = 0
         self.batch: list = []
 
-    def on_frame(self, msg: dict[str, Any]) -> None:
+    def on_frame(self, msg: dict[str, Any], peer: int) -> None:
         if msg.get("t") not in ("mc", "fw"):
             raise FrameError(f"a sequencer takes multicasts, not {msg.get('t')!r}")
         for cid, c in _cmds(msg["cmds"]):
@@ -229,7 +245,7 @@ class Hub(Member):
         super().__init__(*a)
         self.count = 0
 
-    def on_frame(self, msg: dict[str, Any]) -> None:
+    def on_frame(self, msg: dict[str, Any], peer: int) -> None:
         if msg.get("t") != "mc":
             raise FrameError(f"the hub takes multicasts, not {msg.get('t')!r}")
         for cid, c in _cmds(msg["cmds"]):
@@ -260,9 +276,11 @@ class Worker(Member):
     def start(self) -> None:
         self.task = asyncio.get_running_loop().create_task(self._loop())
 
-    def on_frame(self, msg: dict[str, Any]) -> None:
+    def on_frame(self, msg: dict[str, Any], peer: int) -> None:
         t = msg.get("t")
         if t == "dl":
+            if peer != self.layout.sequencer(self.w):
+                raise FrameError(f"a delivery from {member_name(peer)}, not from the sequencer of group {self.w}")
             if msg["g"] != self.w or msg["seq"] != self.expected:
                 raise FrameError(f"delivery {msg['seq']} of group {msg['g']} at worker {self.w}, expected "
                                  f"{self.expected} of group {self.w}")
@@ -272,8 +290,11 @@ class Worker(Member):
                 self.queue.append((cid, c))
         elif t in ("sig", "go"):
             cid, frm, lc = msg["c"], msg["w"], msg["lc"]
-            if not (isinstance(cid, int) and isinstance(frm, int) and isinstance(lc, int)):
-                raise FrameError(f"malformed {t}")
+            if not (isinstance(cid, int) and isinstance(frm, int) and isinstance(lc, int) and 0 <= lc < MAX_CLOCK):
+                raise FrameError(f"malformed {t}: c, w and lc must be integers, lc below 2**62")
+            if self.layout.role(peer) != ("worker", self.replica, frm):
+                raise FrameError(f"a {t} from {member_name(peer)} claiming to come from worker {frm} of replica "
+                                 f"{self.replica}")
             self.lc = max(self.lc, lc) + 1
             if t == "sig":
                 self.signals.setdefault(cid, set()).add(frm)
@@ -413,7 +434,7 @@ class Client(Member):
             ev["output"] = output
         self.history.write(json.dumps(ev, separators=(",", ":")) + "\n")
 
-    def on_frame(self, msg: dict[str, Any]) -> None:
+    def on_frame(self, msg: dict[str, Any], peer: int) -> None:
         if msg.get("t") != "rep":
             raise FrameError(f"a client takes replies, not {msg.get('t')!r}")
         cid, v = msg["c"], msg["v"]

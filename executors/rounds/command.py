@@ -16,17 +16,6 @@ from .run import RoundsReport, rounds_class
 from .run import run as run_rounds
 
 
-def kill_plan(text: str) -> tuple[int, int]:
-    """`P@R`: kill node P at the start of round R."""
-    try:
-        p, r = (int(x) for x in text.split("@"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not NODE@ROUND, e.g. 3@2") from None
-    if p < 0 or r < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: the node must be >= 0 and the round >= 1")
-    return p, r
-
-
 def run(args: argparse.Namespace) -> int:
     """Run a rounds spec on its graph (or `--tree`); exit 0 when the run terminated, validated and checked out."""
     cls = rounds_class(args.spec)

@@ -6,8 +6,10 @@ when it listens — so a node knows it has heard the whole round once one frame 
 has arrived. It then detects a collision (two or more neighbours broadcast), a conflict (it
 broadcast too) or a reception (exactly one did), runs its compiled receive step, appends the
 round to its JSONL trace and reports `done` to the runner, which starts the next round once
-every node is done: the round barrier. Frames are JSON decoded into the spec's message type;
-a malformed frame is recorded as `rejected` and dropped.
+every node is done: the round barrier. Frames travel on connections authenticated with the run's
+secret (`wire`) and are JSON decoded into the spec's message type; a frame that is not
+authenticated, not from the neighbour it names, or malformed is recorded as `rejected` and
+dropped. A node that stops normally ends its trace with an `end` record.
 
 When a counterexample is replayed (`controlled`), the node reports its local state after its
 start and, with each `done`, the round's event and its local state after the transmit step; the
@@ -31,7 +33,10 @@ from lockstep.checker.loader import resolve
 from lockstep.specs.lang.jsonvalues import from_json, to_json
 from lockstep.specs.lang.rounds import LocalRound, RoundsSystem, rounds_system
 
-from ..wire import FrameProtocol, frame, parse, read_frame
+from ..wire import RUNNER, Endpoint, FrameError, connect, credentials, member_name, parse, serve, vector_clock
+
+MAX_REJECTIONS_LOGGED = 1_000  # rejected frames recorded one by one (all are counted)
+MAX_AHEAD = 2  # rounds ahead of its own that a node keeps its neighbours' frames for
 
 
 @dataclass
@@ -87,34 +92,42 @@ class RoundsNode:
         self.sent: dict[int, tuple[int, tuple]] = {}  # round -> (broadcast rep, state after transmit)
         self.choice: dict[int, dict[str, Any]] = {}
         self.forced: dict[int, tuple | None] = {}  # round -> the receive choice the runner imposes
-        self.out: dict[int, asyncio.Transport] = {}
+        self.out: dict[int, Endpoint] = {}
+        self.round = 0  # the last round the runner started here
         self.stats = {"rounds": 0, "broadcasts": 0, "received": 0, "collisions": 0, "conflicts": 0, "rejected": 0}
         self.t0 = time.monotonic()
         self.trace = open(cfg.trace, "w", encoding="utf-8", buffering=1) if cfg.trace else None
         self._write({"kind": "header", "spec": cfg.spec, "spec_name": sysm.name, "params": cfg.params, "pid": self.pid})
 
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: FrameProtocol(self.on_frame, self.broken_stream), "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        reader, self.ctl = await asyncio.open_connection("127.0.0.1", self.cfg.control_port)
-        self.ctl.write(frame({"op": "hello", "pid": self.pid, "port": port}))
+        creds = credentials()
+        nbrs = set(self.nbrs)
+        server, port = await serve(creds, on_frame=self.on_frame, on_rejected=self.broken_stream,
+                                   accept=lambda peer: peer in nbrs)
+        self.ctl = await connect(self.cfg.control_port, creds, RUNNER)
+        self.ctl.send({"op": "hello", "port": port})
         try:
             while True:
-                cmd = await read_frame(reader)
-                op = cmd.get("op")
-                if op == "peers":
-                    for q in self.nbrs:
-                        self.out[q], _ = await loop.create_connection(asyncio.Protocol, "127.0.0.1", cmd["ports"][str(q)])
-                elif op == "go":
-                    self.start(bool((cmd.get("choice") or {}).get("initiator")))
-                elif op == "round":
-                    self.transmit(int(cmd["round"]), cmd.get("choice"))
-                elif op == "stop":
-                    self._close()
-                    self.ctl.write(frame({"op": "bye", "pid": self.pid, "stats": self.stats}))
-                    await self.ctl.drain()
-                    break
+                try:
+                    cmd = await self.ctl.read()
+                    op = cmd.get("op")
+                    if op == "peers":
+                        for q in self.nbrs:
+                            self.out[q] = await connect(int(cmd["ports"][str(q)]), creds, q,
+                                                        on_frame=self._unexpected, on_rejected=self.broken_stream)
+                    elif op == "go":
+                        self.start(bool((cmd.get("choice") or {}).get("initiator")))
+                    elif op == "round":
+                        self.transmit(int(cmd["round"]), cmd.get("choice"))
+                    elif op == "stop":
+                        self._write({"kind": "end", "pid": self.pid, "clock": self.round, "seq": self.round,
+                                     "time": self._now(), "stats": self.stats})
+                        self._close()
+                        self.ctl.send({"op": "bye", "stats": self.stats})
+                        await self.ctl.drain()
+                        break
+                except (FrameError, KeyError, TypeError, ValueError) as e:
+                    self.reject(f"a malformed control frame from the runner: {e}")
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
@@ -163,7 +176,10 @@ class RoundsNode:
     def refuse(self, r: int, reason: str) -> None:
         """A round the runner asked for that this node does not take: rejected, and reported."""
         self.reject(reason)
-        self.ctl.write(frame({"op": "rejected", "round": r, "reason": reason}))
+        self.ctl.send({"op": "rejected", "round": r, "reason": reason})
+
+    def _unexpected(self, ep: Endpoint, body: bytes) -> None:
+        self.reject(f"a frame from {member_name(ep.peer)} on a connection this node only sends on")
 
     def start(self, initiator: bool) -> None:
         step, fn = self.steps["start"][int(initiator)]
@@ -174,10 +190,11 @@ class RoundsNode:
               "initiator": initiator, "state": self.system.local_json(self.state), "vc": list(self.vc)}
         self._write(ev)
         if self.cfg.controlled:
-            self.ctl.write(frame({"op": "started", "event": ev}))
+            self.ctl.send({"op": "started", "event": ev})
 
     def transmit(self, r: int, choice: Any = None) -> None:
         n = self.system.nstate
+        self.round = max(self.round, r)
         try:
             forced = self._forced(choice)
             step, full = self._run("transmit", self.state + self.pad, forced["transmit"])
@@ -189,30 +206,31 @@ class RoundsNode:
         self.sent[r] = (rep, full[:n])
         self.choice[r] = choice_json(step)
         msg = self.system.message_json(rep)
-        body = frame({"src": self.pid, "round": r, "msg": msg, "vc": self.vc})
+        body = json.dumps({"src": self.pid, "round": r, "msg": msg, "vc": self.vc}, separators=(",", ":")).encode()
         for q in self.nbrs:
-            t = self.out.get(q)
-            if t is not None and not t.is_closing():
-                t.write(body)
+            ep = self.out.get(q)
+            if ep is not None:
+                ep.send_body(body)
         if rep:
             self.stats["broadcasts"] += 1
         self._try_finish(r)
 
-    def on_frame(self, body: bytes) -> None:
+    def on_frame(self, ep: Endpoint, body: bytes) -> None:
         try:
             obj = parse(body)
             src, r = obj.get("src"), obj.get("round")
             if src not in self.nbrs or isinstance(src, bool):
                 raise ValueError(f"src {src!r} is not a neighbour of node {self.pid} ({self.nbrs})")
+            if src != ep.peer:
+                raise ValueError(f"{member_name(ep.peer)} sent a frame claiming to come from node {src}")
             if isinstance(r, bool) or not isinstance(r, int) or r < 1:
                 raise ValueError(f"round {r!r} is not a positive integer")
+            if not self.round <= r <= self.round + MAX_AHEAD:
+                raise ValueError(f"a frame for round {r} while node {self.pid} is in round {self.round}")
             if "msg" not in obj:
                 raise ValueError('no "msg" (null when the sender listens)')
             rep = self.system.message_rep(obj["msg"])
-            vc = obj.get("vc")
-            if vc is not None and not (isinstance(vc, list) and len(vc) == self.n and
-                                       all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in vc)):
-                raise ValueError(f"vc is not a vector clock of {self.n} non-negative integers")
+            vc = vector_clock(obj.get("vc"), self.n)
             box = self.inbox.setdefault(r, {})
             if src in box:
                 raise ValueError(f"a second frame from {src} in round {r}")
@@ -258,14 +276,15 @@ class RoundsNode:
         done: dict[str, Any] = {"op": "done", "round": r, "finished": finished}
         if self.cfg.controlled:
             done.update(event=ev, transmitted=self.system.local_json(mid))
-        self.ctl.write(frame(done))
+        self.ctl.send(done)
 
     def reject(self, reason: str) -> None:
         self.stats["rejected"] += 1
-        self._write({"kind": "rejected", "pid": self.pid, "time": self._now(), "reason": reason})
+        if self.stats["rejected"] <= MAX_REJECTIONS_LOGGED:
+            self._write({"kind": "rejected", "pid": self.pid, "clock": self.round, "time": self._now(), "reason": reason})
 
     def broken_stream(self, why: str) -> None:
-        """A connection whose bytes cannot be split into frames: rejected, then closed."""
+        """A connection that does not authenticate, or whose bytes cannot be split into frames: rejected, closed."""
         self.reject(why + "; connection closed")
 
     # -- the trace ------------------------------------------------------------------------------

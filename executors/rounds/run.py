@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from lockstep.checker.loader import LoadError, resolve
 from lockstep.checker.validation.runtrace import MergedRun, merge
 from lockstep.specs.lang.rounds import RoundsSpec, RoundsSystem, rounds_system
 
-from ..cluster import Cluster, Member
+from ..cluster import Cluster, Member, default_trace_path
 from .process import RoundsNodeConfig, main
 
 ROUND_TIMEOUT = 60.0  # seconds a round may take before the run is abandoned
@@ -69,8 +68,9 @@ class RoundsCluster(Cluster):
         return main, asdict(cfg), f"lockstep-node-{pid}"
 
 
-async def _await_round(cluster: RoundsCluster, r: int, notes: list[str]) -> tuple[bool, bool]:
-    """(every node reported round r, every node has terminated); a dead node is noted."""
+async def _await_round(cluster: RoundsCluster, r: int, notes: list[str], lost: list[dict[str, Any]]) -> tuple[bool, bool]:
+    """(every node reported round r, every node has terminated); a dead node is noted, and listed in
+    `lost` (its pid, the round, and whether it was killed) for the trace's header."""
     finished = True
 
     async def one(m: Member) -> bool:
@@ -82,6 +82,7 @@ async def _await_round(cluster: RoundsCluster, r: int, notes: list[str]) -> tupl
                 return True
             if rep.get("op") == "gone":
                 code = m.process.exitcode
+                lost.append({"pid": m.pid, "round": r, "killed": bool(m.killed)})
                 notes.append(f"process {m.pid} was killed (SIGKILL) at the start of round {r}" if m.killed else
                              f"process {m.pid} died during round {r}" + (f" (exit code {code})" if code else ""))
                 return False
@@ -117,6 +118,7 @@ async def run_async(spec: str, params: dict[str, int], trace: str | None = None,
     if not 0 <= initiator < n:
         raise LoadError(f"initiator {initiator} is not a node (0..{n - 1})")
     notes: list[str] = []
+    lost: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="lockstep-rounds-") as tmp:
         cluster = RoundsCluster(spec, params, n, tmp, seed, start_method)
         memory: dict[int, int] = {}
@@ -130,7 +132,7 @@ async def run_async(spec: str, params: dict[str, int], trace: str | None = None,
                     await cluster.kill(kill[0])
                 for p in range(n):
                     cluster.send(p, {"op": "round", "round": r})
-                ok, finished = await _await_round(cluster, r, notes)
+                ok, finished = await _await_round(cluster, r, notes, lost)
                 if not ok:
                     break
                 rounds = r
@@ -150,8 +152,10 @@ async def run_async(spec: str, params: dict[str, int], trace: str | None = None,
         for p, m in sorted(cluster.members.items()):
             if m.exit_note:
                 notes.append(f"process {p} {m.exit_note}")
-        out = trace or os.path.join(tempfile.gettempdir(), f"lockstep-{sysm.name}-{os.getpid()}.jsonl")
-        merged = merge({p: cluster.trace_path(p) for p in range(n)}, out, spec, sysm.name, params, notes)  # type: ignore[misc]
+        notes += cluster.rejection_notes()
+        out = trace or default_trace_path(sysm.name)
+        merged = merge({p: cluster.trace_path(p) for p in range(n)}, out, spec, sysm.name, params, notes,  # type: ignore[misc]
+                       {"model": "rounds"} | ({"lost": lost} if lost else {}))
         final: dict[int, dict[str, Any]] = {}
         for e in merged.events:
             if "state" in e:

@@ -39,7 +39,18 @@ handlers, a network, crashes and Byzantine processes); they compile to a spec li
 from .errors import Location, SpecError
 from .params import Param
 from .program import Program
-from .spec import Assert, Spec, action, build_program, constraint, declared_params, initial, invariant, require
+from .spec import (
+    Assert,
+    Spec,
+    action,
+    build_program,
+    constraint,
+    declared_params,
+    initial,
+    invariant,
+    require,
+    witness,
+)
 from .temporal import Temporal, always_eventually, eventually, eventually_always, leads_to, temporal
 from .terms import And, Card, Count, Exists, ForAll, If, Implies, Max, Min, Not, Or, Sum, Term
 from .types import ANY, Bool, Enum, Int, Map, OneOf, Option, Range, Record, RecordValue, Seq, Set, Union, Var
@@ -48,6 +59,6 @@ __all__ = [
     "ANY", "And", "Assert", "Bool", "Card", "Count", "Enum", "Exists", "ForAll", "If", "Implies", "Int",
     "Location", "Map", "Max", "Min", "Not", "OneOf", "Option", "Or", "Param", "Program", "Range", "Record",
     "RecordValue", "Seq", "Set", "Spec", "SpecError", "Sum", "Term", "Union", "Var", "action", "build_program",
-    "constraint", "declared_params", "initial", "invariant", "require",
+    "constraint", "declared_params", "initial", "invariant", "require", "witness",
     "Temporal", "always_eventually", "eventually", "eventually_always", "leads_to", "temporal",
 ]

@@ -13,8 +13,14 @@ _TOOL_DIRS = tuple(os.path.join(d, "") for d in
 """Frames in these folders are Lockstep's own: an error's location is never inside them."""
 
 
+_IS_TOOL: dict[str, bool] = {}  # code file name -> whether it is Lockstep's own (see _TOOL_DIRS)
+
+
 def _is_tool(path: str) -> bool:
-    return os.path.abspath(path).startswith(_TOOL_DIRS) or "importlib" in path
+    hit = _IS_TOOL.get(path)
+    if hit is None:
+        hit = _IS_TOOL[path] = os.path.abspath(path).startswith(_TOOL_DIRS) or "importlib" in path
+    return hit
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,16 @@ class Location:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
+
+
+_IN_LANG: dict[str, bool] = {}  # code file name -> whether it lies inside the language package
+
+
+def _in_lang(path: str) -> bool:
+    hit = _IN_LANG.get(path)
+    if hit is None:
+        hit = _IN_LANG[path] = os.path.abspath(path).startswith(_LANG_DIR)
+    return hit
 
 
 def user_location(skip: int = 1) -> Location | None:
@@ -45,7 +61,7 @@ def user_frame(skip: int = 1):
     """Like `user_location`, but the frame itself (for bytecode inspection)."""
     frame = sys._getframe(skip)
     while frame is not None:
-        if not os.path.abspath(frame.f_code.co_filename).startswith(_LANG_DIR):
+        if not _in_lang(frame.f_code.co_filename):
             return frame
         frame = frame.f_back
     return None

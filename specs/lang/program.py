@@ -154,6 +154,7 @@ class Program:
         self.transitions: list[Transition] = []
         self.invariants: list[Predicate] = []
         self.constraints: list[Predicate] = []
+        self.witnesses: list[Predicate] = []  # conditions some reachable state must satisfy
         self.properties: list[TemporalProperty] = []
         self.symmetric: list[Domain] = []
 

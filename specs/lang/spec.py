@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import Location, SpecError, user_location
+from .limits import check_slots
 from .markers import kind_of, marker, meta_of
 from .params import Binding, Param, ParamLike, bound
 from .program import Check, Field, Predicate, Program, TemporalProperty, Transition
@@ -50,6 +51,12 @@ def constraint(fn: Callable | None = None, **meta: Any):
     """Mark `def name(s) -> bool` as a state constraint (TLC's CONSTRAINT): states outside it are
     checked against the invariants but neither stored nor expanded."""
     return marker("constraint", fn, **meta)
+
+
+def witness(fn: Callable | None = None, **meta: Any):
+    """Mark `def name(s) -> bool` as a witness: a condition some reachable state must satisfy (a check fails,
+    exit 1, if none does; the trace to the first state that does is shown)."""
+    return marker("witness", fn, **meta)
 
 
 def initial(fn: Callable | None = None, **meta: Any):
@@ -201,10 +208,23 @@ def bind_params(cls: type, values: dict[str, Any]) -> Binding:
         if name not in declared:
             known = ", ".join(declared) or "none"
             raise SpecError(f"spec {cls.__name__} has no parameter {name!r} (its parameters: {known})")
+    defaults = param_defaults(cls)
     full = {}
     for name, p in declared.items():
-        full[name] = p.check(values[name], "value") if name in values else p.default
+        full[name] = p.check(values[name], "value") if name in values else defaults[name]
     return Binding(cls.__name__, full)
+
+
+def param_defaults(cls: type) -> dict[str, int]:
+    """The default of every parameter of a spec: its declaration's, or the class's `defaults` entry
+    (a variant of a spec may change a default: `defaults = {"views": 1}`)."""
+    declared = declared_params(cls)
+    own = getattr(cls, "defaults", None) or {}
+    for name in own:
+        if name not in declared:
+            raise SpecError(f"spec {cls.__name__}: `defaults` names {name!r}, which is not one of its parameters",
+                            None, "its parameters: " + (", ".join(declared) or "none"))
+    return {name: p.check(own[name], "default") if name in own else p.default for name, p in declared.items()}
 
 
 # --------------------------------------------------------------------------------- build
@@ -226,6 +246,17 @@ class _Builder:
         self.binding = binding
         self.decls = cls._decls
 
+    def _properties(self, prog: Program) -> None:
+        """Trace the spec's invariants, constraints, witnesses and temporal properties into `prog`."""
+        for name, fn in self._functions("invariant"):
+            prog.invariants.append(self._predicate(prog, name, fn))
+        for name, fn in self._functions("constraint"):
+            prog.constraints.append(self._predicate(prog, name, fn))
+        for name, fn in self._functions("witness"):
+            prog.witnesses.append(self._predicate(prog, name, fn))
+        for name, fn in self._functions("temporal"):
+            prog.properties.append(self._temporal(prog, name, fn))
+
     def build(self) -> Program:
         fields = self._fields()
         if not fields:
@@ -240,12 +271,7 @@ class _Builder:
             prog.init_transitions.extend(self._trace(prog, name, fn))
         for name, fn in self._functions("action"):
             prog.transitions.extend(self._trace(prog, name, fn))
-        for name, fn in self._functions("invariant"):
-            prog.invariants.append(self._predicate(prog, name, fn))
-        for name, fn in self._functions("constraint"):
-            prog.constraints.append(self._predicate(prog, name, fn))
-        for name, fn in self._functions("temporal"):
-            prog.properties.append(self._temporal(prog, name, fn))
+        self._properties(prog)
         _check_families(self._functions("action"))
         if not self._functions("action"):
             raise SpecError(f"spec {self.cls.__name__} declares no actions", None, "mark functions with @action")
@@ -261,17 +287,21 @@ class _Builder:
     def _fields(self) -> list[Field]:
         fields, base = [], 0
         for name, d in self.decls.items():
-            if isinstance(d, Var):
-                dom, init, loc = d.type.dom(), d.init, d.location
-            elif isinstance(d, (Map, Set, Seq)):
-                dom, init, loc = d.dom(), d.init, d.location
-            else:
+            if not isinstance(d, (Var, Map, Set, Seq)):
                 continue
+            loc = d.location
+            try:
+                dom, init = (d.type.dom(), d.init) if isinstance(d, Var) else (d.dom(), d.init)
+            except SpecError as e:
+                if e.location is not None:
+                    raise
+                raise SpecError(f"field {name}: {e.message}", loc, e.hint) from None  # a size limit
             if self._is_param_name(name):
                 raise SpecError(f"{name!r} is both a field and a parameter", loc)
             f = Field(name, dom, base, init, loc)
             fields.append(f)
             base += f.count
+            check_slots(base, self.cls.__name__)
         return fields
 
     def _is_param_name(self, name: str) -> bool:
@@ -324,7 +354,11 @@ class _Builder:
                 raise SpecError(f"parameter {pname!r} of {name} is a Map", _def_location(fn), "use a scalar type")
         doms = tuple(t.dom() for t in anns.values())
         out = []
-        for values in domain_values(doms):
+        try:
+            combinations = domain_values(doms)
+        except SpecError as e:
+            raise SpecError(f"action {name}'s parameters: {e.message}", _def_location(fn), e.hint) from None
+        for values in combinations:
             t = self._trace_one(prog, name, fn, tuple(zip(anns, values)))
             if t is not None:
                 t.arg_doms = doms
@@ -342,7 +376,7 @@ class _Builder:
     def _temporal(self, prog: Program, name: str, fn: Callable) -> TemporalProperty:
         if len(inspect.signature(fn).parameters) != 1:
             raise SpecError(f"temporal property {name} takes exactly one argument (the state)", _def_location(fn))
-        view = TraceState(prog, self.binding, writable=False)
+        view = self._view(prog, writable=False)
         with tracing(view) as tracer:
             start_pending()
             try:

@@ -392,6 +392,13 @@ class Term:
         off = d.offsets[member.name]
         return _retype(arith("sub", _retype(self, None), off), m) if off else _retype(self, m)
 
+    def in_union(self, d: UnionDomain) -> Term:
+        """A record value as a value of a union that has its record type as a member (the inverse of `as_`)."""
+        if not isinstance(self.dom, RecordDomain) or self.dom.type.name not in getattr(d, "by_name", {}):
+            raise SpecError(f"{describe(self)} is not a member of {d.describe()}", user_location())
+        off = d.offsets[self.dom.type.name]
+        return _retype(arith("add", _retype(self, None), off), d) if off else _retype(self, d)
+
     def is_none(self) -> Term | bool:
         if not isinstance(self.dom, OptionDomain):
             raise SpecError(f".is_none() needs an Option value, got {describe(self)}", user_location())

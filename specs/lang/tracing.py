@@ -87,11 +87,23 @@ class TraceState:
         object.__setattr__(self, "_writable", writable)
         object.__setattr__(self, "_fields", {f.name: f for f in prog.fields})
         object.__setattr__(self, "writes", {})
-        object.__setattr__(self, "_slots", [slot(i, d) for i, d in enumerate(prog.slot_doms)])
+        object.__setattr__(self, "_slot_terms", {})
+
+    @property
+    def _slots(self) -> list[Term]:
+        """A term for every slot of the pre-state."""
+        return [self._slot(i) for i in range(self._prog.nslots)]
+
+    def _slot(self, i: int) -> Term:
+        t = self._slot_terms.get(i)
+        if t is None:  # made on first read: a large state costs only the slots a function reads
+            t = self._slot_terms[i] = slot(i, self._prog.slot_doms[i])
+        return t
 
     # current value of a slot (after this function's earlier writes)
     def _read(self, i: int) -> Term:
-        return self.writes.get(i, self._slots[i])
+        t = self.writes.get(i)
+        return t if t is not None else self._slot(i)
 
     def _write(self, i: int, value: Term) -> None:
         if not self._writable:

@@ -13,6 +13,7 @@ from itertools import product
 from typing import Any
 
 from .errors import SpecError, user_location
+from .limits import check_enumeration, check_map, check_set
 from .params import Binding, Param, ParamLike, current_binding, resolve
 
 ANY = type("AnyValue", (), {"__repr__": lambda self: "ANY"})()
@@ -676,6 +677,7 @@ class SetDomain(Domain):
     def __init__(self, type_, elem: Domain):
         super().__init__(type_)
         self.elem = elem
+        check_set(elem.size)
         self.size = 1 << elem.size
         self.hi = self.size - 1
 
@@ -819,6 +821,7 @@ class MapDomain(Domain):
         if isinstance(key, MapDomain):
             raise SpecError("a Map cannot be a map key", user_location())
         self.key, self.val = key, val
+        check_map(key.size, slot_count(val), val.size)
         self.size = val.size ** key.size
 
     def mentions(self, dom):
@@ -866,15 +869,9 @@ def bits(mask: int) -> list[int]:
 
 def domain_values(types: Iterable[Any]) -> Iterable[tuple]:
     """All combinations of values of the given types (or Python iterables)."""
-    pools = []
-    for t in types:
-        if isinstance(t, Type):
-            pools.append(t.dom().values())
-        elif isinstance(t, Domain):
-            pools.append(t.values())
-        else:
-            pools.append(list(t))
-    return product(*pools)
+    doms = [t.dom() if isinstance(t, Type) else t if isinstance(t, Domain) else list(t) for t in types]
+    check_enumeration([d.size if isinstance(d, Domain) else len(d) for d in doms])
+    return product(*(d.values() if isinstance(d, Domain) else d for d in doms))
 
 
 def initial_value_fn(init: Any) -> Callable[[Any], Any]:

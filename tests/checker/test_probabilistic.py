@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from sympy import Rational
 from lockstep.checker.probabilistic import analysis, dtmc, exact, smc
 from lockstep.checker.probabilistic.batched import Simulator
 from lockstep.specs.adaptive_majority import AdaptiveMajority, AdaptiveMajorityNoReset
+from lockstep.specs.lang import SpecError
 from lockstep.specs.phase_clock import PhaseClock, PhaseClockNoResync
 from tests.specs.test_population import Coin, Epidemic
 
@@ -99,14 +101,82 @@ def test_seeded_bug_clock_never_synchronizes_from_some_configurations():
 
 def test_adaptive_majority_follows_a_switched_majority_and_the_seeded_bug_does_not():
     at = [0, 60, 240]
-    good, bad = [], []
-    for cls, out in ((AdaptiveMajority, good), (AdaptiveMajorityNoReset, bad)):
-        chain = dtmc.build(cls(n=3, m=2, churn=0), "switched")
-        pi0 = np.zeros(chain.size)
-        pi0[chain.starts] = 1
-        out.extend(analysis.transient(chain, pi0, at) @ chain.mask("correct"))
-    assert good[0] == 0 and good[1] > 0.6 and good[2] > 0.6
-    assert bad == [0, 0, 0]
+    for b, low in ((0, 0.99), (1, 0.6)):  # an undecided agent and two supporters of A; or A against B, 2 to 1
+        good, bad = [], []
+        for cls, out in ((AdaptiveMajority, good), (AdaptiveMajorityNoReset, bad)):
+            chain = dtmc.build(cls(n=3, m=2, b=b, churn=0), "switched")
+            pi0 = np.zeros(chain.size)
+            pi0[chain.starts] = 1
+            out.extend(analysis.transient(chain, pi0, at) @ chain.mask("correct"))
+        assert good[0] == 0 and good[1] > low and good[2] > low
+        assert bad == [0, 0, 0]
+
+
+def test_adaptive_majority_undecided_inputs_appear_and_disappear_at_rate_one_over_n():
+    p = AdaptiveMajority(n=10, m=2, a=4, b=2)
+    assert p.law == {"A": Fraction(2, 5), "B": Fraction(1, 5), "U": Fraction(2, 5)}
+    assert p.input_change("U") == {"A": Fraction(1, 25), "B": Fraction(1, 50)}  # (1/n)·law
+    assert p.input_change("A") == {"B": Fraction(1, 50), "U": Fraction(1, 25)}
+    q = p.make(2, "U", "U", "B")  # an undecided agent in the vote stage
+    outs = p.outcomes[p.index[q] * p.Q + p.index[q]]
+    assert sum(pr for _, _, pr in outs) == 1 and len(outs) == 3  # stays undecided, or gains A or B
+    switched = p.start_configurations("switched")[0]
+    view = p.view(switched)
+    assert view.count(lambda s: s.input == "U") == 4 and view.count(lambda s: s.output == "B") == 10
+    assert p.majority(view) == "A" and not p.holds("correct", switched)
+    with pytest.raises(SpecError, match="a \\+ b = 11 supporters exceed n = 10"):
+        AdaptiveMajority(n=10, a=6, b=5)
+
+
+@pytest.mark.parametrize("a, b", [(1, 0), (3, 1)])
+def test_a_small_supported_majority_among_undecided_agents_is_followed(a, b):
+    """n = 30, m = 10: one supporter of A (or three against one), the other agents undecided: the outputs
+    reach the majority in every run. From `switched` (the clocks just past the reset hour) that takes
+    the rest of the cycle and then reset, vote and commit again: 6m parallel time, plus the commit's spread."""
+    p = AdaptiveMajority(n=30, a=a, b=b, churn=0)
+    assert p.m == 10
+    correct = lambda c: p.holds("correct", c)
+    times = [Simulator(p, p.start_configurations("switched")[0], seed=s).run_until(correct, 40 * p.M * 30, every=10)
+             for s in range(20)]
+    assert all(t is not None for t in times)
+    assert 6 * p.m <= np.median(times) / 30 < 6 * p.m + 3
+
+
+def test_the_seeded_bugs_are_caught_by_their_documented_commands_at_default_parameters(cli):
+    r = cli("analyze", "adaptive_majority_buggy", "--measure", "reach")
+    assert r.code == 1 and "lowest over the start configurations: 0," in r.out
+    r = cli("check", "phase_clock_buggy")
+    assert r.code == 1 and "deadlock" in r.out
+    r = cli("analyze", "phase_clock_buggy", "--measure", "reach")
+    assert r.code == 1
+    r = cli("check", "phase_clock")
+    assert r.code == 0 and "816 distinct states" in r.out
+
+
+@pytest.mark.slow
+def test_logarithmic_support_among_undecided_agents_is_followed_and_kept():
+    """n = 2000, 4·ln n = 31 supporters of A against 15 of B, 1954 undecided, churn 1/n: from `switched` the
+    outputs follow in about 6m parallel time, then stay correct at most checks over ten cycles."""
+    n = 2000
+    p = AdaptiveMajority(n=n, m=math.ceil(math.log2(n)), a=math.ceil(4 * math.log(n)), b=15)
+    correct = lambda c: p.holds("correct", c)
+    follow, kept = [], []
+    for seed in range(6):
+        sim = Simulator(p, p.start_configurations("switched")[0], seed=seed)
+        t = sim.run_until(correct, 20 * p.M * n, every=n // 50)
+        follow.append(math.inf if t is None else t / n)
+        ok = []
+        sim.run(10 * p.M * n, every=n, observe=lambda s: ok.append(correct(s.config())))
+        kept.append(np.mean(ok))
+    assert 6 * p.m <= np.median(follow) < 6 * p.m + 10
+    assert np.mean(kept) > 0.9
+
+
+@pytest.mark.slow
+def test_the_correct_adaptive_majority_reaches_the_majority_at_default_parameters(cli):
+    r = cli("analyze", "adaptive_majority", "--measure", "reach")
+    assert r.code == 0 and "230,355 configurations" in r.out
+    assert "every start configuration reaches it with probability 1" in r.out
 
 
 # ------------------------------------------------------------------------------ simulation
@@ -154,9 +224,25 @@ def test_simulated_holding_time_agrees_with_the_exact_83(how):
     assert abs(mean - 83) <= half
 
 
+def test_tracked_batches_record_every_state_held_during_the_batch():
+    """touched ⊇ the states held before and after each batch; with one interaction per batch it is
+    exactly their union, and a holding time bounded with it is never later than between batches."""
+    p = PhaseClock(n=400, m=3)
+    for max_batch in (None, 1):
+        sim = Simulator(p, p.start_configurations("spread_out")[0], seed=5, max_batch=max_batch, track=True)
+        for _ in range(300):
+            before = sim.counts > 0
+            sim.batch(10**9)
+            after = sim.counts > 0
+            assert (sim.touched >= (before | after)).all()
+            if max_batch == 1:
+                assert (sim.touched == (before | after)).all()
+    assert Simulator(p, {0: 400}, seed=1).touched is None  # only when asked for
+
+
 @pytest.mark.parametrize("method", ["batched", "agents"])
 def test_input_changes_in_the_simulator(method):
-    p = AdaptiveMajority(n=30, m=2, churn=0)
+    p = AdaptiveMajority(n=30, m=2, b=10, churn=0)
     sim = Simulator(p, p.start_configurations("settled")[0], seed=3, method=method)
     assert sim.fractions(p.input) == pytest.approx({"A": 2 / 3, "B": 1 / 3})
     assert sim.change_inputs("A", "B", 15) == 15

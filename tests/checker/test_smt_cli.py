@@ -101,12 +101,12 @@ def test_a_tampered_counterexample_to_induction_is_rejected(cli, tmp_path):
     data = json.loads(out.read_text())
     data["states"][0]["x"] = {"#bigint": "7"}
     out.write_text(json.dumps(data))
-    r = no_traceback(cli("replay", str(out)))
+    r = no_traceback(cli("replay", str(out), "--spec", model_path("induction.py")))
     assert r.code == 2 and "step 0: not a state of Hop" in r.err and "7 is not a value of Int(0, 3)" in r.err
     data["states"][0]["x"] = {"#bigint": "0"}
     data["states"][1]["x"] = {"#bigint": "1"}
     out.write_text(json.dumps(data))
-    r = no_traceback(cli("replay", str(out)))
+    r = no_traceback(cli("replay", str(out), "--spec", model_path("induction.py")))
     assert r.code == 2 and "claims invariant not_three is violated at step 1, but it holds there" in r.err
 
 

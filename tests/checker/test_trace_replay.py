@@ -24,8 +24,11 @@ def diehard_trace(tmp_path):
 def test_trace_file_is_itf(diehard_trace):
     data = json.loads(diehard_trace.read_text())
     assert data["#meta"]["format"] == "ITF"
-    assert data["vars"] == ["big", "small"]
-    assert data["states"][0] == {"#meta": {"index": 0, "action": "init"}, "big": {"#bigint": "0"}, "small": {"#bigint": "0"}}
+    assert data["vars"] == ["big", "small", "mbt::actionTaken", "mbt::nondetPicks"]
+    assert data["#meta"]["varTypes"] == {"big": "Int", "small": "Int", "mbt::actionTaken": "Str", "mbt::nondetPicks": "{}"}
+    assert data["states"][0] == {"#meta": {"index": 0, "action": "init"}, "big": {"#bigint": "0"}, "small": {"#bigint": "0"},
+                                 "mbt::actionTaken": "init", "mbt::nondetPicks": {}}
+    assert "params" not in data and all(set(s) == set(data["vars"]) | {"#meta"} for s in data["states"])
     assert data["states"][-1]["big"] == {"#bigint": "4"}
     meta = data["#meta"]["lockstep"]
     assert meta["spec"] == "diehard" and meta["params"] == {"big_cap": 5, "small_cap": 3}
@@ -105,7 +108,7 @@ def test_malformed_files(tmp_path):
     with pytest.raises(TraceError, match="truncated"):
         Trace.load(str(bad))
     bad.write_text('{"vars": [], "states": []}')
-    with pytest.raises(TraceError, match="not a Lockstep trace"):
+    with pytest.raises(TraceError, match="not a trace"):
         Trace.load(str(bad))
     with pytest.raises(TraceError, match="cannot read"):
         Trace.load(str(tmp_path / "missing.json"))
@@ -115,7 +118,7 @@ def test_plain_spec_traces_replay(tmp_path):
     res = check(load_model(model_path("plain_counter.py")), Options())
     path = tmp_path / "plain.json"
     res.violation.trace.save(str(path))
-    out = replay(Trace.load(str(path)))
+    out = replay(Trace.load(str(path)), spec=model_path("plain_counter.py"))
     assert "sum_below_7" in out.conclusion and len(out.states) == 8
 
 
@@ -123,4 +126,4 @@ def test_step_failure_traces_replay(tmp_path):
     res = check(load_model(model_path("failing_action.py") + ":Divide"), Options())
     path = tmp_path / "div.json"
     res.violation.trace.save(str(path))
-    assert "ZeroDivisionError" in replay(Trace.load(str(path))).conclusion
+    assert "ZeroDivisionError" in replay(Trace.load(str(path)), spec=model_path("failing_action.py") + ":Divide").conclusion

@@ -58,3 +58,61 @@ def test_bad_arguments(cli):
     assert cli("run", "psmr", "--kill-replica", "x").code == 2
     assert cli("run", "psmr", "--dependent", "2").code == 2
     assert cli("run", "psmr", "--workers", "4", "--keys", "2").code == 2
+
+
+def test_processes_reject_strangers_and_members_out_of_their_role(tmp_path):
+    """A stranger's forged opening and an oversized frame; a client posing as a sequencer; a worker of another
+    replica posing as a sibling worker: refused by a real worker, counted, traced; the run still validates."""
+    import asyncio
+    from multiprocessing import shared_memory
+
+    from lockstep.executors.psmr.run import PsmrCluster
+    from lockstep.executors.wire import LENGTH, dumps
+    from tests.executors.wire_helpers import forged_opening, insider, raw, stranger
+
+    service = ServiceConfig(workers=2, clients=1, outstanding=1, keys=4, dependent=0.3, commands=20)
+
+    async def scenario() -> PsmrCluster:
+        segs = [shared_memory.SharedMemory(create=True, size=8 * service.keys) for _ in range(service.replicas)]
+        for s in segs:
+            s.buf[:] = bytes(len(s.buf))
+        cluster = PsmrCluster(service, str(tmp_path), [s.name for s in segs], durable=False)
+        lay = cluster.layout
+        target = lay.worker(0, 0)
+        try:
+            await cluster.start()
+            port = cluster.members[target].port
+            _, w, _ = await stranger(port)
+            w.write(forged_opening(lay.sequencer(0), target)
+                    + raw(dumps({"t": "dl", "g": 0, "seq": 0, "cmds": [[999, "put", 0, 7]]})))
+            _, w2, _ = await stranger(port)
+            w2.write(LENGTH.pack(1 << 30))
+            client = await insider(cluster.creds, lay.client(0), port, target)
+            client.send({"t": "dl", "g": 0, "seq": 0, "cmds": [[998, "put", 0, 7]]})  # a client as the sequencer
+            other = await insider(cluster.creds, lay.worker(1, 1), port, target)
+            other.send({"t": "go", "c": 5, "w": 1, "lc": 1})  # replica 1's worker as replica 0's
+            sibling = await insider(cluster.creds, lay.worker(0, 1), port, target)
+            sibling.send({"t": "sig", "c": 5, "w": 1, "lc": 10**30})  # a clock that would stall the order
+            for writer in (w, w2):
+                await writer.drain()
+            await asyncio.sleep(1.0)
+            await cluster.stop()
+        finally:
+            cluster.close()
+            for s in segs:
+                s.close()
+                s.unlink()
+        return cluster
+
+    cluster = asyncio.run(scenario())
+    assert multiprocessing.active_children() == []
+    target = cluster.layout.worker(0, 0)
+    assert cluster.members[target].bye["stats"]["rejected"] == 5
+    events = [json.loads(x) for x in open(cluster.trace_path(target))]
+    reasons = [e["why"] for e in events if e["k"] == "rejected"]
+    assert any("without the run's secret" in r for r in reasons) and any("more than the limit" in r for r in reasons)
+    assert any("only a sequencer sends it to a worker" in r for r in reasons)
+    assert any("claiming to come from worker 1 of replica 0" in r for r in reasons), reasons
+    assert any("malformed sig: c, w and lc must be integers, lc below 2**62" in r for r in reasons), reasons
+    assert not any(e.get("c") in (998, 999) for e in events if e["k"] == "deliver"), "a forged delivery acted"
+    validate_run({p: cluster.trace_path(p) for p in range(cluster.layout.size)})

@@ -49,7 +49,7 @@ def test_the_history_is_assembled_from_what_real_processes_observed(tmp_path):
     path = tmp_path / "cex.json"
     res.violation.trace.save(str(path))
     lines: list[str] = []
-    out = replay_on_processes(Trace.load(str(path)), say=lines.append)
+    out = replay_on_processes(Trace.load(str(path)), say=lines.append, spec=spec)
     assert out.violated == "one_reporter"
     assert any(line.strip().startswith("history = {Heard(by=") for line in lines)
 
@@ -60,14 +60,14 @@ def test_a_forged_message_is_forged_by_the_real_byzantine_process(tmp_path):
     path = tmp_path / "cex.json"
     res.violation.trace.save(str(path))
     lines: list[str] = []
-    out = replay_on_processes(Trace.load(str(path)), say=lines.append)
+    out = replay_on_processes(Trace.load(str(path)), say=lines.append, spec=spec)
     assert out.violated == "zero_is_silent" and out.validated
     assert any("Byzantine process 0 forged it" in line for line in lines)
 
 
 def test_a_failing_handler_is_reproduced_on_processes(cli, tmp_path):
     path = counterexample(model_path("actor_failing.py"), tmp_path)
-    r = cli("replay", path, "--on-processes")
+    r = cli("replay", path, "--on-processes", "--spec", model_path("actor_failing.py"))
     assert r.code == 0, r.out + r.err
     assert "3  deliver(src=0, dst=1, msg=Token()): process 1 received it and ran its handler, which failed" in r.out
     assert "then the real handler failed, as in the counterexample" in r.out and "got the token twice" in r.out

@@ -11,9 +11,10 @@ from lockstep.checker.trace import Trace, TraceError
 from lockstep.executors.replay import replay_on_processes
 from lockstep.executors.rounds import replay as rounds_replay
 from lockstep.executors.rounds.process import RoundsNode, RoundsNodeConfig
-from lockstep.executors.wire import frame, parse
+from lockstep.executors.wire import dumps
 from tests.conftest import model_path
 from tests.executors.test_replay_processes import counterexample
+from tests.executors.wire_helpers import Control, Peer
 
 PICK = model_path("rounds_flood.py") + ":Pick"
 
@@ -52,7 +53,7 @@ def test_the_traces_receive_choices_are_forced_on_the_nodes(tmp_path):
     trace = Trace.load(counterexample(PICK, tmp_path))
     assert trace.steps[2].action["action"] == "receive"
     lines: list[str] = []
-    res = replay_on_processes(trace, say=lines.append)
+    res = replay_on_processes(trace, say=lines.append, spec=PICK)
     assert res.violated == "ends_differ" and res.steps == 2 and res.validated
     assert any("receive(pick@0=1, pick@1=0, pick@2=1): every node ran its receive step" in line for line in lines)
     assert any(line.strip() == "val = {0: 1, 1: 0, 2: 1}" for line in lines)
@@ -60,32 +61,23 @@ def test_the_traces_receive_choices_are_forced_on_the_nodes(tmp_path):
 
 
 def test_a_violation_by_the_broadcasts_is_reproduced_with_forced_transmit_choices(tmp_path):
-    trace = Trace.load(counterexample(model_path("rounds_flood.py") + ":Shout", tmp_path))
+    shout = model_path("rounds_flood.py") + ":Shout"
+    trace = Trace.load(counterexample(shout, tmp_path))
     lines: list[str] = []
-    res = replay_on_processes(trace, say=lines.append)
+    res = replay_on_processes(trace, say=lines.append, spec=shout)
     assert res.violated == "no_conflict" and res.steps == 1 and res.validated
     assert any("talk@3=True): round 1: nodes [0, 3] broadcast" in line for line in lines)
     assert any("validates up to the broadcasts of round 1, which violate invariant no_conflict" in line
                for line in lines)
 
 
-class _Control:
-    """A stand-in for the runner's end of a node's control connection."""
-
-    def __init__(self) -> None:
-        self.sent: list[dict] = []
-
-    def write(self, data: bytes) -> None:
-        self.sent.append(parse(data[4:]))
-
-
 @pytest.mark.parametrize("choice, value", [({"receive": {"pick": 1}}, 1), ({"receive": {"pick": 0}}, 0),
                                            ({"transmit": {}, "receive": {"pick": 1}}, 1)])
 def test_a_node_takes_the_forced_choice(choice, value):
     node = RoundsNode(RoundsNodeConfig(PICK, {"n": 3}, 0, 0, None, controlled=True))
-    node.ctl = _Control()  # type: ignore[assignment]
+    node.ctl = Control()  # type: ignore[assignment]
     node.transmit(1, choice)
-    node.on_frame(frame({"src": 1, "round": 1, "msg": {"tag": "Hello"}})[4:])
+    node.on_frame(Peer(1), dumps({"src": 1, "round": 1, "msg": {"tag": "Hello"}}))
     done = node.ctl.sent[-1]
     assert done["op"] == "done" and done["event"]["state"]["val"] == value
     assert done["event"]["choice"] == {"pick": value} and done["transmitted"]["val"] == 0
@@ -101,7 +93,7 @@ def test_a_node_takes_the_forced_choice(choice, value):
 ])
 def test_a_malformed_forced_choice_is_rejected_and_the_round_not_taken(choice, reason):
     node = RoundsNode(RoundsNodeConfig(PICK, {"n": 3}, 0, 0, None, controlled=True))
-    node.ctl = _Control()  # type: ignore[assignment]
+    node.ctl = Control()  # type: ignore[assignment]
     before = node.state
     node.transmit(1, choice)
     assert node.ctl.sent == [{"op": "rejected", "round": 1, "reason": node.ctl.sent[0]["reason"]}]

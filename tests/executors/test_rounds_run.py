@@ -68,8 +68,26 @@ def test_a_killed_node_is_reported_and_the_recorded_rounds_validate(tmp_path, ca
     out = capsys.readouterr().out
     assert rc == 3
     assert "note: process 5 was killed (SIGKILL) at the start of round 3" in out
-    assert "Validated what was recorded: round 3 was recorded by" in out and "rounds 1..2 validated" in out
+    line = next((x for x in out.splitlines() if x.startswith("Validated what was recorded: ")), None)
+    assert line is not None, out
+    assert "round 3 was recorded only by node" in line and "rounds 1..2 validated" in line
+    assert ": node 5 was killed at the start of round 3;" in line  # the killed node, not some other absent one
+    recorded = line.split("only by node")[1].split("(")[0].strip(" s").split(", ")
+    assert "5" not in recorded
+    header = json.loads(path.read_text().splitlines()[0])
+    assert header["lost"] == [{"pid": 5, "round": 3, "killed": True}]
     assert multiprocessing.active_children() == []
+
+
+def test_rounds_validation_names_the_lost_node_or_only_who_recorded():
+    from lockstep.checker.validation.rounds import _unrecorded
+
+    evs = {1: {}, 3: {}}
+    assert _unrecorded(3, evs, 8, [{"pid": 5, "round": 3, "killed": True}]) == \
+        "round 3 was recorded only by nodes 1, 3 (2 of 8): node 5 was killed at the start of round 3; rounds 1..2 validated"
+    assert _unrecorded(3, evs, 8, None) == "round 3 was recorded only by nodes 1, 3 (2 of 8); rounds 1..2 validated"
+    assert _unrecorded(2, {}, 4, [{"pid": 0, "round": 2, "killed": False}, "junk", {"pid": "x", "round": 2}]) == \
+        "round 2 was recorded by no node (0 of 4): node 0 died during round 2; rounds 1..1 validated"
 
 
 def test_run_command_on_a_small_tree(tmp_path, capsys):
@@ -109,29 +127,72 @@ def test_the_outcome_check_is_independent_of_the_spec():
 
 def test_malformed_frames_are_rejected_and_change_nothing():
     from lockstep.executors.rounds.process import RoundsNode, RoundsNodeConfig
-    from lockstep.executors.wire import frame
+    from lockstep.executors.wire import dumps
+    from tests.executors.wire_helpers import Peer
 
     node = RoundsNode(RoundsNodeConfig("d2_coloring", tree_params(nx.path_graph(3)), 1, 0, None))
-    for body in (b"not json", frame({"src": 0, "round": 1})[4:], frame({"src": 2, "round": 0, "msg": None})[4:],
-                 frame({"src": 5, "round": 1, "msg": None})[4:],
-                 frame({"src": 0, "round": 1, "msg": {"tag": "Color", "sid": 0}})[4:]):
-        node.on_frame(body)
-    assert node.stats["rejected"] == 5 and node.inbox == {}
-    node.on_frame(frame({"src": 0, "round": 1, "msg": None})[4:])
-    node.on_frame(frame({"src": 0, "round": 1, "msg": None})[4:])
-    assert node.stats["rejected"] == 6 and node.inbox == {1: {0: 0}}
+    for body in (b"not json", dumps({"src": 0, "round": 1}), dumps({"src": 2, "round": 0, "msg": None}),
+                 dumps({"src": 5, "round": 1, "msg": None}), dumps({"src": 0, "round": 9, "msg": None}),
+                 dumps({"src": 0, "round": 1, "msg": {"tag": "Color", "sid": 0}}), b"[" * 100 + b"]" * 100):
+        node.on_frame(Peer(0), body)
+    node.on_frame(Peer(2), dumps({"src": 0, "round": 1, "msg": None}))  # node 2 speaking for node 0
+    assert node.stats["rejected"] == 8 and node.inbox == {}
+    node.on_frame(Peer(0), dumps({"src": 0, "round": 1, "msg": None}))
+    node.on_frame(Peer(0), dumps({"src": 0, "round": 1, "msg": None}))
+    assert node.stats["rejected"] == 9 and node.inbox == {1: {0: 0}}
 
 
 def test_a_malformed_rounds_trace_is_reported_not_a_traceback(run30, tmp_path, capsys):
     _, _, path = run30
     lines = path.read_text().splitlines()
-    ev = json.loads(lines[-1])
+    assert json.loads(lines[-1]) == {"kind": "end", "events": len(lines) - 2}
+    ev = json.loads(lines[-2])
     ev["pid"] = 99
     bad = tmp_path / "pid.jsonl"
-    bad.write_text("\n".join(lines[:-1] + [json.dumps(ev)]) + "\n")
+    bad.write_text("\n".join(lines[:-2] + [json.dumps(ev), lines[-1]]) + "\n")
     assert main(["validate", str(bad)]) == 1
     assert "pid 99 is not a node of the network (0..29)" in capsys.readouterr().out
     cut = tmp_path / "cut.jsonl"
     cut.write_text("\n".join(lines[:40]) + "\n" + lines[40][:25] + "\n")
     assert main(["validate", str(cut)]) == 2
     assert "not valid JSON" in capsys.readouterr().err
+
+
+def test_nodes_reject_strangers_and_impostors(tmp_path):
+    """A stranger's forged opening and an oversized frame, and a neighbour speaking for another node: refused by a
+    real node, counted, and the run goes on."""
+    import asyncio
+
+    from lockstep.executors.rounds.run import RoundsCluster
+    from lockstep.executors.wire import LENGTH, dumps
+    from tests.executors.wire_helpers import forged_opening, insider, raw, stranger
+
+    params = tree_params(nx.path_graph(3))
+
+    async def scenario() -> RoundsCluster:
+        cluster = RoundsCluster("d2_coloring", params, 3, str(tmp_path), start_method="spawn")
+        try:
+            await cluster.start({p: {"initiator": p == 0} for p in range(3)})
+            port = cluster.members[1].port
+            _, w, _ = await stranger(port)
+            w.write(forged_opening(0, 1) + raw(dumps({"src": 0, "round": 1, "msg": None})))
+            _, w2, _ = await stranger(port)
+            w2.write(LENGTH.pack(1 << 30))
+            ep = await insider(cluster.creds, 2, port, 1)
+            ep.send({"src": 0, "round": 1, "msg": None})  # node 2 claiming to be node 0
+            await w.drain()
+            await w2.drain()
+            await asyncio.sleep(0.5)
+            await cluster.stop()
+        finally:
+            cluster.close()
+        return cluster
+
+    cluster = asyncio.run(scenario())
+    bye = cluster.members[1].bye
+    assert bye is not None and bye["stats"]["rejected"] == 3
+    events = [json.loads(x) for x in (tmp_path / "process-1.jsonl").read_text().splitlines()]
+    reasons = [e["reason"] for e in events if e["kind"] == "rejected"]
+    assert any("without the run's secret" in r for r in reasons) and any("more than the limit" in r for r in reasons)
+    assert any("process 2 sent a frame claiming to come from node 0" in r for r in reasons)
+    assert events[-1]["kind"] == "end"

@@ -13,8 +13,9 @@ from lockstep.checker.validation.actors import validate
 from lockstep.checker.validation.runtrace import Mismatch, load, read_jsonl
 from lockstep.executors.actors.run import ActorCluster, actor_program, run
 from lockstep.executors.faults import parse_faults
-from lockstep.executors.wire import LENGTH, frame
+from lockstep.executors.wire import LENGTH, dumps
 from tests.conftest import model_path
+from tests.executors.wire_helpers import insider, stranger
 
 
 def no_processes_left() -> None:
@@ -78,7 +79,7 @@ def test_crash_and_restart(tmp_path):
     # tokens spend most of their time delayed in the relay, so most survive the crash and wait for the restart
     faults = parse_faults({"delay_ms": [20, 40], "crashes": [{"pid": 1, "at": 0.3, "restart": 0.6}]}, 3)
     path = tmp_path / "ring.jsonl"
-    rep = run("token_ring", {"n": 3, "tokens": 6}, 1.2, faults, str(path))
+    rep = run("token_ring", {"n": 3, "tokens": 6}, 2.5, faults, str(path))  # time for the restart to come up
     assert rep.relay["waited"] > 0
     assert "process 1 killed (SIGKILL) at 0.30 s" in rep.notes and "process 1 restarted at 0.60 s" in rep.notes
     merged = load(str(path))
@@ -102,41 +103,49 @@ def test_a_killed_process_does_not_lose_the_others_traces(tmp_path):
 
 
 def test_malformed_frames_are_logged_and_dropped(tmp_path):
-    """Bad frames to a live process: each is recorded with its reason; the process keeps running."""
+    """Bad frames to a live process, from a member of the run (authenticated) and from a stranger: each is
+    recorded with its reason; the process keeps running."""
 
     async def scenario() -> None:
         prog = actor_program("two_phase_commit", {})
         cluster = ActorCluster("two_phase_commit", dict(prog.params), 3, str(tmp_path))
         try:
             await cluster.start()
-            _, w = await asyncio.open_connection("127.0.0.1", cluster.members[1].port)
-            w.write(LENGTH.pack(5) + b"{nope")
-            w.write(frame([1, 2]))
-            w.write(frame({"src": 9, "dst": 1, "clock": 1, "msg": {"tag": "Prepare"}}))
-            w.write(frame({"src": 0, "dst": 1, "clock": 1, "msg": {"tag": "Bogus"}}))
-            w.write(frame({"src": 0, "dst": 1, "clock": 1, "msg": {"tag": "Prepare", "extra": 1}}))
-            w.write(frame({"src": 0, "dst": 2, "clock": 1, "msg": {"tag": "Prepare"}}))
-            w.write(frame({"src": 0, "dst": 1, "clock": -3, "msg": {"tag": "Prepare"}}))
-            _, w2 = await asyncio.open_connection("127.0.0.1", cluster.members[1].port)
-            w2.write(LENGTH.pack(1 << 30) + b"xxxx")
+            port = cluster.members[1].port
+            bodies = [b"{nope", dumps([1, 2]), dumps({"src": 9, "dst": 1, "clock": 1, "msg": {"tag": "Prepare"}}),
+                      dumps({"src": 0, "dst": 1, "clock": 1, "msg": {"tag": "Bogus"}}),
+                      dumps({"src": 0, "dst": 1, "clock": 1, "msg": {"tag": "Prepare", "extra": 1}}),
+                      dumps({"src": 0, "dst": 2, "clock": 1, "msg": {"tag": "Prepare"}}),
+                      dumps({"src": 0, "dst": 1, "clock": -3, "msg": {"tag": "Prepare"}}),
+                      dumps({"src": 0, "dst": 1, "clock": 10**30, "msg": {"tag": "Prepare"}}),
+                      dumps({"src": 2, "dst": 1, "clock": 1, "msg": {"tag": "Prepare"}}),  # process 0 speaking for 2
+                      b'{"src": 0, "dst": 1, "clock": 1, "msg": ' + b"[" * 5000 + b"]" * 5000 + b"}"]
+            ep = await insider(cluster.creds, 0, port, 1)
+            for body in bodies:
+                ep.send_body(body)
+            _, w, _ = await stranger(port)
+            w.write(LENGTH.pack(1 << 30) + b"xxxx")
             await w.drain()
-            await w2.drain()
             await asyncio.sleep(0.3)
             await cluster.stop()
-            assert cluster.members[1].bye is not None and cluster.members[1].bye["stats"]["rejected"] == 8
+            assert cluster.members[1].bye is not None and cluster.members[1].bye["stats"]["rejected"] == 11
         finally:
             cluster.close()
 
     asyncio.run(scenario())
     events, _ = read_jsonl(str(tmp_path / "process-1.jsonl"))
     reasons = [e["reason"] for e in events if e["kind"] == "rejected"]
-    expected = ["not JSON", "expected a JSON object", "src 9 is not a process id", "unknown message type 'Bogus'",
+    expected = ["not valid JSON", "expected a JSON object", "src 9 is not a process id", "unknown message type 'Bogus'",
                 "Prepare has no field 'extra'", "a frame for process 2 arrived at process 1",
-                "clock -3 is not a non-negative integer", "more than the limit"]
-    assert len(reasons) == len(expected)
+                "clock -3 is not a non-negative integer", "clock 1000000000000000000000000000000 is not",
+                "process 0 sent a frame claiming to come from process 2", "nested more than 32 levels deep",
+                "more than the limit"]
+    assert len(reasons) == len(expected), reasons
     for want in expected:
         assert any(want in r for r in reasons), want
+    assert all(isinstance(e.get("clock"), int) for e in events if e["kind"] == "rejected")
     assert any(e["kind"] == "message" for e in events), "the real Prepare was still handled"
+    assert events[-1]["kind"] == "end" and events[-1]["stats"]["rejected"] == 11
     no_processes_left()
 
 
@@ -158,9 +167,38 @@ def test_duplicates_need_a_duplicating_network(tmp_path):
 def test_a_partition_loses_messages_between_groups(tmp_path):
     faults = parse_faults({"partitions": [{"start": 0.2, "end": 0.5, "groups": [[0, 1], [2]]}]}, 3)
     path = tmp_path / "part.jsonl"
-    rep = run("token_ring", {"n": 3, "tokens": 3}, 0.8, faults, str(path))
+    rep = run("token_ring", {"n": 3, "tokens": 3, "lossy": 1}, 0.8, faults, str(path))
     assert rep.relay["partitioned"] > 0
     assert validate(load(str(path))).violation is None  # a lost message is one that is never delivered
+
+
+@pytest.mark.parametrize("plan, params, fix", [
+    ({"duplicate": 0.5}, {}, "--param duplicating=1"),
+    ({"drop": 0.1}, {}, "--param lossy=1"),
+    ({"partitions": [{"start": 0.1, "end": 0.2, "groups": [[0], [1, 2]]}]}, {}, "--param lossy=1"),
+    ({"reorder": 0.5}, {"ordered": 1}, "--param ordered=0"),
+    ({"delay_ms": [0, 20]}, {"ordered": 1}, "--param ordered=0"),
+])
+def test_a_plan_the_network_model_cannot_express_is_refused_before_anything_runs(cli, tmp_path, plan, params, fix):
+    """A correct protocol is never blamed for faults its spec's network does not model: such a plan is refused."""
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    args = [f"{k}={v}" for k, v in params.items()]
+    r = cli("run", "two_phase_commit", "--faults", str(path), *sum((["-p", a] for a in args), []))
+    assert r.code == 2 and fix in r.err and "does not fit the spec's network model" in r.err and r.out == ""
+    no_processes_left()
+
+
+def test_lossy_validation_takes_blocking_copies_as_lost(tmp_path):
+    """Pings dropped by the relay stay in flight in the spec until a retransmission needs their place: then the
+    lossy network has lost them, and the run validates; without that, the resend would be blamed."""
+    faults = parse_faults({"drop": 0.6}, 2)
+    path = tmp_path / "lossy.jsonl"
+    spec = model_path("actor_retry.py")
+    rep = run(spec, {"lossy": 1, "capacity": 2}, 1.0, faults, str(path), seed=3)
+    assert rep.relay["dropped"] > 2
+    res = validate(load(str(path)))
+    assert res.violation is None and res.failure is None and res.dropped > 0
 
 
 def test_observed_operations_are_recorded_and_validated(tmp_path):
@@ -209,3 +247,40 @@ def test_a_forging_byzantine_process(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(Mismatch, match="process 1 may not forge this message here"):
         validate(load(str(path)))
+
+
+def test_an_unplanned_kill_leaves_the_run_validated_up_to_it(cli, tmp_path):
+    """A process SIGKILLed from outside (its buffered trace tail lost): the others delivered messages that its
+    lost events sent, so validation stops there, saying why, instead of blaming the protocol."""
+    import os
+    import signal
+
+    from lockstep.checker.validation.runtrace import merge
+
+    params = dict(actor_program("token_ring", {"n": 3, "tokens": 6}).params)
+
+    async def scenario() -> ActorCluster:
+        cluster = ActorCluster("token_ring", params, 3, str(tmp_path))
+        try:
+            await cluster.start()
+            await asyncio.sleep(0.6)
+            os.kill(cluster.members[1].process.pid, signal.SIGKILL)  # not through the runner: unplanned
+            await asyncio.sleep(0.4)
+            await cluster.stop()
+        finally:
+            cluster.close()
+        return cluster
+
+    cluster = asyncio.run(scenario())
+    assert "exited unexpectedly (exit code -9)" in cluster.members[1].exit_note
+    path = tmp_path / "killed.jsonl"
+    merge({p: cluster.trace_path(p) for p in range(3)}, str(path), "token_ring", "TokenRing", params, [],
+          {"model": "actors"})
+    merged = load(str(path))
+    assert "1" in merged.header["cut"] and merged.ended
+    res = validate(merged)
+    assert res.violation is None and res.failure is None
+    assert res.incomplete is not None and "process 1 stopped without recording its last events" in res.incomplete
+    r = cli("validate", str(path))
+    assert r.code == 0 and "Valid up to where the records stop" in r.out and "not validated after that" in r.out
+    no_processes_left()

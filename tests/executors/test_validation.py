@@ -78,6 +78,13 @@ def test_a_delivery_before_its_send_is_rejected(cli, recorded, tmp_path):
     moved = lines.pop(i)
     lines.insert(1, moved)
     r = cli("validate", write(tmp_path, lines))
+    assert r.code == 1 and "an event of process 0 before it started" in r.out and "nothing is in flight" in r.out
+    lines = list(recorded)
+    i = first(lines, lambda e: e["kind"] == "message" and e["pid"] == 0 and e["msg"]["tag"] == "Prepared")
+    moved = lines.pop(i)
+    j = first(lines, lambda e: e["kind"] == "message" and e["pid"] == 1)  # before the RM has prepared
+    lines.insert(j, moved)
+    r = cli("validate", write(tmp_path, lines))
     assert r.code == 1 and "not in flight" in r.out
 
 
@@ -95,6 +102,22 @@ def test_edited_sends_and_timers_are_rejected(cli, recorded, tmp_path):
     lines[i] = json.dumps(e)
     r = cli("validate", write(tmp_path, lines))
     assert r.code == 1 and "the timers started differ from the spec's" in r.out
+
+
+def test_sends_and_timers_of_the_wrong_json_type_are_rejected(cli, recorded, tmp_path):
+    """Timers of mixed types cannot be sorted, a dict is not a list: each is a mismatch at its event, never exit 4."""
+    i = first(recorded, lambda e: e["kind"] == "start" and e["pid"] == 0)
+    for field, value, says in (("timers", [1, "timeout"], '"timers" must list timer names'),
+                               ("timers", {"timeout": 1}, "'timers' is {\"timeout\": 1}, not a list"),
+                               ("sends", "Prepare", "'sends' is \"Prepare\", not a list"),
+                               ("observed", 7, "'observed' is 7, not a list")):
+        lines = list(recorded)
+        e = json.loads(lines[i])
+        e[field] = value
+        lines[i] = json.dumps(e)
+        r = cli("validate", write(tmp_path, lines))
+        assert r.code == 1 and f"line {i + 1}: event" in r.out and says in r.out, (field, value, r.out, r.err)
+        assert "Traceback" not in r.err and "internal error" not in r.err
 
 
 def test_a_message_of_the_wrong_type_is_rejected(cli, recorded, tmp_path):
@@ -126,9 +149,51 @@ def test_a_run_of_another_spec_or_parameters_is_rejected(cli, recorded, tmp_path
     header["params"]["rm"] = 3
     lines[0] = json.dumps(header)
     r = cli("validate", write(tmp_path, lines))
-    assert r.code == 2 and "no start event for process 3" in r.err
+    assert r.code == 2 and "the run has 3 processes, but spec TwoPhaseCommit" in r.err and "has 4" in r.err
     header["spec"] = "two_phase"
     header["params"] = {}
     lines[0] = json.dumps(header)
     r = cli("validate", write(tmp_path, lines))
     assert r.code == 2 and "not an actor spec" in r.err
+
+
+def test_a_trace_cut_short_is_detected(cli, recorded, tmp_path):
+    """Without its end record the trace may have lost its last events: what is there is checked, and the verdict
+    says the run is incomplete (exit 3), not valid."""
+    assert json.loads(recorded[-1])["kind"] == "end"
+    r = cli("validate", write(tmp_path, recorded[:-1]))
+    assert r.code == 3 and "Incomplete:" in r.out and "no end record" in r.out
+    r = cli("validate", write(tmp_path, recorded[: len(recorded) // 2]))
+    assert r.code == 3 and "Incomplete:" in r.out
+
+
+def test_a_run_of_an_unregistered_spec_is_validated_against_the_spec_named(cli, recorded, tmp_path):
+    lines = list(recorded)
+    header = json.loads(lines[0])
+    header["spec"] = str(tmp_path / "elsewhere" / "tpc.py")  # as if run from a file on another machine
+    lines[0] = json.dumps(header)
+    path = write(tmp_path, lines)
+    r = cli("validate", path)
+    assert r.code == 2 and "not a registered spec name" in r.err and "--spec" in r.err
+    r = cli("validate", path, "--spec", "two_phase_commit")
+    assert r.code == 0 and "validating it against 'two_phase_commit', as asked" in r.out and "Valid: all" in r.out
+
+
+def test_pictures_of_a_run_with_malformed_events_exit_2(cli, recorded, tmp_path):
+    """draw and export read a run's processes, senders, destinations and vector clocks as they are: each of the
+    wrong JSON type or out of range is one error line at its event, not an internal error."""
+    i = first(recorded, lambda e: e["kind"] == "message")
+    for field, value, says in (("sends", [[7, {"tag": "Commit"}]], '"sends" must list [destination process'),
+                               ("sends", [1], '"sends" must list [destination process'),
+                               ("src", None, "src null is not a process of the run (0..2)"),
+                               ("pid", 9, "pid 9 is not a process of the run (0..2)"),
+                               ("vc", [1, "x", 0], '"vc" must be a vector clock of 3 non-negative integers'),
+                               ("time", "soon", '"time" must be a number of seconds')):
+        lines = list(recorded)
+        e = json.loads(lines[i])
+        e[field] = value
+        lines[i] = json.dumps(e)
+        path = write(tmp_path, lines)
+        for argv in (("draw", path, "--out", str(tmp_path / "c.svg")), ("export", path, "--shiviz", str(tmp_path / "s.log"))):
+            r = cli(*argv)
+            assert r.code == 2 and f"line {i + 1}: " in r.err and says in r.err, (field, value, argv[0], r.err)

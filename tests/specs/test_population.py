@@ -196,3 +196,31 @@ def test_cli_reports_bad_population_input_without_traceback(cli):
     assert r.code == 2 and "probabilities sum to 5/6" in r.err and "Traceback" not in r.err
     r = cli("check", f"{HERE}:OutOfType")
     assert r.code == 2 and "not a value of the agent type" in r.err
+
+
+def test_rule_table_with_input_changes_equals_mixing_delta_over_the_changed_inputs():
+    """The table is built with delta run once per pair; it must equal the definition: the initiator's
+    input changes first (probabilities from input_change), then delta, outcomes summed."""
+    from lockstep.specs.adaptive_majority import AdaptiveMajority
+
+    p = AdaptiveMajority(n=5, m=2, a=2, b=1)
+    calls = []
+    for u in p.states[::7]:
+        x = p.input(u)
+        variants = [(u, 1 - sum(p.input_change(x).values()))] + [(p.with_input(u, y), w) for y, w in p.input_change(x).items()]
+        for v in p.states[::11]:
+            want: dict[tuple[int, int], Fraction] = {}
+            for u0, w in variants:
+                a2, b2 = p.delta(u0, v)
+                key = (p.index[a2], p.index[b2])
+                want[key] = want.get(key, 0) + w
+            got = {(a2, b2): pr for a2, b2, pr in p.outcomes[p.index[u] * p.Q + p.index[v]]}
+            assert got == {k: w for k, w in want.items() if w}
+            calls.append(len(got))
+    assert max(calls) == 3 and sum(calls) > 100  # stays, or gains one of the two other inputs
+
+
+def test_configuration_moves_are_built_on_first_use():
+    p = PhaseClock(n=3, m=2)
+    assert p._moves_cache is None
+    assert len(list(p.next(p.configuration({0: 3})))) > 0 and p._moves_cache is not None

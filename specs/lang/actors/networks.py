@@ -18,7 +18,7 @@ from ..errors import Location
 from ..program import Check
 from ..spec import _Stop
 from ..terms import BOOL, And, If, Not, Term, as_bool, compare, const, mk
-from ..tracing import TraceState, current_tracer
+from ..tracing import TraceState, coerce, current_tracer
 from ..types import Int, Map, Option, Range, Record, Set, Type
 
 
@@ -160,6 +160,8 @@ class FifoNetwork(NetworkKind):
         old = [q[i] for i in range(self.capacity)]
         self.check_room(And(when, old[-1].is_some()),
                         f"a send exceeds the channel capacity of {self.capacity}; check with a larger --param capacity")
+        if isinstance(msg, Term):  # a message built from terms: held in the queue's Option slots
+            msg = coerce(msg, old[0].dom, "sent message")
         for i in range(self.capacity):
             first_free = And(old[i].is_none(), True if i == 0 else old[i - 1].is_some())
             q[i] = If(And(when, first_free), msg, old[i])

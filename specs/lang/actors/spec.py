@@ -50,7 +50,8 @@ from typing import Any
 
 from ..errors import Location, SpecError, user_location
 from ..jsonvalues import from_json, to_json
-from ..params import Param, ParamLike, resolve
+from ..limits import check_enumeration
+from ..params import Param, ParamLike, bound, resolve
 from ..program import Check, Field, Program, Transition
 from ..spec import (
     Spec,
@@ -58,9 +59,11 @@ from ..spec import (
     _def_location,
     _Stop,
     _symmetric_domains,
+    bind_params,
     require,
     trace_body,
 )
+from ..temporal import check_fairness_meta
 from ..terms import If, Not, Term, as_bool, const
 from ..tracing import Disabled, TraceState, coerce, tracing
 from ..types import (
@@ -72,9 +75,11 @@ from ..types import (
     Option,
     Range,
     Record,
+    RecordDomain,
     RecordValue,
     Set,
     Type,
+    UnionDomain,
     domain_values,
 )
 from .networks import FifoNetwork, NetworkKind, choose
@@ -261,6 +266,8 @@ class _SystemTypes:
         if isinstance(msg, RecordValue):
             dom.index(msg)  # a SpecError if it is not a declared message
             return msg
+        if isinstance(msg, Term) and isinstance(dom, UnionDomain) and isinstance(msg.dom, RecordDomain):
+            msg = msg.in_union(dom)  # a member record built from terms (`Tick(p.clock, ...)`)
         return coerce(msg, dom, "sent message")
 
     def check_observation(self, op: Any) -> Any:
@@ -299,6 +306,8 @@ class ActorSpec(Spec):
     byzantine: tuple = ()  # ids of Byzantine processes
     forge = False  # Byzantine processes may also send any well-typed message, each at most once
     timeouts: dict[str, Any] = {}  # timer name -> milliseconds (an int or a Param), for executors
+    fairness: dict[str, str] = {}  # "deliver" / "timeout" -> "weak" or "strong": each correct process's
+    # delivery of each envelope (each of its timers) is fair, for @temporal properties; Byzantine steps never are
     _locals: dict[str, Local] = {}
     _handlers: dict[tuple[str, bool], tuple[str, Callable]] = {}
 
@@ -531,21 +540,38 @@ class _ActorBuilder(_Builder):
     """Traces an actor spec's handlers into local steps and composes them into a global program."""
 
     def build(self) -> ActorProgram:
+        self._prepare()
+        prog, steps, system = self._assemble(self.proc.values())
+        prog.init_transitions = self._starts(prog, system.gslots, steps)
+        for s in steps:
+            if s.kind != "start":
+                t = self._compose(prog, system.gslots, s)
+                if t is not None:
+                    prog.transitions.append(t)
+        prog.transitions.extend(self._fault_transitions(prog))
+        self._properties(prog)
+        prog.system = system
+        return prog
+
+    def system(self, pids: list[int]) -> ActorSystem:
+        """Only the local steps of processes `pids`: what one running process needs (no global program)."""
+        self._prepare()
+        return self._assemble([self._pid(p, "a process to run") for p in pids])[2]
+
+    def _prepare(self) -> None:
         cls = self.cls
         for need in ("Process", "Message"):
             if not hasattr(cls, need):
                 raise SpecError(f"actor spec {cls.__name__} declares no {need}", None,
                                 "declare Process = Range(...) and Message = Union(...) (or a Record)")
-        for name, fn in self._functions("temporal"):
-            raise SpecError(f"temporal property {name}: actor specs cannot be checked against temporal properties yet",
-                            _def_location(fn), "state it as an @invariant, or write the protocol as a plain Spec "
-                            "(with @action) to check it with --property")
         types: _SystemTypes = cls._types
         if not isinstance(types.proc, Range):
             raise SpecError(f"{cls.__name__}.Process must be a Range", None)
         self.types = types
         self.proc = types.proc.dom()
         self.msg = types.message.dom()
+        check_enumeration([self.proc.size, self.proc.size, self.msg.size],
+                          f"{cls.__name__}'s handler inputs to trace (processes x senders x messages)", here=False)
         v = self.binding.values
         self.net = choose(types.proc, types.message, types.envelope, bool(v["ordered"]), bool(v["duplicating"]),
                           v["capacity"])
@@ -556,33 +582,25 @@ class _ActorBuilder(_Builder):
         crashable = cls.crashable(dict(v)) if callable(cls.crashable) else cls.crashable
         self.crashable = frozenset(pids if crashable is None else (self._pid(x, "crashable") for x in crashable))
 
+    def _assemble(self, pids: list[int]) -> tuple[ActorProgram, list[LocalStep], ActorSystem]:
+        """The global program's fields, the local steps of `pids`, and the `ActorSystem` over them."""
+        cls, types, v = self.cls, self.types, self.binding.values
         state_prog = self._local_state_program()
         traced = [s for pid in pids for s in self._trace_process(state_prog, pid)]
         local, send_slots, restart_slots, observe_slots = self._local_program(state_prog, traced)
         prog = self._global_program()
         gslots = self._global_slots(prog, state_prog)
         steps = [self._local_step(local, send_slots, restart_slots, observe_slots, t) for t in traced]
-        prog.init_transitions = self._starts(prog, gslots, steps)
-        for s in steps:
-            if s.kind != "start":
-                t = self._compose(prog, gslots, s)
-                if t is not None:
-                    prog.transitions.append(t)
-        prog.transitions.extend(self._fault_transitions(prog))
-        for name, fn in self._functions("invariant"):
-            prog.invariants.append(self._predicate(prog, name, fn))
-        for name, fn in self._functions("constraint"):
-            prog.constraints.append(self._predicate(prog, name, fn))
-        init_locals = {p: tuple(prog.init_defaults[i] for i in gslots[p]) for p in pids}
+        init_locals = {p: tuple(prog.init_defaults[i] for i in gslots[p]) for p in self.proc.values()}
         timeouts = {t: int(resolve(cls.timeouts.get(t, DEFAULT_TIMEOUT_MS), self.binding))
                     for t in (types.timer.dom().values() if types.timer else [])}
-        prog.system = ActorSystem(
+        system = ActorSystem(
             cls.__name__, dict(v), self.proc, self.msg, types.timer.dom() if types.timer else None, local,
             state_prog.nslots, send_slots, types.send_option.dom(), restart_slots,
             steps, {s.key: s for s in steps}, gslots, init_locals, self.net, self.byz, self.crashable,
             self.crashes, bool(cls.forge and self.byz), timeouts, list(state_prog.fields), observe_slots,
             types.observation.dom() if types.observation is not None else None)
-        return prog
+        return prog, steps, system
 
     def _view(self, prog: Program, writable: bool) -> TraceState:
         return GlobalView(prog, self.binding, writable, self.cls, self.proc.size, self.byz)
@@ -779,13 +797,31 @@ class _ActorBuilder(_Builder):
                 self.net.consume(g, step.src, step.pid, step.msg)
             self._apply(g, tracer, gslots, step)
 
+        fair = {} if step.byzantine else {k: v for k, v in (("fairness", self._fairness().get(
+            "deliver" if step.kind == "message" else "timeout")),) if v}
         if step.kind == "message":
             args = (("src", step.src), ("dst", step.pid), ("msg", step.msg)) + step.choice
             doms = (self.proc, self.proc, self.msg) + step.choice_doms
-            return self._global_step(prog, "deliver", args, doms, step.loc, body, {"byzantine": step.byzantine})
+            return self._global_step(prog, "deliver", args, doms, step.loc, body,
+                                     {"byzantine": step.byzantine, "event": ("deliver", step.pid, step.src, step.msg, step.key),
+                                      **fair})
         args = (("p", step.pid), ("timer", step.timer)) + step.choice
         doms = (self.proc, self.types.timer.dom()) + step.choice_doms
-        return self._global_step(prog, "timeout", args, doms, step.loc, body, {"byzantine": step.byzantine})
+        return self._global_step(prog, "timeout", args, doms, step.loc, body,
+                                 {"byzantine": step.byzantine, "event": ("timeout", step.pid, step.timer, step.key), **fair})
+
+    def _fairness(self) -> dict[str, str]:
+        """The spec's `fairness` table, checked: which events are fair, and how."""
+        table = self.cls.fairness
+        if not isinstance(table, dict):
+            raise SpecError(f"{self.cls.__name__}.fairness is {type(table).__name__}, not a dict", None,
+                            'write fairness = {"deliver": "weak"}')
+        for event, kind in table.items():
+            if event not in ("deliver", "timeout"):
+                raise SpecError(f"{self.cls.__name__}.fairness names {event!r}, which is not an event kind", None,
+                                'the fair events are "deliver" (message deliveries) and "timeout" (timers)')
+            check_fairness_meta(f"{self.cls.__name__}.fairness[{event!r}]", {"fairness": kind}, None)
+        return table
 
     def _starts(self, prog: ActorProgram, gslots: dict[int, list[int]], steps: list[LocalStep]) -> list[Transition]:
         """One initial transition per combination of the processes' start choices (all start at once)."""
@@ -813,7 +849,7 @@ class _ActorBuilder(_Builder):
                     require(Not(g.crashed.contains(p)), g.crashed.card() < self.crashes)
                     g.crashed = g.crashed.add(p)
 
-                out.append(self._global_step(prog, "crash", (("p", p),), (self.proc,), None, crash))
+                out.append(self._global_step(prog, "crash", (("p", p),), (self.proc,), None, crash, {"event": ("crash", p)}))
         if self.lossy:
             if isinstance(self.net, FifoNetwork):
                 cap = self.net.capacity
@@ -823,7 +859,8 @@ class _ActorBuilder(_Builder):
                         self.net.remove_at(g, s, d, i)
 
                     out.append(self._global_step(prog, "drop", (("src", s), ("dst", d), ("pos", i)),
-                                                 (self.proc, self.proc, Int(0, cap - 1).dom()), None, drop_at))
+                                                 (self.proc, self.proc, Int(0, cap - 1).dom()), None, drop_at,
+                                                 {"event": ("drop_at", d, s, i)}))
             else:
                 for s, d, m in product(pids, pids, self.msg.values()):
                     def drop(g: TraceState, tracer: Any, s: int = s, d: int = d, m: Any = m) -> None:
@@ -833,7 +870,7 @@ class _ActorBuilder(_Builder):
                             g.network = g.network.remove(self.types.envelope(s, d, m))
 
                     out.append(self._global_step(prog, "drop", (("src", s), ("dst", d), ("msg", m)),
-                                                 (self.proc, self.proc, self.msg), None, drop))
+                                                 (self.proc, self.proc, self.msg), None, drop, {"event": ("drop", d, s, m)}))
         if self.cls.forge:
             for b, d, m in product(sorted(self.byz), pids, self.msg.values()):
                 def forge(g: TraceState, tracer: Any, b: int = b, d: int = d, m: Any = m) -> None:
@@ -843,11 +880,20 @@ class _ActorBuilder(_Builder):
                     self.net.send(g, b, d, m, True)
 
                 out.append(self._global_step(prog, "forge", (("src", b), ("dst", d), ("msg", m)),
-                                             (self.proc, self.proc, self.msg), None, forge, {"byzantine": True}))
+                                             (self.proc, self.proc, self.msg), None, forge,
+                                             {"byzantine": True, "event": ("forge", b, d, m)}))
         return [t for t in out if t is not None]
 
 
 ActorSpec._program_builder = _ActorBuilder
+
+
+def actor_system(cls: type, params: dict[str, Any], pids: list[int]) -> ActorSystem:
+    """The local steps of an actor spec's processes `pids` (what one running process needs), without the
+    global program the checker explores."""
+    binding = bind_params(cls, params)
+    with bound(binding):
+        return _ActorBuilder(cls, binding).system(pids)
 
 
 def in_flight(prog: ActorProgram, state: tuple) -> list[tuple[int, int, Any]]:
@@ -862,6 +908,6 @@ def in_flight(prog: ActorProgram, state: tuple) -> list[tuple[int, int, Any]]:
 
 
 __all__ = [
-    "ActorProgram", "ActorSpec", "ActorSystem", "Local", "LocalStep", "Network", "ProcessView", "broadcast",
+    "ActorProgram", "ActorSpec", "ActorSystem", "Local", "actor_system", "LocalStep", "Network", "ProcessView", "broadcast",
     "cancel_timer", "in_flight", "observe", "on_message", "on_start", "on_timeout", "send", "set_timer", "step_key",
 ]

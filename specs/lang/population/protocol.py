@@ -46,12 +46,14 @@ outside the declared type, a malformed result or probabilities that do not sum t
 
 from __future__ import annotations
 
+import gc
 import inspect
 import keyword
 import math
 import re
 from collections import namedtuple
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from fractions import Fraction
 from itertools import combinations
 from numbers import Number
@@ -215,12 +217,13 @@ class Population:
             self.states: list = self.dom.values()
         self.index: dict[Any, int] = {q: i for i, q in enumerate(self.states)}
         self.Q = len(self.states)
-        self.outcomes: list[list[tuple[int, int, Fraction]]] = self._compile_rules()
+        with _no_cyclic_gc():
+            self.outcomes: list[list[tuple[int, int, Fraction]]] = self._compile_rules()
+        self._moves_cache: list | None = None
         self.starts = self._marked("start")
         self.predicates = {k: fn.__get__(self) for k, fn in self._marked("predicate", "invariant").items()}
         self.invariants = {k: self._config_fn(fn) for k, fn in self._marked("invariant").items()}
         self._config_type = namedtuple("Configuration", _field_names(self.states))  # type: ignore[misc]
-        self._moves = self._config_moves()
         self._step_index: dict[tuple, tuple[int, int]] | None = None
 
     def _agent_domain(self) -> Domain:
@@ -243,28 +246,64 @@ class Population:
     # -- the rule table ----------------------------------------------------------------------------
     def _compile_rules(self) -> list[list[tuple[int, int, Fraction]]]:
         """outcomes[a*Q + b] = [(a', b', p), ...]: the distribution of delta(states[a], states[b])
-        (after the initiator's input change), with probabilities > 0 summing to 1."""
+        (after the initiator's input change), with probabilities > 0 summing to 1.
+
+        `delta` runs once per ordered pair of states: an initiator whose input may change mixes the
+        rows of the states it may change to, so each row is computed once and dropped once every
+        initiator that mixes it has been compiled."""
         cls = type(self)
         loc = def_location(cls.delta)
-        changes: dict[Any, list[tuple[Any, Fraction]]] = {}
-        table: list[list[tuple[int, int, Fraction]]] = []
         with bound(self._binding):
-            for u in self.states:
-                x = self.input(u)
-                if x is not None and x not in changes:
-                    changes[x] = self._input_changes(x)
-                variants = [(u, ONE)]
-                if x is not None and changes[x]:
-                    stay = 1 - sum(p for _, p in changes[x])
-                    variants = ([(u, stay)] if stay else []) + [(self._changed(u, y), p) for y, p in changes[x]]
-                for v in self.states:
-                    dist: dict[tuple[int, int], Fraction] = {}
-                    for u0, w in variants:
-                        for (a2, b2), p in self._call_delta(u0, v, loc):
-                            key = (self.index[a2], self.index[b2])
-                            dist[key] = dist.get(key, 0) + (p if w is ONE else w * p)
-                    table.append([(a2, b2, p) for (a2, b2), p in dist.items() if p])
+            variants = self._input_variants()
+            users = [0] * self.Q
+            for vs in variants:
+                for a0, _ in vs:
+                    users[a0] += 1
+            rows: dict[int, list[dict[tuple[int, int], Fraction]]] = {}
+            shared: dict[Fraction, Fraction] = {}  # one object per distinct probability: the table is large
+
+            def row(a0: int) -> list[dict[tuple[int, int], Fraction]]:
+                got = rows.get(a0)
+                if got is None:
+                    u0 = self.states[a0]
+                    got = rows[a0] = [{(self.index[a2], self.index[b2]): p for (a2, b2), p in self._call_delta(u0, v, loc)
+                                       if p} for v in self.states]
+                return got
+
+            table: list[list[tuple[int, int, Fraction]]] = []
+            for vs in variants:
+                if len(vs) == 1:
+                    table.extend([(a2, b2, p) for (a2, b2), p in dist.items()] for dist in row(vs[0][0]))
+                else:
+                    mixed = [(row(a0), w) for a0, w in vs]
+                    for b in range(self.Q):
+                        dist: dict[tuple[int, int], Fraction] = {}
+                        for r, w in mixed:
+                            for key, p in r[b].items():
+                                x = w if p is ONE else w * p
+                                dist[key] = dist[key] + x if key in dist else x
+                        table.append([(a2, b2, shared.setdefault(p, p)) for (a2, b2), p in dist.items()])
+                for a0, _ in vs:
+                    users[a0] -= 1
+                    if not users[a0]:
+                        rows.pop(a0, None)
         return table
+
+    def _input_variants(self) -> list[list[tuple[int, Fraction]]]:
+        """Per initiator state: [(state index after its input change, probability), ...] (itself with
+        probability 1 when its input never changes)."""
+        changes: dict[Any, list[tuple[Any, Fraction]]] = {}
+        out: list[list[tuple[int, Fraction]]] = []
+        for a, u in enumerate(self.states):
+            x = self.input(u)
+            if x is not None and x not in changes:
+                changes[x] = self._input_changes(x)
+            if x is None or not changes[x]:
+                out.append([(a, ONE)])
+                continue
+            stay = 1 - sum(p for _, p in changes[x])
+            out.append(([(a, stay)] if stay else []) + [(self.index[self._changed(u, y)], p) for y, p in changes[x]])
+        return out
 
     def _call_delta(self, u: Any, v: Any, loc: Location | None) -> list[tuple[tuple[Any, Any], Fraction]]:
         def where() -> str:
@@ -324,16 +363,29 @@ class Population:
         return [(y, p) for y, p in out if p]
 
     def _changed(self, q: Any, x: Any) -> Any:
-        loc = def_location(type(self).with_input)
         try:
             q2 = self.with_input(q, x)
         except SpecError:
             raise
         except Exception as e:
             raise SpecError(f"{self.name}.with_input({q!r}, {x!r}) raised {type(e).__name__}: {e}",
-                            _raise_location(e) or loc) from None
-        self._check_state(q2, f"{self.name}.with_input({q!r}, {x!r}) gives {q2!r}", loc)
+                            _raise_location(e) or def_location(type(self).with_input)) from None
+        try:
+            ok = q2 in self.index
+        except TypeError:
+            ok = False
+        if not ok:
+            self._check_state(q2, f"{self.name}.with_input({q!r}, {x!r}) gives {q2!r}", def_location(type(self).with_input))
         return q2
+
+    @property
+    def _moves(self) -> list[tuple[int, int, list[tuple[tuple, Fraction, tuple[int, int]]]]]:
+        """The configuration-changing outcomes (`_config_moves`), built on first use: the exact chain and
+        the explicit engine need them, the simulator and the agents only `outcomes`."""
+        if self._moves_cache is None:
+            with _no_cyclic_gc():
+                self._moves_cache = self._config_moves()
+        return self._moves_cache
 
     def _config_moves(self) -> list[tuple[int, int, list[tuple[tuple, Fraction, tuple[int, int]]]]]:
         """Per ordered pair (a, b): the outcomes that change the configuration, merged by their
@@ -489,9 +541,28 @@ class Population:
         got = self.start_configurations()
         return list(self.all_configurations()) if got is ALL else got
 
+    def initial_count(self) -> int:
+        """How many configurations `init()` has, counted without listing them (every configuration of the n
+        agents over the Q states when the first start is ALL)."""
+        got = self.start_configurations()
+        return math.comb(self.n + self.Q - 1, self.Q - 1) if got is ALL else len(got)
+
     def next(self, c: tuple[int, ...]) -> Iterator[tuple[str, tuple[int, ...]]]:
         for _, label, succ in self.weighted_successors(c):
             yield label, succ
+
+
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector: the rule tables are millions of small tuples, which it would
+    rescan again and again while they are built."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 def vars_with_params(cls: type) -> list[tuple[str, Param]]:

@@ -59,6 +59,11 @@ def test_api_moves_and_protection(server):
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(req, timeout=10)
     assert e.value.code == 415
+    nested = urllib.request.Request(server.url + "api/step", data=b"[" * 2000 + b"]" * 2000, method="POST",
+                                    headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(nested, timeout=10)
+    assert e.value.code == 400 and "nested more than 4 levels" in e.value.read().decode()
 
 
 def test_server_listens_on_loopback_only(server):

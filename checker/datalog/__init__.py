@@ -1,0 +1,1 @@
+"""Engines for Datalog programs: PreM proofs (z3) and evaluation with the proofs' verdicts."""

@@ -1,0 +1,478 @@
+"""Partial-order reduction for actor specs: the independence structure of an actor program.
+
+The events of an actor system are its global transitions: a delivery to process p, a timer of
+p, the crash of p, a drop of a message to p, a message forged by Byzantine p; each is *owned* by
+one process. The builder's traces say what each reads and writes (checked here on the terms):
+an event of p reads and writes only p's local slots, consumes its envelope and adds the envelopes
+it sends. So events of different processes commute and never disable one another — a send only
+adds (the exception, a send that overflows the network, is a failing step, which the search
+reports at the state where it is enabled) — except for the crash budget (a crash may disable
+another crash). Two events of one process *conflict* (may disable each other or not commute)
+when one writes a local slot the other reads or writes (two additions of constants to one set
+commute), when both consume one envelope or both send one (ordered networks: use one channel),
+and always with the process's crash; a forge conflicts with its process's sends of its envelope.
+
+Conflicts and sends shrink as a run goes on, and the reduction uses that. A value of a local slot
+is *frozen* when every step of its process keeps it (an `Option` set once, say); a frozen value,
+once there, stays for ever. Enumerating the values of the few slots each term reads proves, per
+step, which frozen values make an update the identity (the step no longer writes that slot) and
+which make a send's condition false (the step never sends it again: a *kill*). At a state, each
+process's events fall into *units*, the classes of the conflicts still possible under the frozen
+values it holds (`ProcessUnits`). `ample.choose` then builds stubborn sets from units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Any
+
+import numpy as np
+
+from lockstep.specs.lang.actors import ActorProgram
+from lockstep.specs.lang.actors.networks import BagNetwork, FifoNetwork, SetNetwork
+from lockstep.specs.lang.program import Program
+from lockstep.specs.lang.terms import Term, slot
+
+from .. import interpret
+
+LIMIT = 4096  # value combinations one proof (frozen value, identity, kill) may enumerate
+MAX_VALUES = 256  # local slots with more values are not searched for frozen values
+MAX_PIVOTS = 8  # frozen values per process whose presence splits its units (2^8 patterns)
+MAX_PAIRS = 250_000  # a process with more pairs of events is one unit
+
+Literal = tuple  # ("bit", slot, i) | ("eq", slot, v) | ("pos", slot): a test on one global slot
+
+
+class PorUnsupported(Exception):
+    """The spec is not one partial-order reduction applies to (said why)."""
+
+
+@dataclass
+class Send:
+    """An envelope an event may send, the kill literals after which it never does, and whether it
+    still can only while the envelope it consumes is in flight (nothing else sends that one)."""
+
+    env: tuple
+    key: tuple  # the envelope, or (ordered) its channel (src, dst, None)
+    kills: tuple[Literal, ...]
+    reads: frozenset[int]  # local slots its condition reads
+    needs: Literal | None = None
+
+
+@dataclass
+class Write:
+    """A local slot an event assigns: its identity literals (under which the assignment changes
+    nothing), whether it only adds constants to a set, and the slots its value reads."""
+
+    slot: int
+    ident: tuple[Literal, ...]
+    add_only: bool
+    reads: frozenset[int]
+
+
+@dataclass
+class Event:
+    """One global transition as the reduction sees it."""
+
+    kind: str
+    owner: int
+    consumes: tuple | None = None  # envelope (src, dst, msg index); ordered: the channel (src, dst, None)
+    key: tuple | None = None  # what it consumes, as conflicts compare it
+    sends: list[Send] = field(default_factory=list)
+    check_reads: frozenset[int] = frozenset()
+    writes: list[Write] = field(default_factory=list)
+
+
+class ProcessUnits:
+    """A process's events and the conflicts between them that frozen values may rule out: per pattern
+    of those values (which of the `pivots` hold), the class of each event, computed when first met."""
+
+    def __init__(self, tids: list[int], reasons: dict[tuple[int, int], list[frozenset]]):
+        self.tids = np.array(tids, dtype=np.int64)
+        self.k = len(tids)
+        count: dict[Literal, int] = {}
+        for rs in reasons.values():
+            for r in rs:
+                for lit in r:
+                    count[lit] = count.get(lit, 0) + 1
+        self.pivots = sorted(count, key=lambda lit: (-count[lit], repr(lit)))[:MAX_PIVOTS]
+        bit = {lit: 1 << i for i, lit in enumerate(self.pivots)}
+        self.edges: list[tuple[int, int, list[int]]] = []  # (a, b, masks): a and b conflict while, for some
+        # mask, none of its literals holds
+        always = []
+        for (a, b), rs in reasons.items():
+            masks = []
+            for r in rs:
+                m = sum(bit.get(lit, 0) for lit in r)
+                if m == 0:
+                    masks = []
+                    always.append((a, b))
+                    break
+                masks.append(m)
+            if masks:
+                self.edges.append((a, b, masks))
+        self.always = always
+        self.tables: dict[int, np.ndarray] = {}
+
+    def table(self, pattern: int) -> np.ndarray:
+        """The class (0..k-1, numbered by least member) of each event when the pivots in `pattern` hold."""
+        hit = self.tables.get(pattern)
+        if hit is None:
+            parent = list(range(self.k))
+
+            def find(i: int) -> int:
+                while parent[i] != i:
+                    parent[i] = parent[parent[i]]
+                    i = parent[i]
+                return i
+
+            for a, b in self.always:
+                parent[find(a)] = find(b)
+            for a, b, masks in self.edges:
+                if any(not (pattern & m) for m in masks):  # some reason for the conflict is still there
+                    parent[find(a)] = find(b)
+            root_rank: dict[int, int] = {}
+            hit = np.array([root_rank.setdefault(find(i), len(root_rank)) for i in range(self.k)], dtype=np.int64)
+            self.tables[pattern] = hit
+        return hit
+
+
+class ActorStructure:
+    """The static independence structure of an actor program."""
+
+    def __init__(self, prog: Program):
+        if not is_actor_program(prog):
+            raise PorUnsupported("partial-order reduction applies to actor specs (ActorSpec) only")
+        system = prog.system
+        if prog.constraints:
+            raise PorUnsupported("the spec has state constraints, which partial-order reduction does not support")
+        self.prog = prog
+        self.system = system
+        self.n = system.proc.size
+        self.ntrans = len(prog.transitions)
+        self._fields()
+        self._check_footprints()
+        self.frozen = {p: self._frozen(p) for p in range(self.n)}
+        self.events = [self._event(tid, t) for tid, t in enumerate(prog.transitions)]
+        self._dead_inputs()
+        self.processes: list[ProcessUnits] = []
+        self.offset = np.zeros(self.ntrans, dtype=np.int64)  # unit ids: offset of the owner + class
+        base = 0
+        for p in range(self.n):
+            tids = [tid for tid, ev in enumerate(self.events) if ev.owner == p]
+            pu = ProcessUnits(tids, self._reasons(tids))
+            self.processes.append(pu)
+            self.offset[tids] = base
+            base += len(tids)
+        self.nunits = base
+        self._waits()
+
+    # -- the state's layout ----------------------------------------------------------------------
+    def _fields(self) -> None:
+        prog, system = self.prog, self.system
+        net = system.net
+        self.net = net
+        self.fifo = isinstance(net, FifoNetwork)
+        nf = prog.field("network")
+        self.net_base = nf.base
+        self.msgs = list(system.message.values())
+        self.msg_index = {m: i for i, m in enumerate(self.msgs)}
+        self.cap = net.capacity
+        names = {f.name for f in prog.fields}
+        self.crashed_slot = prog.field("crashed").base if "crashed" in names else None
+        self.forged_slot = prog.field("forged").base if "forged" in names else None
+        if isinstance(net, (SetNetwork, BagNetwork)):
+            elem = nf.dom.elem if isinstance(net, SetNetwork) else nf.dom.key
+            self.env_strides = elem.strides
+        elif not self.fifo:
+            raise PorUnsupported(f"network {type(net).__name__} is not known to partial-order reduction")
+
+    def _env(self, src: int, dst: int, msg: Any) -> tuple:
+        return (src, dst, self.msg_index[msg])
+
+    def _key(self, env: tuple) -> tuple:
+        return (env[0], env[1], None) if self.fifo else env
+
+    def env_index(self, env: tuple) -> int:
+        s, d, m = env
+        a, b, c = self.env_strides
+        return s * a + d * b + m * c
+
+    def head(self, src: int, dst: int, pos: int = 0) -> int:
+        return self.net_base + (src * self.n + dst) * self.cap + pos
+
+    def deliverable(self, env: tuple) -> Literal:
+        if isinstance(self.net, SetNetwork):
+            return ("bit", self.net_base, self.env_index(env))
+        if isinstance(self.net, BagNetwork):
+            return ("pos", self.net_base + self.env_index(env))
+        return ("eq", self.head(env[0], env[1]), 1 + env[2])
+
+    def full(self, env: tuple) -> Literal:
+        """The envelope has no room for one more copy."""
+        if isinstance(self.net, SetNetwork):
+            return ("bit", self.net_base, self.env_index(env))
+        if isinstance(self.net, BagNetwork):
+            return ("eq", self.net_base + self.env_index(env), self.cap)
+        return ("pos", self.head(env[0], env[1], self.cap - 1))
+
+    def crashed(self, pid: int) -> Literal | None:
+        if self.crashed_slot is None or pid not in self.system.crashable:
+            return None
+        return ("bit", self.crashed_slot, pid)
+
+    def _check_footprints(self) -> None:
+        """What the reduction relies on, checked on the traced terms: an event of process p writes only
+        p's local slots and the shared network, history, crashed and forged fields."""
+        system, prog = self.system, self.prog
+        shared = set()
+        for name in ("network", "history", "crashed", "forged"):
+            try:
+                f = prog.field(name)
+            except KeyError:
+                continue
+            shared.update(range(f.base, f.base + f.count))
+        local = {p: set(system.gslots[p]) for p in range(self.n)}
+        for t in prog.transitions:
+            ev = t.meta.get("event")
+            own = local.get(ev[1], set()) if ev and ev[0] in ("deliver", "timeout") else set()
+            stray = set(t.updates) - own - shared
+            if stray:
+                raise PorUnsupported(f"transition {t.label} writes {prog.slot_names[min(stray)]}, outside its process")
+
+    # -- events ------------------------------------------------------------------------------------
+    def _event(self, tid: int, t: Any) -> Event:
+        ev = t.meta.get("event")
+        if ev is None:
+            raise PorUnsupported(f"transition {t.label} is not an actor event")
+        kind = ev[0]
+        if kind in ("deliver", "timeout"):
+            pid = ev[1]
+            step = self.system.by_key[ev[-1]]
+            lt = step.transition
+            nstate = self.system.nstate
+            requires = [c.term for c in lt.checks if c.kind == "require"]
+            check_reads = frozenset(x for c in lt.checks if c.term is not None for x in _slots(c.term) if x < nstate)
+            writes = [self._write(pid, x, u, requires) for x, u in sorted(lt.updates.items()) if x < nstate]
+            consumes = self._env(ev[2], pid, ev[3]) if kind == "deliver" else None
+            return Event(kind, pid, consumes, self._key(consumes) if consumes else None,
+                         self._sends(pid, step, requires), check_reads, writes)
+        if kind == "crash":
+            return Event(kind, ev[1])
+        if kind == "drop":
+            env = self._env(ev[2], ev[1], ev[3])
+            return Event(kind, ev[1], env, self._key(env))
+        if kind == "drop_at":
+            return Event(kind, ev[1], (ev[2], ev[1], None), (ev[2], ev[1], None))
+        if kind == "forge":
+            env = self._env(ev[1], ev[2], ev[3])
+            kills = (("bit", self.forged_slot, self.env_index(env)),)
+            return Event(kind, ev[1], sends=[Send(env, self._key(env), kills, frozenset())])
+        raise PorUnsupported(f"transition {t.label}: unknown actor event {kind!r}")
+
+    def _sends(self, pid: int, step: Any, requires: list[Term]) -> list[Send]:
+        out = []
+        gs = self.system.gslots[pid]
+        crash = self.crashed(pid)
+        for when, dst, msg in step.sends:
+            cond = requires + ([when] if isinstance(when, Term) else [])
+            kills = ((crash,) if crash else ()) + tuple(("eq", gs[x], v) for x, v in self._falsifiers(pid, cond))
+            reads = frozenset(x for c in cond + [dst, msg] for x in _slots(c))  # what decides whether and what
+            dsts = [dst] if isinstance(dst, int) else list(range(max(dst.lo, 0), min(dst.hi, self.n - 1) + 1))
+            msgs = [msg] if not isinstance(msg, Term) else self.msgs
+            for d in dsts:
+                for m in msgs:
+                    env = self._env(pid, d, m)
+                    out.append(Send(env, self._key(env), kills, reads))
+        return out
+
+    def _write(self, pid: int, x: int, u: Any, requires: list[Term]) -> Write:
+        reads = frozenset(_slots(u))
+        add_only = isinstance(u, Term) and u.op == "union" and isinstance(u.args[0], Term) \
+            and u.args[0].op == "slot" and u.args[0].args[0] == x and not _slots(u.args[1])
+        gs = self.system.gslots[pid]
+        local = self.system.local
+        cands = sorted(reads | {x} | {y for t in requires for y in _slots(t)})
+        ident = []
+        for y in cands:
+            for v in self.frozen[pid].get(y, ()):
+                scope = sorted(set(cands) | {x})
+                if y == x or _always(requires + [u, slot(x, local.slot_doms[x])], {y: v}, scope, local,
+                                     lambda vals: not all(vals[:-2]) or vals[-2] == vals[-1]):
+                    ident.append(("eq", gs[y], v))
+        return Write(x, tuple(ident), add_only, reads - {x} if add_only else reads)
+
+    def _falsifiers(self, pid: int, cond: list[Term]) -> list[tuple[int, Any]]:
+        """(local slot, frozen value) pairs under which the conjunction `cond` is false whatever the
+        other slots it reads hold."""
+        if not cond:
+            return []
+        reads = sorted(set().union(*(_slots(t) for t in cond)))
+        out = []
+        for x in reads:
+            for v in self.frozen[pid].get(x, ()):
+                if _always(cond, {x: v}, reads, self.system.local, lambda vals: not all(vals)):
+                    out.append((x, v))
+        return out
+
+    def _frozen(self, pid: int) -> dict[int, list]:
+        """For each scalar local slot of `pid`, the values every step of the process keeps."""
+        system = self.system
+        local: Program = system.local
+        steps = [s for s in system.steps if s.pid == pid and s.kind != "start"]
+        out: dict[int, list] = {}
+        for x in range(system.nstate):
+            dom = local.slot_doms[x]
+            if dom.kind == "set" or dom.size > MAX_VALUES:
+                continue
+            keep = [dom.rep_of_index(j) for j in range(dom.size)]
+            for s in steps:
+                u = s.transition.updates.get(x)
+                if u is None or not keep:
+                    continue
+                requires = [c.term for c in s.transition.checks if c.kind == "require"]
+                reads = sorted(set().union(_slots(u), *(_slots(t) for t in requires)) | {x})
+                keep = [v for v in keep if _always(requires + [u], {x: v}, reads, local,
+                                                  lambda vals, v=v: not all(vals[:-1]) or vals[-1] == v)]
+            if keep:
+                out[x] = keep
+        return out
+
+    def _dead_inputs(self) -> None:
+        """A step consuming an envelope nothing sends (after start) can send only while that one is in flight."""
+        sent = {s.env for ev in self.events for s in ev.sends}
+        for ev in self.events:
+            if ev.kind == "deliver" and ev.consumes not in sent:
+                for s in ev.sends:
+                    s.needs = self.deliverable(ev.consumes)
+
+    # -- conflicts -----------------------------------------------------------------------------------
+    def _reasons(self, tids: list[int]) -> dict[tuple[int, int], list[frozenset]]:
+        """For each pair of the process's events (by index in `tids`) that may conflict, the literal sets
+        under any of which the conflict is gone (an empty set: they always conflict)."""
+        out: dict[tuple[int, int], list[frozenset]] = {}
+        k = len(tids)
+        evs = [self.events[t] for t in tids]
+        if k * (k - 1) // 2 > MAX_PAIRS or any(ev.kind == "crash" for ev in evs):
+            return {(0, j): [frozenset()] for j in range(1, k)}  # one unit
+        for a in range(k):
+            for b in range(a + 1, k):
+                rs = _pair(evs[a], evs[b]) + _pair(evs[b], evs[a], one_way=True)
+                if any(not r for r in rs):
+                    out[(a, b)] = [frozenset()]
+                elif rs:
+                    out[(a, b)] = rs
+        return out
+
+    def _waits(self) -> None:
+        """Per consuming event: the test that its envelope cannot be consumed now, and which process it is
+        (deliveries are disabled for ever once it crashed)."""
+        self.consumers: dict[tuple, list[int]] = {}
+        waits = []
+        for tid, ev in enumerate(self.events):
+            if ev.consumes is None:
+                continue
+            src, dst, mi = ev.consumes
+            envs = [ev.consumes] if mi is not None else [(src, dst, i) for i in range(len(self.msgs))]
+            for env in envs:
+                self.consumers.setdefault(env, []).append(tid)
+                if self.fifo:  # a non-empty channel's head changes only by its receiver's own events
+                    absent = (("eq", self.head(src, dst), 0), False)
+                else:
+                    absent = (self.deliverable(env), True)
+                crash = self.crashed(dst) if ev.kind == "deliver" else None
+                waits.append((tid, env, absent, crash))
+        self.producers: dict[tuple, list[tuple[int, Send]]] = {}
+        for tid, ev in enumerate(self.events):
+            for s in ev.sends:
+                self.producers.setdefault(s.env, []).append((tid, s))
+        self.waits = [w for w in waits if w[1] in self.producers]
+
+
+def _pair(a: Event, b: Event, one_way: bool = False) -> list[frozenset]:
+    """Reasons a and b conflict because of what a writes or sends (`one_way`: skip the symmetric rules)."""
+    rs: list[frozenset] = []
+    if not one_way:
+        if a.key is not None and a.key == b.key:
+            return [frozenset()]
+        if a.kind == "forge" or b.kind == "forge":
+            f, o = (a, b) if a.kind == "forge" else (b, a)
+            for s in o.sends:
+                if s.key == f.sends[0].key:
+                    rs.append(frozenset(s.kills))
+        for sa in a.sends:
+            for sb in b.sends:
+                if sa.key == sb.key and a.kind != "forge" and b.kind != "forge":
+                    rs.append(frozenset(sa.kills) | frozenset(sb.kills))
+    for w in a.writes:
+        x, ident = w.slot, frozenset(w.ident)
+        if x in b.check_reads:
+            rs.append(ident)
+        for wb in b.writes:
+            if wb.slot == x:
+                if not (w.add_only and wb.add_only):
+                    rs.append(ident | frozenset(wb.ident))
+            elif x in wb.reads:
+                rs.append(ident | frozenset(wb.ident))
+        for s in b.sends:
+            if x in s.reads:
+                rs.append(ident | frozenset(s.kills))
+    return rs
+
+
+def _slots(t: Any) -> set[int]:
+    """The slots a term reads."""
+    out: set[int] = set()
+    stack = [t]
+    seen: set[int] = set()
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, Term) or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if x.op == "slot":
+            out.add(x.args[0])
+        else:
+            stack.extend(x.args)
+    return out
+
+
+def _always(terms: list[Any], fixed: dict[int, Any], reads: Iterable[int], prog: Program, ok: Any) -> bool:
+    """Whether `ok(values of terms)` holds for every value of the slots in `reads` not fixed (False if
+    there are too many combinations or a term fails to evaluate)."""
+    free = [x for x in reads if x not in fixed]
+    pools = []
+    total = 1
+    for x in free:
+        dom = prog.slot_doms[x]
+        total *= dom.size
+        if total > LIMIT:
+            return False
+        pools.append([dom.rep_of_index(j) for j in range(dom.size)])
+    base = list(prog.init_defaults)
+    for x, v in fixed.items():
+        base[x] = v
+    for combo in product(*pools):
+        st = list(base)
+        for x, v in zip(free, combo):
+            st[x] = v
+        tup = tuple(st)
+        try:
+            vals = [interpret.evaluate(t, tup) for t in terms]
+        except interpret.EvalError:
+            return False
+        if not ok(vals):
+            return False
+    return True
+
+
+def slots_read(t: Any) -> set[int]:
+    """The slots a term reads (for the engines' visibility sets)."""
+    return _slots(t)
+
+
+def is_actor_program(prog: Program) -> bool:
+    """Whether a program comes from an actor spec (its transitions are actor events)."""
+    return isinstance(prog, ActorProgram)

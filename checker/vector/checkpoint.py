@@ -1,0 +1,288 @@
+"""Checkpoints of a vector search at level boundaries: `check --checkpoint DIR`, `--resume DIR`.
+
+A checkpoint holds what a breadth-first search needs to go on after a level: the frontier, the
+visited fingerprints, the parent links of every level and the counters. It is a directory of
+`.npy` files (read back with `allow_pickle=False`: a checkpoint never chooses code) and a
+`manifest.json` naming the spec, its parameters, the checked properties and the packing, so a
+checkpoint is never resumed against another model.
+
+Parent links of a finished level never change, so each level's links are written once
+(`links-L.npy`); the frontier and the visited set are written whole at each checkpoint. Files are
+written under temporary names and renamed; the manifest is replaced last, so a run killed at
+any moment leaves the previous checkpoint intact, and the files it no longer names are removed
+only after it is replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .spool import Spool
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+CHUNK = 1 << 20  # rows copied at a time
+
+
+class CheckpointError(Exception):
+    """A checkpoint directory cannot be used: missing, of another model, or damaged."""
+
+
+def identity(vm: Any) -> dict:
+    """What a checkpoint must agree on with the run resuming it."""
+    m = vm.model
+    return {"spec": m.name, "params": {k: v for k, v in m.params.items()},
+            "invariants": list(m.invariant_names), "constraints": list(m.constraint_names),
+            "bits": vm.layout.bits, "words": vm.layout.words, "transitions": vm.ntrans}
+
+
+def read_manifest(directory: str) -> dict | None:
+    """The manifest of the last complete checkpoint in `directory`, or None if there is none."""
+    path = os.path.join(directory, MANIFEST)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            man = json.load(f)
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{path} is not a readable checkpoint manifest ({e})") from None
+    if not isinstance(man, dict) or man.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not a lockstep checkpoint of format {FORMAT}")
+    return man
+
+
+class Checkpoint:
+    """Writes a search's state to `directory` at level boundaries, at most every `every` seconds;
+    with `resume`, the search starts from the checkpoint there instead of the initial states."""
+
+    def __init__(self, directory: str, every: float, resume: bool, deadlock: bool,
+                 say: Any = None):
+        self.directory, self.every, self.resume, self.deadlock = directory, every, resume, deadlock
+        self.say = say or (lambda text: None)
+        self.last = time.monotonic()
+        self.manifest: dict | None = None
+        self.written = 0  # levels whose parent links are on disk
+
+    def bind(self, vm: Any) -> None:
+        """Check the directory against the model before the search starts."""
+        want = dict(identity(vm), deadlock=self.deadlock)
+        if self.resume:
+            man = read_manifest(self.directory) if os.path.isdir(self.directory) else None
+            if man is None:
+                raise CheckpointError(f"{self.directory} holds no checkpoint to resume "
+                                      f"(write one with --checkpoint {self.directory})")
+            if not isinstance(man.get("identity"), dict):
+                raise CheckpointError(f"{os.path.join(self.directory, MANIFEST)} does not say what it checkpoints")
+            if man["identity"] != want:
+                diff = sorted(k for k in want if man["identity"].get(k) != want[k])
+                raise CheckpointError(f"{self.directory} is a checkpoint of {man['identity'].get('spec')} "
+                                      f"{man['identity'].get('params')}, which differs from this run in: "
+                                      f"{', '.join(diff)}")
+            self._verify(man, vm.layout.words)
+            self.manifest = man
+            self.written = man["levels"]
+            return
+        os.makedirs(self.directory, exist_ok=True)
+        if read_manifest(self.directory) is not None:
+            raise CheckpointError(f"{self.directory} already holds a checkpoint; continue it with "
+                                  f"--resume {self.directory}, or choose an empty directory")
+        self.manifest = {"format": FORMAT, "identity": want}
+
+    def _verify(self, man: dict, words: int) -> None:
+        """Every file the manifest names is there, of the right shape (their headers are read, not the data)."""
+        d = self.directory
+        try:
+            levels, distinct = int(man["levels"]), int(man["distinct"])
+            frontier, visited = str(man["frontier"]), str(man["visited"])
+            int(man["level"]), int(man["generated"]), int(man["depth"])
+        except (KeyError, TypeError, ValueError):
+            raise CheckpointError(f"{os.path.join(d, MANIFEST)} lacks the counters of a checkpoint") from None
+        if os.path.basename(frontier) != frontier or os.path.basename(visited) != visited:
+            raise CheckpointError(f"{os.path.join(d, MANIFEST)} names files outside {d}")
+        if _load(os.path.join(d, visited)).shape != (distinct,):
+            raise CheckpointError(f"{os.path.join(d, visited)} does not hold the {distinct:,} visited states "
+                                  "the manifest counts")
+        shape = _load(os.path.join(d, frontier)).shape
+        if len(shape) != 2 or shape[0] != words:
+            raise CheckpointError(f"{os.path.join(d, frontier)} does not hold states packed as this spec packs them")
+        for lv in range(levels):
+            if _load(os.path.join(d, f"links-{lv}.npy")).ndim != 2:
+                raise CheckpointError(f"{os.path.join(d, f'links-{lv}.npy')} does not hold parent links")
+
+    # -- writing -----------------------------------------------------------------------------------
+    def level_done(self, search: Any, frontier: Spool, level: int) -> None:
+        """At the boundary before expanding `level`: write a checkpoint if one is due."""
+        if not len(frontier) or time.monotonic() - self.last < self.every:
+            return
+        t0 = time.monotonic()
+        self.save(search.checkpoint_links(self.written), frontier, _table_keys(search.table),
+                  {"level": level, "distinct": search.distinct, "generated": search.generated,
+                   "depth": search.depth})
+        self.last = time.monotonic()
+        self.say(f"checkpoint: level {level}, {search.distinct:,} states, written to {self.directory} "
+                 f"in {self.last - t0:.1f} s")
+
+    def save(self, levels: list, frontier: Spool | np.ndarray, visited: Iterator[np.ndarray], counters: dict) -> None:
+        """Write a complete checkpoint and make it the current one; `levels` holds every level's parent
+        links (a Spool or an array; those already written may be None)."""
+        d = self.directory
+        for lv in range(self.written, len(levels)):
+            _write_spool(os.path.join(d, f"links-{lv}.npy"), levels[lv])
+        self.written = len(levels)
+        level = counters["level"]
+        _write_spool(os.path.join(d, f"frontier-{level}.npy"), frontier)
+        _write_chunks(os.path.join(d, f"visited-{level}.npy"), visited, counters["distinct"])
+        assert self.manifest is not None
+        old = self.manifest.get("level")
+        man = dict(self.manifest, levels=len(levels), frontier=f"frontier-{level}.npy",
+                   visited=f"visited-{level}.npy", **counters)
+        _atomic_json(os.path.join(d, MANIFEST), man)
+        self.manifest = man
+        if old is not None and old != level:
+            for name in (f"frontier-{old}.npy", f"visited-{old}.npy"):
+                _remove(os.path.join(d, name))
+
+    # -- reading -----------------------------------------------------------------------------------
+    def restore(self, search: Any) -> tuple[Spool, int]:
+        """Load the checkpoint into a fresh search: (frontier, level)."""
+        man = self.manifest
+        assert man is not None and self.resume
+        d = self.directory
+        for lv in range(man["levels"]):
+            search.levels.append(_read_spool(os.path.join(d, f"links-{lv}.npy"), search.budget, None))
+        frontier = _read_spool(os.path.join(d, man["frontier"]), search.budget, search.layout.words)
+        visited = _load(os.path.join(d, man["visited"]))
+        for start in range(0, len(visited), CHUNK):
+            search.table.add(np.array(visited[start:start + CHUNK]))
+        search.distinct, search.generated, search.depth = man["distinct"], man["generated"], man["depth"]
+        search.resumed(frontier)
+        self.last = time.monotonic()
+        self.say(f"resuming from {d}: level {man['level']}, {man['distinct']:,} states, "
+                 f"{len(frontier):,} in the frontier")
+        return frontier, man["level"]
+
+
+    def load(self) -> tuple[list[np.ndarray], np.ndarray, dict]:
+        """The checkpoint as arrays (memory-mapped): (parent links per level, frontier, manifest)."""
+        man = self.manifest
+        assert man is not None and self.resume
+        d = self.directory
+        links = [_load(os.path.join(d, f"links-{lv}.npy")) for lv in range(man["levels"])]
+        self.last = time.monotonic()
+        return links, _load(os.path.join(d, man["frontier"])), man
+
+    def link_fingerprints(self) -> Iterator[np.ndarray]:
+        """The visited set, read back from the parent links on disk (links of the (fingerprint, parent)
+        form, as the cluster keeps them)."""
+        for lv in range(self.written):
+            arr = _load(os.path.join(self.directory, f"links-{lv}.npy"))
+            for start in range(0, arr.shape[1], CHUNK):
+                yield np.array(arr[0, start:start + CHUNK])
+
+
+def _table_keys(visited: Any) -> Iterator[np.ndarray]:
+    """The fingerprints held by a visited set (one table or several), a slice at a time."""
+    for table in getattr(visited, "parts", [visited]):
+        arr = table.table
+        for start in range(0, len(arr), CHUNK):
+            part = arr[start:start + CHUNK]
+            yield part[part != 0]
+
+
+def _tmp(path: str) -> str:
+    return f"{path}.tmp{os.getpid()}"
+
+
+def _sync_rename(tmp: str, path: str) -> None:
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def _write_spool(path: str, spool: Spool | np.ndarray) -> None:
+    tmp = _tmp(path)
+    if isinstance(spool, np.ndarray):
+        with open(tmp, "wb") as f:
+            np.save(f, np.ascontiguousarray(spool, dtype=np.uint64), allow_pickle=False)
+        _sync_rename(tmp, path)
+        return
+    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint64, shape=(spool.columns, len(spool)))
+    at = 0
+    for block in spool.batches(CHUNK):
+        out[:, at:at + block.shape[1]] = block
+        at += block.shape[1]
+    out.flush()
+    del out
+    _sync_rename(tmp, path)
+
+
+def _write_chunks(path: str, chunks: Iterator[np.ndarray], total: int) -> None:
+    tmp = _tmp(path)
+    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint64, shape=(total,))
+    at = 0
+    for part in chunks:
+        if at + len(part) > total:
+            raise CheckpointError("the visited table holds more fingerprints than the search counted")
+        out[at:at + len(part)] = part
+        at += len(part)
+    if at != total:
+        raise CheckpointError("the visited table holds fewer fingerprints than the search counted")
+    out.flush()
+    del out
+    _sync_rename(tmp, path)
+
+
+def _atomic_json(path: str, obj: dict) -> None:
+    tmp = _tmp(path)
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dfd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def _load(path: str) -> np.ndarray:
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{path} is missing or damaged ({e})") from None
+    if arr.dtype != np.uint64:
+        raise CheckpointError(f"{path} does not hold 64-bit words")
+    return arr
+
+
+def _read_spool(path: str, budget: Any, columns: int | None) -> Spool:
+    arr = _load(path)
+    if arr.ndim != 2 or (columns is not None and arr.shape[0] != columns):
+        raise CheckpointError(f"{path} does not have the shape this spec's states pack into")
+    spool = Spool(budget, arr.shape[0])
+    for start in range(0, arr.shape[1], CHUNK):
+        spool.append(np.array(arr[:, start:start + CHUNK]))
+    return spool
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def stderr_say(text: str) -> None:
+    """Checkpoint news, on the progress stream."""
+    print("progress: " + text, file=sys.stderr, flush=True)

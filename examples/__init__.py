@@ -1,0 +1,1 @@
+"""Examples of Lockstep used as a library (each is also run by the test suite)."""

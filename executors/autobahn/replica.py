@@ -1,0 +1,784 @@
+"""One Autobahn replica as an OS process: its lane of cars, consensus on cuts, execution of a key-value store.
+
+The protocol is the spec's (`lockstep.specs.autobahn`) at the paper's sizes: n = 3f+1, PoA = f+1 car
+votes, PrepareQC / ConfirmQC / TC = 2f+1, fast commit = n Prepare votes, leader(s, v) = (s + v) mod n,
+the winning-proposal rule with the f+1 Prepare override, k = 1 (a slot opens when the previous one
+commits; its Commit is the next Prepare's ticket). Every protocol message is signed with the
+sender's ed25519 key and verified on receipt; certificates carry their signers' signatures and are
+verified signer by signer. The signatures are the protocol's own authentication; underneath, every
+connection is an authenticated channel of the run (`lockstep.executors.wire`): a process without the
+run's secret cannot connect, and a frame that fails its channel tag closes the connection. Rejected
+input (unauthenticated connection or frame, a frame kind its sender may not send, bad signature,
+malformed, replayed, out of view, forged certificate, wrong leader) is counted and written to the
+trace, never acted on.
+
+Source: Giridharan et al., "Autobahn: Seamless high speed BFT", SOSP 2024 (arXiv 2401.10369), as in
+the spec. Where this runtime deviates from the paper (and from the spec's bounded model):
+
+- k = 1: one slot at a time (the spec and the paper allow k concurrent slots);
+- every replica votes for every car (the artifact asks 2f+1 designated voters); the author stops at
+  the first f+1 votes and broadcasts the PoA at once, and the next car carries it;
+- a view-1 leader proposes as soon as any lane has a tip newer than the last committed cut
+  (coverage 1; the artifact waits for 2f+1 lanes);
+- batches are not signed but content-addressed (their channel is authenticated) (a batch is used only when a signed car names its
+  digest); a replica keeps a bounded window of them and fetches a missing car and its batch from the
+  car's author and PoA signers;
+- a replica joins a view change on f+1 Timeouts, re-sends its Timeout each timer period until a TC or
+  a Commit arrives, and answers a Timeout of a slot it has committed with its Commit; timers grow
+  1.5x per view;
+- Byzantine replicas (the fault plan's `byzantine`) run this module's versions of the spec's
+  Byzantine variants: `equivocate` (two Prepares per view, to two halves), `vote_all` (votes for
+  everything, hides its votes in Timeouts), `silent_timeouts`; they hold only their own keys.
+
+The trace (JSON lines) records what the validator needs: every vote the replica signed, its
+proposals, timeouts, commits with their certificates' signers, and the digest of its execution log
+after each slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..wire import RUNNER, Credentials, Endpoint, FrameError, connect, credentials, member_name, parse, serve
+from .crypto import Signer, canonical
+from .messages import (
+    ACK_SIZE,
+    MAX_BATCH,
+    TX_HEAD,
+    TX_SIZE,
+    Malformed,
+    Schema,
+    bytes_frame,
+    car_id,
+    cut_id,
+    decode_signed,
+    frame_payload,
+    signed_frame,
+    split_txs,
+    statement,
+)
+
+BEHAVIOURS = ("", "equivocate", "vote_all", "silent_timeouts")
+MAX_PENDING = 200_000  # transactions a replica buffers before it sheds client load
+MAX_DEFERRED = 1_000
+FETCH_AGAIN = 0.2  # seconds before a missing car is asked for again
+
+
+@dataclass
+class ReplicaConfig:
+    """What the runner tells a replica process (plain data)."""
+
+    pid: int
+    n: int
+    control_port: int
+    trace: str | None
+    private: str
+    public: list[str]
+    byzantine: str = ""
+    partitions: list[list[Any]] = field(default_factory=list)  # [start, end, [[pids], ...]]
+    car_ms: float = 20.0
+    timeout_ms: float = 300.0
+    fast_ms: float = 4.0
+    max_batch: int = MAX_BATCH  # transactions per car (a batch frame stays under the 1 MiB frame limit)
+    durable: bool = False  # flush the trace after each event (crashes are planned: a killed replica's votes stay recorded)
+
+
+def main(cfg: dict[str, Any]) -> None:
+    """Entry point of a spawned replica."""
+    try:
+        asyncio.run(Replica(ReplicaConfig(**cfg)).run())
+    except (KeyboardInterrupt, ConnectionError):
+        pass
+
+
+class Replica:
+    """The state and event loop of one replica."""
+
+    def __init__(self, cfg: ReplicaConfig):
+        self.cfg = cfg
+        self.me, self.n = cfg.pid, cfg.n
+        self.f = (self.n - 1) // 3
+        self.q, self.poa_q = 2 * self.f + 1, self.f + 1
+        self.signer = Signer(self.me, cfg.private, cfg.public)
+        self.schema = Schema(self.n)
+        self.peers: dict[int, Endpoint] = {}  # the other replicas
+        self.client: Endpoint | None = None  # acks go here
+        self.t0 = time.monotonic()
+        self.stats: dict[str, int] = {"received": 0, "sent": 0, "rejected": 0, "committed": 0, "executed_txs": 0,
+                                      "fetches": 0, "shed": 0}
+        self.rejections: dict[str, int] = {}
+        self.seen: set[bytes] = set()
+        self.seen_order: deque[bytes] = deque()
+        # lanes
+        self.batches: dict[str, bytes] = {}
+        self.batch_order: deque[str] = deque()
+        self.cars: dict[str, tuple[int, int, str, str, bytes]] = {}  # car digest -> (a, h, batch, parent, frame)
+        self.certified: dict[str, list[list[Any]]] = {}  # car digest -> PoA signatures
+        self.tips: list[tuple[int, str] | None] = [None] * self.n
+        self.voted_car: dict[tuple[int, int], str] = {}
+        self.waiting_batch: dict[str, list[str]] = {}  # batch digest -> cars waiting for it
+        self.pending = bytearray()
+        self.my_height = 0
+        self.my_parent: tuple[str, list[list[Any]]] = ("", [])
+        self.in_flight: str | None = None
+        self.car_votes: dict[str, dict[int, str]] = {}
+        # consensus
+        self.slot, self.view = 1, 1
+        self.voted_prep: dict[tuple[int, int], set[str]] = {}
+        self.voted_conf: dict[tuple[int, int], set[str]] = {}
+        self.timed_out: set[tuple[int, int]] = set()
+        self.hp: dict[int, tuple[int, list[Any]]] = {}
+        self.hq: dict[int, tuple[int, list[Any], list[list[Any]]]] = {}
+        self.proposed: dict[tuple[int, int], list[list[Any]]] = {}  # (s, v) -> cuts this replica proposed
+        self.prep_votes: dict[tuple[int, int, str], dict[int, str]] = {}
+        self.conf_votes: dict[tuple[int, int, str], dict[int, str]] = {}
+        self.confirmed: set[tuple[int, int]] = set()
+        self.timeouts: dict[tuple[int, int], dict[int, tuple[bytes, str, dict[str, Any]]]] = {}
+        self.commits: dict[int, tuple[bytes, dict[str, Any]]] = {}  # slot -> its Commit's frame and message
+        # (the message is the next slot's ticket; the frame answers Timeouts of the slot)
+        self.committed_cut: dict[int, list[Any]] = {}
+        self.last_cut: list[Any] = [None] * self.n
+        self.deferred: list[tuple[bytes, str, dict[str, Any]]] = []
+        self.timer: asyncio.TimerHandle | None = None
+        # execution
+        self.exec_slot = 0
+        self.exec_tip: list[tuple[int, str] | None] = [None] * self.n
+        self.log = hashlib.sha256(b"autobahn").digest()
+        self.kv: dict[int, bytes] = {}
+        self.fetched: dict[str, float] = {}
+        self.trace = open(cfg.trace, "w", encoding="utf-8", buffering=1 << 16) if cfg.trace else None
+
+    # -- the process -----------------------------------------------------------------------------
+    async def run(self) -> None:
+        creds = credentials()
+        server, port = await serve(creds, on_frame=self.on_frame, on_rejected=self.unauthenticated,
+                                   accept=lambda peer: peer != self.me and 0 <= peer <= self.n)
+        self.ctl = await connect(self.cfg.control_port, creds, RUNNER)
+        self.record({"ev": "header", "pid": self.me, "n": self.n, "f": self.f, "byzantine": self.cfg.byzantine})
+        self.ctl.send({"op": "hello", "port": port})
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                try:
+                    cmd = await self.ctl.read()
+                except FrameError as e:
+                    self.reject("malformed", f"a control frame from the runner: {e}", RUNNER)
+                    continue
+                op = cmd.get("op")
+                if op == "peers":
+                    await self.connect_peers(cmd.get("ports"), creds)
+                elif op == "go":
+                    self.t0 = time.monotonic()
+                    self.arm()
+                    loop.call_later(self.cfg.car_ms / 1000, self.tick)
+                    self.maybe_propose()
+                elif op == "stop":
+                    self.close_trace()
+                    self.ctl.send({"op": "bye", "stats": {**self.stats, **self.signer.stats,
+                                                          "cpu_s": round(time.process_time(), 3)},
+                                   "rejections": self.rejections})
+                    await self.ctl.drain()
+                    break
+        except ConnectionError:
+            pass
+        finally:
+            self.close_trace()
+            server.close()
+
+    async def connect_peers(self, ports: Any, creds: Credentials) -> None:
+        """Open an authenticated connection to every other replica and to the client (member n)."""
+        if not isinstance(ports, dict):
+            self.reject("malformed", "a peers frame from the runner without ports", RUNNER)
+            return
+        for key, port in ports.items():
+            p = int(key) if isinstance(key, str) and key.isascii() and key.isdigit() else -1
+            if p == self.me or not 0 <= p <= self.n or isinstance(port, bool) or not isinstance(port, int):
+                continue
+            try:
+                ep = await connect(port, creds, p, on_frame=self.on_frame, on_rejected=self.unauthenticated)
+            except OSError as e:
+                self.record({"ev": "unreachable", "peer": p, "detail": str(e)[:200]})
+                continue
+            if p == self.n:
+                self.client = ep
+            else:
+                self.peers[p] = ep
+
+    def close_trace(self) -> None:
+        if self.trace is not None:
+            self.trace.close()
+            self.trace = None
+
+    def now(self) -> float:
+        return round(time.monotonic() - self.t0, 6)
+
+    def record(self, ev: dict[str, Any]) -> None:
+        if self.trace is not None:
+            ev["time"] = self.now()
+            self.trace.write(json.dumps(ev, separators=(",", ":")) + "\n")
+            if self.cfg.durable:
+                self.trace.flush()
+
+    def reject(self, reason: str, detail: str, src: Any = None) -> None:
+        self.stats["rejected"] += 1
+        self.rejections[reason] = self.rejections.get(reason, 0) + 1
+        self.record({"ev": "reject", "reason": reason, "detail": detail[:300], "from": src})
+
+    def unauthenticated(self, why: str) -> None:
+        """A connection or frame refused by the authenticated channel (no run secret, a bad tag, an oversized frame)."""
+        self.reject("unauthenticated", why + "; connection closed")
+
+    def cut_off(self, other: int) -> bool:
+        """True while a partition of the fault plan separates this replica from `other`."""
+        t = time.monotonic() - self.t0
+        for start, end, groups in self.cfg.partitions:
+            if start <= t < end and not any(self.me in g and other in g for g in groups):
+                return True
+        return False
+
+    # -- sending ---------------------------------------------------------------------------------
+    def sign(self, obj: dict[str, Any]) -> bytes:
+        """The body of a frame carrying `obj`, signed by this replica."""
+        data = canonical(obj)
+        return signed_frame(data, self.signer.sign(data))
+
+    def send_raw(self, dst: int, body: bytes) -> None:
+        ep = self.peers.get(dst)
+        if ep is None or ep.is_closing() or self.cut_off(dst):
+            return
+        ep.send_body(body)
+        self.stats["sent"] += 1
+
+    def broadcast(self, body: bytes) -> None:
+        for p in self.peers:
+            self.send_raw(p, body)
+
+    def to(self, dst: int, body: bytes) -> None:
+        """Send to a replica; to itself, handle it at once."""
+        if dst == self.me:
+            self.on_frame(None, body)
+        else:
+            self.send_raw(dst, body)
+
+    def to_all(self, body: bytes) -> None:
+        self.broadcast(body)
+        self.on_frame(None, body)
+
+    # -- receiving -------------------------------------------------------------------------------
+    def on_frame(self, ep: Endpoint | None, body: bytes) -> None:
+        """A frame from the authenticated member `ep.peer` (from this replica itself when `ep` is None)."""
+        self.stats["received"] += 1
+        peer = self.me if ep is None else ep.peer
+        try:
+            frame = parse(body)
+            kind = frame.get("k")
+            if kind not in ("S", "B", "T"):
+                raise Malformed(f"unknown frame kind {kind!r}")
+            if (kind == "T") != (peer == self.n):
+                self.reject("wrong_sender", f"a {kind} frame from {member_name(peer)}: "
+                            + ("only the client sends transactions" if kind == "T" else "the client sends only transactions"),
+                            peer)
+                return
+            if kind == "S":
+                self.on_signed(*decode_signed(frame))
+            elif kind == "B":
+                self.on_batch(frame_payload(frame, "txs", TX_SIZE, MAX_BATCH))
+            else:
+                self.on_txs(frame_payload(frame, "txs", TX_SIZE, MAX_BATCH))
+        except (Malformed, FrameError) as e:
+            self.reject("malformed", str(e), peer)
+
+    def on_txs(self, payload: bytes) -> None:
+        if len(payload) % TX_SIZE:
+            raise Malformed(f"client transactions are {TX_SIZE} bytes each")
+        if len(self.pending) + len(payload) > MAX_PENDING * TX_SIZE:
+            self.stats["shed"] += len(payload) // TX_SIZE
+            return
+        self.pending += payload
+
+    def on_batch(self, payload: bytes) -> None:
+        split_txs(payload)
+        d = hashlib.sha256(payload).hexdigest()
+        if d in self.batches:
+            return
+        self.batches[d] = payload
+        self.batch_order.append(d)
+        while len(self.batch_order) > 20_000:  # batches are content-addressed; keep a bounded window
+            self.batches.pop(self.batch_order.popleft(), None)
+        for c in self.waiting_batch.pop(d, []):
+            self.consider_car(c)
+        self.execute()
+
+    def on_signed(self, data: bytes, sig: str, obj: dict[str, Any]) -> None:
+        m = self.schema.check(obj)
+        src = m["from"]
+        if not self.signer.valid(src, data, sig):
+            self.reject("bad_signature", f"{m['t']} claims to be from {src}", src)
+            return
+        h = hashlib.sha256(data).digest()
+        if h in self.seen:
+            self.reject("replayed", f"{m['t']} from {src} already received", src)
+            return
+        self.seen.add(h)
+        self.seen_order.append(h)
+        if len(self.seen_order) > 500_000:
+            self.seen.discard(self.seen_order.popleft())
+        getattr(self, "on_" + m["t"])(data, sig, m)
+
+    def poa_valid(self, a: int, h: int, c: str, sigs: list[list[Any]]) -> bool:
+        if self.certified.get(c) is not None:
+            return True
+        ok = len(sigs) >= self.poa_q and all(
+            self.signer.valid(w, statement("CarVote", w, a=a, h=h, c=c), s) for w, s in sigs)
+        if ok:
+            self.learn_poa(a, h, c, sigs)
+        return ok
+
+    def qc_valid(self, kind: str, s: int, v: int, d: str, sigs: list[list[Any]], need: int) -> bool:
+        return len(sigs) >= need and all(self.signer.valid(w, statement(kind, w, s=s, v=v, d=d), x) for w, x in sigs)
+
+    def cut_valid(self, cut: list[Any]) -> bool:
+        return all(t is None or self.poa_valid(a, t[0], t[1], t[2]) for a, t in enumerate(cut))
+
+    # -- lanes -----------------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Every car_ms: if the last car of this lane is certified and transactions wait, send the next car."""
+        asyncio.get_running_loop().call_later(self.cfg.car_ms / 1000, self.tick)
+        if self.in_flight is not None or not self.pending:
+            return
+        take = min(len(self.pending) // TX_SIZE, self.cfg.max_batch) * TX_SIZE
+        payload = bytes(self.pending[:take])
+        del self.pending[:take]
+        b = hashlib.sha256(payload).hexdigest()
+        self.my_height += 1
+        parent, pq = self.my_parent
+        car = {"t": "Car", "from": self.me, "h": self.my_height, "b": b, "p": parent, "pq": pq}
+        self.in_flight = car_id(self.me, self.my_height, b, parent)
+        self.broadcast(bytes_frame("B", "txs", payload))
+        self.on_batch(payload)
+        self.to_all(self.sign(car))
+
+    def on_Car(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
+        a, h, b, p, pq = m["from"], m["h"], m["b"], m["p"], m["pq"]
+        c = car_id(a, h, b, p)
+        if (h == 1) != (p == "") or (h == 1 and pq):
+            self.reject("malformed", f"car {a}:{h} has a parent iff its height is above 1", a)
+            return
+        if h > 1 and not self.poa_valid(a, h - 1, p, pq):
+            self.reject("forged_certificate", f"car {a}:{h} carries an invalid PoA of its parent", a)
+            return
+        if c not in self.cars:
+            self.cars[c] = (a, h, b, p, signed_frame(data, sig))
+        self.consider_car(c)
+        self.execute()
+
+    def consider_car(self, c: str) -> None:
+        """Vote for a car once per (author, height), when its batch is here (its parent is certified)."""
+        a, h, b, _, _ = self.cars[c]
+        if b not in self.batches:
+            self.waiting_batch.setdefault(b, []).append(c)
+            return
+        if self.voted_car.get((a, h)) is not None and self.cfg.byzantine != "vote_all":
+            return
+        self.voted_car[(a, h)] = c
+        self.record({"ev": "vote", "kind": "car", "a": a, "h": h, "c": c})
+        self.to(a, self.sign({"t": "CarVote", "from": self.me, "a": a, "h": h, "c": c}))
+
+    def on_CarVote(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
+        a, h, c = m["a"], m["h"], m["c"]
+        if a != self.me or c != self.in_flight:
+            return  # a late vote for a car already certified
+        votes = self.car_votes.setdefault(c, {})
+        votes[m["from"]] = sig
+        if len(votes) >= self.poa_q:
+            sigs = [[w, s] for w, s in sorted(votes.items())][: self.poa_q]
+            self.learn_poa(a, h, c, sigs)
+            self.my_parent = (c, sigs)
+            self.in_flight = None
+            del self.car_votes[c]
+            self.broadcast(self.sign({"t": "PoA", "from": self.me, "a": a, "h": h, "c": c, "sigs": sigs}))
+
+    def on_PoA(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
+        if not self.poa_valid(m["a"], m["h"], m["c"], m["sigs"]):
+            self.reject("forged_certificate", f"PoA of car {m['a']}:{m['h']} has invalid or too few signatures",
+                        m["from"])
+
+    def learn_poa(self, a: int, h: int, c: str, sigs: list[list[Any]]) -> None:
+        self.certified[c] = sigs
+        tip = self.tips[a]
+        if tip is None or h > tip[0]:
+            self.tips[a] = (h, c)
+            self.maybe_propose()
+
+    def on_Fetch(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
+        car = self.cars.get(m["c"])
+        if car is not None and car[2] in self.batches:
+            self.send_raw(m["from"], bytes_frame("B", "txs", self.batches[car[2]]))
+            self.send_raw(m["from"], car[4])
+
+    # -- consensus: proposing --------------------------------------------------------------------
+    def leader(self, s: int, v: int) -> int:
+        return (s + v) % self.n
+
+    def fresh_cut(self) -> list[Any]:
+        return [None if t is None else [t[0], t[1], self.certified[t[1]]] for t in self.tips]
+
+    def covers_new(self, cut: list[Any]) -> bool:
+        return any(t is not None and (old is None or t[0] > old[0]) for t, old in zip(cut, self.last_cut))
+
+    def ticket(self, s: int) -> Any:
+        if s == 1:
+            return None
+        return {"commit": self.commits[s - 1][1]}
+
+    def maybe_propose(self) -> None:
+        s = self.slot
+        if self.view != 1 or self.leader(s, 1) != self.me or (s, 1) in self.proposed or (s, 1) in self.timed_out:
+            return
+        cut = self.fresh_cut()
+        if not self.covers_new(cut):
+            return
+        self.propose(s, 1, cut, self.ticket(s))
+
+    def propose(self, s: int, v: int, cut: list[Any], tk: Any) -> None:
+        if self.cfg.byzantine == "equivocate":
+            other = self.equivocal(cut)
+            if other is not None:
+                self.proposed[(s, v)] = [cut, other]
+                half = sorted(self.peers)[: len(self.peers) // 2]
+                for dst in [self.me, *sorted(self.peers)]:
+                    mine = other if dst in half else cut
+                    self.record({"ev": "propose", "s": s, "v": v, "d": cut_id(mine), "dst": dst})
+                    self.to(dst, self.sign({"t": "Prepare", "from": self.me, "s": s, "v": v, "cut": mine, "tk": tk}))
+                return
+        self.proposed[(s, v)] = [cut]
+        self.record({"ev": "propose", "s": s, "v": v, "d": cut_id(cut)})
+        self.to_all(self.sign({"t": "Prepare", "from": self.me, "s": s, "v": v, "cut": cut, "tk": tk}))
+
+    def equivocal(self, cut: list[Any]) -> list[Any] | None:
+        """A second cut for an equivocating leader: the same tips but one lane left at its last committed tip."""
+        for a, (t, old) in enumerate(zip(cut, self.last_cut)):
+            if t is not None and (old is None or t[0] > old[0]):
+                return [*cut[:a], None if old is None else [old[0], old[1], self.certified[old[1]]], *cut[a + 1:]]
+        return None
+
+    def winner(self, tc: list[dict[str, Any]]) -> list[Any] | None:
+        """The winning proposal of a TC: the highest-view QC, unless f+1 Timeouts report one Prepare
+        at higher views; None if the TC carries neither (the leader is free)."""
+        best = max((m["hq"] for m in tc if m["hq"] is not None), key=lambda q: q[0], default=None)
+        floor = best[0] if best is not None else 0
+        count: dict[str, tuple[int, list[Any]]] = {}
+        for m in tc:
+            if m["hp"] is not None and m["hp"][0] > floor:
+                d = cut_id(m["hp"][1])
+                k, _ = count.get(d, (0, None))
+                count[d] = (k + 1, m["hp"][1])
+        for k, cut in count.values():
+            if k >= self.f + 1:
+                return cut
+        return best[1] if best is not None else None
+
+    # -- consensus: voting -----------------------------------------------------------------------
+    def check_ticket(self, s: int, v: int, tk: Any) -> tuple[bool, list[Any] | None, str]:
+        """(valid, the winning cut a view change imposes or None, why not)."""
+        if v == 1:
+            if s == 1:
+                return tk is None, None, "slot 1 view 1 has no ticket"
+            if tk is None or "commit" not in tk:
+                return False, None, "a view-1 Prepare needs the Commit of the previous slot"
+            c = tk["commit"]
+            if c["s"] != s - 1 or not self.commit_valid(c):
+                return False, None, f"its ticket is not a valid Commit of slot {s - 1}"
+            self.adopt_commit(c)
+            return True, None, ""
+        if tk is None or "tc" not in tk:
+            return False, None, f"a view-{v} Prepare needs a TC of view {v - 1}"
+        msgs, signers = [], set()
+        for text, sig in tk["tc"]:
+            raw = text.encode()
+            try:
+                obj = self.schema.check(json.loads(text), "Timeout")
+            except (Malformed, json.JSONDecodeError):
+                return False, None, "its TC holds a malformed Timeout"
+            if canonical(obj) != raw or obj["s"] != s or obj["v"] != v - 1 or not self.signer.valid(obj["from"], raw, sig):
+                return False, None, "its TC holds a Timeout that is not signed by its sender for this view"
+            if obj["hq"] is not None and not self.qc_valid("PrepareVote", s, obj["hq"][0], cut_id(obj["hq"][1]),
+                                                            obj["hq"][2], self.q):
+                return False, None, "its TC holds a Timeout with an invalid PrepareQC"
+            signers.add(obj["from"])
+            msgs.append(obj)
+        if len(signers) < self.q:
+            return False, None, f"its TC has {len(signers)} signers, fewer than {self.q}"
+        return True, self.winner(msgs), ""
+
+    def on_Prepare(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
+        s, v, cut, src = m["s"], m["v"], m["cut"], m["from"]
+        if src != self.leader(s, v):
+            self.reject("not_leader", f"Prepare({s}, {v}) from {src}, not the leader {self.leader(s, v)}", src)
+            return
+        if s < self.slot:
+            self.reject("out_of_view", f"Prepare for slot {s}, already committed", src)
+            return
+        ok, win, why = self.check_ticket(s, v, m["tk"])
+        if not ok:
+            self.reject("forged_certificate", f"Prepare({s}, {v}): {why}", src)
+            return
+        if s > self.slot:
+            self.defer(data, sig, m)
+            return
+        d = cut_id(cut)
+        if win is not None and cut_id(win) != d:
+            self.reject("forged_certificate", f"Prepare({s}, {v}) ignores the winning proposal of its TC", src)
+            return
+        if not self.cut_valid(cut):
+            self.reject("forged_certificate", f"Prepare({s}, {v}) has a tip without a valid PoA", src)
+            return
+        byz = self.cfg.byzantine == "vote_all"
+        if v < self.view and not byz:
+            self.reject("out_of_view", f"Prepare({s}, {v}) below the current view {self.view}", src)
+            return
+        if ((s, v) in self.timed_out or (s, v) in self.voted_prep) and not byz:
+            return  # timed out of the view, or an equivocating leader's second Prepare: no second vote
+        if v > self.view:
+            self.enter_view(v)
+        self.voted_prep.setdefault((s, v), set()).add(d)
+        self.hp[s] = (v, cut)
+        self.record({"ev": "vote", "kind": "prepare", "s": s, "v": v, "d": d})
+        self.to(src, self.sign({"t": "PrepareVote", "from": self.me, "s": s, "v": v, "d": d}))
+
+    def on_PrepareVote(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
+        s, v, d = m["s"], m["v"], m["d"]
+        cuts = {cut_id(c): c for c in self.proposed.get((s, v), [])}
+        if d not in cuts or s in self.commits:
+            return
+        votes = self.prep_votes.setdefault((s, v, d), {})
+        votes[m["from"]] = sig
+        if len(votes) >= self.n:
+            self.commit_as_leader(s, v, cuts[d], 1, votes)
+        elif len(votes) == self.q:
+            asyncio.get_running_loop().call_later(self.cfg.fast_ms / 1000, self.slow_path, s, v, cuts[d], d)
+
+    def slow_path(self, s: int, v: int, cut: list[Any], d: str) -> None:
+        """No fast quorum in time: send the PrepareQC (Confirm)."""
+        if s in self.commits or (s, v) in self.confirmed:
+            return
+        self.confirmed.add((s, v))
+        qc = [[w, x] for w, x in sorted(self.prep_votes[(s, v, d)].items())]
+        self.to_all(self.sign({"t": "Confirm", "from": self.me, "s": s, "v": v, "cut": cut, "qc": qc}))
+
+    def on_Confirm(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
+        s, v, cut, src = m["s"], m["v"], m["cut"], m["from"]
+        if src != self.leader(s, v):
+            self.reject("not_leader", f"Confirm({s}, {v}) from {src}", src)
+            return
+        d = cut_id(cut)
+        if not self.qc_valid("PrepareVote", s, v, d, m["qc"], self.q):
+            self.reject("forged_certificate", f"Confirm({s}, {v}) carries an invalid PrepareQC", src)
+            return
+        if s < self.slot:
+            return
+        if s > self.slot:
+            self.defer(data, sig, m)
+            return
+        byz = self.cfg.byzantine == "vote_all"
+        if v < self.view and not byz:
+            self.reject("out_of_view", f"Confirm({s}, {v}) below the current view {self.view}", src)
+            return
+        if ((s, v) in self.timed_out or (s, v) in self.voted_conf) and not byz:
+            return
+        if v > self.view:
+            self.enter_view(v)
+        self.voted_conf.setdefault((s, v), set()).add(d)
+        if s not in self.hq or self.hq[s][0] < v:
+            self.hq[s] = (v, cut, m["qc"])
+        self.record({"ev": "vote", "kind": "confirm", "s": s, "v": v, "d": d})
+        self.to(src, self.sign({"t": "ConfirmVote", "from": self.me, "s": s, "v": v, "d": d}))
+
+    def on_ConfirmVote(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
+        s, v, d = m["s"], m["v"], m["d"]
+        cuts = {cut_id(c): c for c in self.proposed.get((s, v), [])}
+        if d not in cuts or s in self.commits:
+            return
+        votes = self.conf_votes.setdefault((s, v, d), {})
+        votes[m["from"]] = sig
+        if len(votes) == self.q:
+            self.commit_as_leader(s, v, cuts[d], 0, votes)
+
+    def commit_as_leader(self, s: int, v: int, cut: list[Any], fast: int, votes: dict[int, str]) -> None:
+        qc = [[w, x] for w, x in sorted(votes.items())]
+        self.to_all(self.sign({"t": "Commit", "from": self.me, "s": s, "v": v, "cut": cut, "fast": fast, "qc": qc}))
+
+    def commit_valid(self, m: dict[str, Any]) -> bool:
+        d = cut_id(m["cut"])
+        if m["fast"]:
+            return self.qc_valid("PrepareVote", m["s"], m["v"], d, m["qc"], self.n)
+        return self.qc_valid("ConfirmVote", m["s"], m["v"], d, m["qc"], self.q)
+
+    def on_Commit(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
+        if not self.commit_valid(m):
+            self.reject("forged_certificate", f"Commit({m['s']}, {m['v']}) carries an invalid certificate", m["from"])
+            return
+        if m["s"] > self.slot:
+            self.defer(data, sig, m)
+            return
+        self.adopt_commit(m)
+
+    def adopt_commit(self, m: dict[str, Any]) -> None:
+        """Commit slot s (already verified) if it is the next one; open the next slot."""
+        s = m["s"]
+        if s != self.slot:
+            return
+        mine = {**m, "from": self.me}
+        self.commits[s] = (self.sign(mine), mine)
+        self.committed_cut[s] = m["cut"]
+        signers = [w for w, _ in m["qc"]]
+        self.record({"ev": "commit", "s": s, "v": m["v"], "d": cut_id(m["cut"]), "fast": m["fast"], "signers": signers,
+                     "cut": [None if t is None else [t[0], t[1], [w for w, _ in t[2]]] for t in m["cut"]]})
+        self.stats["committed"] += 1
+        for a, t in enumerate(m["cut"]):
+            if t is not None:
+                self.poa_valid(a, t[0], t[1], t[2])
+        self.last_cut = [None if t is None else (t[0], t[1]) for t in m["cut"]]
+        self.slot, self.view = s + 1, 1
+        for old in [k for k in self.timeouts if k[0] < s]:
+            del self.timeouts[old]
+        self.arm()
+        self.execute()
+        self.maybe_propose()
+        self.retry()
+
+    def defer(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
+        if len(self.deferred) < MAX_DEFERRED:
+            self.deferred.append((data, sig, m))
+
+    def retry(self) -> None:
+        todo, self.deferred = self.deferred, []
+        for data, sig, m in todo:
+            if m["s"] >= self.slot:
+                getattr(self, "on_" + m["t"])(data, sig, m)
+
+    # -- view change -----------------------------------------------------------------------------
+    def arm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        wait = self.cfg.timeout_ms * (1.5 ** (self.view - 1)) / 1000
+        self.timer = asyncio.get_running_loop().call_later(wait, self.expire, self.slot, self.view)
+
+    def enter_view(self, v: int) -> None:
+        self.view = v
+        self.record({"ev": "view", "s": self.slot, "v": v})
+        self.arm()
+
+    def expire(self, s: int, v: int) -> None:
+        if s == self.slot and v == self.view:
+            self.time_out(s, v)
+            self.arm()  # keep reporting until a TC or a Commit arrives
+
+    def time_out(self, s: int, v: int) -> None:
+        self.timed_out.add((s, v))
+        self.record({"ev": "timeout", "s": s, "v": v})
+        if self.cfg.byzantine == "silent_timeouts":
+            return
+        hp = list(self.hp[s]) if s in self.hp else None
+        hq = list(self.hq[s]) if s in self.hq else None
+        if self.cfg.byzantine == "vote_all":
+            hp = hq = None  # a Byzantine voter hides what it voted for
+        self.to_all(self.sign({"t": "Timeout", "from": self.me, "s": s, "v": v, "hp": hp, "hq": hq}))
+
+    def on_Timeout(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
+        s, v, src = m["s"], m["v"], m["from"]
+        if s < self.slot:
+            if s in self.commits and src != self.me:
+                self.send_raw(src, self.commits[s][0])  # a lagging replica: answer with the Commit
+            return
+        if s > self.slot:
+            self.defer(data, sig, m)
+            return
+        if m["hq"] is not None and not self.qc_valid("PrepareVote", s, m["hq"][0], cut_id(m["hq"][1]), m["hq"][2], self.q):
+            self.reject("forged_certificate", f"Timeout({s}, {v}) carries an invalid PrepareQC", src)
+            return
+        box = self.timeouts.setdefault((s, v), {})
+        box[src] = (data, sig, m)
+        if v < self.view:
+            return
+        if len(box) >= self.f + 1 and (s, v) not in self.timed_out:
+            self.time_out(s, v)  # f+1 Timeouts: one honest replica gave up on the view; join it
+        if len(box) >= self.q and self.view <= v:
+            self.enter_view(v + 1)
+            if self.leader(s, v + 1) == self.me and (s, v + 1) not in self.proposed:
+                tc = [[d.decode(), x] for d, x, _ in box.values()]
+                win = self.winner([mm for _, _, mm in box.values()])
+                self.propose(s, v + 1, win if win is not None else self.fresh_cut(), {"tc": tc})
+
+    # -- execution -------------------------------------------------------------------------------
+    def execute(self) -> None:
+        """Execute committed slots in order, lanes in lane order, each lane's new cars oldest first."""
+        while self.exec_slot + 1 in self.committed_cut:
+            s = self.exec_slot + 1
+            cut = self.committed_cut[s]
+            plan: list[list[str]] = []
+            for a, t in enumerate(cut):
+                old = self.exec_tip[a]
+                if t is None or (old is not None and t[0] <= old[0]):
+                    plan.append([])
+                    continue
+                chain = self.chain(a, t[1], old, t[2])
+                if chain is None:
+                    return  # waiting for a fetched car or batch
+                plan.append(chain)
+            ntx = 0
+            for a, chain in enumerate(plan):
+                for c in chain:
+                    ntx += self.apply(a, c)
+                if chain:
+                    self.exec_tip[a] = (self.cars[chain[-1]][1], chain[-1])
+            self.exec_slot = s
+            self.stats["executed_txs"] += ntx
+            self.record({"ev": "exec", "s": s, "log": self.log.hex(), "txs": ntx})
+
+    def chain(self, a: int, c: str, old: tuple[int, str] | None, poa: list[list[Any]]) -> list[str] | None:
+        """The cars of lane a from just above `old` up to car c, oldest first; None (and fetches) if any is missing."""
+        out = []
+        floor = old[0] if old is not None else 0
+        while True:
+            car = self.cars.get(c)
+            if car is None or car[2] not in self.batches:
+                self.fetch(c, a, poa)
+                return None
+            out.append(c)
+            if car[1] <= floor + 1 or car[3] == "":
+                break
+            c, poa = car[3], []
+        out.reverse()
+        return out
+
+    def fetch(self, c: str, a: int, poa: list[list[Any]]) -> None:
+        """Ask the car's author and its PoA's signers (everyone, for an uncertified ancestor) for car c."""
+        now = time.monotonic()
+        if now - self.fetched.get(c, -1.0) < FETCH_AGAIN:
+            return
+        self.fetched[c] = now
+        self.stats["fetches"] += 1
+        req = self.sign({"t": "Fetch", "from": self.me, "c": c, "n": self.stats["fetches"]})
+        for w in {a, *[w for w, _ in poa]} - {self.me}:
+            self.send_raw(w, req)
+        if not poa:
+            self.broadcast(req)
+
+    def apply(self, a: int, c: str) -> int:
+        payload = self.batches[self.cars[c][2]]
+        self.log = hashlib.sha256(self.log + bytes.fromhex(c)).digest()
+        acks = bytearray()
+        for i in range(0, len(payload), TX_SIZE):
+            _, _, key = TX_HEAD.unpack_from(payload, i)
+            self.kv[key] = payload[i + TX_HEAD.size:i + TX_SIZE]
+            acks += payload[i:i + ACK_SIZE]  # the transaction's id and send time
+        if a == self.me and self.client is not None and not self.client.is_closing():
+            self.client.send_body(bytes_frame("A", "acks", bytes(acks)))
+        return len(payload) // TX_SIZE

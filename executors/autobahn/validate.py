@@ -1,0 +1,137 @@
+"""Check a run of the Autobahn processes against the spec's properties, with the spec's model of signatures.
+
+The spec (`lockstep.specs.autobahn`) keeps a record of every vote an honest replica signed and calls
+a certificate authentic when each honest signer really cast that vote (a Byzantine signer may have
+signed anything). Each replica's trace is that record for the replica, so the validator checks,
+over all traces together: agreement, prefix-consistent execution logs, certificates_authentic
+(every commit's and every committed tip's certificate is big enough and its honest signers' votes
+are in their traces), vote_once, locked_after_commit, no vote after a timeout of the same view, and
+k = 1 (an honest leader proposes slot s only after it committed s - 1). A trace line that does not
+parse, or an event with missing fields, is a `RunInvalid` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class RunInvalid(Exception):
+    """The run breaks one of the spec's properties; the message says which, where and how."""
+
+
+@dataclass
+class Validation:
+    events: int = 0
+    commits: int = 0
+    slots: int = 0
+    votes: int = 0
+    rejections: dict[str, int] = field(default_factory=dict)
+
+
+def read(path: str, pid: int) -> list[dict[str, Any]]:
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            try:
+                ev = json.loads(line)
+            except json.JSONDecodeError:
+                if i == sum(1 for _ in open(path, encoding="utf-8")):
+                    break  # a torn last line of a killed replica
+                raise RunInvalid(f"{path}:{i}: not a JSON line") from None
+            if not isinstance(ev, dict) or not isinstance(ev.get("ev"), str):
+                raise RunInvalid(f"{path}:{i}: an event is a JSON object with \"ev\"")
+            ev["_at"] = f"replica {pid} ({path}:{i})"
+            out.append(ev)
+    return out
+
+
+def validate(traces: dict[int, str], n: int, byzantine: set[int] | frozenset[int] = frozenset()) -> Validation:
+    """Validate the traces of one run (replica -> trace file); RunInvalid at the first broken property."""
+    f = (n - 1) // 3
+    q = 2 * f + 1
+    honest = [p for p in sorted(traces) if p not in byzantine]
+    events = {p: read(path, p) for p, path in traces.items()}
+    res = Validation(events=sum(len(e) for e in events.values()))
+    votes: dict[str, set[tuple]] = defaultdict(set)  # kind -> {(voter, ...statement)} of honest replicas
+    try:
+        for p in honest:
+            once: dict[tuple, str] = {}
+            timed_out: set[tuple[int, int]] = set()
+            committed: set[int] = set()
+            for ev in events[p]:
+                kind = ev["ev"]
+                if kind == "vote":
+                    stmt = (ev["a"], ev["h"]) if ev["kind"] == "car" else (ev["s"], ev["v"])
+                    val = ev["c"] if ev["kind"] == "car" else ev["d"]
+                    key = (ev["kind"], *stmt)
+                    if once.setdefault(key, val) != val:
+                        raise RunInvalid(f"vote_once: {ev['_at']} voted twice for {ev['kind']} {stmt}")
+                    if ev["kind"] != "car" and stmt in timed_out:
+                        raise RunInvalid(f"{ev['_at']} voted in slot {stmt[0]} view {stmt[1]} after timing out of it")
+                    votes[ev["kind"]].add((p, *stmt, val))
+                    res.votes += 1
+                elif kind == "timeout":
+                    timed_out.add((ev["s"], ev["v"]))
+                elif kind == "commit":
+                    committed.add(ev["s"])
+                elif kind == "propose" and ev["s"] > 1 and ev["s"] - 1 not in committed:
+                    raise RunInvalid(f"open_slots_bounded (k = 1): {ev['_at']} proposed slot {ev['s']} "
+                                     f"before it committed slot {ev['s'] - 1}")
+        decided: dict[int, tuple[int, str, str]] = {}
+        logs: dict[int, tuple[str, str]] = {}
+        for p in honest:
+            for ev in events[p]:
+                if ev["ev"] == "commit":
+                    res.commits += 1
+                    s, v, d = ev["s"], ev["v"], ev["d"]
+                    if s in decided and decided[s][1] != d:
+                        raise RunInvalid(f"agreement: slot {s} committed {d[:12]} at {ev['_at']} but "
+                                         f"{decided[s][1][:12]} at {decided[s][2]}")
+                    decided.setdefault(s, (v, d, ev["_at"]))
+                    _authentic(ev, votes, byzantine, n, q, f)
+                elif ev["ev"] == "exec":
+                    s = ev["s"]
+                    if s in logs and logs[s][0] != ev["log"]:
+                        raise RunInvalid(f"logs_prefix_consistent: the execution logs after slot {s} differ at "
+                                         f"{ev['_at']} and {logs[s][1]}")
+                    logs.setdefault(s, (ev["log"], ev["_at"]))
+        for kind in ("prepare", "confirm"):
+            for (voter, s, v, d) in votes[kind]:
+                if s in decided and v > decided[s][0] and d != decided[s][1]:
+                    raise RunInvalid(f"locked_after_commit: replica {voter} voted {kind} for another cut in slot {s} "
+                                     f"view {v}, after the slot committed in view {decided[s][0]}")
+        for p in traces:
+            for ev in events[p]:
+                if ev["ev"] == "reject":
+                    res.rejections[ev["reason"]] = res.rejections.get(ev["reason"], 0) + 1
+        res.slots = len(decided)
+    except (KeyError, TypeError) as e:
+        raise RunInvalid(f"an event lacks a field or has the wrong type ({e})") from None
+    return res
+
+
+def _authentic(ev: dict[str, Any], votes: dict[str, set[tuple]], byzantine: set[int] | frozenset[int], n: int,
+               q: int, f: int) -> None:
+    s, v, d = ev["s"], ev["v"], ev["d"]
+    kind, need = ("prepare", n) if ev["fast"] else ("confirm", q)
+    signers = ev["signers"]
+    if len(set(signers)) < need:
+        raise RunInvalid(f"certificates_authentic: the commit of slot {s} at {ev['_at']} has {len(set(signers))} "
+                         f"signers, fewer than {need}")
+    for w in signers:
+        if w not in byzantine and (w, s, v, d) not in votes[kind]:
+            raise RunInvalid(f"certificates_authentic: the commit of slot {s} at {ev['_at']} names replica {w}, "
+                             f"which never cast that {kind} vote")
+    for a, tip in enumerate(ev["cut"]):
+        if tip is None:
+            continue
+        h, c, poa = tip
+        if len(set(poa)) < f + 1:
+            raise RunInvalid(f"committed_cars_certified: lane {a} height {h} in slot {s} has a PoA of {len(poa)} votes")
+        for w in poa:
+            if w not in byzantine and (w, a, h, c) not in votes["car"]:
+                raise RunInvalid(f"certificates_authentic: the PoA of lane {a} height {h} names replica {w}, "
+                                 f"which never voted for that car")

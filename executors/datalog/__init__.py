@@ -1,0 +1,1 @@
+"""Datalog programs on stale-synchronous worker processes."""

@@ -1,0 +1,1 @@
+"""The shipped programs, as `.dl` files beside this module."""

@@ -1,0 +1,130 @@
+"""`check --cluster local`: the vector engine partitioned over 2 Ray actors gives the verdict, the counts,
+the depth and the counterexample of one process, on registered specs and their seeded bugs, at bounds,
+and after one of its actors is killed mid-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+
+from lockstep.checker.cluster import ClusterSearch
+from lockstep.checker.explicit import Options
+from lockstep.checker.loader import load_model
+from lockstep.checker.progress import NoProgress
+from lockstep.checker.vector import VectorModel, check_vector
+from tests.checker.scaling.test_checkpoint import summary
+from tests.conftest import model_path
+
+ray = pytest.importorskip("ray")
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray instance for the module (starting Ray takes seconds); the searches reuse it."""
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    yield
+    ray.shutdown()
+
+
+def both(spec: str, params: dict | None = None, on_level=None, say=None, **bounds):
+    vm = VectorModel(load_model(spec, params or {}))
+    one = check_vector(vm, Options(**bounds))
+    search = ClusterSearch(vm, spec, params or {}, Options(**bounds), NoProgress(), "local", 2, every=0,
+                           on_level=on_level, say=say)
+    return one, search.run(), search
+
+
+def assert_same(one, many) -> None:
+    assert (many.verdict, many.distinct, many.generated, many.depth, many.queued, many.cut) == \
+        (one.verdict, one.distinct, one.generated, one.depth, one.queued, one.cut)
+    assert (one.violation is None) == (many.violation is None)
+    if one.violation is not None:
+        a, b = one.violation, many.violation
+        assert (b.kind, b.name, b.message) == (a.kind, a.name, a.message)
+        assert [(s.label, s.state) for s in b.trace.steps] == [(s.label, s.state) for s in a.trace.steps]
+
+
+CASES = [
+    ("two_phase", {"rm": 4}, {}),  # holds
+    ("filter_lock", {}, {}),  # holds
+    ("bracha", {}, {"max_depth": 7}),  # the depth bound, with unexplored states
+    ("filter_lock", {}, {"max_depth": 30}),  # the depth bound beyond the diameter: holds
+    ("two_phase", {"rm": 4}, {"max_states": 900}),  # the state bound, mid-level
+    ("filter_lock_buggy", {}, {}),  # seeded bug: mutual exclusion
+    ("peterson_buggy", {}, {}),  # seeded bug: mutual exclusion
+    ("bracha_low_echo_quorum", {}, {}),  # seeded bug: agreement
+    ("two_phase_commit_eager", {}, {}),  # seeded bug, in the initial level's successors
+    ("tcommit", {}, {}),  # a deadlock
+    ("agent_clock_buggy", {}, {}),  # a failing step (a value out of its type)
+    ("diehard", {}, {}),
+    (model_path("constrained.py") + ":Counter", {}, {}),  # a violation just outside the constraint
+    (model_path("constrained.py") + ":Chain", {}, {}),
+]
+
+
+@pytest.mark.parametrize("spec,params,bounds", CASES, ids=[f"{c[0].split('/')[-1]}-{c[2]}" for c in CASES])
+def test_two_actors_match_one_process(local_ray, spec, params, bounds):
+    one, many, _search = both(spec, params, **bounds)
+    assert_same(one, many)
+
+
+def test_exchange_volume_is_recorded(local_ray):
+    one, many, search = both("two_phase", {"rm": 4})
+    assert len(search.exchanged) == one.depth  # one entry per expanded level (the last finds nothing new)
+    rows, cross, nbytes = map(sum, zip(*search.exchanged))
+    assert 0 < cross < rows and nbytes == cross * 4 * 8
+    assert "crossed partitions" in many.notes[-1]
+
+
+def test_a_killed_actor_is_reported_and_the_run_resumes_from_the_last_level(local_ray):
+    said = []
+
+    def kill_one(search, level):
+        if level == 5 and not search.recovered:
+            os.kill(ray.get(search.actors[1].pid.remote()), signal.SIGKILL)
+
+    one, many, search = both("filter_lock_buggy", on_level=kill_one, say=said.append)
+    assert search.recovered == 1
+    assert any("actor was lost at level 5" in s and "resuming from level 5" in s for s in said), said
+    assert_same(one, many)
+
+
+def test_cli_cluster_local(local_ray, cli):
+    r = cli("check", "peterson_buggy", "--cluster", "local", "--workers", "2", "--quiet")
+    plain = cli("check", "peterson_buggy", "--quiet")
+    assert r.code == plain.code == 1
+    (counts, before), (counts1, before1) = summary(r.out), summary(plain.out)
+    assert counts == counts1
+    assert before.split("\n", 1)[1] == before1.split("\n", 1)[1]  # all but the header: the counterexample
+    assert "cluster: 2 Ray actors" in r.out
+
+
+def test_cluster_usage_errors(cli):
+    for args, words in [(["--cluster", "nowhere"], "expected local"),
+                        (["--cluster", "local", "--dfs"], "--dfs"),
+                        (["--cluster", "local", "--symmetry"], "--symmetry"),
+                        (["--cluster", "local", "--engine", "scalar"], "--engine scalar")]:
+        r = cli("check", "two_phase", *args)
+        assert r.code == 2 and words in r.err, (args, r.err)
+
+
+def test_checkpoints_move_between_the_cluster_and_one_process(local_ray, cli, tmp_path):
+    """A cluster run's checkpoint resumed by one process, and one process's resumed on the cluster."""
+    plain = cli("check", "filter_lock_buggy", "--quiet")
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    cut = ["--max-depth", "6", "--checkpoint-every", "0"]
+    assert cli("check", "filter_lock_buggy", "--quiet", "--cluster", "local", "--workers", "2", "--checkpoint", a,
+               *cut).code == 3
+    assert cli("check", "filter_lock_buggy", "--quiet", "--checkpoint", b, *cut).code == 3
+    for d in (a, b):
+        assert json.load(open(os.path.join(d, "manifest.json")))["level"] == 6
+    one = cli("check", "filter_lock_buggy", "--quiet", "--resume", a)
+    many = cli("check", "filter_lock_buggy", "--quiet", "--cluster", "local", "--workers", "2", "--resume", b)
+    assert one.code == many.code == plain.code == 1
+    counts, before = summary(plain.out)
+    for r in (one, many):
+        c, b4 = summary(r.out)
+        assert c == counts and b4.split("\n", 1)[1] == before.split("\n", 1)[1]

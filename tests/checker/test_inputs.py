@@ -1,0 +1,244 @@
+"""Untrusted input: a trace never chooses the code that runs, sizes are refused before anything is built, and bad
+files, paths and pipes give one message and exit 2 (never a traceback, an internal error or a hang)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.loader import load_model
+from lockstep.checker.trace import Trace
+from tests.conftest import model_path
+
+
+def no_traceback(r):
+    assert "Traceback" not in r.out + r.err and "internal error" not in r.err, r.err
+    return r
+
+
+@pytest.fixture
+def diehard(tmp_path):
+    path = tmp_path / "cex.json"
+    check(load_model("diehard"), Options()).violation.trace.save(str(path))
+    return path
+
+
+@pytest.fixture
+def booby_trap(tmp_path):
+    """A Python file that leaves a mark when imported, and a trace and a run trace that name it."""
+    mark = tmp_path / "imported"
+    code = tmp_path / "trap.py"
+    code.write_text(f"open({str(mark)!r}, 'w').close()\n"
+                    "def init():\n    return [0]\n\ndef next(s):\n    return []\n")
+    return code, mark
+
+
+def test_a_trace_naming_a_file_does_not_run_it(cli, diehard, booby_trap, tmp_path):
+    code, mark = booby_trap
+    data = json.loads(diehard.read_text())
+    data["#meta"]["lockstep"]["spec"] = str(code)
+    diehard.write_text(json.dumps(data))
+    for args in (["replay", str(diehard)], ["replay", str(diehard), "--on-processes"]):
+        r = no_traceback(cli(*args))
+        assert r.code == 2 and "not a registered spec name" in r.err and "--spec SPEC" in r.err
+    run = tmp_path / "run.jsonl"
+    run.write_text(json.dumps({"kind": "run", "spec": str(code), "params": {}, "processes": 1}) + "\n")
+    for args in (["validate", str(run)], ["validate", str(run), "--configurations", str(tmp_path / "c.json")]):
+        r = no_traceback(cli(*args))
+        assert r.code == 2 and "not a registered spec name" in r.err and "--spec SPEC" in r.err
+    assert not mark.exists(), "the file the trace names was imported"
+
+
+def test_the_user_names_the_spec_and_traces_replay_from_anywhere(cli, tmp_path, monkeypatch):
+    spec = model_path("plain_counter.py")
+    out = tmp_path / "a" / "cex.json"
+    out.parent.mkdir()
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(spec)))
+    assert cli("check", "models/plain_counter.py", "--out", str(out)).code == 1
+    monkeypatch.chdir(tmp_path)  # another directory: the relative path in the trace means nothing here
+    r = no_traceback(cli("replay", str(out)))
+    assert r.code == 2 and "--spec" in r.err
+    r = cli("replay", str(out), "--spec", spec)
+    assert r.code == 0 and "invariant sum_below_7 is violated in the last state, as recorded" in r.out
+    r = no_traceback(cli("replay", str(out), "--spec", "diehard"))
+    assert r.code == 2 and "belongs to spec" in r.err
+
+
+def test_a_registered_spec_named_by_module_is_saved_by_its_registered_name(cli, tmp_path):
+    out = tmp_path / "cex.json"
+    assert cli("check", "lockstep.specs.examples.diehard:DieHard", "--out", str(out)).code == 1
+    assert json.loads(out.read_text())["#meta"]["lockstep"]["spec"] == "diehard"
+    assert cli("replay", str(out)).code == 0
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", "not a text file"),
+    (b"[" * 100_000, "nested more than"),
+    (b'{"#meta": {"lockstep": {"spec": 7}}, "vars": [], "states": [{}]}', "spec\" is missing or not a string"),
+    (b'{"#meta": {"lockstep": {"spec": "diehard", "params": {"big_cap": "5"}}}, "vars": ["big"], "states": [{}]}',
+     "params\" is not an object of integers"),
+    (b'{"#meta": {"lockstep": {"spec": "diehard", "property": []}}, "vars": [], "states": [{}]}',
+     "property\" is not an object"),
+    (b'{"#meta": {"lockstep": {"spec": "diehard"}}, "vars": "big", "states": [{}]}', "not a list of names"),
+    (b'{"#meta": {"lockstep": {"spec": "diehard"}}, "vars": [], "states": [{}, {"#meta": {"action": 3}}]}',
+     "does not name its action"),
+    (b'{"#meta": {"lockstep": {"spec": "diehard"}}, "vars": [], "states": [{}], "loop": true}', "not a state index"),
+    (b'{"#meta": {"lockstep": {"spec": "diehard"}}, "vars": ["big"], "states": [{}]}', "no value for variable 'big'"),
+    (b"1" * 5000, "not acceptable JSON"),
+])
+def test_malformed_trace_files_exit_2(cli, tmp_path, content, message):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    r = no_traceback(cli("replay", str(bad)))
+    assert r.code == 2 and message in r.err, r.err
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"\x00\xff\xfe garbage", "not a text file"),
+    (b'{"kind": "run", "spec": "two_phase_commit", "params": {}}\n' + b"[" * 100_000 + b"\n", "nested more than"),
+    (b'{"kind": "run", "spec": "two_phase_commit", "params": {"rm": "2"}}\n', "params must be integers"),
+    (b'{"kind": "run", "spec": "two_phase_commit", "params": {}, "notes": "x"}\n', "'notes' is \"x\", not list"),
+    (b'{"kind": "run", "spec": "two_phase_commit", "params": {}, "processes": true}\n', "'processes' is true"),
+    (b'{"kind": "run", "spec": "two_phase_commit", "params": {}}\n{"kind": "start", "pid": "0"}\n', "integer \"pid\""),
+])
+def test_malformed_run_traces_exit_2(cli, tmp_path, content, message):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(content)
+    r = no_traceback(cli("validate", str(bad)))
+    assert r.code == 2 and message in r.err, r.err
+
+
+def test_output_paths_are_checked_before_the_search(cli, tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        cases = [["check", "diehard", "--out", str(tmp_path)],
+                 ["check", "diehard", "--out", str(tmp_path / "no" / "x.json")],
+                 ["prove", "two_phase", "--invariant", "consistent", "--out", str(tmp_path)],
+                 ["run", "two_phase_commit", "--trace", str(tmp_path)]]
+        for args in cases:
+            with pytest.raises(SystemExit) as err:
+                cli(*args)
+            assert err.value.code == 2
+        if os.geteuid() != 0:  # root may write anywhere
+            with pytest.raises(SystemExit):
+                cli("check", "diehard", "--out", str(ro / "x.json"))
+    finally:
+        ro.chmod(0o700)
+
+
+def test_output_path_errors_say_why(capsys, tmp_path):
+    from lockstep.checker.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["check", "diehard", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert "is a directory; name a file to write" in err and "Checking" not in err
+
+
+def test_a_spec_that_exits_at_import_is_not_a_pass(cli, tmp_path):
+    spec = tmp_path / "exits.py"
+    spec.write_text("import sys\nsys.exit(0)\n")
+    r = no_traceback(cli("check", str(spec)))
+    assert r.code == 2 and "called sys.exit(0) while it was imported" in r.err
+
+
+def test_a_spec_that_exits_while_built_is_not_a_pass(cli, tmp_path):
+    spec = tmp_path / "exits_later.py"
+    spec.write_text("import sys\nfrom lockstep.specs.lang import Int, Spec, Var, action\n\n"
+                    "class Quits(Spec):\n    x = Var(Int(0, 1), init=0)\n\n    @action\n"
+                    "    def go(s):\n        sys.exit(0)\n")
+    r = no_traceback(cli("check", str(spec)))
+    assert r.code == 2 and "called sys.exit(0)" in r.err
+
+
+def test_a_closed_pipe_stops_quietly():
+    cmd = f"{sys.executable} -m lockstep list | head -1"
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 141 and proc.stderr == "" and len(proc.stdout.splitlines()) == 1
+
+
+def lasso(cli, tmp_path):
+    out = tmp_path / "lasso.json"
+    assert cli("check", "lock_weak", "--property", "no_starvation", "--out", str(out)).code == 1
+    return out, json.loads(out.read_text())
+
+
+def test_a_lasso_without_its_loop_is_refused(cli, tmp_path):
+    out, data = lasso(cli, tmp_path)
+    assert cli("replay", str(out)).code == 0
+    del data["loop"]
+    out.write_text(json.dumps(data))
+    r = no_traceback(cli("replay", str(out)))
+    assert r.code == 2 and "it is not a lasso" in r.err
+
+
+def test_a_claim_of_an_unknown_kind_is_refused(cli, tmp_path):
+    out, data = lasso(cli, tmp_path)
+    data["#meta"]["lockstep"]["property"]["kind"] = "liveness"
+    out.write_text(json.dumps(data))
+    r = no_traceback(cli("replay", str(out)))
+    assert r.code == 2 and "'liveness', not one of invariant, deadlock" in r.err
+    data["#meta"]["lockstep"]["property"]["kind"] = "invariant"
+    out.write_text(json.dumps(data))
+    r = no_traceback(cli("replay", str(out)))
+    assert r.code == 2 and "the trace is a lasso, but claims a invariant violation" in r.err
+
+
+def test_the_closing_step_of_a_lasso_is_recorded_and_checked(cli, tmp_path):
+    out, data = lasso(cli, tmp_path)
+    closing = data["#meta"]["lockstep"]["loop_action"]
+    last = len(data["states"]) - 1
+    assert closing == "stutter" if data["loop"] == last else closing["action"]
+    if closing == "stutter":
+        data["loop"] = 0
+    else:
+        data["#meta"]["lockstep"]["loop_action"] = "stutter"
+    out.write_text(json.dumps(data))
+    r = no_traceback(cli("replay", str(out)))
+    assert r.code == 2 and "stuttering" in r.err
+
+
+@pytest.mark.parametrize("args", [
+    ["check", "two_phase", "-p", "rm=1000000"],
+    ["check", "ewd840", "-p", "n=99999999999999999999999"],
+    ["check", "token_ring", "-p", "n=1000000"],
+    ["run", "two_phase_commit", "-p", "rm=100000"],
+    ["check", model_path("huge_keys.py")],
+])
+def test_huge_parameters_are_refused_at_once(cli, args):
+    t0 = time.monotonic()
+    r = no_traceback(cli(*args))
+    assert r.code == 2 and "more than the limit of" in r.err and "fix:" in r.err
+    assert time.monotonic() - t0 < 20, "refused only after building"
+
+
+def test_a_trace_with_huge_parameters_is_refused(cli, diehard, tmp_path):
+    data = json.loads(diehard.read_text())
+    data["#meta"]["lockstep"]["spec"], data["#meta"]["lockstep"]["params"] = "two_phase", {"rm": 10**30}
+    data["#meta"]["lockstep"]["spec_name"] = "TwoPhase"
+    diehard.write_text(json.dumps(data))
+    r = no_traceback(cli("replay", str(diehard)))
+    assert r.code == 2 and "more than the limit of" in r.err
+    run = tmp_path / "run.jsonl"
+    run.write_text(json.dumps({"kind": "run", "spec": "two_phase_commit", "params": {"rm": 10**30}}) + "\n")
+    r = no_traceback(cli("validate", str(run)))
+    assert r.code == 2 and "more than the limit of" in r.err
+
+
+def test_a_configuration_path_with_too_many_initial_states_is_refused_with_its_count(cli, tmp_path):
+    model = load_model("phase_clock", {"n": 16})
+    start = model.obj.start_configurations()
+    first = next(iter(model.obj.all_configurations())) if not isinstance(start, list) else start[0]
+    trace = Trace.from_states(model, [(None, first)])
+    path = tmp_path / "path.json"
+    trace.save(str(path))
+    r = no_traceback(cli("replay", str(path)))
+    assert r.code == 2 and "1,503,232,609,098 initial states, more than the limit of 1,000,000" in r.err

@@ -1,0 +1,237 @@
+"""Partial-order reduction is sound: the same verdicts, violated properties and replayable counterexamples
+as the full search on every actor spec of the project and its seeded bugs, and — on random small actor
+systems — the same reachable values of the observed slots and the very same deadlock states."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.explicit.reduced import reduced_level
+from lockstep.checker.loader import load_model, resolve
+from lockstep.checker.reduction.actors import ActorStructure
+from lockstep.checker.reduction.ample import PorStats, Reducer
+from lockstep.checker.replay import replay
+from lockstep.checker.typed_model import TypedModel
+from lockstep.checker.vector import check_vector
+from lockstep.specs.lang import SpecError, build_program
+from lockstep.specs.lang.actors import ActorSpec
+from lockstep.specs.registry import SPECS
+from tests.conftest import model_path
+from tests.models.random_actors import Desc, build
+
+SMALL = 300_000  # a registered spec whose full search stays below this runs in the default suite
+LARGE = {"bracha", "bracha_byzantine_relay", "bracha_equivocating_sender", "bracha_low_echo_quorum"}
+# (n = 4, f = 1: 0.8 to 12.6 million states; the slow test compares them, the default one checks that they are large)
+
+
+def _actor_specs() -> list[str]:
+    out = []
+    for name in sorted(SPECS):
+        obj, _ = resolve(name)
+        if isinstance(obj, type) and issubclass(obj, ActorSpec):
+            out.append(name)
+    return out
+
+
+ACTOR_SPECS = _actor_specs()
+MINUTES = {"psmr", "psmr_no_acyclic_order", "psmr_first_key_cg"}  # 0.1 to 0.3 million states, minutes each
+AUTOBAHN = {s for s in ACTOR_SPECS if s.startswith("autobahn")}  # 0.3 to 2 million states and more at defaults
+CONSTRAINED = {s for s in ACTOR_SPECS if s.startswith("ssp_")}  # state constraints: POR is refused (tested below)
+SMALL_SPECS = [s for s in ACTOR_SPECS if s not in LARGE | MINUTES | AUTOBAHN | CONSTRAINED]
+EXTRA = [model_path("actor_gossip.py") + ":" + c for c in
+         ("Gossip", "GossipSelfish", "GossipWithForger", "GossipObserved", "GossipObservedWrongClaim")] + \
+        [model_path("actor_failing.py") + ":Fragile"]
+VARIANTS = [("two_phase_commit", {"rm": 3}), ("two_phase_commit", {"ordered": 1, "capacity": 2}),
+            ("two_phase_commit", {"lossy": 1}), ("two_phase_commit", {"crashes": 0}),
+            ("two_phase_commit", {"ordered": 1}), ("two_phase_commit_eager", {"rm": 3}),
+            ("token_ring", {"n": 4, "laps": 2}), ("two_phase_commit", {"duplicating": 1}),
+            ("psmr", {"commands": 2}), ("psmr_no_acyclic_order", {"commands": 2})]
+
+
+def _same(spec: str, params: dict, deadlock: bool, limit: int | None = SMALL) -> None:
+    full = check(load_model(spec, params), Options(deadlock=deadlock, max_states=limit))
+    assert full.verdict != "inconclusive", f"{spec} has more than {limit:,} states: list it in LARGE"
+    scalar = check(load_model(spec, params), Options(deadlock=deadlock, por=True))
+    vector = check_vector(load_model(spec, params), Options(deadlock=deadlock, por=True))
+    assert scalar.verdict == vector.verdict == full.verdict
+    assert (scalar.distinct, scalar.generated, scalar.depth) == (vector.distinct, vector.generated, vector.depth)
+    if full.verdict == "holds":  # a violation may be reached later in the reduced graph, after more states
+        assert scalar.distinct <= full.distinct
+    if full.violation is not None:
+        for res in (scalar, vector):
+            v = res.violation
+            assert v.kind == full.violation.kind
+            if v.kind == "invariant":
+                assert v.name == full.violation.name
+            assert replay(v.trace).states  # the counterexample re-executes and shows the violation
+
+
+@pytest.mark.parametrize("spec", SMALL_SPECS + EXTRA)
+@pytest.mark.parametrize("deadlock", [False, True])
+def test_reduced_and_full_searches_agree_on_every_actor_spec(spec, deadlock):
+    _same(spec, {}, deadlock)
+
+
+def test_the_large_specs_are_large():
+    """What keeps a spec out of the default differential test is its size, nothing else."""
+    assert LARGE <= set(ACTOR_SPECS)
+    res = check_vector(load_model("bracha", {}), Options(deadlock=False, max_states=SMALL))
+    assert res.verdict == "inconclusive"
+
+
+@pytest.mark.parametrize("spec, params", VARIANTS)
+def test_reduced_and_full_searches_agree_on_network_and_fault_variants(spec, params):
+    _same(spec, params, deadlock=False)
+
+
+@pytest.mark.parametrize("spec", sorted(CONSTRAINED))
+def test_specs_with_state_constraints_are_searched_without_reduction(spec, cli):
+    r = cli("check", spec, "--quiet")
+    assert "partial-order reduction off" in r.out and "state constraints" in r.out
+    assert cli("check", spec, "--por", "--quiet").code == 2
+
+
+@pytest.mark.parametrize("spec", sorted(AUTOBAHN))
+def test_reduced_and_full_searches_agree_on_one_slot_of_autobahn(spec):
+    """Every Autobahn variant on one slot and one view of consensus (0.2 to 52 thousand states)."""
+    _same(spec, {"lanes": 0, "views": 1, "slots": 1}, deadlock=False)
+
+
+def test_reduced_and_full_searches_agree_on_the_seeded_autobahn_lane_bug():
+    _same("autobahn_weak_poa", {}, deadlock=False)  # committed_cars_available, 64,439 states in the full search
+
+
+def test_reduced_and_full_searches_agree_on_the_seeded_psmr_bug():
+    _same("psmr_first_key_cg", {}, deadlock=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec, deadlock", [(s, False) for s in sorted(LARGE)] + [(s, d) for s in sorted(MINUTES)
+                                                                                  for d in (False, True)])
+def test_reduced_and_full_searches_agree_on_large_actor_specs(spec, deadlock):
+    _same(spec, {}, deadlock=deadlock, limit=None)
+
+
+def test_reduction_keeps_the_low_echo_quorum_bug_and_prunes_the_equivocating_sender():
+    """The seeded bug is still found (a longer trace: the reduced graph delays it); the correct quorum
+    holds for the Byzantine relay on under a quarter of the full search's 772,720 states."""
+    res = check_vector(load_model("bracha_low_echo_quorum", {}), Options(deadlock=False, por=True))
+    assert res.violation.name == "ready_agreement"
+    assert replay(res.violation.trace).states
+    relay = check_vector(load_model("bracha_byzantine_relay", {}), Options(deadlock=False, por=True))
+    assert relay.verdict == "holds" and relay.distinct * 4 < 772_720
+
+
+@pytest.mark.slow
+def test_reduction_of_the_equivocating_sender():
+    res = check_vector(load_model("bracha_equivocating_sender", {}), Options(deadlock=False, por=True))
+    assert res.verdict == "holds" and res.distinct * 10 <= 12_642_176
+
+
+# ----------------------------------------------------------------------------- random actor systems
+
+
+@st.composite
+def descs(draw) -> Desc:
+    n = draw(st.integers(2, 3))
+    ntags = draw(st.integers(1, 2))
+    pid, tag, val = st.integers(0, n - 1), st.integers(0, ntags - 1), st.integers(0, 1)
+    cond = st.sampled_from([("true",), ("fresh",), ("x", 0), ("x", 1), ("heard", 1)])
+    dst = st.one_of(pid, st.just("src"), st.just("x")) if n == 3 else st.one_of(pid, st.just("src"))
+    op = st.one_of(st.tuples(st.just("guard"), st.integers(0, 2)), st.tuples(st.just("set"), st.integers(0, 2)),
+                   st.just(("inc",)), st.just(("first",)), st.just(("hear",)),
+                   st.tuples(st.just("send"), dst, tag, st.sampled_from(["m", "x", 0, 1]), cond),
+                   st.tuples(st.just("arm"), cond))
+    start = tuple(tuple(draw(st.lists(st.tuples(pid, tag, val), max_size=3, unique=True))) for _ in range(n))
+    ops = tuple((p, t, tuple(draw(st.lists(op, max_size=4)))) for p in range(n) for t in range(ntags))
+    timers = tuple(draw(st.one_of(st.none(), st.lists(op, max_size=2).map(tuple))) for _ in range(n))
+    inv = draw(st.tuples(st.sampled_from(["pair", "agree", "heard"]), pid, pid, st.integers(0, 2)))
+    net = draw(st.sampled_from([{}, {"ordered": True, "capacity": 2}, {"capacity": 2}, {"duplicating": True},
+                                {"lossy": True}, {"crashes": 1}, {"ordered": True, "lossy": True, "capacity": 2}]))
+    return Desc(n, ntags, start, ops, timers, inv, **net)
+
+
+def _full_graph(model: TypedModel, limit: int) -> tuple[set, bool] | None:
+    """Every reachable state (None beyond `limit`) and whether some step fails."""
+    seen = set(model.initial_states())
+    todo = list(seen)
+    failed = False
+    while todo:
+        st_ = todo.pop()
+        try:
+            succ = model.successors(st_)
+        except Exception:
+            failed = True
+            succ = model.steps_that_succeed(st_)
+        for _, t in succ:
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+                if len(seen) > limit:
+                    return None
+    return seen, failed
+
+
+def _reduced_graph(model: TypedModel, red: Reducer) -> set:
+    expand = reduced_level(model, red, PorStats(), deadlock=False)
+    P: dict = {}
+    frontier = []
+    for s in model.initial_states():
+        f = model.fingerprint(s)
+        if f not in P:
+            P[f] = None
+            frontier.append((f, s))
+    states = {s for _, s in frontier}
+    while frontier:
+        nxt: list = []
+        r = expand(frontier, P, nxt, lambda _s: False, None, None, sys.maxsize, lambda _k, _g: None, None, None, 1, 0)
+        assert not isinstance(r, tuple), r
+        states.update(s for _, s in nxt)
+        frontier = nxt
+    return states
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(descs(), st.data())
+def test_random_actor_systems_reduced_and_full(desc, data):
+    prog = build_program(build(desc), {})
+    model = TypedModel(prog, "random")
+    try:
+        model.initial_states()
+    except SpecError:  # the start handlers overflow the network: nothing to explore
+        return
+    graph = _full_graph(model, 20_000)
+    if graph is None:
+        return
+    states, failed = graph
+    kinds = {"step"} if failed else set()
+    if any(model.violated(x) >= 0 for x in states):
+        kinds.add("invariant")
+    if any(not model.steps_that_succeed(x) for x in states):
+        kinds.add("deadlock")
+    full = check(model, Options(deadlock=True))
+    reduced = check(model, Options(deadlock=True, por=True))
+    vector = check_vector(model, Options(deadlock=True, por=True))
+    assert reduced.verdict == vector.verdict == full.verdict == ("violation" if kinds else "holds")
+    assert (reduced.distinct, reduced.generated) == (vector.distinct, vector.generated)
+    if reduced.violation is not None:  # one of the violations there are (which one comes first may differ)
+        kind = reduced.violation.kind
+        assert ("step" if kind in ("assertion", "error", "type") else kind) in kinds
+    steps_only = check(model, Options(deadlock=False, por=True))
+    if "invariant" not in kinds:
+        assert (steps_only.verdict == "violation") == failed
+    if failed:
+        return
+    visible = set(data.draw(st.lists(st.integers(0, prog.nslots - 1), max_size=4), label="visible slots"))
+    red = Reducer(ActorStructure(prog), visible)
+    kept = _reduced_graph(model, red)
+    assert kept <= states
+    project = lambda ss: {tuple(s[i] for i in sorted(visible)) for s in ss}  # noqa: E731
+    assert project(kept) == project(states)
+    dead = lambda ss: {s for s in ss if not model.successors(s)}  # noqa: E731
+    assert dead(kept) == dead(states)

@@ -1,0 +1,99 @@
+"""`lockstep simulate` on typed, actor and plain specs: random walks find seeded bugs, save traces that
+replay (on the spec and on processes), are reproducible by seed whatever the workers, and report coverage."""
+
+from __future__ import annotations
+
+import json
+
+from lockstep.checker.loader import load_model
+from lockstep.checker.replay import replay
+from lockstep.checker.simulation import simulate
+from lockstep.checker.trace import Trace
+from tests.conftest import model_path
+
+VACUOUS = model_path("vacuous.py") + ":Vacuous"
+
+
+def test_random_walks_find_the_low_echo_quorum_bug_and_the_trace_replays_on_processes(cli, tmp_path):
+    out = tmp_path / "cex.json"
+    r = cli("simulate", "bracha_low_echo_quorum", "--runs", "10000", "--no-deadlock", "--quiet", "--out", str(out))
+    assert r.code == 1, r.out
+    assert "invariant ready_agreement is violated" in r.out
+    trace = Trace.load(str(out))
+    assert trace.property == {"kind": "invariant", "name": "ready_agreement"}
+    assert replay(trace).states
+    r = cli("replay", str(out), "--on-processes")
+    assert r.code == 0 and "violates invariant ready_agreement, as in the counterexample" in r.out
+
+
+def test_the_correct_quorum_survives_the_walks(cli):
+    r = cli("simulate", "bracha", "--runs", "300", "--depth", "60", "--no-deadlock", "--quiet")
+    assert r.code == 0, r.out
+    assert "No violation in 300 walks" in r.out and "steps/s" in r.out
+
+
+def test_a_deadlock_is_a_violation_unless_allowed(cli):
+    r = cli("simulate", "two_phase_commit", "--runs", "50", "--quiet")
+    assert r.code == 1 and "deadlock" in r.out
+    assert cli("simulate", "two_phase_commit", "--runs", "50", "--quiet", "--no-deadlock").code == 0
+
+
+def test_typed_and_plain_specs_and_failing_steps(cli):
+    assert cli("simulate", "two_phase", "--runs", "200", "--no-deadlock", "--quiet").code == 0
+    r = cli("simulate", model_path("plain_counter.py"), "--runs", "200", "--quiet")
+    assert r.code == 1 and "invariant sum_below_7 is violated" in r.out
+    r = cli("simulate", model_path("failing_action.py") + ":Asserting", "--runs", "5", "--quiet")
+    assert r.code == 1 and "n must skip 2" in r.out
+
+
+def test_same_seed_same_walks_whatever_the_workers():
+    model = load_model("bracha_low_echo_quorum", {})
+    one = simulate(model, 3000, 100, seed=7, deadlock=False)
+    again = simulate(model, 3000, 100, seed=7, deadlock=False)
+    two = simulate(model, 3000, 100, seed=7, deadlock=False, workers=2)
+    assert one.violation is not None
+    assert one.violating_walk == again.violating_walk == two.violating_walk
+    assert one.violation.trace.to_json() == two.violation.trace.to_json()
+    assert (one.steps, one.distinct) == (again.steps, again.distinct)
+    other = simulate(model, 3000, 100, seed=8, deadlock=False)
+    assert other.violation.trace.to_json() != one.violation.trace.to_json()
+
+
+def test_coverage_flags_a_never_enabled_action(cli, tmp_path):
+    out = tmp_path / "cov.json"
+    r = cli("simulate", VACUOUS, "--runs", "20", "--depth", "10", "--quiet", "--coverage", str(out))
+    assert r.code == 0
+    assert "warning: action overflow was never enabled" in r.out
+    data = json.loads(out.read_text())
+    assert data["never_enabled"] == ["overflow"]
+    assert data["actions"]["inc"]["taken"] > 0 and data["actions"]["overflow"] == {"enabled": 0, "taken": 0}
+    assert sum(v["taken"] for v in data["actions"].values()) == data["steps"] == 200
+
+
+def test_per_message_tag_coverage_of_actor_specs():
+    res = simulate(load_model("bracha", {}), 20, 100, deadlock=False)
+    table = res.coverage.table(load_model("bracha", {}))
+    assert {"deliver Initial", "deliver Echo", "deliver Ready"} <= set(table)
+    assert all(v["taken"] > 0 for k, v in table.items() if k.startswith("deliver"))
+
+
+def test_options_of_the_other_kind_of_simulation_are_refused(cli):
+    r = cli("simulate", "two_phase", "--time", "5")
+    assert r.code == 2 and "--time: only for population protocols" in r.err
+    r = cli("simulate", "adaptive_majority", "--depth", "5")
+    assert r.code == 2 and "--depth" in r.err
+
+
+def test_check_coverage_counts_every_enabled_step_and_flags_the_vacuous_action(cli, tmp_path):
+    out = tmp_path / "cov.json"
+    r = cli("check", VACUOUS, "--coverage", str(out))
+    assert r.code == 0 and "warning: action overflow was never enabled" in r.out
+    data = json.loads(out.read_text())
+    assert data["actions"] == {"inc": {"enabled": 3, "taken": 3}, "overflow": {"enabled": 0, "taken": 0},
+                               "reset": {"enabled": 1, "taken": 1}}
+    r = cli("check", "two_phase_commit", "--no-deadlock", "--coverage", str(out))
+    assert r.code == 0 and "partial-order reduction off with --coverage" in r.out
+    data = json.loads(out.read_text())
+    assert sum(v["enabled"] for v in data["actions"].values()) == 2208 - 1  # every step generated, less the start
+    assert data["never_enabled"] == []
+    assert cli("check", "two_phase_commit", "--coverage", str(out), "--engine", "vector").code == 2

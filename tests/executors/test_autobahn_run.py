@@ -1,0 +1,170 @@
+"""Autobahn on real processes: runs with each kind of fault validated against the spec's properties, and
+tampered, forged, replayed, out-of-view and malformed messages rejected by the running replicas."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from lockstep.checker.cli import main as cli
+from lockstep.executors.autobahn.crypto import Signer, canonical
+from lockstep.executors.autobahn.messages import (
+    MAX_BATCH,
+    TX_SIZE,
+    Malformed,
+    bytes_frame,
+    decode_signed,
+    frame_payload,
+    signed_frame,
+)
+from lockstep.executors.autobahn.run import parse_plan, run, run_async
+from lockstep.executors.autobahn.validate import RunInvalid, validate
+from lockstep.executors.faults import FaultsError
+from lockstep.executors.wire import MAX_FRAME, TAG, Credentials, connect, parse
+
+PLANS = {
+    "no faults": {},
+    "leader blip": {"partitions": [{"start": 0.6, "end": 1.6, "groups": [[2], [0, 1, 3]]}]},
+    "partial partition": {"partitions": [{"start": 0.6, "end": 1.6, "groups": [[0, 1, 2], [1, 2, 3]]}]},
+    "crashed replica": {"crashes": [{"pid": 1, "at": 1.0}]},
+    "byzantine voter": {"byzantine": {"pid": 3, "behaviour": "vote_all"}},
+    "equivocating leader": {"byzantine": {"pid": 2, "behaviour": "equivocate"}},
+    "silent in timeouts": {"byzantine": {"pid": 3, "behaviour": "silent_timeouts"}},
+}
+
+
+SLOW = {"leader blip", "partial partition", "equivocating leader", "silent in timeouts"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in PLANS])
+def test_a_run_with_each_fault_validates(name, tmp_path):
+    plan = parse_plan(PLANS[name], 4)
+    rep = run(3.0, str(tmp_path), plan, rate=2000)
+    val = validate(rep.traces, 4, set(plan.byzantine))
+    honest = [p for p in range(4) if p not in plan.byzantine and p not in rep.crashed]
+    committed = [rep.replicas[p]["stats"]["committed"] for p in honest]
+    assert min(committed) >= 2 and val.slots >= 2, (committed, rep.notes)
+    assert rep.client["acked"] > 0
+    assert not val.rejections.get("bad_signature") and not val.rejections.get("forged_certificate")
+    assert not val.rejections.get("unauthenticated") and not val.rejections.get("wrong_sender")  # the run's channels
+    assert rep.client["rejected"] == 0
+
+
+def test_a_broken_property_in_a_trace_is_reported(tmp_path):
+    rep = run(2.0, str(tmp_path), rate=1000)
+    path = rep.traces[0]
+    lines = open(path, encoding="utf-8").read().splitlines()
+    for i, line in enumerate(lines):
+        ev = json.loads(line)
+        if ev["ev"] == "commit":
+            ev["d"] = "0" * 64
+            lines[i] = json.dumps(ev)
+            break
+    open(path, "w", encoding="utf-8").write("\n".join(lines) + "\n")
+    with pytest.raises(RunInvalid, match="agreement|certificates_authentic"):
+        validate(rep.traces, 4)
+
+
+def test_tampered_forged_replayed_stale_and_malformed_messages_are_rejected(tmp_path):
+    """A member of the run (it has the run's secret, not replica 2's or 3's signing keys) sends bad protocol
+    messages on an authenticated channel: the signatures and certificates catch them. A stranger without
+    the secret, a plain unauthenticated connection and a replayed channel frame are refused by the channel."""
+    async def attack(cluster) -> None:
+        await asyncio.sleep(1.5)  # slot 1 has committed
+        port = cluster.members[0].port
+        as2 = Signer(2, cluster.private[2], cluster.public)
+        as3 = Signer(3, cluster.private[3], cluster.public)
+        ep = await connect(port, cluster.creds.as_member(3), 0)
+
+        def send(signer: Signer, obj: dict, tamper: bool = False) -> bytes:
+            data = canonical(obj)
+            sig = signer.sign(data)
+            if tamper:
+                data = data.replace(b'"v":1', b'"v":2')
+            body = signed_frame(data, sig)
+            ep.send_body(body)
+            return body
+
+        empty = [None] * 4
+        send(as2, {"t": "Prepare", "from": 2, "s": 1, "v": 1, "cut": empty, "tk": None}, tamper=True)
+        send(as2, {"t": "Prepare", "from": 2, "s": 1, "v": 1, "cut": empty, "tk": None})  # slot 1 is committed
+        fake = [[p, "ab" * 64] for p in range(3)]
+        send(as3, {"t": "Commit", "from": 3, "s": 40, "v": 1, "cut": empty, "fast": 1, "qc": [*fake, [3, "cd" * 64]]})
+        send(as3, {"t": "PoA", "from": 3, "a": 0, "h": 1, "c": "ee" * 32, "sigs": fake[:2]})
+        vote = send(as3, {"t": "CarVote", "from": 3, "a": 0, "h": 90, "c": "ff" * 32})
+        ep.send_body(vote)  # the same signed vote again, in a fresh channel frame
+        ep.send_body(b'{"k":"S","m":{"t": nope')
+        ep.send({"k": "Z"})
+        ep.send({"k": "B", "txs": "not base64!"})
+        ep.send({"k": "T", "txs": ""})  # only the client sends transactions
+        await ep.drain()
+        await asyncio.sleep(0.2)
+        sealed = ep.session.seal(vote)
+        ep.transport.write(sealed + sealed)  # the second copy replays a channel frame: its tag is wrong there
+        await asyncio.sleep(0.2)
+        assert ep.is_closing()  # the replica closed the connection
+
+        stranger = await connect(port, Credentials.fresh(3), 0)  # claims to be replica 3, without the secret
+        stranger.send_body(vote)
+        _, plain = await asyncio.open_connection("127.0.0.1", port)  # the old, unauthenticated framing
+        plain.write(len(vote).to_bytes(4, "big") + vote)
+        await plain.drain()
+        await asyncio.sleep(0.5)
+        assert stranger.is_closing()
+        plain.close()
+
+    rep = asyncio.run(run_async(3.0, str(tmp_path), rate=1000, during=attack))
+    rj = rep.replicas[0]["rejections"]
+    assert rj.get("bad_signature", 0) >= 1 and rj.get("out_of_view", 0) >= 1 and rj.get("replayed", 0) >= 1
+    assert rj.get("forged_certificate", 0) >= 2 and rj.get("malformed", 0) >= 3 and rj.get("wrong_sender", 0) >= 1
+    assert rj.get("unauthenticated", 0) >= 3, rj  # the replayed channel frame, the stranger, the plain connection
+    val = validate(rep.traces, 4)
+    assert val.slots >= 2 and val.rejections["forged_certificate"] >= 2
+    events = [json.loads(line) for line in open(rep.traces[0], encoding="utf-8")]
+    reasons = [ev.get("reason") for ev in events]
+    assert "bad_signature" in reasons and "wrong_sender" in reasons  # every rejection is in the trace
+    why = " ".join(ev["detail"] for ev in events if ev.get("reason") == "unauthenticated")
+    assert "without the run's secret" in why and "authentication tag is wrong" in why and "authenticated hello" in why
+    assert not any(rep.replicas[p]["rejections"].get("unauthenticated") for p in (1, 2, 3))  # the run's own channels
+
+
+def test_a_full_batch_fits_one_channel_frame_and_bad_payloads_are_malformed():
+    full = bytes(range(256)) * (MAX_BATCH * TX_SIZE // 256)
+    body = bytes_frame("B", "txs", full)
+    assert len(body) + TAG <= MAX_FRAME
+    assert frame_payload(parse(body), "txs", TX_SIZE, MAX_BATCH) == full
+    assert len(bytes_frame("B", "txs", full + bytes(TX_SIZE))) + TAG > MAX_FRAME  # MAX_BATCH is the largest that fits
+    for bad, why in [({"k": "B", "txs": "!!!!"}, "not base64"), ({"k": "B", "txs": "AAAA"}, "whole number"),
+                     ({"k": "B"}, "a B frame is"), ({"k": "B", "txs": 5}, "not base64 of at most"),
+                     ({"k": "B", "txs": "A" * (MAX_FRAME * 2)}, "not base64 of at most")]:
+        with pytest.raises(Malformed, match=why):
+            frame_payload(bad, "txs", TX_SIZE, MAX_BATCH)
+    data = canonical({"t": "Fetch", "from": 1, "c": "ab" * 32, "n": 1})
+    assert decode_signed(parse(signed_frame(data, "cd" * 64))) == (data, "cd" * 64, json.loads(data))
+    with pytest.raises(Malformed, match="signature"):
+        decode_signed({"k": "S", "m": {}, "sig": "xyz"})
+
+
+def test_bad_fault_plans_are_refused_with_a_fix():
+    with pytest.raises(FaultsError, match="byzantine is"):
+        parse_plan({"byzantine": {"pid": 9, "behaviour": "vote_all"}}, 4)
+    with pytest.raises(FaultsError, match="not supported"):
+        parse_plan({"drop": 0.1}, 4)
+    with pytest.raises(FaultsError, match="does not restart"):
+        parse_plan({"crashes": [{"pid": 1, "at": 1.0, "restart": 2.0}]}, 4)
+
+
+def test_a_bad_fault_file_is_a_usage_error(tmp_path, capsys):
+    bad = tmp_path / "f.json"
+    bad.write_text('{"byzantine": {"pid": 3, "behaviour": "lie"}}')
+    assert cli(["run", "autobahn", "--faults", str(bad)]) == 2
+    assert "fix:" in capsys.readouterr().err
+
+
+def test_the_command_runs_and_validates(capsys):
+    assert cli(["run", "autobahn", "--duration", "2", "--rate", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert "ed25519-signed" in out and "Valid:" in out
+    assert cli(["run", "autobahn", "--param", "views=2"]) == 2

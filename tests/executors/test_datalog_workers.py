@@ -1,0 +1,114 @@
+"""Datalog on SSP worker processes: results equal the sequential fixpoint (and networkx/scipy) for
+s in {0, 1, 2, inf}, runs on the spec's graphs are validated against the SSP spec, stragglers, errors."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from lockstep.checker.cli import main
+from lockstep.checker.validation.actors import validate
+from lockstep.checker.validation.runtrace import MergedRun, Mismatch
+from lockstep.executors.datalog.run import run
+from lockstep.executors.faults import Faults, Straggler, parse_faults
+from lockstep.specs.datalog.graphs import generate
+from lockstep.specs.datalog.ssp import GRAPHS
+
+
+def fixpoint_of(rep) -> dict[int, int]:
+    return {int(rep.plan.keys[k]): v for k, v in rep.plan.fixpoint.items()}
+
+
+@pytest.mark.parametrize("s", [0, 1, 2, -1])
+def test_sssp_workers_equal_the_fixpoint_and_scipy(s):
+    rep = run("sssp", "gnm:400:2000", workers=2, staleness=s, weights=(1, 9), seed=3, check=True)
+    assert rep.failures == []
+    assert rep.mapping() == fixpoint_of(rep)
+    g = generate("gnm:400:2000", seed=3)
+    w = np.random.default_rng(3).integers(1, 10, size=g.edges)
+    m = sp.coo_matrix((w.astype(float), (g.src, g.dst)), shape=(400, 400)).tocsr()  # duplicates summed: none here
+    dist = csgraph.dijkstra(m, indices=0)
+    assert rep.mapping() == {i: round(d) for i, d in enumerate(dist) if np.isfinite(d)}
+    if s == 0:  # BSP: no worker ever more than one finished iteration ahead
+        assert abs(rep.clocks[0] - rep.clocks[1]) <= 1
+
+
+def test_cc_workers_equal_networkx():
+    rep = run("cc", "gnm:300:400", workers=3, staleness=1, seed=5, check=True)
+    g = generate("gnm:300:400", seed=5).to_networkx(directed=False)
+    assert rep.mapping() == {v: min(c) for c in nx.connected_components(g) for v in c}
+
+
+@pytest.mark.parametrize("s", [0, 1, -1])
+def test_traced_runs_are_behaviours_of_the_spec(s, tmp_path):
+    rep = run("sssp", "ssp:0", workers=2, staleness=s, check=True, trace=str(tmp_path / "run.jsonl"))
+    assert rep.spec == "ssp_sssp" and rep.mapping() == fixpoint_of(rep)
+    res = validate(rep.merged)
+    assert res.violation is None and res.failure is None and res.events > 10
+
+
+def test_a_tampered_trace_is_rejected(tmp_path):
+    rep = run("sssp", "ssp:0", workers=2, staleness=1, trace=str(tmp_path / "run.jsonl"))
+    merged = rep.merged
+    events = list(merged.events)
+    e = next(e for e in events if e["kind"] == "message" and e["msg"]["tag"] == "Delta")
+    k = str(e["msg"]["k"])
+    e["state"]["val"][k] += 1  # the worker claims a value the delta does not give
+    with pytest.raises(Mismatch, match="local state after the handler differs"):
+        validate(MergedRun(merged.header, events, merged.notes))
+
+
+def test_straggler_lets_asynchronous_workers_run_ahead():
+    slow = Faults(stragglers=[Straggler(1, 15.0)])
+    bsp = run("cc", "grid:40:40", workers=2, staleness=0, faults=slow)
+    asy = run("cc", "grid:40:40", workers=2, staleness=-1, faults=slow)
+    assert abs(bsp.stats[0]["iterations"] - bsp.stats[1]["iterations"]) <= 1
+    assert asy.stats[0]["iterations"] > asy.stats[1]["iterations"] + 2
+    assert bsp.mapping() == asy.mapping()
+
+
+def test_straggler_fault_plans_parse():
+    f = parse_faults({"stragglers": [{"pid": 1, "delay_ms": 20}]}, 2)
+    assert f.stragglers == [Straggler(1, 20.0)]
+    with pytest.raises(Exception, match="not a process id"):
+        parse_faults({"stragglers": [{"pid": 5, "delay_ms": 20}]}, 2)
+
+
+def test_command(capsys):
+    assert main(["run", "sssp", "--graph", "ssp:1", "--staleness", "inf"]) == 0
+    out = capsys.readouterr().out
+    assert "equals the sequential fixpoint" in out and "Valid:" in out
+    neg = next(i for i, (name, _) in enumerate(GRAPHS) if name == "negative cycle")
+    assert main(["run", "sssp", "--graph", f"ssp:{neg}", "--no-check"]) == 1
+    assert "divergence" in capsys.readouterr().out
+    assert main(["run", "apsp", "--graph", "path:4"]) == 2
+    assert "linear recursions" in capsys.readouterr().err
+    assert main(["run", "quiet", "--graph", "path:4"]) == 2
+    assert main(["run", "sssp"]) == 2
+    assert main(["run", "two_phase_commit", "--graph", "path:3"]) == 2  # a Datalog option on an actor spec
+    capsys.readouterr()
+    assert main(["run", "sssp", "--graph", "path:4", "--workers", "0"]) == 2  # --workers is shared with P-SMR
+    assert "give 1 to 64 workers" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", ["sssp", "cc", "reach"])
+@pytest.mark.parametrize("s", [0, 1, 2, -1])
+@pytest.mark.parametrize("graph", ["ssp:0", "ssp:1", "ssp:3", "ssp:100", "ssp:101"])
+def test_validated_runs_everywhere(program, s, graph, tmp_path):
+    rep = run(program, graph, workers=2, staleness=s, check=True, trace=str(tmp_path / "r.jsonl"))
+    assert rep.failures == [] and rep.mapping() == fixpoint_of(rep)
+    res = validate(rep.merged)
+    assert res.violation is None and res.failure is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [1, 2, 3, 4])
+@pytest.mark.parametrize("s", [0, 1, 2, -1])
+def test_reach_on_more_workers(workers, s):
+    rep = run("reach", "gnm:2000:6000", workers=workers, staleness=s, seed=2, check=True)
+    g = generate("gnm:2000:6000", seed=2).to_networkx()
+    assert set(rep.mapping()) == {0} | nx.descendants(g, 0)

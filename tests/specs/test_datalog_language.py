@@ -1,0 +1,223 @@
+"""The Datalog language: syntax errors with positions, analysis errors, and the evaluator against networkx
+and scipy on random graphs."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.sparse import csgraph
+
+from lockstep.specs.datalog.analysis import analyse
+from lockstep.specs.datalog.catalog import PROGRAMS, load
+from lockstep.specs.datalog.evaluate import Divergence, NotPreM, evaluate
+from lockstep.specs.datalog.graphs import Graph, generate, read_edge_list
+from lockstep.specs.datalog.parser import parse
+from lockstep.specs.datalog.syntax import DatalogError
+
+
+def error_of(text: str) -> DatalogError:
+    with pytest.raises(DatalogError) as e:
+        analyse(parse(text, "t.dl"))
+    return e.value
+
+
+@pytest.mark.parametrize("text, line, column, words", [
+    ("p(X) <- q(X)", 1, 13, "ends in the middle"),
+    ("p(X) <- q(X).\np(X) <- Q(X).", 2, 10, "unexpected '('"),
+    ("p(x) <- q(X).", 1, 3, "unexpected 'x'"),
+    ("p(X) <- q(\"a\").", 1, 11, "unexpected character"),
+    ("p(min<X>, Y) <- q(X, Y).", 1, 3, "last argument"),
+    ("p(X) <- q(X) r(X).", 1, 14, "unexpected 'r'"),
+    ("p(X) <- q(min<X>).", 1, 11, "only appear in the head"),
+    ("p(X) <- q(X), X / 2 = 1.", 1, 17, "unexpected character '/'"),
+    ("p(X, min<C>, max<D>) <- q(X, C, D).", 1, 14, "at most one aggregate"),
+])
+def test_syntax_errors_point_at_line_and_column(text, line, column, words):
+    e = error_of(text)
+    assert e.pos is not None and (e.pos.line, e.pos.column) == (line, column), str(e)
+    assert words in str(e)
+    assert str(e).startswith(f"t.dl:{line}:{column}:")
+    assert "^" in str(e)  # the caret under the column
+
+
+@pytest.mark.parametrize("text, line, words", [
+    (".input e(a, b).\np(X) <- e(X, Y), not q(Y).\nq(X) <- e(X, _).", 2, "negation"),
+    (".input e(a, b).\np(X, Z) <- e(X, Y).", 2, "head variable Z is not bound"),
+    (".input e(a, b).\np(X) <- e(X, Y), Z > 2.", 2, "variable Z"),
+    (".input e(a, b).\np(X) <- e(X).", 2, "used with 1 argument(s) here and 2"),
+    ("p(X) <- r(X).", 1, "unknown predicate r"),
+    (".input e(a, b).\np(X, min<Y>) <- e(X, Y).\np(X, max<Y>) <- e(X, Y).", 3, "disagree on its aggregate"),
+    (".input e(a, b).\np(X) <- e(X, $k).", 2, "unknown parameter $k"),
+    (".input e(a, b).\ne(X, Y) <- e(Y, X).", 2, "is an input and also the head"),
+])
+def test_analysis_errors(text, line, words):
+    e = error_of(text)
+    assert words in str(e), str(e)
+    assert e.pos is not None and e.pos.line == line
+
+
+def test_parameters_bind_and_unknown_parameters_are_refused():
+    prog = analyse(load("sssp"), {"source": 3})
+    assert prog.params == {"source": 3}
+    with pytest.raises(DatalogError, match="no parameter 'sorce'"):
+        analyse(load("sssp"), {"sorce": 3})
+
+
+def test_every_shipped_program_parses_and_has_strata():
+    for name in PROGRAMS:
+        prog = analyse(load(name))
+        assert prog.strata and prog.idb
+
+
+def test_recursive_aggregate_without_prem_verdict_is_refused():
+    prog = analyse(load("sssp"))
+    with pytest.raises(NotPreM, match="needs a PreM proof"):
+        evaluate(prog, {"edge": np.array([[0, 1, 1]])})
+    with pytest.raises(NotPreM, match="is not PreM"):
+        evaluate(prog, {"edge": np.array([[0, 1, 1]])}, {s: False for s in prog.sites})
+
+
+def run(name: str, edges: np.ndarray, **params):
+    prog = analyse(load(name), params)
+    return evaluate(prog, {"edge": edges}, {s: True for s in prog.sites})
+
+
+# ------------------------------------------------------------------------- against networkx / scipy
+
+
+@st.composite
+def weighted_graphs(draw, max_nodes=12, lo=0, hi=9):
+    n = draw(st.integers(1, max_nodes))
+    pairs = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), min_size=1, max_size=4 * n))
+    ws = draw(st.lists(st.integers(lo, hi), min_size=len(pairs), max_size=len(pairs)))
+    return np.array([(u, v, w) for (u, v), w in zip(pairs, ws)], dtype=np.int64).reshape(-1, 3)
+
+
+def digraph(edges: np.ndarray) -> nx.DiGraph:
+    g = nx.DiGraph()
+    for u, v, w in edges.tolist():  # parallel edges: the lightest counts
+        if not g.has_edge(u, v) or g[u][v]["weight"] > w:
+            g.add_edge(u, v, weight=w)
+    return g
+
+
+@settings(max_examples=60, deadline=None)
+@given(weighted_graphs())
+def test_sssp_equals_dijkstra(edges):
+    src = int(edges[0, 0])
+    res = run("sssp", edges, source=src)
+    assert res.mapping("sp") == nx.single_source_dijkstra_path_length(digraph(edges), src)
+
+
+@settings(max_examples=60, deadline=None)
+@given(weighted_graphs(lo=1))  # csgraph reads an explicit zero as a missing edge
+def test_sssp_equals_scipy_csgraph(edges):
+    src = int(edges[0, 0])
+    n = int(edges[:, :2].max()) + 1
+    g = digraph(edges)
+    m = sp.csr_matrix(([float(d) for _, _, d in g.edges(data="weight")],
+                       ([u for u, _ in g.edges()], [v for _, v in g.edges()])), shape=(n, n))
+    dist = csgraph.dijkstra(m, indices=src)
+    ours = run("sssp", edges, source=src).mapping("sp")
+    assert ours == {i: round(d) for i, d in enumerate(dist) if np.isfinite(d)}
+
+
+@settings(max_examples=60, deadline=None)
+@given(weighted_graphs())
+def test_cc_equals_connected_components(edges):
+    pairs = edges[:, :2]
+    res = run("cc", pairs)
+    g = nx.Graph(pairs.tolist())
+    assert res.mapping("cc") == {v: min(c) for c in nx.connected_components(g) for v in c}
+    n = int(pairs.max()) + 1
+    ncomp, labels = csgraph.connected_components(sp.coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])),
+                                                               shape=(n, n)), directed=False)
+    present = sorted(set(pairs.ravel().tolist()))
+    assert len(set(res.mapping("cc").values())) == len({labels[v] for v in present})
+
+
+@settings(max_examples=60, deadline=None)
+@given(weighted_graphs())
+def test_reach_equals_descendants(edges):
+    src = int(edges[0, 0])
+    res = run("reach", edges[:, :2], source=src)
+    g = digraph(edges)
+    assert res.set("reach") == {src} | nx.descendants(g, src)
+
+
+@settings(max_examples=40, deadline=None)
+@given(weighted_graphs(max_nodes=8))
+def test_apsp_equals_floyd_warshall(edges):
+    res = run("apsp", edges).mapping("path")
+    g = digraph(edges)
+    n = int(edges[:, :2].max()) + 1
+    fw = nx.floyd_warshall_numpy(g, nodelist=range(n)) if g.number_of_nodes() == n else None
+    expect = {(x, y): d for x, row in nx.all_pairs_dijkstra_path_length(g) for y, d in row.items() if x != y}
+    assert {k: v for k, v in res.items() if k[0] != k[1]} == expect
+    # a diagonal entry is the lightest cycle through the node
+    for (x, y), d in res.items():
+        if x == y:
+            assert d == min(w + (0 if v == x else expect.get((v, x), np.inf)) for _, v, w in g.out_edges(x, data="weight"))
+    if fw is not None:
+        for (x, y), d in expect.items():
+            assert fw[x, y] == d
+
+
+def test_negative_cycle_diverges():
+    edges = np.array([[0, 1, 1], [1, 2, -3], [2, 1, 1]])
+    prog = analyse(load("sssp"))
+    with pytest.raises(Divergence, match="has not settled"):
+        evaluate(prog, {"edge": edges}, {s: True for s in prog.sites}, max_iterations=50)
+
+
+def test_negative_weights_without_cycle_converge():
+    edges = np.array([[0, 1, 4], [0, 2, 1], [2, 1, -2], [1, 3, 1]])
+    assert run("sssp", edges).mapping("sp") == {0: 0, 1: -1, 2: 1, 3: 0}
+
+
+def test_count_and_sum_stratified():
+    prog = analyse(parse(".input e(a, b, w).\nindeg(Y, count<X>) <- e(X, Y, _).\nload(Y, sum<W>) <- e(X, Y, W).\n"
+                         "busy(Y) <- indeg(Y, N), N >= 2."))
+    res = evaluate(prog, {"e": np.array([[0, 2, 5], [1, 2, 5], [0, 1, 3], [0, 2, 7]])})
+    assert res.mapping("indeg") == {1: 1, 2: 2}
+    assert res.mapping("load") == {1: 3, 2: 17}
+    assert res.set("busy") == {2}
+
+
+def test_monotone_count_in_recursion_with_upward_threshold():
+    # a node joins once two joined nodes point at it: count in recursion, PreM (the threshold is upward closed)
+    text = (".input e(a, b).\njoined(X) <- e(X, _), X <= 1.\nsupport(Y, count<X>) <- joined(X), e(X, Y).\n"
+            "joined(Y) <- support(Y, N), N >= 2.")
+    prog = analyse(parse(text))
+    edges = np.array([[0, 2], [1, 2], [2, 3], [0, 3], [3, 4], [1, 5]])
+    res = evaluate(prog, {"e": edges}, {s: True for s in prog.sites})
+    assert res.set("joined") == {0, 1, 2, 3}
+
+
+def test_edge_list_files(tmp_path):
+    f = tmp_path / "g.txt"
+    f.write_text("# SNAP style\n0 1\n1\t2\n% another comment\n2 0\n")
+    g = read_edge_list(str(f))
+    assert g.src.tolist() == [0, 1, 2] and g.weight is None
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0 1\n1 x\n")
+    with pytest.raises(DatalogError, match="bad.txt:2:"):
+        read_edge_list(str(bad))
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_text("0 1\n1 2 3\n")
+    with pytest.raises(DatalogError, match="mixed.txt:2: 3 fields"):
+        read_edge_list(str(mixed))
+
+
+def test_generators_and_limits():
+    g = generate("grid:3:4")
+    assert g.edges == 2 * (3 * 3 + 2 * 4)  # both directions
+    assert isinstance(generate("gnm:10:20", seed=1), Graph)
+    with pytest.raises(DatalogError, match="unknown graph generator"):
+        generate("foo:3")
+    with pytest.raises(DatalogError, match="more than the limit"):
+        generate("complete:100000")
