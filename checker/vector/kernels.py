@@ -139,9 +139,9 @@ def serial_order(rows: np.ndarray, seg_start: np.ndarray, seg_tid: np.ndarray, n
 
 @_jit
 def candidate_fps(words: np.ndarray, rows: np.ndarray, deltas: np.ndarray, order: np.ndarray, allow: np.ndarray,
-                  seed: np.uint64, exact: bool, part: np.uint64, parts_mask: np.uint64) -> tuple:
+                  seed: np.uint64, exact: bool) -> tuple:
     """The fingerprints of candidates `order[...]` in serial order, with their serial positions, leaving
-    out those equal to their parent, not allowed, or of another part: (fingerprints, positions, count)."""
+    out those equal to their parent or not allowed: (fingerprints, positions, count)."""
     nw = words.shape[0]
     check = allow.size > 0
     fps = np.empty(order.size, np.uint64)
@@ -164,8 +164,6 @@ def candidate_fps(words: np.ndarray, rows: np.ndarray, deltas: np.ndarray, order
             h = _mix(h ^ (words[w, r] ^ deltas[w, j]))
         if not exact and h == _ZERO:
             h = _ONE
-        if (h & parts_mask) != part:
-            continue
         fps[n] = h
         ks[n] = k
         n += 1
@@ -173,27 +171,44 @@ def candidate_fps(words: np.ndarray, rows: np.ndarray, deltas: np.ndarray, order
 
 
 @_jit
-def bucket_sort(fps: np.ndarray, ks: np.ndarray, n: int, bits: int) -> tuple:
-    """The first `n` (fingerprint, position) pairs stably sorted by the fingerprint's top `bits` bits: each
-    bucket's home slots are one stretch of the table, and each key's occurrences keep their order."""
-    if bits == 0:
-        return fps[:n].copy(), ks[:n].copy()
+def keep_allowed(fps: np.ndarray, ks: np.ndarray, n: int, order: np.ndarray, allow: np.ndarray) -> int:
+    """Drop, in place, the first `n` pairs whose candidate (`order[position]`) is not allowed; how many stay."""
+    m = 0
+    for i in range(n):
+        if allow[order[ks[i]]]:
+            fps[m] = fps[i]
+            ks[m] = ks[i]
+            m += 1
+    return m
+
+
+@_jit
+def bucket_sort(fps: np.ndarray, ks: np.ndarray, n: int, bits: int, parts_mask: np.uint64) -> tuple:
+    """The first `n` (fingerprint, position) pairs stably sorted by table part (the fingerprint's low bits
+    under `parts_mask`), then by the fingerprint's top `bits` bits: each bucket's home slots are one stretch
+    of its part's table, and each key's occurrences keep their order. Returns the sorted pairs and where
+    each part's pairs start (one more entry than parts)."""
+    parts = np.int64(parts_mask) + 1
     nb = 1 << bits
     shift = np.uint64(64 - bits)
-    count = np.zeros(nb + 1, np.int64)
+    count = np.zeros(parts * nb + 1, np.int64)
     for i in range(n):
-        count[np.int64(fps[i] >> shift) + 1] += 1
-    for b in range(nb):
+        b = np.int64(fps[i] & parts_mask) * nb + (np.int64(fps[i] >> shift) if bits else 0)
+        count[b + 1] += 1
+    for b in range(parts * nb):
         count[b + 1] += count[b]
+    starts = np.empty(parts + 1, np.int64)
+    for q in range(parts + 1):
+        starts[q] = count[q * nb]
     out_fp = np.empty(n, np.uint64)
     out_k = np.empty(n, np.int64)
     for i in range(n):
-        b = np.int64(fps[i] >> shift)
+        b = np.int64(fps[i] & parts_mask) * nb + (np.int64(fps[i] >> shift) if bits else 0)
         p = count[b]
         count[b] = p + 1
         out_fp[p] = fps[i]
         out_k[p] = ks[i]
-    return out_fp, out_k
+    return out_fp, out_k, starts
 
 
 @_jit

@@ -176,7 +176,9 @@ class Prepared:
     enabled: int  # successors generated
     explored: list  # per transition, the rows whose step counts as generated
     hidden: np.ndarray  # candidates outside the constraints that violate an invariant
+    fingerprints: tuple  # (fingerprints, serial positions, count) of the allowed candidates that moved
     por: tuple | None = None  # (ample, reduced, enabled) of the partial-order reduction, before its proviso
+    bucketed: tuple | None = None  # the fingerprints bucketed for the tables (`VectorSearch._bucketed`)
 
 NO_FILTER = np.zeros(0, dtype=np.bool_)
 NO_HIDDEN = np.zeros(0, dtype=np.int64)
@@ -510,8 +512,13 @@ class VectorSearch:
         total = len(c)
         scratch.fit(total)
         kernels.serial_order(c.rows, c.seg_start, c.seg_tid, c.n, scratch.order, scratch.tids)
-        return Prepared(words, base, c, scratch.order[:total], scratch.tids[:total], allow, stops,
-                        sum(o[0].size for o in outs), [o[0] for o in outs], hidden, por)
+        order = scratch.order[:total]
+        fingerprints = kernels.candidate_fps(c.words, c.rows, c.deltas, order, allow, self.seed_fp, self.exact)
+        b = Prepared(words, base, c, order, scratch.tids[:total], allow, stops, sum(o[0].size for o in outs),
+                     [o[0] for o in outs], hidden, fingerprints, por)
+        if not reduced:  # a reduced batch is bucketed once its proviso has narrowed it
+            b.bucketed = self._bucketed(*fingerprints)
+        return b
 
     def _proviso(self, b: Prepared) -> None:
         """Narrow a prepared batch to the reduced sets, expanding fully the rows whose reduced successors
@@ -563,16 +570,14 @@ class VectorSearch:
 
     def _insert_part(self, b: Prepared, part: int, progress_of_level: float) -> int:
         """Insert the candidates of table `part`, growing it (or the outputs) when full; how many were new.
-        The candidates go bucketed by their fingerprints' top bits (stably, so each state's first
-        occurrence still comes first): each bucket probes one stretch of the table, which stays in cache."""
+        The candidates come bucketed (`_bucketed`)."""
         from . import kernels
 
-        c, n = b.c, len(self.table.parts)
+        n = len(self.table.parts)
         table, out = self.table.parts[part], self.outputs[part]
-        fps, ks, count = kernels.candidate_fps(c.words, c.rows, c.deltas, b.order, b.allow, self.seed_fp,
-                                               self.exact, np.uint64(part), self.table.mask)
-        bits = min(max((table.nbytes // BUCKET_BYTES).bit_length() - 1, 0), 16)
-        fps, ks = kernels.bucket_sort(fps, ks, count, bits)
+        sfps, sks, starts = b.bucketed
+        lo, hi = int(starts[part]), int(starts[part + 1])
+        fps, ks, count = sfps[lo:hi], sks[lo:hi], hi - lo
         out.fit(count)
         i = m = 0
         while True:
@@ -583,9 +588,23 @@ class VectorSearch:
             done = len(self.levels[-1]) // n + m  # this table's new states in this level so far
             table.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
 
+    def _bucketed(self, fps: np.ndarray, ks: np.ndarray, count: int) -> tuple:
+        """Candidates' (fingerprints, positions) sorted stably by table part, then by their fingerprints' top
+        bits, with where each part starts: each bucket probes one stretch of its table, which stays in cache,
+        and each state's first occurrence still comes first. (The table's size read here, perhaps while
+        another thread grows it, only chooses the buckets' width.)"""
+        from . import kernels
+
+        bits = min(max((self.table.parts[0].nbytes // BUCKET_BYTES).bit_length() - 1, 0), 16)
+        return kernels.bucket_sort(fps, ks, count, bits, self.table.mask)
+
     def _expand(self, b: Prepared, level: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:
         if b.por is not None:
+            from . import kernels
+
             self._proviso(b)
+            fps, ks, count = b.fingerprints
+            b.bucketed = self._bucketed(fps, ks, kernels.keep_allowed(fps, ks, count, b.order, b.allow))
         words, base, c, stops = b.words, b.base, b.c, b.stops
         enabled = b.enabled
         n = words.shape[1]
