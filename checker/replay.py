@@ -349,6 +349,16 @@ def _confirm(trace: Trace, model: Model, states: list[Any], lids: list[Any]) -> 
             f = model.diagnose(last)
             return f"replayed {n} steps; then {f.describe()}, as recorded"
         raise TraceError(f"the trace claims a step fails after state {n}, but no step fails there")
+    if kind == "witness":  # `lockstep check --out` of a spec whose witnesses are reached
+        from .witnesses import witness_holds
+
+        try:
+            reached = witness_holds(model, str(name), last)
+        except ValueError as e:
+            raise TraceError(f"the trace claims a witness is reached: {e}") from None
+        if not reached:
+            raise TraceError(f"the trace claims witness {name} holds at step {n}, but it does not hold there")
+        return f"replayed {n} steps; witness {name} holds in the last state: it is reached, as recorded"
     if kind == "conformance":  # a model-based test: the spec's run, and what the implementation did instead
         return (f"replayed {n} steps: a run of {model.name}; its last step ({name}) is where the implementation "
                 f"differed (it observed {prop.get('observed', '?')})")

@@ -68,10 +68,17 @@ class CheckResult:
     notes: list[str] = field(default_factory=list)
     fingerprinted: bool = True  # states were stored as fingerprints (False: kept whole, no collisions)
     model: object | None = field(default=None, repr=False, compare=False)  # what was explored (set by the API)
+    witnesses: list = field(default_factory=list)  # a WitnessResult per `@witness` (searched when nothing failed)
 
     @property
     def exit_code(self) -> int:
-        return exit_code(self.verdict, self.violation)
+        """As `lockstep check`: 0 holds, 1 violation, 3 inconclusive, 5 spec error; once the witnesses are searched,
+        1 if one is unreachable or fails to evaluate, else 3 if one is not reached within the bounds."""
+        code = exit_code(self.verdict, self.violation)
+        if self.violation is not None or not self.witnesses:
+            return code
+        codes = [w.exit_code for w in self.witnesses]
+        return 1 if 1 in codes else max([code, *codes])
 
     @property
     def holds(self) -> bool:

@@ -26,7 +26,7 @@ from .safejson import JSONInputError, loads, read_text
 ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 FORMAT_VERSION = 2
 ACTION_TAKEN, NONDET_PICKS = "mbt::actionTaken", "mbt::nondetPicks"
-PROPERTY_KINDS = ("invariant", "deadlock", "step", "induction", "temporal", "run", "conformance")
+PROPERTY_KINDS = ("invariant", "deadlock", "step", "induction", "temporal", "run", "conformance", "witness")
 
 
 class TraceError(Exception):

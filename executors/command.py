@@ -8,7 +8,7 @@ import sys
 
 from lockstep.checker.commands.common import add_spec_arguments, natural, output_file
 from lockstep.checker.errors import UsageError
-from lockstep.checker.loader import is_protocol, parse_params, resolve
+from lockstep.checker.loader import parse_params
 
 from .autobahn import command as autobahn_command
 from .psmr import command as psmr_command
@@ -143,14 +143,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def spec_kind(ref: str) -> str:
-    """"datalog", "rounds", "population" or "actor": the system model of the spec `ref` names (without importing the
-    models it does not use: a rounds spec has imported the rounds model already)."""
+    """"datalog", "rounds", "population" or "actor": the system model of the spec `ref` names."""
+    from lockstep.runs import spec_model
     from lockstep.specs.datalog.catalog import is_program_ref  # lark and the catalogue: only to tell a program
 
     if is_program_ref(ref):
         return "datalog"
-    obj, _ = resolve(ref)
-    rounds = sys.modules.get("lockstep.specs.lang.rounds.spec")
-    if rounds is not None and isinstance(obj, type) and issubclass(obj, rounds.RoundsSpec):
-        return "rounds"
-    return "population" if is_protocol(ref) else "actor"
+    kind = spec_model(ref)
+    return "actor" if kind == "actors" else kind

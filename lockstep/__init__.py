@@ -16,8 +16,9 @@ from typing import Any
 
 __version__ = "0.2.0"
 
-_API = {"bmc", "check", "model", "prove", "replay", "simulate"}
+_API = {"bmc", "check", "model", "prove", "replay", "run", "simulate", "validate"}
 _ERRORS = {"SpecError": "lockstep.specs.lang.errors", "LoadError": "lockstep.checker.loader",
+           "FaultsError": "lockstep.executors.faults",
            "TraceError": "lockstep.checker.trace", "UsageError": "lockstep.checker.errors"}
 __all__ = sorted(_API | set(_ERRORS) | {"__version__"})
 

@@ -3,8 +3,9 @@
 Every function takes the spec as a `Spec` subclass, a plain spec (an object or module with
 `init()` and `next(state)`, or a class of them), or a name as `lockstep check` takes it (a
 registered name, `module:Object`, `file.py[:Object]`); spec parameters are keyword arguments.
-Bad input raises `SpecError` (the spec itself), `LoadError` (it cannot be found or built),
-`TraceError` (a trace) or `UsageError` (options that do not fit together).
+Bad input raises `SpecError` (the spec itself), `LoadError` (it cannot be found or built, or a fault
+plan is unusable), `TraceError` (a trace) or `UsageError` (options that do not fit together). The
+`lockstep` command computes what these functions compute, and prints it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from lockstep.checker.loader import LoadError, load_model, model_of, reference
 from lockstep.checker.model import Model
 from lockstep.checker.progress import NoProgress, Progress
 from lockstep.checker.result import CheckResult
+from lockstep.runs import RunResult, ValidationResult, run, validate
+
+__all__ = ["CheckResult", "RunResult", "ValidationResult", "bmc", "check", "model", "prove", "replay", "run",
+           "simulate", "validate"]
 
 SpecLike = Any  # a Spec subclass, a plain spec (class, object or module), or a name
 
@@ -38,24 +43,105 @@ def model(spec: SpecLike, *, symmetry: bool = False, invariants: list[str] | Non
 
 def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None = None, deadlock: bool = True,
           max_depth: int | None = None, max_states: int | None = None, symmetry: bool = False, workers: int = 1,
-          dfs: bool = False, progress: bool = False, **params: int) -> CheckResult:
+          dfs: bool = False, por: bool | None = None, witnesses: bool = True, properties: list[str] | None = None,
+          fairness: dict[str, str] | None = None, progress: bool = False, **params: int) -> CheckResult:
     """Explore every reachable state (within the bounds) and report whether the invariants hold and no
-    step fails or deadlocks; `engine` is "auto", "vector" or "scalar" (as `lockstep check --engine`).
-    The result's `violation.trace` is the shortest counterexample (breadth-first)."""
+    step fails or deadlocks, as `lockstep check` does; `engine` is "auto", "vector" or "scalar" (as
+    `--engine`), `por` partial-order reduction of actor specs (None: on where it applies, as the command's
+    default; True: required). The result's `violation.trace` is the shortest counterexample (breadth-first);
+    without a violation, `witnesses` holds one `WitnessResult` per `@witness` of the spec (`found`, `trace`).
+    `properties` names temporal properties (`@temporal`) to decide on the whole state graph, under the
+    spec's fairness with `fairness` overrides ({action or family: "weak", "strong" or "none"}), as
+    `lockstep check --property --fairness`; a violation's trace is then a lasso."""
     from lockstep.checker.vector import choice
+    from lockstep.checker.witnesses import search_witnesses
 
     if engine not in ("auto", "vector", "scalar", "explicit"):
         raise UsageError(f"engine {engine!r}: use auto, vector or scalar (the symbolic engine is lockstep.bmc)")
     if workers < 1:
         raise UsageError(f"workers={workers}: at least one worker")
+    if dfs and workers > 1:
+        raise UsageError("dfs=True runs on one worker; drop workers or dfs")
+    if fairness and not properties:
+        raise UsageError("fairness applies to temporal properties; name them with properties=[...]")
+    if properties:
+        for given, why in ((symmetry, "symmetry=True: symmetry reduction is not sound for per-process fairness"),
+                           (workers > 1 or dfs, "workers and dfs: temporal properties are checked on the whole "
+                                                "state graph, built breadth-first by one process"),
+                           (engine == "vector", "engine='vector': temporal properties are checked by the scalar "
+                                                "engine"),
+                           (por, "por=True: its provisos keep invariants and deadlocks, not liveness under fairness")):
+            if given:
+                raise UsageError(f"properties with {why}")
     m = model(spec, symmetry=symmetry, invariants=invariants, **params)
-    opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states, dfs=dfs, workers=workers)
+    if properties:
+        return _check_properties(m, properties, fairness, deadlock, max_depth, max_states, progress)
+    use_por, por_note = por_choice(m, por, [(dfs, "dfs=True", "its cycle proviso is the breadth-first one"),
+                                            (workers > 1, f"workers={workers}", "it runs on one worker")], "por=True")
+    opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states, dfs=dfs, workers=workers, por=use_por)
     chosen, vm, why = choice.choose(engine, m, opts)
     res = choice.run(chosen, m, vm, opts, Progress() if progress else NoProgress())
-    if why and chosen != engine:
-        res.notes.append(why)
+    add_notes(res, engine, chosen, why, por_note)
+    res.model = m
+    if witnesses and res.violation is None:
+        res.witnesses = search_witnesses(m, chosen, opts)
+    return res
+
+
+def temporal(m: Model, names: list[str], overrides: dict[str, str] | None) -> tuple[list[Any], Any]:
+    """(the temporal properties called `names`, the spec's fairness with `overrides`): SpecError for an
+    unknown property or action."""
+    from lockstep.checker.temporal import fairness, select
+
+    return [select(m, name) for name in names], fairness(m, overrides or {})
+
+
+def _check_properties(m: Model, names: list[str], overrides: dict[str, str] | None, deadlock: bool,
+                      max_depth: int | None, max_states: int | None, progress: bool) -> CheckResult:
+    from lockstep.checker.liveness import check_properties
+    from lockstep.checker.temporal import parse_overrides
+
+    props, fair = temporal(m, names, parse_overrides([f"{k}={v}" for k, v in (overrides or {}).items()]))
+    opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states)
+    res = check_properties(m, props, fair, opts, Progress() if progress else NoProgress())
     res.model = m
     return res
+
+
+def add_notes(res: CheckResult, asked: str, chosen: str, why: str | None, por_note: str | None) -> None:
+    """Say on the result why the engine is not the one asked for, and why partial-order reduction is off."""
+    if why and chosen != asked:
+        res.notes.append(why)
+    if por_note:
+        res.notes.append(por_note)
+
+
+def por_choice(m: Model, por: bool | None, blockers: list[tuple[bool, str, str]],
+               asked: str = "--por") -> tuple[bool, str | None]:
+    """(use partial-order reduction, a note why it is off) for `por` True (required: a UsageError where it
+    cannot apply), False (off) or None (on for actor specs where it applies). `blockers` are (given, option,
+    why it excludes the reduction) for the options of the search that exclude it."""
+    from lockstep.checker.reduction.actors import PorUnsupported, is_actor_program
+
+    prog = getattr(m, "prog", None)
+    if por is False or (por is None and (prog is None or not is_actor_program(prog))):
+        return False, None
+    for on, option, why in blockers:
+        if on:
+            if por:
+                raise UsageError(f"{asked} with {option}: {why}; drop one of them")
+            return False, f"partial-order reduction off with {option}: {why}"
+    try:
+        if prog is None or not is_actor_program(prog):
+            raise PorUnsupported(f"{m.name} is not an actor spec (ActorSpec), the only kind it applies to")
+        from lockstep.checker.reduction.ample import for_model
+
+        for_model(m)
+    except PorUnsupported as e:
+        if por:
+            raise UsageError(f"{asked}: {e}") from None
+        return False, f"partial-order reduction off: {e}"
+    return True, None
 
 
 def _typed(spec: SpecLike, what: str, invariants: list[str] | None = None, **params: int) -> Any:
@@ -96,7 +182,7 @@ def simulate(spec: SpecLike, *, runs: int = 1000, depth: int = 100, seed: int = 
     """`runs` random walks of at most `depth` steps (as `lockstep simulate`), checking the invariants,
     deadlocks and failing steps at every state; returns a `SimResult` (`violation`, `distinct`,
     `coverage`, ...). The same seed gives the same first violation for any number of workers."""
-    from lockstep.checker.simulation.walk import simulate as walk
+    from lockstep.checker.simulation import simulate as walk
 
     for name, v, least in (("runs", runs, 1), ("depth", depth, 1), ("workers", workers, 1), ("seed", seed, 0)):
         if v < least:
@@ -114,3 +200,4 @@ def replay(trace: Any, *, spec: SpecLike | None = None, **params: int) -> Any:
     t = trace if isinstance(trace, Trace) else Trace.load(str(trace))
     ref = spec if spec is None or isinstance(spec, str) else reference(spec)
     return run_replay(t, spec=ref, params=params or None)
+

@@ -20,7 +20,7 @@ from lockstep.checker.trace import Trace
 from lockstep.executors.wire import FrameError, FrameReader, MessageCodec, Session, parse
 from tests.executors.wire_helpers import Peer
 
-EXAMPLES = int(os.environ.get("LOCKSTEP_FUZZ_EXAMPLES", "120"))  # more for a long hunt
+EXAMPLES = int(os.environ.get("LOCKSTEP_FUZZ_EXAMPLES", "60"))  # more for a long hunt
 FUZZ = settings(max_examples=EXAMPLES, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from lockstep.api import add_notes
+
 from ..errors import UsageError
 from ..explicit import Options
 from ..loader import load_model, parse_params
@@ -122,10 +124,7 @@ def run(args: argparse.Namespace) -> int:
         res = check_on_cluster(args, engine, vm, opts, params, progress)
     else:
         res = choice.run(engine, model, vm, opts, progress, checkpoint_options(args, engine, vm, opts))
-    if why and engine != args.engine:
-        res.notes.append(why)
-    if por_note:
-        res.notes.append(por_note)
+    add_notes(res, args.engine, engine, why, por_note)
     report(res, args.out, model, args.full)
     if coverage is not None:
         coverage.print(model)
@@ -133,55 +132,54 @@ def run(args: argparse.Namespace) -> int:
         print(f"  coverage written to {args.coverage}")
     write_graph(args, model, graph, res)
     if res.violation is None:
-        return _check_witnesses(args, model, engine, opts, res.exit_code)
+        return _check_witnesses(args, res, model, engine, opts)
     return res.exit_code
 
 
-def _check_witnesses(args: argparse.Namespace, model, engine: str, opts: Options, code: int) -> int:
-    """Search for each `@witness` (exit 1 if one is unreachable, 3 if one is not reached within the bounds)."""
-    from dataclasses import replace
-
-    from ..witnesses import search_witness, witness_names
+def _check_witnesses(args: argparse.Namespace, res, model, engine: str, opts: Options) -> int:
+    """Search for each `@witness` (exit 1 if one is unreachable, 3 if one is not reached within the bounds);
+    with --out, save the trace that reaches a witness (one file per witness if there are several)."""
+    from ..witnesses import search_witnesses
     from .common import print_trace
 
-    names = witness_names(model)
-    if not names:
-        return code
-    wopts = replace(opts, deadlock=False)
-
-    def run(wm):
-        _, vm, _ = choice.choose(engine, wm, wopts)
-        return choice.run(engine, wm, vm, wopts, NoProgress())
-
-    print(f"\nWitnesses: {', '.join(names)}")
-    for name in names:
-        w = search_witness(model, name, run)
+    res.witnesses = search_witnesses(model, engine, opts)
+    if not res.witnesses:
+        return res.exit_code
+    print(f"\nWitnesses: {', '.join(w.name for w in res.witnesses)}")
+    reached = [w for w in res.witnesses if w.found]
+    for w in res.witnesses:
         if w.found:
             steps = len(w.trace.steps) - 1
-            print(f"  witness {name} reached in {steps} step{'s' if steps != 1 else ''}:")
+            print(f"  witness {w.name} reached in {steps} step{'s' if steps != 1 else ''}:")
             print_trace(w.trace, model, args.full)
+            if args.out:
+                out = args.out if len(reached) == 1 else witness_file(args.out, w.name)
+                w.trace.save(out)
+                print(f"  Trace written to {out} (replay it: lockstep replay {out})")
         elif w.found is False:
-            print(f"  witness {name} is unreachable: no reachable state satisfies it "
+            print(f"  witness {w.name} is unreachable: no reachable state satisfies it "
                   f"({w.result.distinct:,} states) — the spec may check less than it seems")
-            code = 1
-        elif w.trace is not None:
-            print(f"  witness {name} failed to evaluate: {w.result.violation.message}")
+        elif w.failed:
+            print(f"  witness {w.name} failed to evaluate: {w.result.violation.message}")
             print_trace(w.trace, model, args.full)
-            code = 1
         else:
-            print(f"  witness {name} not reached within the bounds ({w.result.cut})")
-            code = max(code, 3) if code != 1 else 1
+            print(f"  witness {w.name} not reached within the bounds ({w.result.cut})")
     sys.stdout.flush()
-    return code
+    return res.exit_code
+
+
+def witness_file(out: str, name: str) -> str:
+    """Where --out FILE saves witness `name`'s trace when there are several: FILE's stem, `.name`, its suffix."""
+    import os
+
+    stem, ext = os.path.splitext(out)
+    return f"{stem}.{name}{ext or '.json'}"
 
 
 def por_choice(args: argparse.Namespace, model) -> tuple[bool, str | None]:
     """(use partial-order reduction, a note why it is off) for `--por` / `--no-por` / neither."""
-    from ..reduction.actors import PorUnsupported, is_actor_program
+    from lockstep.api import por_choice as choose_por
 
-    prog = getattr(model, "prog", None)
-    if args.por is False or (args.por is None and (prog is None or not is_actor_program(prog))):
-        return False, None
     blockers = [(args.dfs, "--dfs", "its cycle proviso is the breadth-first one"),
                 (args.workers > 1, "--workers", "it runs on one worker"),
                 (bool(getattr(args, "cluster", None)), "--cluster", "the partitioned search expands every event"),
@@ -189,22 +187,7 @@ def por_choice(args: argparse.Namespace, model) -> tuple[bool, str | None]:
                  "checkpoints are of the full search"),
                 (bool(args.property), "--property", "its provisos keep invariants and deadlocks, not liveness under "
                  "fairness (a pruned delivery would look unfair)")]
-    for on, flag, why in blockers:
-        if on:
-            if args.por:
-                raise UsageError(f"--por with {flag}: {why}; drop one of them")
-            return False, f"partial-order reduction off with {flag}: {why}"
-    try:
-        if prog is None or not is_actor_program(prog):
-            raise PorUnsupported(f"{model.name} is not an actor spec (ActorSpec), the only kind it applies to")
-        from ..reduction.ample import for_model
-
-        for_model(model)
-    except PorUnsupported as e:
-        if args.por:
-            raise UsageError(f"--por: {e}") from None
-        return False, f"partial-order reduction off: {e}"
-    return True, None
+    return choose_por(model, args.por, blockers)
 
 
 def dump_graph_first(args: argparse.Namespace, model):
@@ -264,11 +247,12 @@ def check_smt(args: argparse.Namespace) -> int:
 
 
 def _check_properties(args: argparse.Namespace, model, opts: Options) -> int:
-    from ..liveness import check_properties
-    from ..temporal import fairness, parse_overrides, select
+    from lockstep.api import temporal
 
-    props = [select(model, name) for name in args.property]
-    fair = fairness(model, parse_overrides(args.fairness))
+    from ..liveness import check_properties
+    from ..temporal import parse_overrides
+
+    props, fair = temporal(model, args.property, parse_overrides(args.fairness))
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
     print(f"Checking {model.name}" + (f" ({ps})" if ps else "") + ": explicit breadth-first, whole state graph")
     for p in props:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import time
+from typing import TYPE_CHECKING
 
 from ..trace import TraceError, trusted_spec
-from ..validation.actors import Validation, validate
-from ..validation.population import PopulationValidation, PopulationValidator, configuration_trace, is_population_run
-from ..validation.runtrace import MergedRun, Mismatch, load
+from ..validation.actors import Validation
+from ..validation.population import PopulationValidation, configuration_trace, is_population_run
+from ..validation.runtrace import MergedRun, load
 from .common import output_file
+
+if TYPE_CHECKING:
+    from lockstep.runs import ValidationResult
 
 NAME = "validate"
 HELP = "check a run trace (from `lockstep run --trace`) against its spec, event by event"
@@ -26,6 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lockstep.runs import validate_merged
+
     merged = load(args.file)
     recorded = merged.header["spec"]
     merged.header["spec"] = trusted_spec(recorded, args.spec, args.file)
@@ -36,22 +41,34 @@ def run(args: argparse.Namespace) -> int:
         print(f"  note: the run was recorded with spec {recorded!r}; validating it against {h['spec']!r}, as asked")
     for note in merged.notes:
         print(f"  note: {note}")
-    if is_population_run(merged):
-        return validate_population_run(merged, args.configurations)
-    from ..validation.rounds import is_rounds_trace, report_rounds  # networkx: only for runs of rounds specs
+    if args.configurations and not is_population_run(merged):
+        from ..validation.rounds import is_rounds_trace  # networkx: only for runs of rounds specs
 
-    if args.configurations:
         raise TraceError("--configurations applies to runs of population protocols; this is a run of "
                          + ("a rounds spec" if is_rounds_trace(merged) else "an actor spec"))
-    t0 = time.monotonic()
-    if is_rounds_trace(merged):
-        return report_rounds(merged, t0)
-    try:
-        res = validate(merged)
-    except Mismatch as m:
-        print("Invalid: the run is not a behaviour of the spec at " + m.render())
+    res = validate_merged(merged, keep_path=args.configurations is not None)
+    code = print_validation(res)
+    if args.configurations and res.verdict != "invalid":
+        configuration_trace(res.result, merged.header["spec"]).save(args.configurations)
+        print(f"Configurations written to {args.configurations} (re-check them: lockstep replay {args.configurations})")
+    return code
+
+
+def print_validation(res: ValidationResult) -> int:
+    """Print a validation's outcome, as each system model says it; its exit code."""
+    if res.mismatch is not None:
+        print(f"Invalid: the run is not a behaviour of the {'protocol' if res.model == 'population' else 'spec'} at "
+              + res.mismatch)
         return 1
-    return report(res, time.monotonic() - t0)
+    if res.model == "population":
+        if res.build_seconds >= 1:
+            print(f"  (building the protocol's rule table took {res.build_seconds:.1f} s)")
+        return report_population(res.result, res.seconds)
+    if res.model == "rounds":
+        from ..validation.rounds import print_rounds  # networkx: only for runs of rounds specs
+
+        return print_rounds(res.result, res.seconds)
+    return report(res.result, res.seconds)
 
 
 def report(res: Validation, seconds: float) -> int:
@@ -93,23 +110,11 @@ def report(res: Validation, seconds: float) -> int:
     return 0
 
 
-def validate_population_run(merged: MergedRun, configurations: str | None = None) -> int:
+def validate_population_run(merged: MergedRun) -> int:
     """Validate a population run and print the outcome (0 valid, 1 not a behaviour or an invariant fails)."""
-    t0 = time.monotonic()
-    validator = PopulationValidator(merged)
-    t1 = time.monotonic()
-    try:
-        res = validator.validate(keep_path=configurations is not None)
-    except Mismatch as m:
-        print("Invalid: the run is not a behaviour of the protocol at " + m.render())
-        return 1
-    if t1 - t0 >= 1:
-        print(f"  (building the protocol's rule table took {t1 - t0:.1f} s)")
-    code = report_population(res, time.monotonic() - t1)
-    if configurations:
-        configuration_trace(res, merged.header["spec"]).save(configurations)
-        print(f"Configurations written to {configurations} (re-check them: lockstep replay {configurations})")
-    return code
+    from lockstep.runs import validate_merged
+
+    return print_validation(validate_merged(merged))
 
 
 def report_population(res: PopulationValidation, seconds: float) -> int:

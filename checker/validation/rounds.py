@@ -202,7 +202,11 @@ def report_rounds(merged: MergedRun, t0: float) -> int:
     except Mismatch as m:
         print("Invalid: the run is not a behaviour of the spec at " + m.render())
         return 1
-    took = time.monotonic() - t0
+    return print_rounds(res, time.monotonic() - t0)
+
+
+def print_rounds(res: RoundsValidation, took: float) -> int:
+    """Print a rounds validation's outcome (`took` seconds); its exit code."""
     if res.violation:
         print(f"Violation: invariant {res.violation} is violated after round {res.rounds}")
         return 1

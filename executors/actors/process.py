@@ -76,6 +76,7 @@ class Node:
         self.outbox: dict[Endpoint, list[bytes]] = {}
         self.failed = False
         self.started = False
+        self.stopped = False
         self.stats = {"events": 0, "sent": 0, "received": 0, "rejected": 0, "deferred": 0, "lost": 0, "overflow": 0}
         self._msg_texts: dict[Any, str] = {}
         self._state_texts: dict[tuple, str] = {}
@@ -124,6 +125,9 @@ class Node:
         elif op == "forge":
             self._forge_one(int(cmd["dst"]), self.codec.decode_msg(cmd["msg"]))
         elif op == "stop":
+            self.stopped = True
+            for handle in self.handles.values():
+                handle.cancel()
             self._log({"kind": "end", "pid": self.pid, "clock": self.clock, "seq": self.seq, "time": self._now(),
                        "stats": self.stats})
             self._close_trace()
@@ -193,6 +197,8 @@ class Node:
         self._timers([])
 
     def on_frame(self, ep: Endpoint, body: bytes) -> None:
+        if self.stopped:  # the end is on record: nothing more is served (or sent from a handler)
+            return
         self.stats["received"] += 1
         try:
             src, dst, clock, msg, vc = self.codec.decode_frame(body)

@@ -153,6 +153,7 @@ class Replica:
         self.kv: dict[int, bytes] = {}
         self.fetched: dict[str, float] = {}
         self.trace = open(cfg.trace, "w", encoding="utf-8", buffering=1 << 16) if cfg.trace else None
+        self.stopped = False  # once told to stop, nothing is served or sent: what leaves a replica is on its record
 
     # -- the process -----------------------------------------------------------------------------
     async def run(self) -> None:
@@ -179,6 +180,7 @@ class Replica:
                     loop.call_later(self.cfg.car_ms / 1000, self.tick)
                     self.maybe_propose()
                 elif op == "stop":
+                    self.stopped = True
                     self.close_trace()
                     self.ctl.send({"op": "bye", "stats": {**self.stats, **self.signer.stats,
                                                           "cpu_s": round(time.process_time(), 3)},
@@ -250,7 +252,7 @@ class Replica:
 
     def send_raw(self, dst: int, body: bytes) -> None:
         ep = self.peers.get(dst)
-        if ep is None or ep.is_closing() or self.cut_off(dst):
+        if self.stopped or ep is None or ep.is_closing() or self.cut_off(dst):
             return
         ep.send_body(body)
         self.stats["sent"] += 1
@@ -273,6 +275,8 @@ class Replica:
     # -- receiving -------------------------------------------------------------------------------
     def on_frame(self, ep: Endpoint | None, body: bytes) -> None:
         """A frame from the authenticated member `ep.peer` (from this replica itself when `ep` is None)."""
+        if self.stopped:
+            return
         self.stats["received"] += 1
         peer = self.me if ep is None else ep.peer
         try:

@@ -7,8 +7,8 @@ import sys
 
 from lockstep.checker.commands.validate import validate_population_run
 from lockstep.checker.trace import TraceError
+from lockstep.runs import fault_plan
 
-from ..faults import load_faults
 from .run import PopulationRunReport, run_population
 
 DEFAULT_INTERACTIONS = 10_000
@@ -20,7 +20,7 @@ def run_population_command(args: argparse.Namespace, params: dict[str, int]) -> 
 
     protocol = load_protocol(args.spec, params)
     protocol.start_configurations(args.start)  # an unknown start is refused before anything runs
-    faults = load_faults(args.faults, protocol.n) if args.faults else None
+    faults = fault_plan(args.faults, protocol.n)
     k = args.interactions or DEFAULT_INTERACTIONS
     ps = ", ".join(f"{name}={v}" for name, v in protocol.params.items())
     print(f"Running {protocol.name} ({ps}): {protocol.n} agent processes and a scheduler, {k:,} interactions"

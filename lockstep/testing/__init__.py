@@ -27,7 +27,8 @@ __all__ = ["Adapter", "NonConformance", "assert_holds", "assert_violates", "conf
 
 def assert_holds(spec: Any, **options: Any) -> CheckResult:
     """Check `spec` exhaustively (as `lockstep.check`, same options and spec parameters) and fail with the
-    numbered counterexample if a property is violated or the search was cut short."""
+    numbered counterexample if a property is violated or the search was cut short, or if a `@witness` of the
+    spec is unreachable (the spec may check less than it seems) or fails to evaluate."""
     from lockstep.api import check
 
     res = check(spec, **options)
@@ -35,6 +36,14 @@ def assert_holds(spec: Any, **options: Any) -> CheckResult:
         raise AssertionError(res.violation.text(res.model))
     if not res.holds:
         raise AssertionError(f"inconclusive: {res.cut}; {res.distinct:,} states explored without a violation")
+    for w in res.witnesses:
+        if w.found is False:
+            raise AssertionError(f"witness {w.name} is unreachable: no reachable state satisfies it "
+                                 f"({w.result.distinct:,} states) — the spec may check less than it seems")
+        if w.failed:
+            raise AssertionError(f"witness {w.name} failed to evaluate: {w.result.violation.text(res.model)}")
+        if not w.found:
+            raise AssertionError(f"witness {w.name} not reached within the bounds ({w.result.cut})")
     return res
 
 

@@ -23,13 +23,13 @@ def pytest_generate_tests(metafunc: Any) -> None:
     if not marks:
         return
     if "spec_params" not in metafunc.fixturenames:
-        raise pytest.UsageError(f"{metafunc.definition.nodeid}: @pytest.mark.lockstep needs the spec_params fixture "
-                                "as an argument of the test")
+        pytest.fail(f"{metafunc.definition.nodeid}: @pytest.mark.lockstep needs the spec_params fixture as an "
+                    "argument of the test", pytrace=False)
     grid: dict[str, list[Any]] = {}
     for mark in reversed(marks):  # the mark nearest the function wins
         if mark.args:
-            raise pytest.UsageError(f"{metafunc.definition.nodeid}: @pytest.mark.lockstep takes parameters by name, "
-                                    "e.g. @pytest.mark.lockstep(rm=[2, 3])")
+            pytest.fail(f"{metafunc.definition.nodeid}: @pytest.mark.lockstep takes parameters by name, "
+                        "e.g. @pytest.mark.lockstep(rm=[2, 3])", pytrace=False)
         grid.update({k: list(v) if isinstance(v, (list, tuple, range)) else [v] for k, v in mark.kwargs.items()})
     names = sorted(grid)
     combos = [dict(zip(names, values)) for values in itertools.product(*(grid[n] for n in names))]

@@ -1,5 +1,7 @@
 """`import lockstep`: the API on spec classes, plain specs, modules and names."""
 
+import json
+
 import pytest
 
 import lockstep
@@ -63,11 +65,13 @@ def test_the_api_reference_builds(tmp_path):
     import subprocess
     import sys
 
-    run = subprocess.run([sys.executable, "-m", "pdoc", "lockstep.api", "lockstep.testing", "-o", str(tmp_path)],
+    run = subprocess.run([sys.executable, "-m", "pdoc", "lockstep.api", "lockstep.runs", "lockstep.testing", "-o", str(tmp_path)],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     page = (tmp_path / "lockstep" / "testing.html").read_text()
     assert "conforms" in page and "Drive the implementation behind" in page
+    runs = (tmp_path / "lockstep" / "runs.html").read_text()
+    assert "ValidationResult" in runs and "Run <code>spec</code> as real OS processes" in runs
 
 
 def test_prove_by_induction_and_its_counterexample():
@@ -109,3 +113,92 @@ def test_replay_a_counterexample_from_a_file_and_refuse_a_foreign_path(tmp_path)
     res = lockstep.replay(tmp_path / "cex.json")
     assert "invariant not_solved is violated in the last state" in res.conclusion
     assert lockstep.replay(v.trace, spec=DieHard).states[-1] == res.states[-1]
+
+
+def test_an_actor_spec_class_is_checked_as_the_command_checks_it(cli):
+    from lockstep.specs.two_phase_commit import TwoPhaseCommit
+
+    reduced = lockstep.check(TwoPhaseCommit, deadlock=False, engine="scalar")
+    r = cli("check", "two_phase_commit", "--no-deadlock", "--quiet", "--engine", "scalar")
+    assert reduced.holds and r.code == 0 and f"{reduced.distinct:,} distinct states" in r.out  # one code path
+    full = lockstep.check(TwoPhaseCommit, deadlock=False, por=False, engine="scalar", witnesses=False)
+    assert full.holds and full.distinct == 716 > reduced.distinct == 394
+    assert "partial-order reduction off with dfs=True: its cycle proviso is the breadth-first one" in \
+        lockstep.check(TwoPhaseCommit, deadlock=False, dfs=True, witnesses=False).notes
+    with pytest.raises(lockstep.UsageError, match="por=True with dfs=True"):
+        lockstep.check(TwoPhaseCommit, por=True, dfs=True)
+    with pytest.raises(lockstep.UsageError, match="not an actor spec"):
+        lockstep.check(TwoPhase, por=True)
+
+
+def test_the_witnesses_of_a_check_and_their_traces():
+    from lockstep.specs.two_phase_commit import TwoPhaseCommit
+
+    res = lockstep.check(TwoPhaseCommit, deadlock=False, por=False, engine="scalar")
+    [w] = res.witnesses
+    assert w.name == "all_commit" and w.found and len(w.trace.steps) - 1 == 6
+    assert w.trace.property == {"kind": "witness", "name": "all_commit"}
+    assert "witness all_commit holds in the last state" in lockstep.replay(w.trace).conclusion
+    assert lockstep.check(TwoPhaseCommit, deadlock=False, engine="scalar", witnesses=False).witnesses == []
+
+
+def test_assert_holds_fails_on_an_unreachable_witness():
+    from lockstep.testing import assert_holds
+    from tests.models.vacuous import Reachable, Witnessed
+
+    assert assert_holds(Reachable).witnesses[0].found
+    with pytest.raises(AssertionError, match="witness reaches_five is unreachable"):
+        assert_holds(Witnessed)
+    res = lockstep.check(Witnessed)
+    assert res.holds and res.exit_code == 1  # the invariants hold, the check fails: as `lockstep check` exits
+    assert lockstep.check(Reachable, max_depth=2).exit_code == 3
+
+
+def test_check_out_saves_the_witness_and_replay_confirms_it(cli, tmp_path):
+    out = tmp_path / "witness.json"
+    r = cli("check", "two_phase_commit", "--no-deadlock", "--quiet", "--engine", "scalar", "--out", str(out))
+    assert r.code == 0 and f"Trace written to {out}" in r.out
+    r = cli("replay", str(out))
+    assert r.code == 0 and "witness all_commit holds in the last state: it is reached, as recorded" in r.out
+    data = json.loads(out.read_text())
+    data["states"] = data["states"][:-1]  # one step short of the witness
+    out.write_text(json.dumps(data))
+    r = cli("replay", str(out))
+    assert r.code == 2 and "claims witness all_commit holds" in r.err
+
+
+def test_check_out_with_several_witnesses_writes_one_file_each(cli, tmp_path):
+    from tests.conftest import model_path
+
+    spec = model_path("vacuous.py") + ":TwoReachable"
+    r = cli("check", spec, "--quiet", "--out", str(tmp_path / "w.json"))
+    assert r.code == 0 and not (tmp_path / "w.json").exists()
+    for name, steps in (("reaches_one", 1), ("reaches_three", 3)):
+        path = tmp_path / f"w.{name}.json"
+        assert f"Trace written to {path}" in r.out
+        r2 = cli("replay", str(path), "--spec", spec)
+        assert r2.code == 0 and f"replayed {steps} steps; witness {name} holds in the last state" in r2.out
+
+
+def test_temporal_properties_under_fairness():
+    from lockstep.specs.examples.ewd840 import EWD840
+
+    live = lockstep.check(EWD840, properties=["Liveness"], deadlock=False)
+    assert live.holds and live.distinct == 302  # as `lockstep check ewd840 --property Liveness --no-deadlock`
+    unfair = lockstep.check(EWD840, properties=["Liveness"], fairness={"system": "none"}, deadlock=False)
+    v = unfair.violation
+    assert v.kind == "temporal" and v.trace.loop is not None and "Liveness" in v.message
+    assert "fair behaviour" in lockstep.replay(v.trace).conclusion
+    with pytest.raises(lockstep.SpecError, match="no temporal property 'Safety'"):
+        lockstep.check(EWD840, properties=["Safety"])
+    with pytest.raises(lockstep.UsageError, match="fairness applies to temporal properties"):
+        lockstep.check(EWD840, fairness={"system": "none"})
+    with pytest.raises(lockstep.UsageError, match="engine='vector'"):
+        lockstep.check(EWD840, properties=["Liveness"], engine="vector")
+
+
+def test_simulate_an_actor_spec_class():
+    from lockstep.specs.two_phase_commit import TwoPhaseCommit
+
+    res = lockstep.simulate(TwoPhaseCommit, runs=30, depth=40, seed=2, deadlock=False)
+    assert res.violation is None and res.runs == 30 and res.distinct > 1

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 
 import lockstep
+import lockstep.checker.vector  # noqa: F401  (numpy imported once: pytester's runs forget the modules they import)
 from examples.kvstore.spec import KVStore
 from examples.kvstore.test_store import StoreAdapter
 from lockstep.checker.typed_model import TypedModel
@@ -129,3 +130,31 @@ def test_a_nonconformance_trace_replays_against_the_spec(tmp_path):
     caught.value.trace.save(path)
     res = lockstep.replay(path, spec=KVStore)
     assert "a run of KVStore" in res.conclusion and "where the implementation differed" in res.conclusion
+
+
+def test_the_pytest_plugin_reports_misuse_and_unmet_expectations(pytester):
+    pytester.makepyfile(test_misuse='''
+        import pytest
+
+        @pytest.mark.lockstep(2, 3)
+        def test_positional(spec_params):
+            pass
+    ''', test_expectations='''
+        from lockstep.specs.examples.two_phase import TwoPhase
+        from lockstep.testing import assert_holds, assert_violates
+        from tests.models.vacuous import Witnessed
+
+        def test_a_correct_spec_is_not_violated():
+            assert_violates(TwoPhase, rm=2)
+
+        def test_an_unreachable_witness_fails():
+            assert_holds(Witnessed)
+    ''')
+    result = pytester.runpytest("-p", "no:cacheprovider", "--continue-on-collection-errors")
+    result.assert_outcomes(failed=2, errors=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(["*test_positional: @pytest.mark.lockstep takes parameters by name, e.g.*",
+                                 "*AssertionError: expected a violation, but holds: 56 states explored*",
+                                 "*AssertionError: witness reaches_five is unreachable: no reachable state "
+                                 "satisfies it (4 states)*"])
+    assert "_manager.py" not in out and "plugin.py" not in out  # the misuse is one message, not a traceback

@@ -15,8 +15,8 @@ from tests.conftest import typed_spec_refs
 LIMIT = 1000  # reachable states compared per spec (breadth-first); specs at their default parameters
 # Specs whose states take the solver a tenth of a second or more each: the default run compares
 # their first states; the slow run compares them as far as every other spec.
-COSTLY = {"bracha": 60, "bracha_equivocating_sender": 60, "bracha_low_echo_quorum": 60, "bracha_byzantine_relay": 60,
-          "agent_clock": 100, "agent_clock_buggy": 100, "two_phase_commit": 300, "two_phase_commit_eager": 300,
+COSTLY = {"bracha": 30, "bracha_equivocating_sender": 30, "bracha_low_echo_quorum": 30, "bracha_byzantine_relay": 30,
+          "agent_clock": 50, "agent_clock_buggy": 50, "two_phase_commit": 300, "two_phase_commit_eager": 300,
           "tests/models/vector_edges.py:WideSet": 100, "psmr": 5, "psmr_no_acyclic_order": 5, "psmr_first_key_cg": 5,
           "alternating_bit": 80, "alternating_bit_reordering": 60, "tests/models/sequences.py:Channel": 100,
           "tests/models/quorums.py:Vote": 100, "tests/models/quorums.py:VoteTwice": 60,

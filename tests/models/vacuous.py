@@ -46,3 +46,15 @@ class Reachable(Vacuous):
     @witness
     def reaches_three(s):
         return s.x == 3
+
+
+class TwoReachable(Vacuous):
+    """Two reachable witnesses, at depths 1 and 3."""
+
+    @witness
+    def reaches_one(s):
+        return s.x == 1
+
+    @witness
+    def reaches_three(s):
+        return s.x == 3
