@@ -75,25 +75,30 @@ def contains(table: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return out
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _add(table: np.ndarray, k: np.uint64, cap: np.uint64) -> bool:
+    """Insert key `k` if absent; whether it was."""
+    p = _home(k, cap)
+    while True:
+        v = table[p]
+        if v == k:
+            return False
+        if v == _ZERO:
+            table[p] = k
+            return True
+        p += 1
+        if p == table.size:
+            p = 0
+
+
 @_jit
 def insert(table: np.ndarray, keys: np.ndarray) -> int:
     """Insert keys absent from the table (distinct or not); the number newly inserted."""
     cap = np.uint64(table.size)
     added = 0
     for i in range(keys.size):
-        k = keys[i]
-        p = _home(k, cap)
-        while True:
-            v = table[p]
-            if v == k:
-                break
-            if v == _ZERO:
-                table[p] = k
-                added += 1
-                break
-            p += 1
-            if p == table.size:
-                p = 0
+        if _add(table, keys[i], cap):
+            added += 1
     return added
 
 
@@ -221,19 +226,9 @@ def insert_sorted(table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks:
         if size >= limit:
             return i, size, m
         h = fps[i]
-        p = _home(h, cap)
-        while True:
-            v = table[p]
-            if v == h:
-                break
-            if v == _ZERO:
-                table[p] = h
-                size += 1
-                out_k[m] = ks[i]
-                out_fp[m] = h
-                m += 1
-                break
-            p += 1
-            if p == table.size:
-                p = 0
+        if _add(table, h, cap):
+            size += 1
+            out_k[m] = ks[i]
+            out_fp[m] = h
+            m += 1
     return fps.size, size, m
