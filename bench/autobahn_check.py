@@ -6,14 +6,17 @@ with the rate at which it was exploring.
 
     python -m bench.autobahn_check                   # the default table (tens of minutes on a loaded machine)
     python -m bench.autobahn_check --max-states 200000
+    python -m bench.autobahn_check --compile         # the vector engine's compile time per configuration
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 
 from lockstep.checker.explicit import Options, check
 from lockstep.checker.loader import load_model
+from lockstep.checker.vector import VectorModel
 
 CONFIGS: list[tuple[str, dict[str, int]]] = [
     ("autobahn", {"lanes": 0, "views": 1}),
@@ -29,11 +32,22 @@ CONFIGS: list[tuple[str, dict[str, int]]] = [
     ("autobahn_no_override", {}),
 ]
 
+# the paper's shape at larger bounds: two lanes, two views (view change), the fast path; k = 2 pipelining
+COMPILE_ONLY: list[tuple[str, dict[str, int]]] = [
+    ("autobahn", {}),
+    ("autobahn", {"slots": 2, "k": 2}),
+]
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-states", type=int, default=2_000_000, help="stop a configuration after this many states")
+    ap.add_argument("--compile", action="store_true", help="only time building each configuration and compiling it "
+                    "for the vector engine")
     args = ap.parse_args()
+    if args.compile:
+        compile_times()
+        return
     print(f"{'spec':<30}{'bounds':<34}{'verdict':<14}{'distinct':>11}{'depth':>7}{'seconds':>9}{'states/s':>10}")
     for spec, params in CONFIGS:
         model = load_model(spec, params)
@@ -43,6 +57,22 @@ def main() -> None:
         bounds = f"slots={z['slots']} views={z['views']} lanes={z['lanes']} cars={z['cars']} k={z['k']}"
         print(f"{spec:<30}{bounds:<34}{v:<14}{res.distinct:>11,}{res.depth:>7}{res.seconds:>9.1f}"
               f"{res.distinct / max(res.seconds, 1e-9):>10,.0f}")
+
+
+def compile_times() -> None:
+    """Seconds to build each configuration's program and to compile it to the vector engine's numpy code."""
+    print(f"{'spec':<30}{'bounds':<34}{'transitions':>12}{'build s':>9}{'compile s':>11}{'code lines':>12}")
+    for spec, params in CONFIGS + COMPILE_ONLY:
+        t = time.perf_counter()
+        model = load_model(spec, params)
+        built = time.perf_counter() - t
+        t = time.perf_counter()
+        vm = VectorModel(model)
+        compiled = time.perf_counter() - t
+        z = model.params
+        bounds = f"slots={z['slots']} views={z['views']} lanes={z['lanes']} cars={z['cars']} k={z['k']}"
+        print(f"{spec:<30}{bounds:<34}{vm.ntrans:>12,}{built:>9.1f}{compiled:>11.1f}"
+              f"{vm.program.source.count(chr(10)):>12,}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """The vector engine on Ray actors against one process: states/s with 1 and 2 actors, the exchange
-volume per level, and a projection for N machines from the measured numbers.
+volume per level, and a projection for N machines from the measured numbers; random simulation on
+1 and 2 actors against one process (steps/s).
 
 All runs happen in one invocation on one local Ray instance (started once, not timed), so the
 ratios compare like with like on a shared machine. On a 2-core machine the point is correctness
@@ -12,11 +13,13 @@ and the projection, not speed: the driver, the Ray raylet and the actors share t
 from __future__ import annotations
 
 import argparse
+import time
 
-from lockstep.checker.cluster import ClusterSearch
+from lockstep.checker.cluster import ClusterSearch, ClusterSimulation
 from lockstep.checker.explicit import Options
 from lockstep.checker.loader import load_model
 from lockstep.checker.progress import NoProgress
+from lockstep.checker.simulation import simulate
 from lockstep.checker.vector import VectorModel, check_vector
 
 BANDWIDTH = 1.25e9  # bytes/s between machines assumed by the projection (10 Gbit/s)
@@ -31,6 +34,33 @@ def measure(spec: str, params: dict[str, int]) -> list[tuple]:
         search = ClusterSearch(vm, spec, params, Options(), NoProgress(), "local", n, every=float("inf"))
         rows.append((f"{n} Ray actor{'s' if n > 1 else ''}", search.run(), search))
     return rows
+
+
+def walk_rows(spec: str, params: dict[str, int], runs: int, depth: int) -> list[tuple]:
+    """(label, result, seconds) for the walks in one process, on 1 and on 2 Ray actors (actor start-up timed)."""
+    model = load_model(spec, params)
+    one = simulate(model, runs, depth, seed=1, deadlock=False)
+    rows = [("one process", one, one.seconds)]
+    for n in (1, 2):
+        t0 = time.monotonic()
+        res = ClusterSimulation(model, spec, params, runs, depth, 1, False, "local", n).run()
+        rows.append((f"{n} Ray actor{'s' if n > 1 else ''}", res, time.monotonic() - t0))
+    return rows
+
+
+def print_walks(cases: list[tuple[str, dict[str, int]]], runs: int, depth: int) -> None:
+    print(f"\nRandom simulation: {runs:,} walks of {depth} steps (seed 1), actor start-up included:")
+    print(f"{'spec':<22}{'run':<14}{'walks':>8}{'steps':>12}{'distinct':>10}{'seconds':>9}{'steps/s':>10}"
+          f"{'ratio':>7}  same")
+    for spec, params in cases:
+        rows = walk_rows(spec, params, runs, depth)
+        one, base = rows[0][1], rows[0][1].steps / rows[0][2]
+        name = spec + " " + ",".join(f"{k}={v}" for k, v in params.items())
+        for label, res, secs in rows:
+            same = (res.runs, res.steps, res.distinct, res.endings) == (one.runs, one.steps, one.distinct, one.endings)
+            rate = res.steps / secs
+            print(f"{name:<22}{label:<14}{res.runs:>8,}{res.steps:>12,}{res.distinct:>10,}{secs:>9.1f}{rate:>10,.0f}"
+                  f"{rate / base:>7.2f}  {'yes' if same else 'NO'}")
 
 
 def main() -> None:
@@ -63,6 +93,7 @@ def main() -> None:
               f"{nbytes / one.distinct:.1f} bytes per distinct state, {len(levels)} levels, "
               f"peak {peak / 2**20:,.1f} MiB in one level")
         projections.append((name, one, rows[1][1], rows[1][2], nbytes / one.distinct))
+    print_walks(cases, 2000 if args.quick else 10_000, 100)
     ray.shutdown()
     print(f"\nProjection for N machines (per-actor throughput measured with 1 actor; {BANDWIDTH / 1e9:.2f} GB/s "
           f"between machines; {LATENCY * 1e3:.0f} ms per level; a fraction (N-1)/N of successors crosses):")

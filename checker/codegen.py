@@ -63,7 +63,7 @@ class _Expr:
             return hit
         op, a = t.op, t.args
         if op == "const":
-            return repr(a[0])
+            return _literal(a[0])
         if op == "slot":
             self.used.add(a[0])
             return self.names(a[0])
@@ -88,7 +88,7 @@ class _Expr:
         if op == "in":
             s, i = a
             if isinstance(i, Term) and i.op == "const":
-                return f"({self(s)} & {1 << i.args[0]} != 0)"
+                return f"({self(s)} & {_literal(1 << i.args[0])} != 0)"
             if i.lo < 0:
                 return f"_in({self(s)}, {self(i)})"
             return f"({self(s)} >> {self(i)} & 1 == 1)"
@@ -209,6 +209,14 @@ def _zbits(keys: tuple, mask: int) -> int:
 
 
 _M64 = (1 << 64) - 1
+
+
+def _literal(v: object) -> str:
+    """Python source for a constant; a large int (a bitmask over a big universe, past Python's limit
+    on decimal digits) in hex."""
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 64:
+        return hex(v)
+    return repr(v)
 
 
 def _zmix(keys: tuple, v: int) -> int:

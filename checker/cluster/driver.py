@@ -16,8 +16,6 @@ it, starts fresh actors from the last snapshot, and goes on from that level.
 
 from __future__ import annotations
 
-import os
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,15 +27,11 @@ from ..explicit.search import Options, _Found, _Search, safe_predicates
 from ..progress import Progress, Stats
 from ..result import HOLDS, INCONCLUSIVE, VIOLATION, CheckResult
 from ..vector.search import VectorModel, _VectorFingerprints
+from .connect import ClusterError, check_address, connect
 from .partition import DEADLOCK, NONE, STEP, Partition
 
 INVARIANT_LAST, CUT, INVARIANT = 2, 3, 4  # after STEP and DEADLOCK: the order one process breaks ties in
 RECOVERIES = 3  # lost actors survived per run
-ADDRESS = re.compile(r"^(local|ray://[A-Za-z0-9.\-]+:\d{1,5}|[A-Za-z0-9.\-]+:\d{1,5})$")
-
-
-class ClusterError(Exception):
-    """The cluster cannot run the search: Ray is missing, the address is wrong, too few CPUs."""
 
 
 class ActorLost(Exception):
@@ -54,21 +48,6 @@ class Snapshot:
     depth: int
     frontier: list[Any]  # per partition, (words ref, index ref)
     links: list[list[Any]] = field(default_factory=list)  # per partition, one ref per level
-
-
-def check_address(address: str) -> str:
-    """`local`, `ray://HOST:PORT` (Ray Client) or `HOST:PORT` (a cluster's GCS), or a ClusterError."""
-    if not ADDRESS.match(address):
-        raise ClusterError(f"--cluster {address!r}: expected local, ray://HOST:PORT or HOST:PORT")
-    return address
-
-
-def _ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise ClusterError("--cluster needs Ray: pip install 'lockstep-mc[cluster]'") from None
-    return ray
 
 
 class ClusterSearch:
@@ -100,23 +79,8 @@ class ClusterSearch:
 
     # -- Ray ------------------------------------------------------------------------------------
     def _connect(self) -> None:
-        ray = self.ray = _ray()
-        if not ray.is_initialized():
-            if self.address == "local":
-                cpus = max(self.workers or 0, os.cpu_count() or 1)
-                ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-            else:
-                try:
-                    ray.init(address=self.address, log_to_driver=False, logging_level="ERROR")
-                except Exception as e:  # Ray raises ConnectionError, RuntimeError, ValueError, ...
-                    raise ClusterError(f"cannot connect to the Ray cluster at {self.address}: {e}") from None
-            self.started_ray = True
-        cpus = int(ray.cluster_resources().get("CPU", 0))
-        n = self.workers or max(cpus, 1)
-        if n > cpus:
-            raise ClusterError(f"--workers {n}: the Ray cluster has {cpus} CPUs; give --workers {cpus} or fewer")
-        self.n = n
-        self.remote = ray.remote(num_cpus=1, max_restarts=0)(Partition)
+        self.ray, self.n, self.started_ray = connect(self.address, self.workers)
+        self.remote = self.ray.remote(num_cpus=1, max_restarts=0)(Partition)
 
     def _spawn(self) -> None:
         m = self.model

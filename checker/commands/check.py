@@ -14,7 +14,14 @@ from ..progress import NoProgress, Progress, stderr_say
 from ..rounds.sweep import FORCE_LIMIT, sweep, table, tree_arguments, tree_spec
 from ..vector import choice
 from .common import add_full_argument, add_spec_arguments, load_typed, natural, output_file, positive, print_violation, report
-from .scaling import add_scaling_arguments, check_on_cluster, check_scaling_flags, checkpoint_options
+from .scaling import (
+    add_scaling_arguments,
+    check_on_cluster,
+    check_scalar_checkpointed,
+    check_scaling_flags,
+    checkpoint_options,
+    checkpoint_reduced,
+)
 
 NAME = "check"
 HELP = "model-check a spec: invariants, deadlocks, step failures and temporal properties"
@@ -122,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
     progress = NoProgress() if args.quiet else Progress()
     if args.cluster:
         res = check_on_cluster(args, engine, vm, opts, params, progress)
+    elif engine == "scalar" and (args.checkpoint or args.resume):
+        res = check_scalar_checkpointed(args, model, opts, progress)
     else:
         res = choice.run(engine, model, vm, opts, progress, checkpoint_options(args, engine, vm, opts))
     add_notes(res, args.engine, engine, why, por_note)
@@ -183,10 +192,11 @@ def por_choice(args: argparse.Namespace, model) -> tuple[bool, str | None]:
     blockers = [(args.dfs, "--dfs", "its cycle proviso is the breadth-first one"),
                 (args.workers > 1, "--workers", "it runs on one worker"),
                 (bool(getattr(args, "cluster", None)), "--cluster", "the partitioned search expands every event"),
-                (bool(getattr(args, "checkpoint", None) or getattr(args, "resume", None)), "--checkpoint/--resume",
-                 "checkpoints are of the full search"),
                 (bool(args.property), "--property", "its provisos keep invariants and deadlocks, not liveness under "
                  "fairness (a pruned delivery would look unfair)")]
+    resume = getattr(args, "resume", None)
+    blockers.append((args.por is None and bool(resume) and checkpoint_reduced(resume) is False, "--resume",
+                     f"the checkpoint in {resume} is of the full search"))
     return choose_por(model, args.por, blockers)
 
 

@@ -1,5 +1,5 @@
 """`check --checkpoint DIR`, `--resume DIR` and `--cluster ADDRESS`: the command-line side of
-`vector.checkpoint` and `cluster`."""
+`vector.checkpoint`, `explicit.checkpoint` and `cluster`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ..errors import UsageError
 from ..explicit import Options
 from ..progress import Progress
 from ..result import CheckResult
-from ..vector.checkpoint import Checkpoint, CheckpointError
+from ..vector.checkpoint import Checkpoint, CheckpointError, read_manifest
 from ..vector.search import VectorOptions
 
 EVERY = 60.0  # seconds between checkpoints (and cluster snapshots) by default
@@ -30,8 +30,8 @@ def _seconds(text: str) -> float:
 
 def add_scaling_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", metavar="DIR",
-                   help="vector engine: write the search (frontier, visited set, parent links) to DIR at level "
-                        "boundaries, so that --resume DIR can continue it")
+                   help="write the breadth-first search (frontier, visited set, parent links) to DIR at level "
+                        "boundaries, so that --resume DIR can continue it (vector engine, or scalar for typed specs)")
     p.add_argument("--checkpoint-every", type=_seconds, default=EVERY, metavar="SECONDS",
                    help=f"at most one checkpoint (with --cluster: one snapshot) per SECONDS (default {EVERY:g}; "
                         "0: every level)")
@@ -47,13 +47,16 @@ def check_scaling_flags(args: argparse.Namespace) -> None:
     for flag, on in (("--cluster", args.cluster), ("--checkpoint", args.checkpoint), ("--resume", args.resume)):
         if not on:
             continue
+        scalar = flag != "--cluster"  # checkpoints of the scalar engine's search too (with symmetry)
         other = [name for name, given in (("--property", args.property), ("--dfs", args.dfs),
-                                          ("--symmetry", args.symmetry), ("--all-trees", args.all_trees),
-                                          ("--engine " + args.engine, args.engine in ("scalar", "explicit", "smt")))
+                                          ("--symmetry", args.symmetry and not scalar),
+                                          ("--all-trees", args.all_trees),
+                                          ("--engine " + args.engine,
+                                           args.engine in (("smt",) if scalar else ("scalar", "explicit", "smt"))))
                  if given]
         if other:
-            raise UsageError(f"{flag} runs the vector engine's breadth-first search; it does not combine with "
-                             f"{other[0]}")
+            what = "saves a breadth-first search" if scalar else "runs the vector engine's breadth-first search"
+            raise UsageError(f"{flag} {what}; it does not combine with {other[0]}")
 
 
 def _say(text: str) -> None:
@@ -66,11 +69,21 @@ def checkpoint_options(args: argparse.Namespace, engine: str, vm: Any, opts: Opt
     if directory is None:
         return None
     flag = "--resume" if args.resume else "--checkpoint"
-    if engine != "vector" or vm is None:
-        raise UsageError(f"{flag} needs the vector engine, which cannot check this spec; run without {flag}")
+    assert engine == "vector" and vm is not None, "the scalar engine's checkpoints: check_scalar_checkpointed"
     if opts.workers > 1:
         raise UsageError(f"{flag} runs on one process, or on a cluster (--cluster); drop --workers")
-    return VectorOptions(checkpoint=_checkpoint(args, directory, vm, opts.deadlock))
+    return VectorOptions(checkpoint=_checkpoint(args, directory, vm, opts.deadlock, opts.por))
+
+
+def checkpoint_reduced(directory: str) -> bool | None:
+    """Whether the checkpoint in `directory` is of a search with partial-order reduction (None: no
+    readable checkpoint there; resuming reports why)."""
+    try:
+        man = read_manifest(directory) if os.path.isdir(directory) else None
+    except CheckpointError:
+        return None
+    ident = man.get("identity") if man else None
+    return bool(ident.get("por")) if isinstance(ident, dict) else None
 
 
 def _directory(args: argparse.Namespace) -> str | None:
@@ -79,9 +92,61 @@ def _directory(args: argparse.Namespace) -> str | None:
     return args.resume or args.checkpoint
 
 
-def _checkpoint(args: argparse.Namespace, directory: str, vm: Any, deadlock: bool) -> Checkpoint:
+def check_scalar_checkpointed(args: argparse.Namespace, model: Any, opts: Options, progress: Progress) -> CheckResult:
+    """`check --checkpoint/--resume` on the scalar engine (chosen, or forced by --symmetry or the spec)."""
+    from ..explicit import no_cyclic_gc
+    from ..explicit.checkpoint import ExplicitCheckpoint
+    from ..explicit.search import _Search
+    from ..typed_model import TypedModel
+
+    flag = "--resume" if args.resume else "--checkpoint"
+    if not isinstance(model, TypedModel):
+        raise UsageError(f"{flag}: {model.name} is a plain spec, whose states are Python objects, which Lockstep "
+                         "never writes to disk as pickles; checkpoints are of typed specs (Spec, ActorSpec)")
+    if opts.workers > 1:
+        raise UsageError(f"{flag} with the scalar engine runs on one process; drop --workers")
+    if args.coverage:
+        raise UsageError(f"{flag} does not combine with --coverage (its counts are not checkpointed)")
+    directory = _directory(args)
+    assert directory is not None
+    if args.resume and _engine_of(directory) == "vector":
+        raise UsageError(f"{directory} holds a checkpoint of the vector engine; resume it without --engine "
+                         "scalar/explicit and --symmetry")
+    ck = ExplicitCheckpoint(directory, args.checkpoint_every, resume=bool(args.resume), deadlock=opts.deadlock,
+                            por=opts.por, say=None if args.quiet else _say)
+    try:
+        ck.bind(model)
+    except (CheckpointError, OSError) as e:
+        raise UsageError(str(e)) from None
+    search = _Search(model, opts, progress)
+    search.checkpoint = ck
+    try:
+        with no_cyclic_gc():
+            return search.run()
+    except CheckpointError as e:
+        raise UsageError(str(e)) from None
+    finally:
+        progress.close()
+
+
+def _engine_of(directory: str) -> str | None:
+    """The engine whose checkpoint `directory` holds (None: no readable checkpoint there)."""
+    try:
+        man = read_manifest(directory) if os.path.isdir(directory) else None
+    except CheckpointError:
+        return None
+    ident = man.get("identity") if man else None
+    if not isinstance(ident, dict):
+        return None
+    return "explicit" if ident.get("engine") == "explicit" else "vector"
+
+
+def _checkpoint(args: argparse.Namespace, directory: str, vm: Any, deadlock: bool, por: bool = False) -> Checkpoint:
+    if args.resume and _engine_of(directory) == "explicit":
+        raise UsageError(f"{directory} holds a checkpoint of the scalar engine; resume it with --engine explicit "
+                         "(and --symmetry if it was written with it), on one machine")
     ck = Checkpoint(directory, args.checkpoint_every, resume=bool(args.resume), deadlock=deadlock,
-                    say=None if args.quiet else _say)
+                    say=None if args.quiet else _say, por=por)
     try:
         ck.bind(vm)
     except (CheckpointError, OSError) as e:
@@ -92,16 +157,13 @@ def _checkpoint(args: argparse.Namespace, directory: str, vm: Any, deadlock: boo
 def check_on_cluster(args: argparse.Namespace, engine: str, vm: Any, opts: Options, params: dict[str, int],
                      progress: Progress) -> CheckResult:
     """`check --cluster ADDRESS`: the vector engine partitioned over Ray actors."""
-    from ..cluster import ClusterError, ClusterSearch, check_address
+    from ..cluster import ClusterError, ClusterSearch, check_address, portable_ref
 
     if engine != "vector" or vm is None:
         raise UsageError("--cluster needs the vector engine, which cannot check this spec; run without --cluster")
     directory = _directory(args)
     ck = _checkpoint(args, directory, vm, opts.deadlock) if directory else None
-    spec = args.spec
-    path, sep, obj = spec.partition(":")
-    if path.endswith(".py") and os.path.exists(path):
-        spec = os.path.abspath(path) + sep + obj  # actors load the spec themselves, from their own directory
+    spec = portable_ref(args.spec)
     try:
         search = ClusterSearch(vm, spec, params, Options(deadlock=opts.deadlock, max_depth=opts.max_depth,
                                                               max_states=opts.max_states),

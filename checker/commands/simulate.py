@@ -8,6 +8,7 @@ import argparse
 import math
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from lockstep.specs.lang.population import ALL, Population
 
@@ -18,11 +19,14 @@ from ..probabilistic.batched import AGENT_LIMIT, Simulator
 from .analyze import load_population, target_name
 from .common import add_spec_arguments, natural, output_file, positive
 
+if TYPE_CHECKING:
+    from ..simulation import SimResult
+
 NAME = "simulate"
 HELP = ("random simulation: walks that check invariants, deadlocks and steps (any spec); population protocols: "
         "hitting times with confidence intervals, statistical checks, plots")
 POPULATION_ONLY = ("start", "target", "leave", "time", "sequential", "within", "plot")
-WALK_ONLY = ("depth", "workers", "out", "no_deadlock", "invariant", "coverage")
+WALK_ONLY = ("depth", "workers", "out", "no_deadlock", "invariant", "coverage", "cluster")
 
 
 def fraction(text: str) -> float:
@@ -54,7 +58,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs", type=positive, metavar="R",
                    help="independent runs (default 1000 walks; population protocols: 20)")
     p.add_argument("--depth", type=natural, metavar="D", help="steps per walk (default 100; not for population protocols)")
-    p.add_argument("--workers", type=positive, metavar="N", help="worker processes sharing the walks (default 1)")
+    p.add_argument("--workers", type=positive, metavar="N",
+                   help="worker processes sharing the walks (default 1); with --cluster, Ray actors (default one "
+                        "per CPU of the cluster)")
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="share the walks among Ray actors: local (a Ray instance started for the run), "
+                        "ray://HOST:PORT (Ray Client) or HOST:PORT (a cluster's head); same result as one process")
     p.add_argument("--invariant", action="append", metavar="NAME", help="check only this invariant (repeatable)")
     p.add_argument("--no-deadlock", action="store_true", default=None, help="a walk may end in a state without steps")
     p.add_argument("--out", type=output_file, metavar="FILE", help="write the first violation's trace (JSON, ITF) to FILE")
@@ -233,11 +242,21 @@ def simulate_walks(args: argparse.Namespace) -> int:
     from .common import print_violation
 
     runs, depth, workers = args.runs or 1000, 100 if args.depth is None else args.depth, args.workers or 1
-    model = load_model(args.spec, parse_params(args.param), invariants=args.invariant or None)
+    if args.cluster:
+        from ..cluster import ClusterError, check_address
+
+        try:
+            check_address(args.cluster)
+        except ClusterError as e:
+            raise UsageError(str(e)) from None
+    params = parse_params(args.param)
+    model = load_model(args.spec, params, invariants=args.invariant or None)
     deadlock = not args.no_deadlock
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
+    actors = f"{workers} actor{'s' if workers > 1 else ''}" if args.workers else "one actor per CPU"
+    where = f"on Ray ({args.cluster}), {actors}" if args.cluster else f"{workers} worker{'s' if workers > 1 else ''}"
     print(f"Simulating {model.name}" + (f" ({ps})" if ps else "") + f": {runs:,} random walks of at most {depth} "
-          f"steps, seed {args.seed}, {workers} worker{'s' if workers > 1 else ''}")
+          f"steps, seed {args.seed}, {where}")
     print(f"  invariants: {', '.join(model.invariant_names) or 'none'}; deadlock: "
           f"{'checked' if deadlock else 'not checked'}; step failures: checked")
     began = time.monotonic()
@@ -249,8 +268,11 @@ def simulate_walks(args: argparse.Namespace) -> int:
             print(f"progress: {done:,} of {runs:,} walks, {steps:,} steps, {time.monotonic() - began:.0f} s",
                   file=sys.stderr, flush=True)
 
-    res = simulate(model, runs, depth, seed=args.seed, deadlock=deadlock, workers=workers,
-                   tick=None if args.quiet else tick)
+    if args.cluster:
+        res = _on_cluster(args, model, params, runs, depth, deadlock, None if args.quiet else tick)
+    else:
+        res = simulate(model, runs, depth, seed=args.seed, deadlock=deadlock, workers=workers,
+                       tick=None if args.quiet else tick)
     if res.violation is not None:
         print_violation(res.violation, args.out)
         print(f"  found by walk {res.violating_walk + 1:,} (seed {args.seed})")
@@ -262,6 +284,8 @@ def simulate_walks(args: argparse.Namespace) -> int:
     e = res.endings
     print(f"  walks ended: {e['depth']:,} at depth {depth}, {e['deadlock']:,} without a possible step, "
           f"{e['constraint']:,} outside a state constraint")
+    for note in res.notes:
+        print(f"  {note}")
     cov: Coverage = res.coverage
     cov.print(model)
     if args.coverage:
@@ -269,3 +293,19 @@ def simulate_walks(args: argparse.Namespace) -> int:
         print(f"  coverage written to {args.coverage}")
     sys.stdout.flush()
     return res.exit_code
+
+
+def _on_cluster(args: argparse.Namespace, model, params: dict[str, int], runs: int, depth: int, deadlock: bool,
+                tick) -> SimResult:
+    """The walks shared among Ray actors (`--cluster`)."""
+    from ..cluster import ClusterError, ClusterSimulation, portable_ref
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            print("progress: " + text, file=sys.stderr, flush=True)
+
+    try:
+        return ClusterSimulation(model, portable_ref(args.spec), params, runs, depth, args.seed, deadlock,
+                                 args.cluster, args.workers, tick=tick, say=say).run()
+    except ClusterError as e:
+        raise UsageError(str(e)) from None

@@ -85,6 +85,7 @@ class _Search:
         self.depth = 0
         self.cut: str | None = None
         self.por: Any = None  # the reduction's statistics when opts.por
+        self.checkpoint: Any = None  # an `ExplicitCheckpoint`: write (or resume) the search at level boundaries
 
     # -- shared helpers ----------------------------------------------------------------------
     def _invariant_violation(self, fp: int, st: Any, last: tuple[Any, Any] | None = None) -> _Found:
@@ -143,11 +144,12 @@ class _Search:
         found = None
         queued = 0
         try:
-            frontier = self._seed()
+            ck = self.checkpoint
+            frontier, level = ck.restore(self) if ck is not None and ck.resume else (self._seed(), 0)
             if self.opts.dfs:
                 queued = self._dfs(frontier)
             else:
-                queued = self._bfs(frontier)
+                queued = self._bfs(frontier, level)
         except _Found as f:
             found = f
         secs = time.monotonic() - t0
@@ -163,20 +165,20 @@ class _Search:
             res.cut = self.cut
         return res
 
-    def _bfs(self, frontier: list[tuple[int, Any]]) -> int:
+    def _bfs(self, frontier: list[tuple[int, Any]], level: int = 0) -> int:
         m, opts, parents, progress = self.model, self.opts, self.parents, self.progress
         if opts.por:
             from ..reduction.ample import PorStats, for_model
             from .reduced import reduced_level
 
-            self.por = PorStats()
+            if self.por is None:  # (a resumed search goes on counting)
+                self.por = PorStats()
             expand = reduced_level(m, for_model(m), self.por, opts.deadlock)
         else:
             expand = expander(m, deadlock=opts.deadlock, partitioned=False)
         canon = m.canonical if m.symmetry else None
         bad, outside = safe_predicates(m)
         cap = opts.max_states if opts.max_states is not None else sys.maxsize
-        level = 0
         while frontier:
             if self.handoff is not None and len(frontier) >= self.handoff:
                 self.handed_off = (frontier, level)
@@ -205,6 +207,8 @@ class _Search:
             level += 1
             if frontier:
                 self.depth = level + 1
+            if self.checkpoint is not None:
+                self.checkpoint.level_done(self, frontier, level)
         return 0
 
     def _stop(self, kind: str, f: int, st: Any) -> _Found:

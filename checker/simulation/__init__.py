@@ -1,5 +1,7 @@
 """Random simulation of specs: random walks that check invariants, deadlocks and step failures."""
 
-from .walk import SimResult, simulate
+from .block import Tally, tally
+from .merge import Merge, SimResult, blocks
+from .walk import simulate
 
-__all__ = ["SimResult", "simulate"]
+__all__ = ["Merge", "SimResult", "Tally", "blocks", "simulate", "tally"]

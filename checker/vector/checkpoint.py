@@ -63,8 +63,9 @@ class Checkpoint:
     with `resume`, the search starts from the checkpoint there instead of the initial states."""
 
     def __init__(self, directory: str, every: float, resume: bool, deadlock: bool,
-                 say: Any = None):
+                 say: Any = None, por: bool = False):
         self.directory, self.every, self.resume, self.deadlock = directory, every, resume, deadlock
+        self.por = por  # a reduced search: resumed only by a reduced search (its visited set is the reduced one)
         self.say = say or (lambda text: None)
         self.last = time.monotonic()
         self.manifest: dict | None = None
@@ -72,7 +73,7 @@ class Checkpoint:
 
     def bind(self, vm: Any) -> None:
         """Check the directory against the model before the search starts."""
-        want = dict(identity(vm), deadlock=self.deadlock)
+        want = dict(identity(vm), deadlock=self.deadlock, **({"por": True} if self.por else {}))
         if self.resume:
             man = read_manifest(self.directory) if os.path.isdir(self.directory) else None
             if man is None:
@@ -80,6 +81,13 @@ class Checkpoint:
                                       f"(write one with --checkpoint {self.directory})")
             if not isinstance(man.get("identity"), dict):
                 raise CheckpointError(f"{os.path.join(self.directory, MANIFEST)} does not say what it checkpoints")
+            if bool(man["identity"].get("por")) != self.por:
+                raise CheckpointError(
+                    f"{self.directory} holds a search with partial-order reduction, and this run is not reduced "
+                    "(--no-por, or --cluster, which expands every event); resume it on one machine without --no-por"
+                    if not self.por else
+                    f"{self.directory} holds a search without partial-order reduction, and this run is reduced; "
+                    "resume it with --no-por")
             if man["identity"] != want:
                 diff = sorted(k for k in want if man["identity"].get(k) != want[k])
                 raise CheckpointError(f"{self.directory} is a checkpoint of {man['identity'].get('spec')} "
@@ -122,9 +130,12 @@ class Checkpoint:
         if not len(frontier) or time.monotonic() - self.last < self.every:
             return
         t0 = time.monotonic()
-        self.save(search.checkpoint_links(self.written), frontier, _table_keys(search.table),
-                  {"level": level, "distinct": search.distinct, "generated": search.generated,
-                   "depth": search.depth})
+        counters = {"level": level, "distinct": search.distinct, "generated": search.generated, "depth": search.depth}
+        por = getattr(search, "por", None)
+        if por is not None:  # the reduction's statistics, so a resumed run reports those of an uninterrupted one
+            st = por.stats
+            counters["por_stats"] = [st.enabled, st.pruned, st.reduced, st.proviso]
+        self.save(search.checkpoint_links(self.written), frontier, _table_keys(search.table), counters)
         self.last = time.monotonic()
         self.say(f"checkpoint: level {level}, {search.distinct:,} states, written to {self.directory} "
                  f"in {self.last - t0:.1f} s")
@@ -162,6 +173,10 @@ class Checkpoint:
         for start in range(0, len(visited), CHUNK):
             search.table.add(np.array(visited[start:start + CHUNK]))
         search.distinct, search.generated, search.depth = man["distinct"], man["generated"], man["depth"]
+        por = getattr(search, "por", None)
+        if por is not None and isinstance(man.get("por_stats"), list) and len(man["por_stats"]) == 4:
+            st = por.stats
+            st.enabled, st.pruned, st.reduced, st.proviso = (int(x) for x in man["por_stats"])
         search.resumed(frontier)
         self.last = time.monotonic()
         self.say(f"resuming from {d}: level {man['level']}, {man['distinct']:,} states, "

@@ -74,18 +74,37 @@ class _Emitter:
         self.layout = layout
         self.prog = layout.prog
         self.lines: list[str] = []
-        self.values: dict[tuple, Any] = {}
-        self.errors: dict[tuple, str | None] = {}
-        self.fails: dict[tuple, bool] = {}
+        self.values: dict[int, Any] = {}
+        self.errors: dict[int, str | None] = {}
+        self.fails: dict[int, bool] = {}
+        self.by_object: dict[int, tuple[Term, int]] = {}  # id(term) -> (term, its structural id)
+        self.by_shape: dict[tuple, int] = {}  # (op, type, bounds, arguments' ids) -> structural id
         self.raw: dict[tuple[int, int], str] = {}
         self.rows: dict[Any, str] = {}
+        self.own: dict[str, tuple[int, int]] = {}  # a state column's value: (slot, chunk)
         self.count = 0
+
+    def ident(self, t: Term) -> int:
+        """A small int equal for structurally equal terms (equal `Term.key`s), found in time linear in
+        the term's DAG: the nested key tuples are never hashed, so shared subterms cost nothing."""
+        hit = self.by_object.get(id(t))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+        dom = 0 if t.dom is None else t.dom.shape_id
+        args = tuple(("t", self.ident(a)) if isinstance(a, Term) else a for a in t.args)
+        n = self.by_shape.setdefault((t.op, dom, t.lo, t.hi, args), len(self.by_shape))
+        self.by_object[id(t)] = (t, n)
+        return n
 
     def tmp(self) -> str:
         self.count += 1
         return f"t{self.count}"
 
-    def emit(self, code: str) -> str:
+    def emit(self, code: str, per_row: bool = True) -> str:
+        """A new temporary holding `code`'s value; a per-row value computed from constants alone
+        (a column of a set that folded to literals) is still made an array with one entry per row."""
+        if per_row and "W[" not in code and not _TEMP.search(code):
+            code = f"np.broadcast_to({code}, (n,))"
         name = self.tmp()
         self.lines.append(f"    {name} = {code}")
         return name
@@ -94,7 +113,8 @@ class _Emitter:
         """The items as the rows of one 2-D array (built once per batch, for `select`)."""
         key = ("stack",) + items
         if key not in self.rows:
-            self.rows[key] = self.emit("np.stack([" + ", ".join(f"np.broadcast_to({x}, (n,))" for x in items) + "])")
+            self.rows[key] = self.emit("np.stack([" + ", ".join(f"np.broadcast_to({x}, (n,))" for x in items) + "])",
+                                       per_row=False)
         return self.rows[key]
 
     def all_rows(self) -> str:
@@ -104,7 +124,7 @@ class _Emitter:
         """The indices of the rows where `mask` holds (every row for None), computed once per mask."""
         if mask not in self.rows:
             code = "np.arange(n)" if mask is None else f"_rows({mask}, n)"
-            self.rows[mask] = self.emit(code)
+            self.rows[mask] = self.emit(code, per_row=False)
         return self.rows[mask]
 
     # -- state columns ------------------------------------------------------------------------
@@ -124,6 +144,7 @@ class _Emitter:
         cols = self.layout.slot_columns[slot]
         if dom.kind == "set":
             out = tuple(self.emit(f"{self.raw_bits(slot, c.chunk)}.view(np.int64)") for c in cols)
+            self.own.update({name: (slot, c.chunk) for name, c in zip(out, cols)})
             return out if len(out) > 1 else out[0]
         raw = self.raw_bits(slot, 0)
         if dom.kind == "bool":
@@ -136,7 +157,7 @@ class _Emitter:
         """Code for the value of `t`: a name or literal (a tuple of them for a chunked set)."""
         if not isinstance(t, Term):
             return repr(bool(t))
-        key = t.key
+        key = self.ident(t)
         if key not in self.values:
             if t.dom is not None and not isinstance(t.dom, SetDomain) and (abs(t.lo) >= LIMIT or abs(t.hi) >= LIMIT):
                 raise VectorUnsupported(f"an expression at {t.loc} may exceed 64-bit integers")
@@ -160,11 +181,15 @@ class _Emitter:
             return self.emit("(" + sym.join(self.value(x) for x in a) + ")")
         if op == "ite":
             c = self.value(a[0])
-            return self._per_chunk(nch, lambda x, y: f"np.where({c}, {x}, {y})", a[1], a[2])
+            if c in ("True", "False"):
+                return self.value(a[1] if c == "True" else a[2])
+            return self._per_chunk(nch, "ite", a[1], a[2], c)
         if op in ("eq", "ne"):
-            xs, ys = self._as_chunks(a[0]), self._as_chunks(a[1])
+            pairs = [(x, y) for x, y in zip(self._as_chunks(a[0]), self._as_chunks(a[1])) if x != y]
             sym, join = ("==", " & ") if op == "eq" else ("!=", " | ")
-            return self.emit("(" + join.join(f"({x} {sym} {y})" for x, y in zip(xs, ys)) + ")")
+            if not pairs:  # the same code on both sides: equal on every row
+                return repr(op == "eq")
+            return self.emit("(" + join.join(f"({x} {sym} {y})" for x, y in pairs) + ")")
         binary = {"lt": "<", "le": "<=", "add": "+", "sub": "-", "mul": "*"}
         if op in binary:
             return self.emit(f"({self.value(a[0])} {binary[op]} {self.value(a[1])})")
@@ -199,8 +224,7 @@ class _Emitter:
             v = self.value(i)
             return self.emit(f"np.clip({v}, 0, {size - 1})") if i.lo < 0 or i.hi >= size else v
         if op in ("union", "inter", "diff"):
-            fmt = {"union": "({} | {})", "inter": "({} & {})", "diff": "({} & ~{})"}[op]
-            return self._per_chunk(nch, lambda x, y: fmt.format(x, y), a[0], a[1])
+            return self._per_chunk(nch, op, a[0], a[1])
         if op == "card":
             parts = [f"np.bitwise_count({x})" for x in self._as_chunks(a[0])]
             return self.emit("(" + " + ".join(parts) + ").astype(np.int64)")
@@ -210,10 +234,28 @@ class _Emitter:
         v = self.value(t)
         return v if isinstance(v, tuple) else (v,)
 
-    def _per_chunk(self, nch: int, fmt: Callable[[str, str], str], x: Term, y: Term) -> Any:
+    def _per_chunk(self, nch: int, op: str, x: Term, y: Term, cond: str = "") -> Any:
+        """A set operation (or `ite` on `cond`) column by column; a column whose result is already
+        known (an operand's column, or an empty one) takes no line, so an update that touches a few
+        elements of a large set costs a few lines, not one per column."""
         xs, ys = self._as_chunks(x), self._as_chunks(y)
-        out = tuple(self.emit(fmt(a, b)) for a, b in zip(xs, ys))
+        out = tuple(self._chunk_op(op, a, b, cond) for a, b in zip(xs, ys))
         return out if nch > 1 else out[0]
+
+    def _chunk_op(self, op: str, x: str, y: str, cond: str) -> str:
+        if op == "ite":
+            return x if x == y else self.emit(f"np.where({cond}, {x}, {y})")
+        if op == "union":
+            if x == y or y == "0":
+                return x
+            return y if x == "0" else self.emit(f"({x} | {y})")
+        if op == "inter":
+            if x == y:
+                return x
+            return "0" if "0" in (x, y) else self.emit(f"({x} & {y})")
+        if x == y or x == "0":  # diff
+            return "0"
+        return x if y == "0" else self.emit(f"({x} & ~{y})")
 
     def _member(self, s: Term, i: Term) -> str:
         chunks = self._as_chunks(s)
@@ -240,13 +282,15 @@ class _Emitter:
         if nch == 1:
             return self.emit(f"np.left_shift(1, {ic})")
         q, r = self.emit(f"({ic} // {CHUNK})"), self.emit(f"({ic} % {CHUNK})")
-        return tuple(self.emit(f"np.where({q} == {c}, np.left_shift(1, {r}), 0)") for c in range(nch))
+        lo, hi = max(i.lo, 0) // CHUNK, min(i.hi, universe - 1) // CHUNK  # the columns the element can be in
+        return tuple(self.emit(f"np.where({q} == {c}, np.left_shift(1, {r}), 0)") if lo <= c <= hi else "0"
+                     for c in range(nch))
 
     # -- errors -------------------------------------------------------------------------------
     def can_fail(self, t: Term | bool) -> bool:
         if not isinstance(t, Term):
             return False
-        key = t.key
+        key = self.ident(t)
         if key not in self.fails:
             own = self._own_error(t) is not None
             self.fails[key] = own or any(self.can_fail(x) for x in t.args if isinstance(x, Term))
@@ -274,7 +318,7 @@ class _Emitter:
         """A bool mask of the rows where evaluating t (lazily, as Python does) fails; None: never."""
         if not self.can_fail(t):
             return None
-        key = t.key
+        key = self.ident(t)
         if key in self.errors:
             return self.errors[key]
         op, a = t.op, t.args
@@ -379,7 +423,7 @@ def _transition(em: _Emitter, prog: Program, layout: Layout, t: Transition) -> s
         dom = prog.slot_doms[s]
         vals = v if isinstance(v, tuple) else (v,)
         for col, val in zip(layout.slot_columns[s], vals):
-            if col.bits == 0:
+            if col.bits == 0 or em.own.get(val) == (s, col.chunk):  # unchanged column
                 continue
             if _is_literal(val):
                 lit = int(val == "True") if val in ("True", "False") else int(val)

@@ -29,6 +29,9 @@ the spec. Where this runtime deviates from the paper (and from the spec's bounde
 - Byzantine replicas (the fault plan's `byzantine`) run this module's versions of the spec's
   Byzantine variants: `equivocate` (two Prepares per view, to two halves), `vote_all` (votes for
   everything, hides its votes in Timeouts), `silent_timeouts`; they hold only their own keys.
+  `forge` (no counterpart in the spec, whose Byzantine replicas send only what honest verifiers
+  accept) follows the protocol and also sends what the honest replicas must reject: a vote that
+  claims another replica as its author, a PoA with made-up signatures, a transactions frame.
 
 The trace (JSON lines) records what the validator needs: every vote the replica signed, its
 proposals, timeouts, commits with their certificates' signers, and the digest of its execution log
@@ -64,7 +67,8 @@ from .messages import (
     statement,
 )
 
-BEHAVIOURS = ("", "equivocate", "vote_all", "silent_timeouts")
+BEHAVIOURS = ("", "equivocate", "vote_all", "silent_timeouts", "forge")
+FORGE_EVERY = 25  # a `forge` replica sends its forgeries with every 25th message it broadcasts
 MAX_PENDING = 200_000  # transactions a replica buffers before it sheds client load
 MAX_DEFERRED = 1_000
 FETCH_AGAIN = 0.2  # seconds before a missing car is asked for again
@@ -113,6 +117,7 @@ class Replica:
         self.stats: dict[str, int] = {"received": 0, "sent": 0, "rejected": 0, "committed": 0, "executed_txs": 0,
                                       "fetches": 0, "shed": 0}
         self.rejections: dict[str, int] = {}
+        self.forged = 0  # messages broadcast, for the `forge` behaviour
         self.seen: set[bytes] = set()
         self.seen_order: deque[bytes] = deque()
         # lanes
@@ -271,6 +276,23 @@ class Replica:
     def to_all(self, body: bytes) -> None:
         self.broadcast(body)
         self.on_frame(None, body)
+        if self.cfg.byzantine == "forge":
+            self.forge()
+
+    def forge(self) -> None:
+        """The `forge` behaviour: now and then, messages that each honest replica rejects (bad_signature,
+        forged_certificate, wrong_sender), signed with this replica's own key only."""
+        self.forged += 1
+        if self.stopped or self.forged % FORGE_EVERY:
+            return
+        h = 1_000_000 + self.forged  # a height no honest replica has voted for, new each time
+        other = (self.me + 1) % self.n
+        fake = [[w, "ab" * 64] for w in range(self.n) if w != self.me][: self.poa_q]
+        self.broadcast(self.sign({"t": "CarVote", "from": other, "a": self.me, "h": h, "c": "ff" * 32}))
+        self.broadcast(self.sign({"t": "PoA", "from": self.me, "a": self.me, "h": h, "c": "ee" * 32, "sigs": fake}))
+        for p, ep in self.peers.items():
+            if not ep.is_closing() and not self.cut_off(p):
+                ep.send({"k": "T", "txs": ""})
 
     # -- receiving -------------------------------------------------------------------------------
     def on_frame(self, ep: Endpoint | None, body: bytes) -> None:

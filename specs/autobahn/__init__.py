@@ -63,6 +63,11 @@ Deviations and gaps filled, each for a small finite model or where the sources a
 - `lanes = 0`: no cars; leaders propose one of `proposals` abstract cuts (a choice), for checking
   consensus alone and for validating long runs slot by slot.
 
+Liveness (`spec.py`): every_slot_commits, eventually every honest replica commits every slot, with
+deliveries and timers weakly fair. GST is modelled only as "from the start": with views=1 no slot
+timer exists, so none fires early; with views > 1 the bound on views ends the view changes, so a
+behaviour that times out of the last view never commits and the property is not claimed there.
+
 Properties (`spec.py`): agreement, logs_prefix_consistent, committed_cars_available,
 committed_cars_certified, vote_once, open_slots_bounded, certificates_authentic, and
 locked_after_commit (once a cut commits at (s, v), honest replicas vote and propose no other cut at

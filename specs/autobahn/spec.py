@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..lang import And, Count, Exists, ForAll, Implies, Not, Or, invariant, require
+from ..lang import And, Count, Exists, ForAll, Implies, Not, Or, eventually, invariant, require, temporal
 from ..lang.actors import ActorSpec, on_message, on_start, on_timeout
 from .consensus import Consensus, Timer
 from .lanes import Lanes
@@ -89,6 +89,17 @@ class Autobahn(Lanes, Consensus, ActorSpec):
         else:
             p.spec.on_slot_timer(p, s)
         return False
+
+    # every message to an honest replica is eventually delivered and every armed timer eventually fires
+    fairness = {"deliver": "weak", "timeout": "weak"}
+
+    # -- liveness ------------------------------------------------------------------------------
+    @temporal
+    def every_slot_commits(s):
+        """Every honest replica eventually commits every slot (with views=1: no timer fires early, the
+        whole run is after GST)."""
+        z = sizes(s)
+        return eventually(ForAll(s.honest, range(1, z.slots + 1), lambda a, t: s.committed[a][t].is_some()))
 
     # -- safety --------------------------------------------------------------------------------
     @invariant

@@ -46,17 +46,34 @@ def test_typed_and_plain_specs_and_failing_steps(cli):
     assert r.code == 1 and "n must skip 2" in r.out
 
 
+def summary(res, model) -> tuple:
+    """Everything a simulation reports but its time."""
+    trace = None if res.violation is None else res.violation.trace.to_json()
+    return (res.runs, res.steps, res.distinct, res.endings, res.coverage.table(model), res.violating_walk, trace)
+
+
 def test_same_seed_same_walks_whatever_the_workers():
     model = load_model("bracha_low_echo_quorum", {})
     one = simulate(model, 3000, 100, seed=7, deadlock=False)
     again = simulate(model, 3000, 100, seed=7, deadlock=False)
     two = simulate(model, 3000, 100, seed=7, deadlock=False, workers=2)
     assert one.violation is not None
-    assert one.violating_walk == again.violating_walk == two.violating_walk
-    assert one.violation.trace.to_json() == two.violation.trace.to_json()
-    assert (one.steps, one.distinct) == (again.steps, again.distinct)
+    assert summary(one, model) == summary(again, model) == summary(two, model)
     other = simulate(model, 3000, 100, seed=8, deadlock=False)
     assert other.violation.trace.to_json() != one.violation.trace.to_json()
+
+
+def test_workers_count_what_one_process_counts_up_to_a_violation_in_a_later_block():
+    """Walk 53 of 400 (seed 3) is the first to break mutual exclusion: 2 workers run blocks of 25 walks and
+    count the walks, steps and states of one process, which stops there."""
+    model = load_model("filter_lock_buggy", {})
+    one = simulate(model, 400, 100, seed=3, deadlock=False)
+    assert one.violating_walk == 52 and one.runs == 53
+    assert summary(simulate(model, 400, 100, seed=3, deadlock=False, workers=2), model) == summary(one, model)
+    held = load_model("tcommit", {})
+    alone = simulate(held, 120, 50, seed=1, deadlock=False)
+    assert alone.violation is None and alone.runs == 120
+    assert summary(simulate(held, 120, 50, seed=1, deadlock=False, workers=2), held) == summary(alone, held)
 
 
 def test_coverage_flags_a_never_enabled_action(cli, tmp_path):

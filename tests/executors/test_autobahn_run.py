@@ -52,6 +52,21 @@ def test_a_run_with_each_fault_validates(name, tmp_path):
     assert rep.client["rejected"] == 0
 
 
+@pytest.mark.slow
+def test_a_forging_replica_is_rejected_and_the_run_still_validates(tmp_path):
+    """`"behaviour": "forge"`: a Byzantine member sends votes claiming another author, PoAs with made-up
+    signatures and transactions frames; every honest replica rejects each kind and the run stays valid."""
+    plan = parse_plan({"byzantine": {"pid": 1, "behaviour": "forge"}}, 4)
+    rep = run(3.0, str(tmp_path), plan, rate=2000)
+    val = validate(rep.traces, 4, {1})
+    assert val.slots >= 2
+    for p in (0, 2, 3):
+        rj = rep.replicas[p]["rejections"]
+        assert rj.get("bad_signature", 0) >= 1 and rj.get("forged_certificate", 0) >= 1, rj
+        assert rj.get("wrong_sender", 0) >= 1, rj
+    assert val.rejections["bad_signature"] >= 3 and val.rejections["wrong_sender"] >= 3
+
+
 def test_a_broken_property_in_a_trace_is_reported(tmp_path):
     rep = run(2.0, str(tmp_path), rate=1000)
     path = rep.traces[0]
@@ -77,6 +92,7 @@ def test_tampered_forged_replayed_stale_and_malformed_messages_are_rejected(tmp_
         as2 = Signer(2, cluster.private[2], cluster.public)
         as3 = Signer(3, cluster.private[3], cluster.public)
         ep = await connect(port, cluster.creds.as_member(3), 0)
+        assert await asyncio.wait_for(ep.ready, 30) is ep  # the session is open (frames below are sealed in it)
 
         def send(signer: Signer, obj: dict, tamper: bool = False) -> bytes:
             data = canonical(obj)

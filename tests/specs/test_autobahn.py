@@ -186,3 +186,15 @@ def test_the_documented_command_catches_the_weak_poa(capsys):
 def test_the_documented_command_catches_the_seeded_bug(spec, capsys):
     code, out = _cli(spec, capsys)
     assert code == 1 and "invariant locked_after_commit is violated" in out
+
+
+@pytest.mark.slow
+def test_every_slot_commits_under_fairness_and_not_when_the_leader_crashes(cli):
+    """Liveness with views=1 (no timer fires early: after GST from the start), deliveries and timers weakly
+    fair: every honest replica commits; a crash of slot 1's only leader leaves it uncommitted for ever."""
+    args = ["check", "autobahn", "--property", "every_slot_commits", "--param", "lanes=0", "--param", "views=1",
+            "--no-deadlock", "--quiet"]
+    ok = cli(*args)
+    assert ok.code == 0 and "1,789 distinct states" in ok.out, ok.out
+    bad = cli(*args, "--param", "crashes=1")
+    assert bad.code == 1 and "every_slot_commits" in bad.out and "crash(p=2)" in bad.out, bad.out

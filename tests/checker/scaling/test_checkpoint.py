@@ -18,6 +18,7 @@ from lockstep.checker.explicit import Options
 from lockstep.checker.loader import load_model
 from lockstep.checker.vector import VectorModel, VectorOptions, check_vector
 from lockstep.checker.vector.checkpoint import Checkpoint
+from tests.conftest import model_path
 
 COUNTS = re.compile(r"[\d,]+ distinct states, [\d,]+ generated, depth \d+")
 
@@ -56,34 +57,39 @@ def test_resume_in_process_matches_on_a_violation_found_by_the_state_bound(tmp_p
         (base.verdict, base.distinct, base.generated, base.depth, base.queued, base.cut)
 
 
-def test_kill_9_at_a_random_level_then_resume(tmp_path):
-    """A real run killed with SIGKILL right after a random level's checkpoint, then resumed."""
+def kill_9_and_resume(tmp_path, cmd: list[str], levels: tuple[int, int]) -> tuple[str, str]:
+    """Run `cmd` with checkpoints, SIGKILL it right after a random level's checkpoint, resume it: the stdout
+    of the uninterrupted run and of the resumed one."""
     d = str(tmp_path / "ck")
-    cmd = [sys.executable, "-m", "lockstep.checker.cli", "check", "two_phase", "-p", "rm=8", "--quiet"]
     plain = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert plain.returncode == 0, plain.stderr
-    level = random.Random(os.getpid()).randint(6, 18)
+    level = random.Random(os.getpid()).randint(*levels)
     proc = subprocess.Popen(cmd + ["--checkpoint", d, "--checkpoint-every", "0"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     manifest = os.path.join(d, "manifest.json")
     deadline = time.monotonic() + 600
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            if os.path.exists(manifest) and json.load(open(manifest))["level"] >= level:
+            if os.path.exists(manifest) and json.load(open(manifest)).get("level", -1) >= level:
                 break
-            time.sleep(0.01)
+            time.sleep(0.005)
         assert proc.poll() is None, f"the run ended before level {level}: {proc.communicate()}"
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.kill()
         proc.communicate()
     assert proc.returncode == -signal.SIGKILL
-    at = json.load(open(manifest))["level"]
-    assert at >= level
+    assert json.load(open(manifest))["level"] >= level
     resumed = subprocess.run(cmd + ["--resume", d], capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
-    assert summary(resumed.stdout)[0] == summary(plain.stdout)[0] == \
-        "1,745,408 distinct states, 18,507,778 generated, depth 26"
+    return plain.stdout, resumed.stdout
+
+
+def test_kill_9_at_a_random_level_then_resume(tmp_path):
+    """A real run killed with SIGKILL right after a random level's checkpoint, then resumed."""
+    cmd = [sys.executable, "-m", "lockstep.checker.cli", "check", "two_phase", "-p", "rm=8", "--quiet"]
+    plain, resumed = kill_9_and_resume(tmp_path, cmd, (6, 18))
+    assert summary(resumed)[0] == summary(plain)[0] == "1,745,408 distinct states, 18,507,778 generated, depth 26"
 
 
 def test_checkpoint_errors_exit_2(cli, tmp_path):
@@ -99,8 +105,8 @@ def test_checkpoint_errors_exit_2(cli, tmp_path):
     assert r.code == 2 and "deadlock" in r.err
     r = cli("check", "two_phase", "-p", "rm=3", "--checkpoint", d, "--workers", "2")
     assert r.code == 2 and "drop --workers" in r.err
-    r = cli("check", "two_phase", "-p", "rm=3", "--checkpoint", d, "--engine", "scalar")
-    assert r.code == 2 and "vector engine" in r.err
+    r = cli("check", "two_phase", "-p", "rm=3", "--checkpoint", d, "--engine", "smt")
+    assert r.code == 2 and "--engine smt" in r.err
     with pytest.raises(SystemExit) as e:
         cli("check", "two_phase", "-p", "rm=3", "--checkpoint-every=-1")
     assert e.value.code == 2
@@ -119,3 +125,151 @@ def test_a_damaged_checkpoint_file_is_a_clear_error(cli, tmp_path):
         f.write(b"garbage")
     r = cli("check", "two_phase", "-p", "rm=3", "--quiet", "--resume", d)
     assert r.code == 2 and "damaged" in r.err and "Traceback" not in r.err
+
+
+# -- partial-order reduction: a reduced search checkpointed at a level boundary and resumed ----------------
+
+def _reduced_cut_and_resumed(tmp_path, spec: str, params: dict, deadlock: bool) -> None:
+    """A reduced search cut at half its depth, checkpointed and resumed, ends as the uninterrupted reduced
+    search does: verdict, counts, depth, counterexample and the reduction's statistics. (At a level boundary
+    the reduced search is its visited set and its frontier: the cycle proviso's per-level table starts empty
+    at each level.)"""
+    vm = VectorModel(load_model(spec, params))
+    opts = {"deadlock": deadlock, "por": True}
+    whole = check_vector(vm, Options(**opts))
+    for mid in range(max(1, whole.depth // 2), 0, -1):  # a level the cut run reaches before any violation
+        d = str(tmp_path / f"{spec.split(':')[-1]}-{deadlock}-{mid}")
+        ck = Checkpoint(d, 0, resume=False, deadlock=deadlock, por=True)
+        ck.bind(vm)
+        cut = check_vector(vm, Options(max_depth=mid, **opts), vopts=VectorOptions(checkpoint=ck))
+        if cut.verdict == "inconclusive":
+            break
+    assert cut.verdict == "inconclusive", f"{spec}: no level before the violation to cut at"
+    again = Checkpoint(d, 0, resume=True, deadlock=deadlock, por=True)
+    again.bind(vm)
+    res = check_vector(vm, Options(**opts), vopts=VectorOptions(checkpoint=again))
+    assert (res.verdict, res.distinct, res.generated, res.depth, res.queued) == \
+        (whole.verdict, whole.distinct, whole.generated, whole.depth, whole.queued)
+    assert [n for n in res.notes if "partial-order" in n] == [n for n in whole.notes if "partial-order" in n]
+    assert (res.violation is None) == (whole.violation is None)
+    if whole.violation is not None:
+        assert [(s.label, s.state) for s in res.violation.trace.steps] == \
+            [(s.label, s.state) for s in whole.violation.trace.steps]
+
+
+GOSSIP = "tests/models/actor_gossip.py:"
+REDUCED = [("two_phase_commit", {"lossy": 1}, False),  # lost messages make cycles: the proviso expands 170 states
+           ("two_phase_commit", {}, True),  # a deadlock
+           ("token_ring", {"n": 4, "laps": 2}, False),
+           (GOSSIP + "Gossip", {}, True)]  # a deadlock
+# (GossipSelfish and GossipObservedWrongClaim fail before a first level ends: there is nothing to resume)
+REDUCED_SLOW = [(s, {}, dl) for s in ("token_ring", "two_phase_commit", "two_phase_commit_eager", "bracha",
+                                      "bracha_low_echo_quorum", GOSSIP + "GossipWithForger", GOSSIP + "GossipObserved",
+                                      "tests/models/actor_failing.py:Fragile") for dl in (False, True)] + \
+    [("two_phase_commit", {"rm": 3}, False), ("two_phase_commit", {"ordered": 1, "capacity": 2}, False),
+     ("two_phase_commit", {"duplicating": 1}, False), ("two_phase_commit_eager", {"rm": 3}, False),
+     ("psmr", {"commands": 2}, False), ("psmr_no_acyclic_order", {"commands": 2}, False)]
+
+
+@pytest.mark.parametrize("spec,params,deadlock", REDUCED, ids=[f"{s.split(':')[-1]}-{p}-{d}" for s, p, d in REDUCED])
+def test_a_reduced_search_resumes_as_it_would_have_gone_on(tmp_path, spec, params, deadlock):
+    _reduced_cut_and_resumed(tmp_path, spec, params, deadlock)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec,params,deadlock", REDUCED_SLOW,
+                         ids=[f"{s.split(':')[-1]}-{p}-{d}" for s, p, d in REDUCED_SLOW])
+def test_every_small_actor_spec_resumes_its_reduced_search(tmp_path, spec, params, deadlock):
+    _reduced_cut_and_resumed(tmp_path, spec, params, deadlock)
+
+
+def test_checkpoints_keep_the_reduction_they_were_written_with(cli, tmp_path):
+    reduced, full = str(tmp_path / "reduced"), str(tmp_path / "full")
+    spec = ["check", "two_phase_commit", "--no-deadlock"]
+    plain = cli(*spec)
+    assert plain.code == 0 and "partial-order reduction:" in plain.out
+    cut = ["--max-depth", "8", "--checkpoint-every", "0"]
+    assert cli(*spec, "--checkpoint", reduced, *cut).code == 3  # an actor spec: reduced by default
+    assert json.load(open(os.path.join(reduced, "manifest.json")))["identity"]["por"] is True
+    r = cli(*spec, "--resume", reduced)
+    assert r.code == 0 and summary(r.out)[0] == summary(plain.out)[0]
+    assert [ln for ln in r.out.splitlines() if "partial-order" in ln] == \
+        [ln for ln in plain.out.splitlines() if "partial-order" in ln]
+    r = cli(*spec, "--resume", reduced, "--no-por")
+    assert r.code == 2 and "with partial-order reduction, and this run is not reduced" in r.err
+    unreduced = cli(*spec, "--no-por", "--quiet")
+    assert cli(*spec, "--no-por", "--checkpoint", full, *cut).code == 3
+    r = cli(*spec, "--resume", full, "--quiet")  # no flag: the checkpoint's choice
+    assert r.code == 0 and summary(r.out)[0] == summary(unreduced.out)[0]
+    assert "partial-order reduction off with --resume: the checkpoint in" in r.out
+    r = cli(*spec, "--resume", full, "--por")
+    assert r.code == 2 and "without partial-order reduction, and this run is reduced" in r.err
+
+
+# -- the scalar engine's checkpoints ---------------------------------------------------------------------
+
+def _scalar_cut_and_resumed(tmp_path, spec: str, params: dict, cut: dict, symmetry: bool = False, **opts) -> None:
+    from lockstep.checker.explicit import check
+    from lockstep.checker.explicit.checkpoint import ExplicitCheckpoint
+    from lockstep.checker.explicit.search import _Search
+    from lockstep.checker.progress import NoProgress
+
+    model = load_model(spec, params, symmetry=symmetry)
+    whole = check(model, Options(**opts))
+    d = str(tmp_path / "ck")
+    por = bool(opts.get("por"))
+    deadlock = opts.get("deadlock", True)
+    for resume, bounds in ((False, cut), (True, {})):
+        ck = ExplicitCheckpoint(d, 0, resume=resume, deadlock=deadlock, por=por)
+        ck.bind(model)
+        search = _Search(model, Options(**opts, **bounds), NoProgress())
+        search.checkpoint = ck
+        res = search.run()
+        if not resume:
+            assert res.verdict == "inconclusive"
+    assert (res.verdict, res.distinct, res.generated, res.depth, res.queued, res.cut) == \
+        (whole.verdict, whole.distinct, whole.generated, whole.depth, whole.queued, whole.cut)
+    assert res.notes == whole.notes  # the reduction's statistics included
+    if whole.violation is not None:
+        assert [(s.label, s.state) for s in res.violation.trace.steps] == \
+            [(s.label, s.state) for s in whole.violation.trace.steps]
+
+
+SCALAR = [("filter_lock_buggy", {}, {"max_depth": 6}, False, {}),  # a counterexample
+          ("two_phase", {"rm": 4}, {"max_depth": 4}, True, {}),  # symmetry
+          ("two_phase", {"rm": 4}, {"max_depth": 7}, False, {"max_states": 900}),  # the state bound, mid-level
+          ("two_phase_commit", {"lossy": 1}, {"max_depth": 6}, False, {"por": True, "deadlock": False}),  # POR, proviso
+          ("tcommit", {}, {"max_depth": 3}, False, {})]  # a deadlock
+
+
+@pytest.mark.parametrize("spec,params,cut,symmetry,opts", SCALAR, ids=[f"{c[0]}-{c[2]}-{c[3]}" for c in SCALAR])
+def test_the_scalar_engine_resumes_as_it_would_have_gone_on(tmp_path, spec, params, cut, symmetry, opts):
+    _scalar_cut_and_resumed(tmp_path, spec, params, cut, symmetry, **opts)
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_scalar_engine_at_a_random_level_then_resume(tmp_path):
+    cmd = [sys.executable, "-m", "lockstep.checker.cli", "check", "two_phase", "-p", "rm=7", "--engine", "explicit",
+           "--quiet"]
+    plain, resumed = kill_9_and_resume(tmp_path, cmd, (5, 14))
+    assert summary(resumed)[0] == summary(plain)[0]
+
+
+def test_scalar_checkpoint_errors_exit_2(cli, tmp_path):
+    d = str(tmp_path / "ck")
+    base = ["check", "two_phase", "-p", "rm=3", "--quiet"]
+    assert cli(*base, "--engine", "explicit", "--checkpoint", d, "--max-depth", "3", "--checkpoint-every", "0").code == 3
+    r = cli(*base, "--resume", d)  # the vector engine would resume it
+    assert r.code == 2 and "checkpoint of the scalar engine; resume it with --engine explicit" in r.err
+    r = cli(*base, "--engine", "explicit", "--resume", d, "--symmetry")
+    assert r.code == 2 and "differs from this run in: symmetry" in r.err
+    v = str(tmp_path / "vector")
+    assert cli(*base, "--checkpoint", v, "--max-depth", "3", "--checkpoint-every", "0").code == 3
+    r = cli(*base, "--engine", "explicit", "--resume", v)
+    assert r.code == 2 and "checkpoint of the vector engine" in r.err
+    r = cli("check", model_path("plain_counter.py"), "--checkpoint", str(tmp_path / "p"))
+    assert r.code == 2 and "plain spec" in r.err
+    r = cli(*base, "--engine", "explicit", "--checkpoint", str(tmp_path / "w"), "--workers", "2")
+    assert r.code == 2 and "drop --workers" in r.err
+    r = cli(*base, "--engine", "explicit", "--resume", d, "--cluster", "local")
+    assert r.code == 2 and "--engine explicit" in r.err

@@ -128,3 +128,71 @@ def test_checkpoints_move_between_the_cluster_and_one_process(local_ray, cli, tm
     for r in (one, many):
         c, b4 = summary(r.out)
         assert c == counts and b4.split("\n", 1)[1] == before.split("\n", 1)[1]
+
+
+# -- random simulation over actors ----------------------------------------------------------------------
+
+SLOW = pytest.mark.slow  # each run starts 2 actors (seconds here): the default run keeps two cases
+WALKS = [  # (spec, walks, depth, seed, deadlock): the one-process result is known to be reached this way
+    ("filter_lock_buggy", 400, 100, 3, False),  # mutual exclusion broken by walk 53: in the third block of 25
+    ("tcommit", 160, 50, 1, False),  # holds (its terminal states allowed): every block counted
+    pytest.param("diehard", 400, 100, 2, False, marks=SLOW),  # walk 62
+    pytest.param("agent_clock_buggy", 200, 100, 1, False, marks=SLOW),  # a failing step in the first walk
+    pytest.param("two_phase_commit", 100, 100, 1, True, marks=SLOW),  # a deadlock
+    pytest.param(model_path("plain_counter.py"), 200, 100, 1, True, marks=SLOW),  # a plain spec
+]
+
+
+def both_walks(spec, runs, depth, seed, deadlock, **kw):
+    from lockstep.checker.cluster import ClusterSimulation
+    from lockstep.checker.simulation import simulate
+
+    model = load_model(spec, {})
+    one = simulate(model, runs, depth, seed=seed, deadlock=deadlock)
+    sim = ClusterSimulation(model, spec, {}, runs, depth, seed, deadlock, "local", 2, **kw)
+    return model, one, sim.run(), sim
+
+
+@pytest.mark.parametrize("spec,runs,depth,seed,deadlock", WALKS,
+                         ids=[getattr(w, "values", w)[0].split("/")[-1] for w in WALKS])
+def test_walks_on_two_actors_match_one_process(local_ray, spec, runs, depth, seed, deadlock):
+    from tests.checker.test_simulate import summary as walk_summary
+
+    model, one, many, _sim = both_walks(spec, runs, depth, seed, deadlock)
+    assert (one.violation is None) == (spec == "tcommit")
+    assert walk_summary(many, model) == walk_summary(one, model)
+    assert "cluster: 2 Ray actors" in many.notes[-1]
+
+
+@pytest.mark.slow
+def test_a_killed_walker_is_replaced_and_its_blocks_run_again(local_ray):
+    said = []
+
+    def kill_one(sim, block):
+        if not sim.recovered and block == 0:
+            os.kill(ray.get(sim.actors[1].pid.remote()), signal.SIGKILL)
+
+    model, one, many, sim = both_walks("tcommit", 160, 50, 1, False, on_block=kill_one, say=said.append)
+    from tests.checker.test_simulate import summary as walk_summary
+
+    assert one.violation is None and one.runs == 160
+    assert sim.recovered == 1 and any("an actor was lost" in s for s in said), said
+    assert walk_summary(many, model) == walk_summary(one, model)
+
+
+def test_cli_simulate_on_the_cluster_saves_the_one_process_trace(local_ray, cli, tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    common = ["filter_lock_buggy", "--runs", "400", "--seed", "3", "--no-deadlock", "--quiet"]
+    many = cli("simulate", *common, "--cluster", "local", "--workers", "2", "--out", str(a))
+    one = cli("simulate", *common, "--out", str(b))
+    assert many.code == one.code == 1
+    assert a.read_text() == b.read_text()
+    assert "found by walk 53 (seed 3)" in many.out and "53 walks, 5,241 steps" in many.out
+    assert cli("replay", str(a)).code == 0
+
+
+def test_simulate_cluster_usage_errors(cli):
+    r = cli("simulate", "two_phase", "--cluster", "nowhere")
+    assert r.code == 2 and "expected local" in r.err
+    r = cli("simulate", "adaptive_majority", "--cluster", "local")
+    assert r.code == 2 and "--cluster" in r.err
