@@ -41,6 +41,7 @@ LIMIT = 4096  # value combinations one proof (frozen value, identity, kill) may 
 MAX_VALUES = 256  # local slots with more values are not searched for frozen values
 MAX_PIVOTS = 8  # frozen values per process whose presence splits its units (2^8 patterns)
 MAX_PAIRS = 250_000  # a process with more pairs of events is one unit
+MAX_WORK = 2_000_000  # value combinations all proofs together may enumerate (some 20 s); beyond, no reduction
 
 Literal = tuple  # ("bit", slot, i) | ("eq", slot, v) | ("pos", slot): a test on one global slot
 
@@ -153,6 +154,7 @@ class ActorStructure:
         self.n = system.proc.size
         self.ntrans = len(prog.transitions)
         self._proofs: dict[tuple, bool] = {}  # _always's answers by what was asked: processes share handlers
+        self._work = 0  # value combinations enumerated so far (bounded by MAX_WORK)
         self._fields()
         self._check_footprints()
         self.frozen = {p: self._frozen(p) for p in range(self.n)}
@@ -314,11 +316,27 @@ class ActorStructure:
                    tuple(fixed.items()), reads)
             hash(key)
         except TypeError:  # an unhashable constant: ask without remembering
+            self._spend(fixed, reads)
             return _always(terms, fixed, reads, self.system.local, ok)
         got = self._proofs.get(key)
         if got is None:
+            self._spend(fixed, reads)
             got = self._proofs[key] = _always(terms, fixed, reads, self.system.local, ok)
         return got
+
+    def _spend(self, fixed: dict[int, Any], reads: tuple) -> None:
+        """Count the combinations one proof enumerates; refuse the reduction (deterministically, before
+        the search) once the analysis would run for minutes."""
+        total = 1
+        for x in reads:
+            if x not in fixed:
+                total *= self.system.local.slot_doms[x].size
+                if total > LIMIT:
+                    return  # _always gives up on it at once
+        self._work += total
+        if self._work > MAX_WORK:
+            raise PorUnsupported(f"its handlers are too large for the reduction's static analysis (more than "
+                                 f"{MAX_WORK:,} value combinations to try); the search explores every interleaving")
 
     def _falsifiers(self, pid: int, cond: list[Term]) -> list[tuple[int, Any]]:
         """(local slot, frozen value) pairs under which the conjunction `cond` is false whatever the

@@ -235,3 +235,18 @@ def test_random_actor_systems_reduced_and_full(desc, data):
     assert project(kept) == project(states)
     dead = lambda ss: {s for s in ss if not model.successors(s)}  # noqa: E731
     assert dead(kept) == dead(states)
+
+
+def test_a_spec_too_large_for_the_static_analysis_is_searched_without_reduction(monkeypatch):
+    """The analysis has a budget of value combinations: beyond it the reduction is refused before the search
+    (a note by default, a usage error when --por was asked for), never a silent wait of minutes."""
+    from lockstep.api import UsageError, por_choice
+    from lockstep.checker.reduction import actors
+
+    monkeypatch.setattr(actors, "MAX_WORK", 1000)
+    m = load_model("psmr", {})
+    use, note = por_choice(m, None, [])
+    assert not use and "too large for the reduction's static analysis (more than 1,000" in note
+    with pytest.raises(UsageError, match="--por: .*too large"):
+        por_choice(load_model("psmr", {}), True, [])
+    assert por_choice(load_model("two_phase_commit", {}), None, []) == (True, None)
