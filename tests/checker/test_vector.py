@@ -13,8 +13,7 @@ from lockstep.checker.explicit import Options, check
 from lockstep.checker.loader import load_model
 from lockstep.checker.vector import VectorModel, VectorOptions, VectorUnsupported, check_vector
 from lockstep.checker.vector.layout import Layout
-from lockstep.checker.vector.search import VectorSearch
-from lockstep.checker.vector.visited import FingerprintTable, VisitedSet
+from lockstep.checker.vector.visited import FingerprintTable
 from tests.conftest import model_path, typed_spec_refs
 
 AGREEMENT_BOUND = 20_000  # distinct states per spec in the agreement test (any size of spec stays quick)
@@ -43,51 +42,6 @@ def test_agrees_with_the_scalar_engine(ref, deadlock):
     model = load_model(ref, {})
     opts = Options(deadlock=deadlock, max_states=AGREEMENT_BOUND)
     assert outcome(check_vector(model, opts)) == outcome(check(model, opts))
-
-
-def threaded(ref: str, params: dict | None = None, vopts: VectorOptions | None = None, **opts):
-    """The two-thread search, threaded from the first level on."""
-    from lockstep.checker.progress import NoProgress
-
-    search = VectorSearch(VectorModel(load_model(ref, params or {})), Options(**opts), NoProgress(),
-                          vopts or VectorOptions())
-    search.use_threads(2, threaded_level=1)
-    try:
-        return search.run()
-    finally:
-        search.close()
-
-
-@pytest.mark.parametrize("ref", typed_spec_refs())
-def test_two_threads_agree_with_the_scalar_engine(ref):
-    """Two visited tables filled by two threads, batches prepared ahead: the one-thread results exactly."""
-    opts = {"deadlock": True, "max_states": AGREEMENT_BOUND}
-    two = threaded(ref, vopts=VectorOptions(batch=256), **opts)
-    assert two.workers == 2
-    assert outcome(two) == outcome(check(load_model(ref, {}), Options(**opts)))
-
-
-@pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("ref, params", [("two_phase", {"rm": 5}), ("filter_lock_buggy", {"n": 4}),
-                                         ("diehard", {}), ("tcommit", {})])
-def test_tables_that_fill_inside_a_batch_give_the_same_result(ref, params, threads, monkeypatch):
-    """Levels that outgrow their estimate grow the visited table in the middle of a batch (with candidates
-    bucketed finely even though the table is small)."""
-    import lockstep.checker.vector.search as search
-
-    monkeypatch.setattr(VectorSearch, "expect", lambda self, level: 0)
-    monkeypatch.setattr(search, "BUCKET_BYTES", 64)
-    want = outcome(check(load_model(ref, params), Options(deadlock=True)))
-    if threads == 1:
-        got = check_vector(load_model(ref, params), Options(deadlock=True))
-    else:
-        got = threaded(ref, params, deadlock=True)
-    assert outcome(got) == want
-
-
-def test_workers_two_is_one_process_with_two_threads():
-    res = check_vector(load_model("two_phase", {"rm": 6}), Options(workers=2))
-    assert (res.workers, res.distinct, res.generated, res.depth) == (2, 50816, 402306, 20)
 
 
 @pytest.mark.parametrize("ref, params", [("two_phase", {"rm": 6}), ("filter_lock", {"n": 4})])
@@ -216,17 +170,6 @@ def test_packing_round_trips_and_fingerprints_match(data):
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(1, 2**64 - 1), max_size=300), st.lists(st.integers(1, 2**64 - 1), max_size=300))
-def test_a_visited_set_in_two_tables_is_a_set(inserted, probed):
-    vs = VisitedSet(2)
-    added = vs.add(np.array(inserted, dtype=np.uint64))
-    assert added == len(set(inserted)) == vs.size
-    assert vs.add(np.array(inserted, dtype=np.uint64)) == 0
-    keys = np.array(probed + inserted, dtype=np.uint64)
-    assert vs.contains(keys).tolist() == [k in set(inserted) for k in probed + inserted]
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.integers(1, 2**64 - 1), max_size=300), st.lists(st.integers(1, 2**64 - 1), max_size=300))
 def test_fingerprint_table_is_a_set(inserted, probed):
     table = FingerprintTable(capacity=8)
     seen: set[int] = set()
@@ -351,37 +294,3 @@ def test_growing_in_slices_keeps_every_key(monkeypatch):
         table.add(chunk)
     assert table.contains(keys).all() and table.size == len(keys)
     assert table.nbytes <= 16 * len(keys)
-
-
-@pytest.mark.parametrize("spec, params", [("token_ring", {"n": 4, "laps": 2}), ("two_phase_commit", {"rm": 3})])
-def test_reduced_search_in_small_batches_agrees_with_the_scalar_engine(spec, params):
-    """The cycle proviso reads the visited table between batches: many batches per level, one result."""
-    scalar = check(load_model(spec, params), Options(por=True))
-    for threads in (1, 2):
-        vector = threaded(spec, params, VectorOptions(batch=37), por=True) if threads == 2 else \
-            check_vector(load_model(spec, params), Options(por=True), vopts=VectorOptions(batch=37))
-        assert outcome(vector) == outcome(scalar)
-        assert any(n.startswith("partial-order reduction:") for n in vector.notes)
-
-
-def test_a_search_resumed_twice_writes_the_links_of_an_uninterrupted_one(tmp_path):
-    """Checkpoints hold (fingerprint, parent fingerprint) links: one written after resuming holds the same
-    links as one never interrupted, and its counterexample runs through the levels of both checkpoints."""
-    from lockstep.checker.vector.checkpoint import Checkpoint
-
-    vm = VectorModel(load_model("filter_lock_buggy", {}))
-    plain = check_vector(vm, Options())
-
-    def run(d: str, resume: bool, depth: int | None):
-        ck = Checkpoint(d, 0, resume=resume, deadlock=True)
-        ck.bind(vm)
-        return check_vector(vm, Options(max_depth=depth), vopts=VectorOptions(checkpoint=ck))
-
-    whole, parts = str(tmp_path / "whole"), str(tmp_path / "parts")
-    assert run(whole, False, 7).verdict == "inconclusive"
-    assert run(parts, False, 3).verdict == "inconclusive"
-    assert run(parts, True, 7).verdict == "inconclusive"
-    for lv in range(8):
-        a, b = (np.load(f"{d}/links-{lv}.npy") for d in (whole, parts))
-        assert a.shape[0] == 2 and np.array_equal(a, b)
-    assert outcome(run(parts, True, None)) == outcome(plain)
