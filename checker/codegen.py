@@ -256,13 +256,14 @@ def _slot_name(unpacked: bool) -> Callable[[int], str]:
 
 
 def _transition_lines(prog: Program, transitions: list[Transition], ex: _Expr, indent0: str,
-                      emit: Callable[[str, int, dict[int, str]], list[str]], temps: bool) -> list[str]:
+                      emit: Callable[[str, int, dict[int, str]], list[str]], temps: bool, first: int = 0) -> list[str]:
     """Straight-line code for each transition; `emit(indent, tid, new values)` handles an enabled one.
 
-    With `temps`, every updated slot's new value is first bound to a local `v<slot>`.
+    With `temps`, every updated slot's new value is first bound to a local `v<slot>`. Transitions are
+    numbered from `first`.
     """
     body: list[str] = []
-    for tid, t in enumerate(transitions):
+    for tid, t in enumerate(transitions, start=first):
         body.append(f"{indent0}# {t.label}")
         indent = indent0
         pending: list[str] = []  # requires not yet emitted, joined into one `if`

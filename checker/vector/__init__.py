@@ -30,9 +30,10 @@ def check_vector(model: Any, opts: Options, progress: Progress | None = None,
     vm = model if isinstance(model, VectorModel) else VectorModel(model)
     progress = progress or NoProgress()
     vopts = vopts or VectorOptions()
-    if opts.workers > 1:
+    if opts.workers > 2:
         return check_workers(vm, opts, progress, vopts)
     search = VectorSearch(vm, opts, progress, vopts)
+    search.use_threads(opts.workers)
     try:
         return search.run()
     finally:

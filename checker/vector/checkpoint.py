@@ -135,7 +135,7 @@ class Checkpoint:
         if por is not None:  # the reduction's statistics, so a resumed run reports those of an uninterrupted one
             st = por.stats
             counters["por_stats"] = [st.enabled, st.pruned, st.reduced, st.proviso]
-        self.save(search.levels, frontier, _table_keys(search.table), counters)
+        self.save(search.checkpoint_links(self.written), frontier, _table_keys(search.table), counters)
         self.last = time.monotonic()
         self.say(f"checkpoint: level {level}, {search.distinct:,} states, written to {self.directory} "
                  f"in {self.last - t0:.1f} s")
@@ -177,6 +177,7 @@ class Checkpoint:
         if por is not None and isinstance(man.get("por_stats"), list) and len(man["por_stats"]) == 4:
             st = por.stats
             st.enabled, st.pruned, st.reduced, st.proviso = (int(x) for x in man["por_stats"])
+        search.resumed(frontier)
         self.last = time.monotonic()
         self.say(f"resuming from {d}: level {man['level']}, {man['distinct']:,} states, "
                  f"{len(frontier):,} in the frontier")
@@ -201,12 +202,13 @@ class Checkpoint:
                 yield np.array(arr[0, start:start + CHUNK])
 
 
-def _table_keys(table: Any) -> Iterator[np.ndarray]:
-    """The fingerprints held by a visited table, a slice at a time."""
-    arr = table.table
-    for start in range(0, len(arr), CHUNK):
-        part = arr[start:start + CHUNK]
-        yield part[part != 0]
+def _table_keys(visited: Any) -> Iterator[np.ndarray]:
+    """The fingerprints held by a visited set (one table or several), a slice at a time."""
+    for table in getattr(visited, "parts", [visited]):
+        arr = table.table
+        for start in range(0, len(arr), CHUNK):
+            part = arr[start:start + CHUNK]
+            yield part[part != 0]
 
 
 def _tmp(path: str) -> str:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,13 +29,16 @@ from ..progress import Progress, Stats
 from ..reduction.ample import for_model
 from ..result import HOLDS, INCONCLUSIVE, VIOLATION, CheckResult
 from ..typed_model import TypedModel
+from . import kernels
 from .compile import VectorProgram
 from .layout import Layout, VectorUnsupported
 from .reduced import VectorReduction
 from .spool import Budget, Spool
-from .visited import FingerprintTable
+from .visited import VisitedSet
 
 TARGET_CANDIDATES = 1 << 22  # successors per batch the default batch size aims at
+WARM_FROM = 1 << 12  # a level of this many states starts building the C loops (unless they are cached)
+THREADED_LEVEL = 1 << 16  # smaller levels run on one thread (a second one costs more than it saves there)
 
 
 @dataclass
@@ -44,6 +49,7 @@ class VectorOptions:
     memory: int | None = None  # bytes of RAM for frontiers and parent links before they spill to disk
     spill_dir: str | None = None
     checkpoint: Any = None  # a `checkpoint.Checkpoint`: write (or resume) the search at level boundaries
+    native: str = "auto"  # the C loops and fused kernel: "auto" (once built), "always" (built first) or "never"
 
 
 class VectorModel:
@@ -83,80 +89,137 @@ class _Stop(Exception):
         self.found, self.queued = found, queued
 
 
-class FirstOccurrences:
-    """For each distinct key of a batch, the index of its occurrence with the least serial number.
+class Candidates:
+    """One batch's candidate successors, laid out transition-major: candidate j is the successor of
+    frontier row `rows[j]` whose words are that row's XOR `deltas[:, j]`; segment s (from
+    `seg_start[s]` to `seg_start[s + 1]`) holds transition `seg_tid[s]`'s candidates, rows ascending.
+    A zero delta is a step back to the parent itself."""
 
-    Hashes the keys into a scratch open-addressing table (equal keys meet in one slot), then
-    takes the least serial number per slot. The table is sized for the number of distinct keys
-    the previous batch had (small tables stay in cache), and redone at full size if it fills;
-    its arrays are kept between batches, since fresh large arrays cost a page fault per page."""
+    def __init__(self, words: np.ndarray, outs: list):
+        self.words, self.outs = words, outs
+        n, k = words.shape[1], words.shape[0]
+        parts = []
+        for tid, (idx, deltas, _fail) in enumerate(outs):
+            if idx.size and any(d is not None for d in deltas):
+                parts.append((tid, idx, deltas))
+        sizes = [len(idx) for _t, idx, _d in parts]
+        self.seg_start = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.seg_start[1:])
+        self.seg_tid = np.array([t for t, _i, _d in parts], dtype=np.int64)
+        total = int(self.seg_start[-1])
+        self.rows = np.empty(total, dtype=np.int64)
+        self.deltas = np.zeros((k, total), dtype=np.uint64)
+        for s, (_tid, idx, deltas) in enumerate(parts):
+            a, b = self.seg_start[s], self.seg_start[s + 1]
+            self.rows[a:b] = idx if idx.size < n else np.arange(n)
+            for w, d in enumerate(deltas):
+                if d is not None:
+                    self.deltas[w, a:b] = d
+        self.n = n
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def row_of(self, sel: np.ndarray) -> np.ndarray:
+        return self.rows[sel]
+
+    def tids(self) -> np.ndarray:
+        """Each candidate's transition."""
+        return np.repeat(self.seg_tid, np.diff(self.seg_start))
+
+    def moved(self) -> np.ndarray:
+        """Which candidates differ from their parent."""
+        return (self.deltas != 0).any(axis=0)
+
+    def states(self, sel: np.ndarray | None = None) -> np.ndarray:
+        """The words of candidates `sel` (all by default)."""
+        if sel is None:
+            return self.words[:, self.rows] ^ self.deltas
+        return self.words[:, self.rows[sel]] ^ self.deltas[:, sel]
+
+
+class FusedCandidates:
+    """One batch's candidate successors as the fused kernel writes them, already in serial order:
+    candidate j is the successor of row `keys[j] // T1` by transition `keys[j] % T1`, with words
+    `cand[:, j]` (only those that differ from their row)."""
+
+    def __init__(self, words: np.ndarray, cand: np.ndarray, keys: np.ndarray, T1: int):  # noqa: N803
+        self.words, self.cand, self.keys, self.T1 = words, cand, keys, T1
+        self.n = words.shape[1]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def row_of(self, sel: np.ndarray) -> np.ndarray:
+        return self.keys[sel] // self.T1
+
+    def tid_of(self, sel: np.ndarray) -> np.ndarray:
+        return self.keys[sel] % self.T1
+
+    def states(self, sel: np.ndarray | None = None) -> np.ndarray:
+        """The words of candidates `sel` (all by default)."""
+        return self.cand if sel is None else self.cand[:, sel]
+
+
+class _Scratch:
+    """Arrays reused from batch to batch (fresh large arrays cost a page fault per page)."""
 
     def __init__(self) -> None:
-        self.table = np.zeros(0, dtype=np.uint64)
-        self.best = np.zeros(0, dtype=np.int64)
-        self.ratio = 1.0  # distinct keys per key in the last batch
+        self.order = np.zeros(0, dtype=np.int64)
+        self.tids = np.zeros(0, dtype=np.int64)
+        self.cand = np.zeros((0, 0), dtype=np.uint64)  # the fused kernel's outputs
+        self.fps = np.zeros(0, dtype=np.uint64)
+        self.keys = np.zeros(0, dtype=np.int64)
+        self.positions = np.zeros(0, dtype=np.int64)
 
-    def __call__(self, keys: np.ndarray, serial: np.ndarray) -> np.ndarray:
-        m = len(keys)
-        guess = min(m, int(2 * self.ratio * m) + 1024)
-        slot = self._slots(keys, 1 << max(10, (2 * guess).bit_length()))
-        if slot is None:
-            slot = self._slots(keys, 1 << max(10, (2 * m).bit_length()))
-        best = self.best
-        np.minimum.at(best, slot, serial)
-        out = (best[slot] == serial).nonzero()[0]
-        self.table[slot] = 0
-        best[slot] = np.iinfo(np.int64).max
-        self.ratio = len(out) / max(m, 1)
-        return out
+    def fit(self, m: int) -> None:
+        if len(self.order) < m:
+            m = max(m, int(1.25 * len(self.order)))
+            self.order = np.zeros(m, dtype=np.int64)
+            self.tids = np.zeros(m, dtype=np.int64)
 
-    def _slots(self, keys: np.ndarray, cap: int) -> np.ndarray | None:
-        """Each key's slot in a table of `cap` slots; None (and the table cleared) if it fills."""
-        if len(self.table) < cap:
-            self.table = np.zeros(cap, dtype=np.uint64)
-            self.best = np.full(cap, np.iinfo(np.int64).max, dtype=np.int64)
-        table = self.table
-        wrap = np.int64(cap - 1)
-        slot = (keys & np.uint64(cap - 1)).astype(np.int64)
-        table[slot] = keys  # the first round: one key wins each slot
-        go = (table[slot] != keys).nonzero()[0]
-        filled = np.count_nonzero(table[:cap])
-        k, p = keys[go], slot[go]
-        while go.size:
-            if filled > 0.75 * cap:
-                table[:cap] = 0
-                return None
-            p = (p + 1) & wrap
-            v = table[p]
-            empty = (v == 0).nonzero()[0]
-            if empty.size:
-                table[p[empty]] = k[empty]  # among different keys racing for a slot, one wins
-                filled += empty.size  # an overestimate when equal keys race: safe
-                v = table[p]
-            hit = v == k
-            slot[go[hit]] = p[hit]
-            miss = (~hit).nonzero()[0]
-            go, k, p = go[miss], k[miss], p[miss]
-        return slot
+    def fit_fused(self, m: int, words: int) -> None:
+        if self.cand.shape[1] < m:
+            self.cand = np.zeros((words, m), dtype=np.uint64)
+            self.fps = np.zeros(m, dtype=np.uint64)
+            self.keys = np.zeros(m, dtype=np.int64)
+            self.positions = np.arange(m, dtype=np.int64)
 
 
-class InOrder:
-    """The permutation that sorts distinct non-negative keys below a span: a counting sort, with
-    scratch arrays kept between batches."""
+class _Outputs:
+    """The insertion pass's outputs, reused from batch to batch."""
 
     def __init__(self) -> None:
-        self.where = np.zeros(0, dtype=np.int64)
-        self.marked = np.zeros(0, dtype=bool)
+        self.k = np.zeros(0, dtype=np.int64)
+        self.fp = np.zeros(0, dtype=np.uint64)
 
-    def __call__(self, keys: np.ndarray, span: int) -> np.ndarray:
-        if len(self.marked) < span:
-            self.where = np.zeros(span, dtype=np.int32)
-            self.marked = np.zeros(span, dtype=bool)
-        self.where[keys] = np.arange(len(keys), dtype=np.int32)
-        self.marked[keys] = True
-        out = self.where[self.marked[:span].nonzero()[0]]
-        self.marked[keys] = False
-        return out
+    def fit(self, m: int) -> None:
+        if len(self.k) < m:
+            m = max(m, int(1.25 * len(self.k)))
+            self.k = np.zeros(m, dtype=np.int64)
+            self.fp = np.zeros(m, dtype=np.uint64)
+
+
+@dataclass
+class Prepared:
+    """A frontier batch with its candidates in serial order, ready for the visited table: what does not
+    depend on the table, so it can be computed for the next batch while this one is inserted."""
+
+    words: np.ndarray
+    base: int  # the batch's first row's index in the level
+    c: Candidates | FusedCandidates
+    order: np.ndarray | None  # candidate positions in serial order (a view of a scratch array; None: fused)
+    tids: np.ndarray | None  # their transitions
+    allow: np.ndarray  # which candidates may be stored: inside the constraints and kept by the reduction
+    stops: list  # (serial key, kind, detail) of step failures, deadlocks and constraint-hidden violations
+    enabled: int  # successors generated
+    explored: list | None  # per transition, the rows whose step counts as generated (None: not yet computed)
+    hidden: np.ndarray  # candidates outside the constraints that violate an invariant
+    fingerprints: tuple  # (fingerprints, serial positions, count) of the allowed candidates that moved
+    por: tuple | None = None  # (ample, reduced, enabled) of the partial-order reduction, before its proviso
+
+NO_FILTER = np.zeros(0, dtype=np.bool_)
+NO_HIDDEN = np.zeros(0, dtype=np.int64)
 
 
 class VectorSearch:
@@ -167,47 +230,161 @@ class VectorSearch:
         self.layout, self.program, self.model = vm.layout, vm.program, vm.model
         self.budget = Budget(vopts.memory, vopts.spill_dir)
         self.batch = vopts.batch or int(np.clip(TARGET_CANDIDATES // max(vm.ntrans, 1), 1 << 10, 1 << 20))
-        self.table = FingerprintTable()
-        self.first_occurrences = FirstOccurrences()
-        self.in_order = InOrder()
-        self.levels: list[Spool] = []  # parent links (fingerprint, parent fingerprint) per level
-        self.proxy = _VectorFingerprints(vm.model, vm.layout)
-        self.helper = _Search(self.proxy, opts, progress)  # reports violations as the scalar engine does
-        self.helper.parents = self  # type: ignore[assignment]  # rebuild_path asks self.get(fp)
+        self.table = VisitedSet()
+        self.native = kernels.Native(vm.model.prog, vm.layout, not (opts.por or vm.model.constraint_names),
+                                     vopts.native)
+        self.k = kernels.backend()  # the loops in use: C once loaded, numpy before
+        self.fused = self.native.fused if self.native.loaded else None  # the spec's C successor function
+        self.scratch = (_Scratch(), _Scratch())  # two, so that the next batch is prepared while one is inserted
+        self.outputs = [_Outputs()]
+        self.threads = 1
+        self.threaded_level = THREADED_LEVEL
+        self.insert_pool: ThreadPoolExecutor | None = None
+        self.tbits = max(vm.ntrans - 1, 1).bit_length()  # a parent link: parent's index << tbits | transition
+        self.levels: list[Spool] = []  # parent links per level (level 0: the index among the initial states)
+        self.initial_words = np.zeros((self.layout.words, 0), dtype=np.uint64)
+        self.helper = _Search(_VectorFingerprints(vm.model, vm.layout), opts, progress)  # reports violations
         self.distinct = self.generated = self.depth = 0
         self.cut: str | None = None
+        self.at: tuple[int, int] | None = None  # (level, index) of the state a violation is reported at
         self.handoff: int | None = None  # stop at the first level with this many states, for workers
         self.handed_off: tuple[Spool, int] | None = None
+        self.level_fps: list[list[np.ndarray]] = []  # each level's fingerprints, kept only when handing off
         self.constrained = bool(vm.model.constraint_names)
         self.checks_invariants = bool(vm.model.invariant_names)
-        self._hint = 0
+        self.expected = 0  # new states this level is expected to add (from the last levels' growth)
+        self.seed_fp, self.exact = np.uint64(self.layout.seed), self.layout.exact
         self.por: VectorReduction | None = None
         if opts.por:
             self.por = VectorReduction(for_model(vm.model), vm.layout, vm.ntrans)
         self.checkpoint = vopts.checkpoint
+        self.fp_levels = 0  # leading levels resumed from a checkpoint, their links (fingerprint, parent fingerprint)
+        self.resumed_frontier: Spool | None = None  # the frontier a resumed search started from
+
+    def use_threads(self, threads: int, threaded_level: int = THREADED_LEVEL) -> None:
+        """Search with two threads (more do not pay on this design): the visited set split in two
+        tables, inserted into at once, and each batch's successors prepared while the one before it is
+        inserted; levels below `threaded_level` states use one thread. Call before `run`."""
+        if threads < 2:
+            return
+        self.threads, self.threaded_level = 2, threaded_level
+        self.table = VisitedSet(2)
+        self.outputs = [_Outputs(), _Outputs()]
+        self.insert_pool = ThreadPoolExecutor(1, thread_name_prefix="lockstep-insert")
+
+    def _use_native(self, level_size: int) -> None:
+        """Move to the C loops once they are built; a level of `WARM_FROM` states starts their build."""
+        if not self.native.loaded and level_size >= WARM_FROM:
+            self.native.start()
+        if self.native.ready():
+            self.k = kernels.backend()
+            self.fused = self.native.fused
 
     def close(self) -> None:
+        self.native.cancel()
+        if self.insert_pool is not None:
+            self.insert_pool.shutdown()
         for s in self.levels:
             s.close()
+        if self.resumed_frontier is not None:
+            self.resumed_frontier.close()
         self.budget.close()
 
     # -- parent links ---------------------------------------------------------------------------
+    def link(self, parents: np.ndarray, tids: np.ndarray) -> np.ndarray:
+        """Parent links of new states: their parents' indices in the previous level and transitions."""
+        return (parents.astype(np.uint64) << np.uint64(self.tbits)) | tids.astype(np.uint64)
+
+    def path_fingerprints(self, level: int, index: int) -> list[int]:
+        """The fingerprints of the path from an initial state to state `index` of `level`: the parent
+        links give each step's transition, which the compiled program re-runs on one state at a time."""
+        steps = []
+        mask = (1 << self.tbits) - 1
+        while level > 0 and level >= self.fp_levels:
+            link = int(self.levels[level].row(index)[0])
+            steps.append(link & mask)
+            index, level = link >> self.tbits, level - 1
+        if self.resumed_frontier is None:
+            root = int(self.levels[0].row(index)[0])
+            w = self.initial_words[:, root:root + 1].copy()
+            fps = [int(self.layout.fingerprints(w)[0])]
+        else:
+            w = self.resumed_frontier.row(index)[:, None].copy()
+            fps = self._resumed_path(level, int(self.layout.fingerprints(w)[0]))
+        for tid in reversed(steps):
+            idx, deltas, _fail = self.program.batch(w, 1)[tid]
+            assert idx.size == 1, "a recorded step is not enabled"
+            for word, d in enumerate(deltas):
+                if d is not None:
+                    w[word] ^= d
+            fps.append(int(self.layout.fingerprints(w)[0]))
+        return fps
+
+    def _resumed_path(self, level: int, fp: int) -> list[int]:
+        """The fingerprints of the path to state `fp` of resumed `level`, from the checkpoint's links."""
+        path = [fp]
+        while level > 0:
+            row = self.levels[level].find(0, fp)
+            if row is None:
+                raise RuntimeError("a counterexample state has no parent in the resumed checkpoint")
+            fp, level = int(row[1]), level - 1
+            path.append(fp)
+        return path[::-1]
+
+    def resumed(self, frontier: Spool) -> None:
+        """After a checkpoint's levels (fingerprint, parent fingerprint) were loaded: keep the frontier
+        the search resumes from, for counterexamples through it and parent links of later checkpoints."""
+        self.fp_levels = len(self.levels)
+        self.resumed_frontier = frontier
+        fps = [self.layout.fingerprints(w) for w in frontier.batches(self.batch)]
+        self.level_fps = [[] for _ in range(self.fp_levels - 1)] + [fps]
+
+    def checkpoint_links(self, written: int) -> list:
+        """Each level's parent links in the checkpoint's form, (fingerprint, parent fingerprint) columns
+        (parent 0 for an initial state); None for the first `written` levels, which are on disk."""
+        out: list = [None] * written
+        join = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, np.uint64))
+        for lv in range(written, len(self.levels)):
+            if lv < self.fp_levels:
+                out.append(self.levels[lv])
+                continue
+            fps = join(self.level_fps[lv])
+            parents = np.zeros(len(fps), np.uint64)
+            if lv:
+                prev = join(self.level_fps[lv - 1])
+                for at, links in zip(range(0, len(fps), 1 << 20), self.levels[lv].batches(1 << 20)):
+                    parents[at:at + links.shape[1]] = prev[(links[0] >> np.uint64(self.tbits)).astype(np.int64)]
+            out.append(np.stack([fps, parents]))
+        if self.handoff is None:
+            for lv in range(len(self.levels) - 1):  # only the last level's are needed as parents later
+                self.level_fps[lv] = []
+        return out
+
     def find_parent(self, fp: int) -> tuple[bool, int | None]:
-        """(found, parent fingerprint or None for an initial state) from this process's parent links."""
-        order = list(range(min(self._hint, len(self.levels) - 1), -1, -1)) + list(range(self._hint + 1, len(self.levels)))
-        for lv in order:
-            row = self.levels[lv].find(0, fp)
-            if row is not None:
-                self._hint = max(lv - 1, 0)
-                return True, (None if int(row[1]) == 0 else int(row[1]))
+        """(found, parent fingerprint or None for an initial state) of a state of the levels searched
+        before a handoff (their fingerprints are kept then)."""
+        fps = [np.concatenate(lv) if lv else np.zeros(0, np.uint64) for lv in self.level_fps]
+        for level in range(len(fps) - 1, -1, -1):
+            hit = np.flatnonzero(fps[level] == np.uint64(fp))
+            if hit.size:
+                if level == 0:
+                    return True, None
+                parent = int(self.levels[level].row(int(hit[0]))[0]) >> self.tbits
+                return True, int(fps[level - 1][parent])
         return False, None
 
-    def get(self, fp: int) -> int | None:
-        """The parent fingerprint of a visited state (None for an initial state)."""
-        found, parent = self.find_parent(fp)
-        if not found:
-            raise RuntimeError("a counterexample state has no recorded parent")
-        return parent
+    def _keep_fps(self, fps: np.ndarray, new_level: bool = False) -> None:
+        if self.handoff is not None or self.checkpoint is not None:
+            if new_level:
+                self.level_fps.append([])
+            self.level_fps[-1].append(fps)
+
+    def parents_on_path(self) -> dict[int, int | None]:
+        """The parent fingerprint of each state on the path to `self.at` (for `rebuild_path`)."""
+        if self.at is None:
+            return {}
+        fps = self.path_fingerprints(*self.at)
+        return dict(zip(fps, [None] + fps[:-1]))
 
     # -- main loop --------------------------------------------------------------------------------
     def run(self) -> CheckResult:
@@ -224,25 +401,30 @@ class VectorSearch:
             found, queued = s.found, s.queued
         secs = time.monotonic() - t0
         res = CheckResult(HOLDS, self.distinct, self.generated, self.depth, secs, queued=queued,
-                          visited_bytes=self.table.nbytes)
+                          workers=self.threads, visited_bytes=self.table.nbytes)
         res.exact_fingerprints = self.layout.exact
         res.notes.append(self._memory_note())
+        if self.native.note:
+            res.notes.append(self.native.note)
         if self.por is not None:
             res.notes.append(self.por.stats.note())
         if found is not None:
-            self._hint = len(self.levels) - 1
             res.verdict = VIOLATION
-            res.violation = self.helper._violation(found)
+            res.violation = self.violation(found)
         elif self.cut:
             res.verdict = INCONCLUSIVE
             res.cut = self.cut
         return res
 
+    def violation(self, found: _Found) -> Any:
+        self.helper.parents = self.parents_on_path()
+        return self.helper._violation(found)
+
     def _memory_note(self) -> str:
         per = self.table.nbytes / max(self.distinct, 1)
         note = (f"vector engine: states packed into {self.layout.bits} bits ({self.layout.words} word"
                 f"{'s' if self.layout.words > 1 else ''}); visited table {per:.1f} bytes per state, "
-                f"parent links 16 bytes per state")
+                f"parent links 8 bytes per state")
         if self.budget.spilled:
             note += f"; {self.budget.spilled / 2**20:,.1f} MiB of frontiers and parent links spilled to disk"
         return note
@@ -252,11 +434,13 @@ class VectorSearch:
         bad, outside = safe_predicates(m)
         states = m.initial_states()
         words = layout.pack_many(states)
+        self.initial_words = words
         fps = layout.fingerprints(words) if states else np.zeros(0, np.uint64)
-        links = Spool(self.budget, 2)
+        links = Spool(self.budget, 1)
         self.levels.append(links)
         frontier = Spool(self.budget, layout.words)
         seen: set[int] = set()
+        kept: list[int] = []  # which initial states are kept, in order
         for j, st in enumerate(states):
             self.generated += 1
             f = int(fps[j])
@@ -267,11 +451,15 @@ class VectorSearch:
                     raise self.helper._invariant_violation(f, st)
                 continue
             seen.add(f)
-            links.append(np.array([[f], [0]], dtype=np.uint64))
+            self.at = (0, len(links))
+            links.append(np.array([[j]], dtype=np.uint64))
+            kept.append(j)
             self.distinct += 1
             if bad(st):
                 raise self.helper._invariant_violation(f, st)
             frontier.append(words[:, j:j + 1])
+        self.at = None
+        self._keep_fps(fps[np.array(kept, dtype=np.int64)], new_level=True)
         self.table.add(np.array(sorted(seen), dtype=np.uint64))
         if len(frontier):
             self.depth = 1
@@ -289,15 +477,18 @@ class VectorSearch:
                     self.cut = opts.depth_cut()
                 return len(frontier)
             nxt = Spool(self.budget, self.layout.words)
-            links = Spool(self.budget, 2)
+            links = Spool(self.budget, 1)
             self.levels.append(links)
+            self._keep_fps(np.zeros(0, np.uint64), new_level=True)
+            self.expected = self.expect(level)
+            self._use_native(len(frontier))
+            self.table.reserve(self.expected)
             if self.por is not None:
                 self.por.new_level()
-            base = 0
-            for words in frontier.batches(self.batch):
-                self._expand(words, base, nxt, links, cap, len(frontier))
-                base += words.shape[1]
-            frontier.close()
+            for b in self._prepared(frontier):
+                self._expand(b, level, nxt, links, cap, len(frontier))
+            if frontier is not self.resumed_frontier:
+                frontier.close()
             frontier = nxt
             level += 1
             if len(frontier):
@@ -306,123 +497,226 @@ class VectorSearch:
                 self.checkpoint.level_done(self, frontier, level)
         return 0
 
-    # -- one batch ----------------------------------------------------------------------------------
-    def _successors(self, words: np.ndarray) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
-        """Run every transition over the batch: (per-transition outputs, rows, serial numbers within the
-        batch (row * (transitions + 1) + transition), candidate words) for the successors that differ
-        from their parent."""
-        n, k = words.shape[1], self.layout.words
-        outs = self.program.batch(words, n)
-        T1 = self.vm.ntrans + 1
-        rows, keys, cands = [], [], []
-        for tid, (idx, deltas, _fail) in enumerate(outs):
-            if not idx.size:
-                continue
-            moved = None
-            for d in deltas:
-                if d is not None:
-                    moved = d != 0 if moved is None else moved | (d != 0)
-            if moved is None:
-                continue
-            sel = moved.nonzero()[0]
-            if not sel.size:
-                continue
-            r = sel if idx.size == n else idx[sel]  # all rows enabled: idx is 0..n-1
-            rows.append(r)
-            keys.append(r * T1 + tid)
-            block = np.empty((k, len(r)), dtype=np.uint64)
-            for w, d in enumerate(deltas):
-                np.take(words[w], r, out=block[w])
-                if d is not None:
-                    block[w] ^= d[sel]
-            cands.append(block)
-        if not rows:
-            return outs, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((k, 0), np.uint64)
-        return outs, np.concatenate(rows), np.concatenate(keys), np.concatenate(cands, axis=1)
+    def _prepared(self, frontier: Spool) -> Iterator[Prepared]:
+        """The level's batches, prepared; with two threads, each batch is prepared while the one before
+        it is inserted (numpy and the kernels release the GIL, so the two overlap)."""
+        if self.threads < 2 or len(frontier) < self.threaded_level:
+            base = 0
+            for words in frontier.batches(self.batch):
+                yield self.prepare(words, base, self.scratch[0])
+                base += words.shape[1]
+            return
+        size = int(np.clip(len(frontier) // 4, 1 << 10, self.batch))  # several batches, so that they overlap
+        base, i = 0, 0
+        pending: Future | None = None
+        with ThreadPoolExecutor(1, thread_name_prefix="lockstep-prepare") as pool:
+            try:
+                for words in frontier.batches(size):
+                    nxt = pool.submit(self.prepare, words, base, self.scratch[i % 2])
+                    if pending is not None:
+                        yield pending.result()
+                    pending, base, i = nxt, base + words.shape[1], i + 1
+                if pending is not None:
+                    yield pending.result()
+            finally:
+                if pending is not None:
+                    pending.cancel()
 
-    def _expand(self, words: np.ndarray, base: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:
+    def expect(self, level: int) -> int:
+        """New states expected from expanding `level`: its size times its growth over the level before."""
+        now = len(self.levels[level])
+        before = len(self.levels[level - 1]) if level else 1
+        return int(now * min(now / max(before, 1), 2.0))
+
+    # -- one batch ----------------------------------------------------------------------------------
+    def successors(self, words: np.ndarray) -> Candidates:
+        """Run every transition over the batch."""
+        return Candidates(words, self.program.batch(words, words.shape[1]))
+
+    def prepare(self, words: np.ndarray, base: int, scratch: _Scratch) -> Prepared:
+        """Everything about a batch that does not depend on the visited table (it runs on a second thread
+        while the previous batch is inserted, if the search has two)."""
+        if self.fused is not None:
+            return self._prepare_fused(words, base, scratch)
+        loops = self.k
         n = words.shape[1]
         T1 = self.vm.ntrans + 1
-        outs, rows, keys, cands = self._successors(words)
-        fps = self.layout.fingerprints(cands)
-        explored = [o[0] for o in outs]  # per transition, the rows whose step counts as generated
-        before_row = 0  # stop keys of failing and deadlocked rows: at the row's end, or (reduced) its start
-        if self.por is not None:
-            rows, keys, cands, fps, explored = self._reduce(words, outs, rows, keys, cands, fps, n)
-            before_row = -T1
-        enabled = sum(e.size for e in explored)
+        c = self.successors(words)
+        outs = c.outs
+        # A reduced search chooses a row's reduced set from all its steps first, so a failing or deadlocked
+        # row stops before any of its successors; a full search stops at the failing step.
+        reduced = self.por is not None
         stops: list[tuple[int, str, Any]] = []  # (serial key, kind, detail)
         for tid, (_idx, _d, fail) in enumerate(outs):
             if fail is not None and fail.any():
                 r = int(np.argmax(fail))
-                stops.append(((base + r) * T1 + (tid if not before_row else T1 - 1) + before_row, "step", r))
+                stops.append(((base + r) * T1 + (-1 if reduced else tid), "step", r))
         if self.opts.deadlock:
             live = np.zeros(n, dtype=bool)
             for idx, _d, _f in outs:
                 live[idx] = True
             if not live.all():
                 r = int(np.argmin(live))
-                stops.append(((base + r) * T1 + T1 - 1 + before_row, "deadlock", r))
-        serial = keys + base * T1
-        firsts = self.first_occurrences(fps, serial)
-        fresh = firsts[~self.table.contains(fps[firsts])]
-        cand = fresh[self.in_order(serial[fresh] - base * T1, n * T1)]  # new successors, in the scalar engine's order
-        ukeys, ufps = serial[cand], fps[cand]
-        uwords = cands[:, cand]
-        m = len(cand)
-        inside = np.ones(m, dtype=bool)
-        if self.constrained and m:
-            inside = ~self.program.outside(uwords, m)
-        bad = self.program.bad(uwords, m) if self.checks_invariants and m else np.zeros(m, dtype=bool)
-        out_bad = (~inside & bad).nonzero()[0]
-        if out_bad.size:
-            stops.append((int(ukeys[out_bad[0]]), "invariant-last", int(cand[out_bad[0]])))
-        new = inside.nonzero()[0]
+                stops.append(((base + r) * T1 + (-1 if reduced else T1 - 1), "deadlock", r))
+        allow, hidden = NO_FILTER, NO_HIDDEN
+        if self.constrained and len(c):
+            allow, hidden = self._inside(c)
+        por = self.por.choose(words, outs) if reduced else None
+        if not reduced and hidden.size:
+            self._hidden_stop(c, base, hidden, stops)
+        total = len(c)
+        scratch.fit(total)
+        loops.serial_order(c.rows, c.seg_start, c.seg_tid, c.n, scratch.order, scratch.tids)
+        order = scratch.order[:total]
+        fingerprints = loops.candidate_fps(c.words, c.rows, c.deltas, order, allow, self.seed_fp, self.exact)
+        b = Prepared(words, base, c, order, scratch.tids[:total], allow, stops, sum(o[0].size for o in outs),
+                     [o[0] for o in outs], hidden, fingerprints, por)
+        return b
+
+    def _prepare_fused(self, words: np.ndarray, base: int, scratch: _Scratch) -> Prepared:
+        """`prepare` by the spec's fused kernel: the candidates come out in serial order, fingerprinted,
+        and the kernel stops at the batch's first failing step or deadlock."""
+        n, T1 = words.shape[1], self.vm.ntrans + 1
+        scratch.fit_fused(max(n, self.batch) * self.vm.ntrans, self.layout.words)
+        info = np.zeros(4, dtype=np.int64)
+        words = np.ascontiguousarray(words)
+        m = self.fused.gen(words, 0, n, self.opts.deadlock, scratch.cand, scratch.fps, scratch.keys, info)
+        stops: list[tuple[int, str, Any]] = []
+        if info[0] == 1:
+            stops.append(((base + int(info[1])) * T1 + int(info[2]), "step", int(info[1])))
+        elif info[0] == 2:
+            stops.append(((base + int(info[1])) * T1 + T1 - 1, "deadlock", int(info[1])))
+        c = FusedCandidates(words, scratch.cand[:, :m], scratch.keys[:m], T1)
+        fingerprints = (scratch.fps, scratch.positions, m)
+        return Prepared(words, base, c, None, None, NO_FILTER, stops, int(info[3]), None, NO_HIDDEN, fingerprints)
+
+    def _proviso(self, b: Prepared) -> None:
+        """Narrow a prepared batch to the reduced sets, expanding fully the rows whose reduced successors
+        include a state of this level or an earlier one (the cycle proviso). It reads the visited table,
+        so it runs once the batches before this one are inserted."""
+        por, c = self.por, b.c
+        assert por is not None and b.por is not None
+        ample, reduced, enabled = b.por
+        n = b.words.shape[1]
+        tids = c.tids()
+        keep = ample[tids, c.rows]
+        probe = (keep & reduced[c.rows] & c.moved()).nonzero()[0]
+        fps = self.layout.fingerprints(c.states(probe)) if probe.size else np.zeros(0, np.uint64)
+        back = por.proviso(self.table, fps, c.rows[probe], reduced, n)
+        keep |= (~reduced | back)[c.rows]
+        explored = ample | (enabled & back)
+        st = por.stats
+        st.enabled += int(enabled[:, enabled.any(axis=0)].sum())
+        st.pruned += int((enabled & ~explored).sum())
+        st.reduced += int((reduced & ~back).sum())
+        st.proviso += int(back.sum())
+        b.explored = [np.nonzero(explored[tid])[0] for tid in range(self.vm.ntrans)]
+        b.enabled = sum(e.size for e in b.explored)
+        if b.hidden.size:
+            self._hidden_stop(c, b.base, b.hidden[keep[b.hidden]], b.stops)
+        b.allow = np.ascontiguousarray(keep & b.allow if b.allow.size else keep)
+
+    def insert_new(self, b: Prepared, progress_of_level: float) -> tuple[np.ndarray, ...]:
+        """Insert the candidates' fingerprints, each if absent, the first occurrence of a state winning:
+        (positions, transitions, fingerprints, words) of the new states, in serial order. With two
+        tables, two threads insert at once, each the keys of its own table; merging their new states
+        by position gives the one-table result."""
+        parts = self.table.parts
+        if len(parts) == 1:
+            m = self._insert_part(b, 0, progress_of_level)
+            k, fps = self.outputs[0].k[:m], self.outputs[0].fp[:m]
+            pos = k  # already in serial order
+        else:
+            other = self.insert_pool.submit(self._insert_part, b, 1, progress_of_level)
+            m0 = self._insert_part(b, 0, progress_of_level)
+            m1 = other.result()
+            o0, o1 = self.outputs
+            k = np.concatenate([o0.k[:m0], o1.k[:m1]])
+            serial = np.argsort(k)
+            pos = k[serial]
+            fps = np.concatenate([o0.fp[:m0], o1.fp[:m1]])[serial]
+        if b.order is None:  # fused: candidates are in serial order
+            return pos, b.c.tid_of(pos), fps, b.c.states(pos)
+        j = b.order[pos]
+        return j, b.tids[pos], fps, b.c.states(j)
+
+    def _insert_part(self, b: Prepared, part: int, progress_of_level: float) -> int:
+        """Insert the candidates of table `part` in serial order, growing it when full; how many were new."""
+        n = len(self.table.parts)
+        table, out = self.table.parts[part], self.outputs[part]
+        fps, ks, count = b.fingerprints
+        out.fit(count)
+        i = m = 0
+        while True:
+            i, table.size, m = self.k.insert_serial(table.table, table.size, table.limit, fps, ks, count, i, n - 1,
+                                                     part, out.k, out.fp, m)
+            if i == count:
+                return m
+            done = len(self.levels[-1]) // n + m  # this table's new states in this level so far
+            table.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
+
+    def _expand(self, b: Prepared, level: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:
+        if b.por is not None:
+            self._proviso(b)
+            fps, ks, count = b.fingerprints
+            b.fingerprints = (fps, ks, self.k.keep_allowed(fps, ks, count, b.order, b.allow))
+        words, base, c, stops = b.words, b.base, b.c, b.stops
+        enabled = b.enabled
+        n = words.shape[1]
+        T1 = self.vm.ntrans + 1
+        js, tids, nfps, nwords = self.insert_new(b, (base + n) / level_size)
+        rows = c.row_of(js)
+        ukeys = (base + rows) * T1 + tids
+        m = len(js)
         room = cap - self.distinct
-        if len(new) > max(room, 0):
-            stops.append((int(ukeys[new[max(room, 0)]]), "cut", None))
-        new_bad = bad[new].nonzero()[0]
-        if new_bad.size:
-            stops.append((int(ukeys[new[new_bad[0]]]), "invariant", int(cand[new[new_bad[0]]])))
-        parent_fps = self.layout.fingerprints(words)
+        if m > max(room, 0):
+            stops.append((int(ukeys[max(room, 0)]), "cut", None))
+        first_bad = self._first_bad(nwords, m) if self.checks_invariants and m else -1
+        if first_bad >= 0:
+            stops.append((int(ukeys[first_bad]), "invariant", first_bad))
         if stops:
-            self._stop(min(stops, key=lambda s: s[0]), words, explored, base, new, ukeys, ufps, uwords, cand, rows,
-                       parent_fps, links, level_size)
+            explored = b.explored if b.explored is not None else [o[0] for o in self.program.batch(words, n)]
+            self._stop(min(stops, key=lambda s: s[0]), words, explored, base, level, ukeys, rows, tids, nwords, c,
+                       links, level_size)
         self.generated += enabled
-        self.distinct += len(new)
-        nf = ufps[new]
-        self.table.add(nf)
+        self.distinct += m
+        links.append(self.link(base + rows, tids)[None, :])
+        self._keep_fps(nfps)
         if self.por is not None:
-            self.por.level.add(nf)
-        links.append(np.stack([nf, parent_fps[rows[cand[new]]]]))
-        nxt.append(uwords[:, new])
+            self.por.level.add(nfps)
+        nxt.append(nwords)
         if self.progress.due():
             self.progress.report(Stats(self.distinct, self.generated, level_size - base - n + len(nxt), self.depth))
 
-    def _reduce(self, words: np.ndarray, outs: list, rows: np.ndarray, keys: np.ndarray, cands: np.ndarray,
-                fps: np.ndarray, n: int) -> tuple:
-        """The candidates and generated steps that the reduced sets (with the cycle proviso) keep."""
-        por = self.por
-        assert por is not None
-        T1 = self.vm.ntrans + 1
-        ample, reduced, enabled = por.choose(words, outs)
-        keep = ample[keys % T1, rows]
-        back = por.proviso(self.table, fps[keep], rows[keep], reduced, n)
-        full = ~reduced | back
-        keep |= full[rows]
-        explored_mask = ample | (enabled & back)
-        st = por.stats
-        live = enabled.any(axis=0)
-        st.enabled += int(enabled[:, live].sum())
-        st.pruned += int((enabled & ~explored_mask).sum())
-        st.reduced += int((reduced & ~back).sum())
-        st.proviso += int(back.sum())
-        explored = [np.nonzero(explored_mask[tid])[0] for tid in range(len(outs))]
-        return rows[keep], keys[keep], cands[:, keep], fps[keep], explored
+    def _first_bad(self, words: np.ndarray, m: int) -> int:
+        """The index of the first of `m` packed states that violates an invariant, or -1."""
+        if self.fused is not None:
+            return self.fused.bad(words, m)
+        hit = self.program.bad(words, m).nonzero()[0]
+        return int(hit[0]) if hit.size else -1
 
-    def _stop(self, stop: tuple[int, str, Any], words: np.ndarray, explored: list, base: int, new: np.ndarray,
-              ukeys: np.ndarray, ufps: np.ndarray, uwords: np.ndarray, cand: np.ndarray, rows: np.ndarray,
-              parent_fps: np.ndarray, links: Spool, level_size: int) -> None:
+    def _inside(self, c: Candidates) -> tuple[np.ndarray, np.ndarray]:
+        """(which candidates satisfy the constraints, the moved ones that do not but violate an invariant:
+        they are checked, though never stored)."""
+        cands = c.states()
+        inside = ~self.program.outside(cands, len(c))
+        hidden = NO_HIDDEN
+        if self.checks_invariants:
+            out = (~inside & c.moved()).nonzero()[0]
+            if out.size:
+                hidden = out[self.program.bad(cands[:, out], len(out))]
+        return np.ascontiguousarray(inside), hidden
+
+    def _hidden_stop(self, c: Candidates, base: int, hidden: np.ndarray, stops: list) -> None:
+        """The first candidate outside the constraints that violates an invariant is a stop."""
+        if hidden.size:
+            T1 = self.vm.ntrans + 1
+            keys = (base + c.rows[hidden]) * T1 + c.tids()[hidden]
+            stops.append((int(keys.min()), "invariant-last", int(hidden[np.argmin(keys)])))
+
+    def _stop(self, stop: tuple[int, str, Any], words: np.ndarray, explored: list, base: int, level: int,
+              ukeys: np.ndarray, rows: np.ndarray, tids: np.ndarray, nwords: np.ndarray, c: Candidates,
+              links: Spool, level_size: int) -> None:
         """Settle the counts where the scalar engine would have stopped, and raise."""
         key, kind, detail = stop
         T1 = self.vm.ntrans + 1
@@ -430,25 +724,29 @@ class VectorSearch:
         for tid, idx in enumerate(explored):
             keys = (base + idx) * T1 + tid
             self.generated += int(np.count_nonzero(keys <= key if inclusive else keys < key))
-        before = new[ukeys[new] < key]
-        if kind == "invariant":
-            before = new[ukeys[new] <= key]
-        links.append(np.stack([ufps[before], parent_fps[rows[cand[before]]]]))
-        self.distinct += len(before)
+        before = int(np.count_nonzero(ukeys <= key if kind == "invariant" else ukeys < key))
+        start = len(links)
+        links.append(self.link(base + rows[:before], tids[:before])[None, :])
+        self.distinct += before
         lay, h = self.layout, self.helper
         if kind == "cut":
             self.cut = f"state bound {self.opts.max_states} reached"
             raise _Stop(None, queued=level_size + self.distinct - self._level_start())
         if kind in ("step", "deadlock"):
             st = lay.unpack(list(words[:, detail]))
-            pf = int(parent_fps[detail])
+            pf = lay.fingerprint_state(st)
+            self.at = (level, base + detail)
             if kind == "step":
                 raise h._step_failure(pf, st)
             raise _Found("deadlock", "", "deadlock: no action is enabled", None, pf, None, st)
-        st = lay.unpack([int(x) for x in uwords[:, int((cand == detail).nonzero()[0][0])]])
         if kind == "invariant":
+            st = lay.unpack([int(x) for x in nwords[:, detail]])
+            self.at = (level + 1, start + detail)
             raise h._invariant_violation(lay.fingerprint_state(st), st)
-        pf = int(parent_fps[rows[detail]])
+        st = lay.unpack([int(x) for x in c.states(np.array([detail]))[:, 0]])
+        r = int(c.rows[detail])
+        self.at = (level, base + r)
+        pf = lay.fingerprint_words([int(x) for x in words[:, r]])
         raise h._invariant_violation(pf, st, last=(None, st))
 
     def _level_start(self) -> int:
@@ -457,24 +755,27 @@ class VectorSearch:
     def _frontier_grows(self, frontier: Spool) -> bool:
         """Whether a frontier state has an unseen successor; step failures and deadlocks found on the
         way stop the search, in the scalar engine's order."""
+        level = len(self.levels) - 1
+        base = 0
         for words in frontier.batches(self.batch):
             n = words.shape[1]
-            outs, rows, _keys, cands = self._successors(words)
+            c = self.successors(words)
             flags = np.full(n, 3, dtype=np.int8)  # 0 step failure, 1 deadlock, 2 unseen successor, 3 none
             unseen = np.zeros(n, dtype=bool)
-            fps = self.layout.fingerprints(cands)
-            fresh = ~self.table.contains(fps)
+            moved = c.moved().nonzero()[0]
+            cands = c.states(moved)
+            fresh = ~self.table.contains(self.layout.fingerprints(cands))
             if self.constrained and fresh.any():
                 sub = fresh.nonzero()[0]
                 fresh[sub] = ~self.program.outside(cands[:, sub], len(sub))
-            unseen[rows[fresh]] = True
+            unseen[c.rows[moved[fresh]]] = True
             flags[unseen] = 2
             if self.opts.deadlock:
                 live = np.zeros(n, dtype=bool)
-                for idx, _d, _f in outs:
+                for idx, _d, _f in c.outs:
                     live[idx] = True
                 flags[~live] = 1
-            for _idx, _d, fail in outs:
+            for _idx, _d, fail in c.outs:
                 if fail is not None:
                     flags[fail] = 0
             hit = (flags < 3).nonzero()[0]
@@ -482,9 +783,11 @@ class VectorSearch:
                 r = int(hit[0])
                 st = self.layout.unpack([int(x) for x in words[:, r]])
                 pf = self.layout.fingerprint_state(st)
+                self.at = (level, base + r)
                 if flags[r] == 0:
                     raise self.helper._step_failure(pf, st)
                 if flags[r] == 1:
                     raise _Found("deadlock", "", "deadlock: no action is enabled", None, pf, None, st)
                 return True
+            base += n
         return False

@@ -120,6 +120,17 @@ class Spool:
                 return np.array(arr[:, hit[0]])
         return None
 
+    def row(self, i: int) -> np.ndarray:
+        """Row `i` (all its columns)."""
+        if not 0 <= i < self.rows:
+            raise IndexError(f"row {i} of a spool of {self.rows}")
+        for seg in self.segments:
+            arr = self._segment(seg)
+            if i < arr.shape[1]:
+                return np.array(arr[:, i])
+            i -= arr.shape[1]
+        raise IndexError(i)
+
     def close(self) -> None:
         """Release the memory and the file."""
         self.budget.used -= self.ram

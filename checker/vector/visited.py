@@ -1,120 +1,131 @@
-"""The visited set of the vector engine: 64-bit fingerprints in a numpy open-addressing table.
+"""The visited set of the vector engine: 64-bit fingerprints in one open-addressing table.
 
-Linear probing over one uint64 array (0 marks an empty slot; no valid state has fingerprint
-0, see `layout`). A key's home slot is `(key >> 32) * capacity >> 32`, so the capacity need not
-be a power of two: the table grows to twice its contents whenever it would pass 75% full, so
-it holds between 10.7 and 16 bytes per fingerprint. Lookups and inserts run a probe round at a
-time over all pending keys; the keys still probing shrink geometrically. Growing places every
-key in one sequential pass (see `_grow`).
+Linear probing over a uint64 array (0 marks an empty slot; no valid state has fingerprint 0, see
+`layout`); the loops are `kernels.backend()`'s (C once loaded, numpy before).
+The search sizes the table once per level, from the previous level's growth (`reserve`), so it is
+rebuilt at most once per level; it grows past `MAX_LOAD` only when a level outgrows its estimate.
+The array is an anonymous memory map, so a rebuild returns the old table's pages to the system slice
+by slice as their keys move: growing needs little more than the new table.
 """
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 
-MAX_LOAD = 0.75
-REFILL = 0.5  # load right after growing
-GROW_SLICE = 1 << 20  # old slots moved at a time when growing
-STRAGGLERS = 32  # keys still probing when a vectorised round is no longer worth its overhead
+from .kernels import backend
+
+MAX_LOAD = 0.8  # the table never holds more than this fraction of its slots
+TARGET_LOAD = 0.6  # load after a rebuild, once the expected new keys are in
+MIN_CAPACITY = 1 << 8
+GROW_SLICE = 1 << 20  # old slots moved at a time when growing (a multiple of the page size in bytes)
 
 
 class FingerprintTable:
     """A set of non-zero uint64 fingerprints."""
 
-    def __init__(self, capacity: int = 1 << 8):
-        self.table = np.zeros(capacity, dtype=np.uint64)
+    def __init__(self, capacity: int = MIN_CAPACITY):
         self.size = 0
+        self.table = self._allocate(max(capacity, 8))
+        self.rebuilds = 0
+
+    @staticmethod
+    def _allocate(capacity: int) -> np.ndarray:
+        if capacity >= 1 << 32:
+            raise MemoryError(f"a visited table of {capacity:,} slots is beyond this engine's limit (2^32)")
+        if capacity * 8 < GROW_SLICE * 8:
+            return np.zeros(capacity, dtype=np.uint64)
+        mm = mmap.mmap(-1, capacity * 8, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        return np.frombuffer(mm, dtype=np.uint64)
 
     @property
     def nbytes(self) -> int:
         return self.table.nbytes
 
-    def _home(self, keys: np.ndarray, capacity: int | None = None) -> np.ndarray:
-        cap = len(self.table) if capacity is None else capacity
-        return (((keys >> np.uint64(32)) * np.uint64(cap)) >> np.uint64(32)).astype(np.int64)
+    @property
+    def limit(self) -> int:
+        """How many keys the table may hold before it must grow."""
+        return int(MAX_LOAD * len(self.table))
 
     def contains(self, keys: np.ndarray) -> np.ndarray:
         """A bool array: which keys are in the set."""
-        table, cap = self.table, len(self.table)
-        found = np.zeros(len(keys), dtype=bool)
-        pos = self._home(keys)
-        pending = np.arange(len(keys))
-        k = keys
-        while pending.size > STRAGGLERS:
-            v = table[pos]
-            hit = v == k
-            found[pending[hit]] = True
-            go = (~hit & (v != 0)).nonzero()[0]
-            pending, k, pos = pending[go], k[go], pos[go] + 1
-            pos[pos == cap] = 0
-        for i, key, p in zip(pending.tolist(), k.tolist(), pos.tolist()):  # the few with long probes
-            while (v := int(table[p])) != 0:
-                if v == key:
-                    found[i] = True
-                    break
-                p = p + 1 if p + 1 < cap else 0
-        return found
+        return backend().contains(self.table, np.ascontiguousarray(keys, dtype=np.uint64))
 
-    def add(self, keys: np.ndarray) -> None:
-        """Insert distinct keys that are not in the set yet."""
-        if self.size + len(keys) > MAX_LOAD * len(self.table):
-            self._grow(self.size + len(keys))
-        self._insert(keys)
-        self.size += len(keys)
+    def add(self, keys: np.ndarray) -> int:
+        """Insert keys (duplicates and keys already present are ignored); how many were new."""
+        keys = np.ascontiguousarray(keys, dtype=np.uint64)
+        self.reserve(len(keys))
+        added = backend().insert(self.table, keys)
+        self.size += added
+        return added
 
-    def _insert(self, keys: np.ndarray) -> None:
-        table, cap = self.table, len(self.table)
-        pos = self._home(keys)
-        k = keys
-        while k.size > STRAGGLERS:
-            free = (table[pos] == 0).nonzero()[0]
-            fp, fk = pos[free], k[free]
-            table[fp] = fk  # among keys racing for one slot, one wins
-            lost = np.ones(len(k), dtype=bool)
-            lost[free[table[fp] == fk]] = False
-            go = lost.nonzero()[0]
-            k, pos = k[go], pos[go] + 1
-            pos[pos == cap] = 0
-        for key, p in zip(k.tolist(), pos.tolist()):  # the few left probe one by one
-            while table[p] != 0:
-                p = p + 1 if p + 1 < cap else 0
-            table[p] = key
+    def reserve(self, expected: int) -> None:
+        """Make room for `expected` more keys, rebuilding once if they would pass `MAX_LOAD`."""
+        need = self.size + max(expected, 0)
+        if need > self.limit:
+            self._grow(max(int(need / TARGET_LOAD), MIN_CAPACITY))
 
-    def _grow(self, need: int) -> None:
-        """Move the keys to a larger table, a slice of the old one at a time (so growing needs the two
-        tables and little else). Homes are monotone in a key's high bits and the old table is nearly
-        in home order, so keys sorted by home go to the first free slot at or after their home: a
-        running maximum. Keys that had wrapped round the old table's end, or whose home lies behind the
-        slots already filled, are inserted by probing."""
+    def grow_for(self, expected: int) -> None:
+        """Grow now (the table is at its limit) for `expected` more keys, by at least a quarter."""
+        self._grow(max(int((self.size + max(expected, 0)) / TARGET_LOAD), len(self.table) * 5 // 4))
+
+    def _grow(self, capacity: int) -> None:
+        """Move every key into a table of `capacity` slots, a slice at a time, releasing each slice
+        of the old table once its keys have moved."""
         old = self.table
-        new = np.zeros(max(int(need / REFILL), 1 << 8), dtype=np.uint64)
-        self.table = new
-        filled = -1  # the last slot placed
-        late = []
+        k = backend()
+        new = self._allocate(capacity)
+        release = old.base if isinstance(old.base, mmap.mmap) else None
         for start in range(0, len(old), GROW_SLICE):
-            chunk = old[start:start + GROW_SLICE]
-            where = (chunk != 0).nonzero()[0]
-            keys = chunk[where]
-            wrapped = where + start < self._home(keys, len(old))  # probed past the old table's end
-            if wrapped.any():
-                late.append(keys[wrapped])
-                keys = keys[~wrapped]
-            home = self._home(keys)
-            order = np.argsort(home, kind="stable")
-            keys, home = keys[order], home[order]
-            behind = int(np.searchsorted(home, filled, side="right"))
-            if behind:
-                late.append(keys[:behind].copy())  # a copy: a view would keep the whole slice alive
-            keys, home = keys[behind:], home[behind:]
-            if not len(keys):
-                continue
-            step = np.arange(len(keys))
-            pos = np.maximum.accumulate(np.maximum(home - step, filled + 1)) + step  # increasing
-            fits = int(np.searchsorted(pos, len(new)))
-            new[pos[:fits]] = keys[:fits]
-            if fits < len(keys):
-                late.append(keys[fits:].copy())  # past the end: they wrap round
-            if fits:
-                filled = int(pos[fits - 1])
-        del old
-        self._insert(np.concatenate(late) if late else np.zeros(0, dtype=np.uint64))
+            stop = min(start + GROW_SLICE, len(old))
+            k.rehash(old, new, start, stop)
+            if release is not None:
+                release.madvise(mmap.MADV_DONTNEED, start * 8, (stop - start) * 8)
+        self.table = new
+        self.rebuilds += 1
+
+
+class VisitedSet:
+    """The visited set as a power of two of `FingerprintTable`s, key k in table `k & (parts - 1)`: threads
+    that each insert only the keys of their own table need no locks, and the keys a table gets are
+    exactly those it would hold alone (the home slot uses a key's high bits, the part its low bits)."""
+
+    def __init__(self, parts: int = 1):
+        if parts < 1 or parts & (parts - 1):
+            raise ValueError(f"a visited set splits into a power of two of tables, not {parts}")
+        self.parts = [FingerprintTable() for _ in range(parts)]
+        self.mask = np.uint64(parts - 1)
+
+    @property
+    def size(self) -> int:
+        return sum(t.size for t in self.parts)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self.parts)
+
+    def _route(self, keys: np.ndarray) -> list[np.ndarray]:
+        part = keys & self.mask
+        return [(part == np.uint64(p)).nonzero()[0] for p in range(len(self.parts))]
+
+    def contains(self, keys: np.ndarray) -> np.ndarray:
+        """A bool array: which keys are in the set."""
+        if len(self.parts) == 1:
+            return self.parts[0].contains(keys)
+        out = np.zeros(len(keys), dtype=bool)
+        for t, sel in zip(self.parts, self._route(keys)):
+            out[sel] = t.contains(keys[sel])
+        return out
+
+    def add(self, keys: np.ndarray) -> int:
+        """Insert keys (duplicates and keys already present are ignored); how many were new."""
+        if len(self.parts) == 1:
+            return self.parts[0].add(keys)
+        return sum(t.add(keys[sel]) for t, sel in zip(self.parts, self._route(keys)))
+
+    def reserve(self, expected: int) -> None:
+        """Make room for `expected` more keys in all (a little more than its share in each)."""
+        n = len(self.parts)
+        for t in self.parts:
+            t.reserve(expected if n == 1 else int(expected / n * 1.05) + 64)

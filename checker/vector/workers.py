@@ -25,7 +25,7 @@ import numpy as np
 from ..explicit.search import Options, _Found
 from ..progress import Progress, Stats
 from ..result import HOLDS, INCONCLUSIVE, VIOLATION, CheckResult
-from .search import FirstOccurrences, VectorModel, VectorOptions, VectorSearch
+from .search import VectorModel, VectorOptions, VectorSearch
 from .spool import Budget, Spool
 
 HANDOFF = 20_000  # frontier size at which the first process hands the search to the workers
@@ -55,6 +55,11 @@ def check_workers(vm: VectorModel, opts: Options, progress: Progress, vopts: Vec
         progress.close()
 
 
+def first_occurrences(keys: np.ndarray) -> np.ndarray:
+    """The index of each distinct key's first occurrence, ascending."""
+    return np.sort(np.unique(keys, return_index=True)[1])
+
+
 def _inbox(shared: str, level: int, src: int, dst: int) -> str:
     return os.path.join(shared, f"level{level}-from{src}-to{dst}.bin")
 
@@ -71,7 +76,6 @@ class _Worker:
         self.budget = Budget(memory, os.path.join(shared, f"worker{me}"))
         self.frontier = frontier
         self.links: list[Spool] = []
-        self.first = FirstOccurrences()
         self.cols = 2 + search.layout.words  # fingerprint, parent fingerprint, packed words
 
     def serve(self, commands: Any, results: Any) -> None:
@@ -106,14 +110,17 @@ class _Worker:
         generated, event = 0, None
         try:
             for words in self.frontier.batches(s.batch):
-                outs, rows, _keys, cands = s._successors(words)
+                c = s.successors(words)
+                outs = c.outs
                 generated += sum(o[0].size for o in outs)
                 if event is None:
                     event = self._first_failure(words, outs)
-                if not len(rows):
+                moved = c.moved().nonzero()[0]
+                if not moved.size:
                     continue
+                rows, cands = c.rows[moved], c.states(moved)
                 fps = lay.fingerprints(cands)
-                firsts = self.first(fps, np.arange(len(fps), dtype=np.int64))
+                firsts = first_occurrences(fps)
                 fps, cands = fps[firsts], cands[:, firsts]
                 parents = lay.fingerprints(words)[rows[firsts]]
                 owner = fps % np.uint64(self.n)
@@ -161,7 +168,7 @@ class _Worker:
             for start in range(0, len(records), INBOX_CHUNK):
                 rec = np.array(records[start:start + INBOX_CHUNK]).T
                 fps, parents, words = rec[0], rec[1], rec[2:]
-                firsts = self.first(fps, np.arange(len(fps), dtype=np.int64))
+                firsts = first_occurrences(fps)
                 fresh = firsts[~s.table.contains(fps[firsts])]
                 m = len(fresh)
                 if not m:

@@ -13,13 +13,12 @@ from lockstep.checker.explicit import Options, check
 from lockstep.checker.loader import load_model
 from lockstep.checker.vector import VectorModel, VectorOptions, VectorUnsupported, check_vector
 from lockstep.checker.vector.layout import Layout
-from lockstep.checker.vector.visited import FingerprintTable
+from lockstep.checker.vector.search import VectorSearch
+from lockstep.checker.vector.visited import FingerprintTable, VisitedSet
 from tests.conftest import model_path, typed_spec_refs
 
 AGREEMENT_BOUND = 20_000  # distinct states per spec in the agreement test (any size of spec stays quick)
-
-
-
+NATIVE = ["never", "always"]  # numpy passes only; the C loops and fused kernel from the first level
 
 
 def outcome(res) -> tuple:
@@ -41,7 +40,58 @@ def both(ref: str, params: dict | None = None, vopts: VectorOptions | None = Non
 def test_agrees_with_the_scalar_engine(ref, deadlock):
     model = load_model(ref, {})
     opts = Options(deadlock=deadlock, max_states=AGREEMENT_BOUND)
-    assert outcome(check_vector(model, opts)) == outcome(check(model, opts))
+    assert outcome(check_vector(model, opts, vopts=VectorOptions(native="never"))) == outcome(check(model, opts))
+
+
+@pytest.mark.parametrize("ref", typed_spec_refs())
+def test_the_c_kernels_agree_with_the_scalar_engine(ref):
+    """Every typed spec through the C loops and (where it suits one) its fused successor function."""
+    model = load_model(ref, {})
+    opts = Options(deadlock=True, max_states=AGREEMENT_BOUND)
+    assert outcome(check_vector(model, opts, vopts=VectorOptions(native="always"))) == outcome(check(model, opts))
+
+
+def threaded(ref: str, params: dict | None = None, vopts: VectorOptions | None = None, **opts):
+    """The two-thread search, threaded from the first level on."""
+    from lockstep.checker.progress import NoProgress
+
+    search = VectorSearch(VectorModel(load_model(ref, params or {})), Options(**opts), NoProgress(),
+                          vopts or VectorOptions())
+    search.use_threads(2, threaded_level=1)
+    try:
+        return search.run()
+    finally:
+        search.close()
+
+
+@pytest.mark.parametrize("ref", typed_spec_refs())
+def test_two_threads_agree_with_the_scalar_engine(ref):
+    """Two visited tables filled by two threads, batches prepared ahead: the one-thread results exactly."""
+    opts = {"deadlock": True, "max_states": AGREEMENT_BOUND}
+    two = threaded(ref, vopts=VectorOptions(batch=256, native="always"), **opts)
+    assert two.workers == 2
+    assert outcome(two) == outcome(check(load_model(ref, {}), Options(**opts)))
+
+
+@pytest.mark.parametrize("native", NATIVE)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("ref, params", [("two_phase", {"rm": 5}), ("filter_lock_buggy", {"n": 4}),
+                                         ("diehard", {}), ("tcommit", {})])
+def test_tables_that_fill_inside_a_batch_give_the_same_result(ref, params, threads, native, monkeypatch):
+    """Levels that outgrow their estimate grow the visited table in the middle of a batch."""
+    monkeypatch.setattr(VectorSearch, "expect", lambda self, level: 0)
+    want = outcome(check(load_model(ref, params), Options(deadlock=True)))
+    vopts = VectorOptions(native=native)
+    if threads == 1:
+        got = check_vector(load_model(ref, params), Options(deadlock=True), vopts=vopts)
+    else:
+        got = threaded(ref, params, vopts, deadlock=True)
+    assert outcome(got) == want
+
+
+def test_workers_two_is_one_process_with_two_threads():
+    res = check_vector(load_model("two_phase", {"rm": 6}), Options(workers=2))
+    assert (res.workers, res.distinct, res.generated, res.depth) == (2, 50816, 402306, 20)
 
 
 @pytest.mark.parametrize("ref, params", [("two_phase", {"rm": 6}), ("filter_lock", {"n": 4})])
@@ -52,42 +102,51 @@ def test_known_counts(ref, params):
     assert (vector.verdict, vector.distinct, vector.generated, vector.depth) == ("holds", *want)
 
 
-def test_seeded_bugs_give_the_shortest_counterexamples():
+@pytest.mark.parametrize("native", NATIVE)
+def test_seeded_bugs_give_the_shortest_counterexamples(native):
     for ref, steps in (("filter_lock_buggy", 14), ("peterson_buggy", 8), ("diehard", 6)):
-        v = check_vector(load_model(ref), Options()).violation
+        v = check_vector(load_model(ref), Options(), vopts=VectorOptions(native=native)).violation
         assert v.kind == "invariant" and len(v.trace.steps) - 1 == steps
 
 
-def test_agent_clock():
+@pytest.mark.parametrize("native", NATIVE)
+def test_agent_clock(native):
     """5^n configurations, n(n-1) interactions enabled in each; without the wrap-around a phase leaves 0..4."""
-    res = check_vector(load_model("agent_clock", {"agents": 5}), Options())
+    vopts = VectorOptions(native=native)
+    res = check_vector(load_model("agent_clock", {"agents": 5}), Options(), vopts=vopts)
     assert (res.verdict, res.distinct, res.generated) == ("holds", 5**5, 5 * 4 * 5**5 + 1)
-    v = check_vector(load_model("agent_clock_buggy"), Options()).violation
+    v = check_vector(load_model("agent_clock_buggy"), Options(), vopts=vopts).violation
     assert v.kind == "type" and "is outside Int(0, 4)" in v.message and len(v.trace.steps) - 1 == 7
     assert v.trace.steps[-1].shown["phase"].count("4") >= 1
 
 
-def test_step_failures_name_the_spec_line():
-    _scalar, vector = both(model_path("failing_action.py") + ":Divide")
+@pytest.mark.parametrize("native", NATIVE)
+def test_step_failures_name_the_spec_line(native):
+    vopts = VectorOptions(native=native)
+    _scalar, vector = both(model_path("failing_action.py") + ":Divide", vopts=vopts)
     v = vector.violation
     with open(model_path("failing_action.py")) as f:
         line = next(i for i, text in enumerate(f, 1) if "12 // s.x" in text)
     assert v.kind == "error" and "ZeroDivisionError" in v.message and v.location.endswith(f"failing_action.py:{line}")
-    v = check_vector(load_model(model_path("vector_edges.py") + ":BadIndex"), Options()).violation
+    v = check_vector(load_model(model_path("vector_edges.py") + ":BadIndex"), Options(), vopts=vopts).violation
     assert v.kind == "type" and v.name == "read" and "index 3 outside 0..2" in v.message
     assert [s.shown["i"] for s in v.trace.steps] == ["0", "1", "2", "3"]
 
 
-def test_constants_of_different_types_with_one_bit_pattern_stay_apart():
+@pytest.mark.parametrize("native", NATIVE)
+def test_constants_of_different_types_with_one_bit_pattern_stay_apart(native):
     """A set constant over two columns and an integer constant share the representation 1; the generated
     code must still treat one as a set and the other as an integer (they were once one cached expression)."""
-    scalar, vector = both(model_path("vector_edges.py") + ":ChunkedConst", deadlock=False)
+    scalar, vector = both(model_path("vector_edges.py") + ":ChunkedConst", vopts=VectorOptions(native=native),
+                          deadlock=False)
     assert outcome(vector) == outcome(scalar)
     assert (vector.verdict, vector.distinct, vector.generated, vector.depth) == ("holds", 130, 259, 66)
 
 
-def test_errors_in_branches_not_taken_are_not_errors():
-    res = check_vector(load_model(model_path("vector_edges.py") + ":Lazy"), Options())
+@pytest.mark.parametrize("native", NATIVE)
+def test_errors_in_branches_not_taken_are_not_errors(native):
+    res = check_vector(load_model(model_path("vector_edges.py") + ":Lazy"), Options(),
+                       vopts=VectorOptions(native=native))
     assert (res.verdict, res.distinct) == ("holds", 40)
 
 
@@ -166,6 +225,17 @@ def test_packing_round_trips_and_fingerprints_match(data):
     fps = layout.fingerprints(words)
     assert [layout.fingerprint_state(s) for s in states] == [int(f) for f in fps]
     assert all(f != 0 for f in fps)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 2**64 - 1), max_size=300), st.lists(st.integers(1, 2**64 - 1), max_size=300))
+def test_a_visited_set_in_two_tables_is_a_set(inserted, probed):
+    vs = VisitedSet(2)
+    added = vs.add(np.array(inserted, dtype=np.uint64))
+    assert added == len(set(inserted)) == vs.size
+    assert vs.add(np.array(inserted, dtype=np.uint64)) == 0
+    keys = np.array(probed + inserted, dtype=np.uint64)
+    assert vs.contains(keys).tolist() == [k in set(inserted) for k in probed + inserted]
 
 
 @settings(max_examples=40, deadline=None)
@@ -294,3 +364,37 @@ def test_growing_in_slices_keeps_every_key(monkeypatch):
         table.add(chunk)
     assert table.contains(keys).all() and table.size == len(keys)
     assert table.nbytes <= 16 * len(keys)
+
+
+@pytest.mark.parametrize("spec, params", [("token_ring", {"n": 4, "laps": 2}), ("two_phase_commit", {"rm": 3})])
+def test_reduced_search_in_small_batches_agrees_with_the_scalar_engine(spec, params):
+    """The cycle proviso reads the visited table between batches: many batches per level, one result."""
+    scalar = check(load_model(spec, params), Options(por=True))
+    for threads in (1, 2):
+        vector = threaded(spec, params, VectorOptions(batch=37), por=True) if threads == 2 else \
+            check_vector(load_model(spec, params), Options(por=True), vopts=VectorOptions(batch=37))
+        assert outcome(vector) == outcome(scalar)
+        assert any(n.startswith("partial-order reduction:") for n in vector.notes)
+
+
+def test_a_search_resumed_twice_writes_the_links_of_an_uninterrupted_one(tmp_path):
+    """Checkpoints hold (fingerprint, parent fingerprint) links: one written after resuming holds the same
+    links as one never interrupted, and its counterexample runs through the levels of both checkpoints."""
+    from lockstep.checker.vector.checkpoint import Checkpoint
+
+    vm = VectorModel(load_model("filter_lock_buggy", {}))
+    plain = check_vector(vm, Options())
+
+    def run(d: str, resume: bool, depth: int | None):
+        ck = Checkpoint(d, 0, resume=resume, deadlock=True)
+        ck.bind(vm)
+        return check_vector(vm, Options(max_depth=depth), vopts=VectorOptions(checkpoint=ck))
+
+    whole, parts = str(tmp_path / "whole"), str(tmp_path / "parts")
+    assert run(whole, False, 7).verdict == "inconclusive"
+    assert run(parts, False, 3).verdict == "inconclusive"
+    assert run(parts, True, 7).verdict == "inconclusive"
+    for lv in range(8):
+        a, b = (np.load(f"{d}/links-{lv}.npy") for d in (whole, parts))
+        assert a.shape[0] == 2 and np.array_equal(a, b)
+    assert outcome(run(parts, True, None)) == outcome(plain)

@@ -1,0 +1,149 @@
+"""Build generated C into shared libraries with the system's C compiler, cached per user, loaded with ctypes.
+
+The vector engine's compiled loops are C: a fixed runtime (`runtime`) and one kernel per spec
+(`fused`), generated from the spec's terms. A library is named by the hash of its source and the
+compiler, and kept in a cache directory private to its owner (`cache_dir`), so a spec compiles once
+per machine (about half a second) and later runs load it in a millisecond. Without a C compiler
+(`compiler()` is None) the engine runs the same loops as numpy passes, with the same results.
+ctypes releases the GIL during each call, so threads of one search run the loops in parallel.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import threading
+
+FLAGS = ["-O2", "-shared", "-fPIC", "-std=c99", "-fno-strict-aliasing"]
+TIMEOUT = 300  # seconds a compilation may take
+
+
+class BuildError(Exception):
+    """The compiler failed or is missing (said why)."""
+
+
+def compiler() -> str | None:
+    """The C compiler: `$CC`, else `cc`, `gcc` or `clang` on the PATH; None if there is none."""
+    cc = os.environ.get("CC")
+    if cc:
+        return shutil.which(cc)
+    for name in ("cc", "gcc", "clang"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def cache_dir() -> str | None:
+    """The directory for built libraries, private to this user (created 0700; refused if another user
+    owns it or may write to it); None if that cannot be ensured."""
+    root = os.environ.get("LOCKSTEP_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "lockstep")
+    path = os.path.join(root, "kernels")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        for d in (root, path):
+            st = os.stat(d)
+            if st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                return None
+    except OSError:
+        return None
+    return path
+
+
+class Library:
+    """One C source, built (or found built) and loaded."""
+
+    def __init__(self, source: str, stem: str):
+        self.source = source
+        cc = compiler()
+        if cc is None:
+            raise BuildError("no C compiler (set CC, or install cc, gcc or clang)")
+        self.cc = cc
+        digest = hashlib.sha256("\n".join([cc, *FLAGS, source]).encode()).hexdigest()[:24]
+        self.name = f"{stem}_{digest}.so"
+        self._dir = cache_dir()
+        self._proc: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+
+    def path(self) -> str | None:
+        """Where the built library is, if it is built."""
+        if self._dir is None:
+            return None
+        p = os.path.join(self._dir, self.name)
+        return p if os.path.exists(p) else None
+
+    def build(self) -> str:
+        """Compile the library (unless already built); its path. Another process may build it at the same
+        time: each writes its own file and renames it into place."""
+        done = self.path()
+        if done:
+            return done
+        where = self._dir or tempfile.mkdtemp(prefix="lockstep-kernels-")
+        fd, src = tempfile.mkstemp(dir=where, suffix=".c")
+        with os.fdopen(fd, "w") as f:
+            f.write(self.source)
+        tmp = src[:-2] + ".so"
+        try:
+            with self._lock:
+                self._proc = subprocess.Popen([self.cc, *FLAGS, "-o", tmp, src], stdout=subprocess.PIPE,
+                                              stderr=subprocess.STDOUT, text=True)
+            out, _ = self._proc.communicate(timeout=TIMEOUT)
+            if self._proc.returncode != 0:
+                raise BuildError(f"{os.path.basename(self.cc)} failed on generated code: {out.strip()[-2000:]}")
+            final = os.path.join(where, self.name)
+            os.replace(tmp, final)
+            return final
+        except subprocess.TimeoutExpired as e:
+            self._proc.kill()
+            raise BuildError(f"compiling took more than {TIMEOUT} s") from e
+        finally:
+            for p in (src, tmp):
+                if os.path.exists(p):
+                    os.unlink(p)
+
+    def cancel(self) -> None:
+        """Stop a build in progress (its caller then gets a BuildError)."""
+        with self._lock:
+            if self._proc is not None and self._proc.poll() is None:
+                self._proc.kill()
+
+    def load(self) -> ctypes.CDLL:
+        """Build if needed, and load."""
+        return ctypes.CDLL(self.build())
+
+
+class Background:
+    """Libraries built and loaded on a thread while the caller goes on."""
+
+    def __init__(self, libs: list[Library]):
+        self.libs = libs
+        self.result: list[ctypes.CDLL] = []
+        self.error: str | None = None
+        self._cancelled = False
+        self._thread = threading.Thread(target=self._run, name="lockstep-cc", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for lib in self.libs:
+                if self._cancelled:
+                    return
+                self.result.append(lib.load())
+        except (BuildError, OSError) as e:
+            self.error = str(e)
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def cancel(self) -> None:
+        """Give the build up: the compiler is killed and the thread ends at once."""
+        self._cancelled = True
+        for lib in self.libs:
+            lib.cancel()
+        self._thread.join()

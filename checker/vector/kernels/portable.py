@@ -1,0 +1,144 @@
+"""The vector engine's loops as numpy whole-array passes: `compiled`'s functions, same results.
+
+A search starts with these and moves to the compiled loops once its levels are large enough to
+repay numba's import (a fraction of a second, plus loading the cached machine code): small
+checks never import numba. Each function has the signature and the results of its namesake in
+`compiled` — the same visited-table layout (linear probing, home slot `(key >> 32) * capacity >>
+32`, 0 for empty), the same serial order, the same first occurrences — so a table filled by one
+is read and extended by the other.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_Z = np.uint64(0)
+_S32 = np.uint64(32)
+
+
+def _home(keys: np.ndarray, cap: int) -> np.ndarray:
+    return (((keys >> _S32) * np.uint64(cap)) >> _S32).astype(np.int64)
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    z = z ^ (z >> np.uint64(30))
+    z = z * np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return z
+
+
+def fingerprints(words: np.ndarray, seed: np.uint64, exact: bool) -> np.ndarray:
+    """Fingerprints of a `(words, rows)` batch (as `Layout.fingerprints`)."""
+    h = _mix(words[0] ^ np.uint64(seed))
+    for w in range(1, words.shape[0]):
+        h = _mix(h ^ words[w])
+    if not exact:
+        h[h == 0] = 1
+    return h
+
+
+def contains(table: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Which keys are in the table."""
+    cap = table.size
+    out = np.zeros(keys.size, dtype=np.bool_)
+    go = np.arange(keys.size)
+    k = keys
+    p = _home(keys, cap)
+    while go.size:
+        v = table[p]
+        hit = v == k
+        out[go[hit]] = True
+        on = (~hit & (v != _Z)).nonzero()[0]
+        go, k, p = go[on], k[on], p[on] + 1
+        p[p == cap] = 0
+    return out
+
+
+def _place(table: np.ndarray, keys: np.ndarray) -> None:
+    """Store distinct keys, none of them in the table, each in the first empty slot of its probe sequence
+    (keys racing for one empty slot: one wins, the others probe on)."""
+    cap = table.size
+    k = keys
+    p = _home(keys, cap)
+    while k.size:
+        empty = table[p] == _Z
+        table[p[empty]] = k[empty]
+        won = table[p] == k
+        on = (~won).nonzero()[0]
+        k, p = k[on], p[on] + 1
+        p[p == cap] = 0
+
+
+def _fresh_firsts(table: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Positions of the keys that are the first occurrence of their value and not in the table, ascending."""
+    _vals, first = np.unique(keys, return_index=True)
+    first.sort()
+    return first[~contains(table, keys[first])]
+
+
+def insert(table: np.ndarray, keys: np.ndarray) -> int:
+    """Insert keys absent from the table (distinct or not); the number newly inserted."""
+    fresh = _fresh_firsts(table, keys)
+    _place(table, keys[fresh])
+    return int(fresh.size)
+
+
+def rehash(old: np.ndarray, new: np.ndarray, start: int, stop: int) -> None:
+    """Move the keys of `old[start:stop]` into `new`."""
+    keys = old[start:stop]
+    _place(new, keys[keys != _Z])
+
+
+def serial_order(rows: np.ndarray, seg_start: np.ndarray, seg_tid: np.ndarray, n: int,
+                 order: np.ndarray, tids: np.ndarray) -> None:
+    """Transition-major candidates put in serial order (row, then transition): `order[k]` is the k-th
+    candidate's position, `tids[k]` its transition."""
+    total = rows.size
+    perm = np.argsort(rows, kind="stable")  # segments are in transition order, so ties keep it
+    order[:total] = perm
+    tids[:total] = np.repeat(seg_tid, np.diff(seg_start))[perm]
+
+
+def candidate_fps(words: np.ndarray, rows: np.ndarray, deltas: np.ndarray, order: np.ndarray, allow: np.ndarray,
+                  seed: np.uint64, exact: bool) -> tuple:
+    """(fingerprints, serial positions, count) of the candidates `order[...]` that moved and are allowed."""
+    j = order
+    keep = (deltas[:, j] != _Z).any(axis=0)
+    if allow.size:
+        keep &= allow[j]
+    ks = keep.nonzero()[0]
+    sel = j[ks]
+    fps = fingerprints(words[:, rows[sel]] ^ deltas[:, sel], seed, exact)
+    return fps, ks.astype(np.int64), int(ks.size)
+
+
+def keep_allowed(fps: np.ndarray, ks: np.ndarray, n: int, order: np.ndarray, allow: np.ndarray) -> int:
+    """Drop, in place, the first `n` pairs whose candidate is not allowed; how many stay."""
+    sel = allow[order[ks[:n]]]
+    m = int(np.count_nonzero(sel))
+    fps[:m] = fps[:n][sel]
+    ks[:m] = ks[:n][sel]
+    return m
+
+
+def insert_serial(table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray, n: int, start: int,
+                  parts_mask: int, part: int, out_k: np.ndarray, out_fp: np.ndarray, m: int) -> tuple[int, int, int]:
+    """Insert the keys of table `part` (`key & parts_mask == part`) among `fps[start:n]`, in order, each if
+    absent, appending (position, fingerprint) of the new ones to the outputs at `m`; stops before the table
+    holds more than `limit` keys. Returns (next i, size, m)."""
+    rest = fps[start:n]
+    mine = (rest & np.uint64(parts_mask)) == np.uint64(part)
+    idx = mine.nonzero()[0]
+    fresh = idx[_fresh_firsts(table, rest[idx])]
+    room = max(limit - size, 0)
+    nxt = n
+    if fresh.size > room:
+        nxt = start + int(fresh[room])
+        fresh = fresh[:room]
+    _place(table, rest[fresh])
+    c = fresh.size
+    out_k[m:m + c] = ks[start:n][fresh]
+    out_fp[m:m + c] = rest[fresh]
+    return nxt, size + c, m + c

@@ -1,0 +1,224 @@
+"""The vector engine's loops in C: `portable`'s functions, same signatures and results, one pass each.
+
+numpy's whole-array passes cost a trip through memory per operation; these loops make one trip for
+what the search does per candidate successor: fingerprint it in the scalar engine's order (frontier
+row, then transition) and insert it into the visited table if absent, in that order, so the first
+occurrence of a state is the one kept without a deduplication pass; the table slot of the candidate
+a few places ahead is prefetched, so that many probes are in flight at once. The table is linear probing over
+a uint64 array, 0 marking an empty slot, home slot `(key >> 32) * capacity >> 32` (any capacity below
+2^32; homes are monotone in the key). `MIX` is splitmix64's finaliser, as `layout._mix_array`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from .cbuild import Library
+
+PRELUDE = r"""
+#include <stdint.h>
+#include <string.h>
+#include <stdlib.h>
+#define PREFETCH 16
+static inline uint64_t mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+static inline int64_t home(uint64_t key, uint64_t cap) { return (int64_t)(((key >> 32) * cap) >> 32); }
+static inline int add_key(uint64_t *table, uint64_t cap, uint64_t k) {
+    int64_t p = home(k, cap);
+    for (;;) {
+        uint64_t v = table[p];
+        if (v == k) return 0;
+        if (v == 0) { table[p] = k; return 1; }
+        if (++p == (int64_t)cap) p = 0;
+    }
+}
+"""
+
+SOURCE = PRELUDE + r"""
+void fingerprints(const uint64_t *words, int64_t ld, int64_t nw, int64_t n, uint64_t seed, int exact, uint64_t *out) {
+    for (int64_t r = 0; r < n; r++) {
+        uint64_t h = mix(words[r] ^ seed);
+        for (int64_t w = 1; w < nw; w++) h = mix(h ^ words[w * ld + r]);
+        if (!exact && h == 0) h = 1;
+        out[r] = h;
+    }
+}
+
+void contains(const uint64_t *table, int64_t cap, const uint64_t *keys, int64_t n, uint8_t *out) {
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t k = keys[i];
+        int64_t p = home(k, (uint64_t)cap);
+        out[i] = 0;
+        for (;;) {
+            uint64_t v = table[p];
+            if (v == k) { out[i] = 1; break; }
+            if (v == 0) break;
+            if (++p == cap) p = 0;
+        }
+    }
+}
+
+int64_t insert(uint64_t *table, int64_t cap, const uint64_t *keys, int64_t n) {
+    int64_t added = 0;
+    for (int64_t i = 0; i < n; i++) added += add_key(table, (uint64_t)cap, keys[i]);
+    return added;
+}
+
+void rehash(const uint64_t *old, uint64_t *table, int64_t cap, int64_t start, int64_t stop) {
+    for (int64_t i = start; i < stop; i++) {
+        uint64_t k = old[i];
+        if (!k) continue;
+        int64_t p = home(k, (uint64_t)cap);
+        while (table[p]) if (++p == cap) p = 0;
+        table[p] = k;
+    }
+}
+
+void serial_order(const int64_t *rows, int64_t total, const int64_t *seg_start, const int64_t *seg_tid,
+                  int64_t nseg, int64_t n, int64_t *order, int64_t *tids) {
+    int64_t *count = calloc((size_t)n + 1, sizeof(int64_t));
+    for (int64_t j = 0; j < total; j++) count[rows[j] + 1]++;
+    for (int64_t r = 0; r < n; r++) count[r + 1] += count[r];
+    for (int64_t s = 0; s < nseg; s++) {
+        int64_t t = seg_tid[s];
+        for (int64_t j = seg_start[s]; j < seg_start[s + 1]; j++) {
+            int64_t k = count[rows[j]]++;
+            order[k] = j;
+            tids[k] = t;
+        }
+    }
+    free(count);
+}
+
+int64_t candidate_fps(const uint64_t *words, int64_t ld, int64_t nw, const int64_t *rows, const uint64_t *deltas,
+                      int64_t dld, const int64_t *order, int64_t total, const uint8_t *allow, uint64_t seed,
+                      int exact, uint64_t *fps, int64_t *ks) {
+    int64_t n = 0;
+    for (int64_t k = 0; k < total; k++) {
+        int64_t j = order[k];
+        if (allow && !allow[j]) continue;
+        int moved = 0;
+        for (int64_t w = 0; w < nw; w++) if (deltas[w * dld + j]) { moved = 1; break; }
+        if (!moved) continue;
+        int64_t r = rows[j];
+        uint64_t h = mix(words[r] ^ deltas[j] ^ seed);
+        for (int64_t w = 1; w < nw; w++) h = mix(h ^ (words[w * ld + r] ^ deltas[w * dld + j]));
+        if (!exact && h == 0) h = 1;
+        fps[n] = h;
+        ks[n] = k;
+        n++;
+    }
+    return n;
+}
+
+int64_t keep_allowed(uint64_t *fps, int64_t *ks, int64_t n, const int64_t *order, const uint8_t *allow) {
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (allow[order[ks[i]]]) { fps[m] = fps[i]; ks[m] = ks[i]; m++; }
+    return m;
+}
+
+int64_t insert_serial(uint64_t *table, int64_t cap, int64_t *size, int64_t limit, const uint64_t *fps,
+                      const int64_t *ks, int64_t n, int64_t start, uint64_t parts_mask, uint64_t part,
+                      int64_t *out_k, uint64_t *out_fp, int64_t *m) {
+    int64_t s = *size, j = *m;
+    for (int64_t i = start; i < n; i++) {
+        if (i + PREFETCH < n) {
+#if defined(__GNUC__) || defined(__clang__)
+            __builtin_prefetch(&table[home(fps[i + PREFETCH], (uint64_t)cap)], 1);
+#endif
+        }
+        uint64_t h = fps[i];
+        if ((h & parts_mask) != part) continue;
+        if (s >= limit) { *size = s; *m = j; return i; }
+        if (add_key(table, (uint64_t)cap, h)) { s++; out_k[j] = ks[i]; out_fp[j] = h; j++; }
+    }
+    *size = s; *m = j;
+    return n;
+}
+"""
+
+_P = ctypes.c_void_p
+_I = ctypes.c_int64
+_IP = ctypes.POINTER(ctypes.c_int64)
+_SIGS = {
+    "fingerprints": ([_P, _I, _I, _I, ctypes.c_uint64, ctypes.c_int, _P], None),
+    "contains": ([_P, _I, _P, _I, _P], None),
+    "insert": ([_P, _I, _P, _I], _I),
+    "rehash": ([_P, _P, _I, _I, _I], None),
+    "serial_order": ([_P, _I, _P, _P, _I, _I, _P, _P], None),
+    "candidate_fps": ([_P, _I, _I, _P, _P, _I, _P, _I, _P, ctypes.c_uint64, ctypes.c_int, _P, _P], _I),
+    "keep_allowed": ([_P, _P, _I, _P, _P], _I),
+    "insert_serial": ([_P, _I, _IP, _I, _P, _P, _I, _I, ctypes.c_uint64, ctypes.c_uint64, _P, _P, _IP], _I),
+}
+
+
+def _ptr(a: np.ndarray) -> int:
+    assert a.flags.c_contiguous or a.ndim == 1 and a.strides[0] == a.itemsize, "a C loop needs contiguous arrays"
+    return a.ctypes.data
+
+
+class Runtime:
+    """The C loops, with `portable`'s Python signatures."""
+
+    def __init__(self, lib: ctypes.CDLL):
+        self.lib = lib
+        for name, (args, res) in _SIGS.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = args, res
+
+    def fingerprints(self, words: np.ndarray, seed: np.uint64, exact: bool) -> np.ndarray:
+        words = np.ascontiguousarray(words)
+        out = np.empty(words.shape[1], dtype=np.uint64)
+        self.lib.fingerprints(_ptr(words), words.shape[1], words.shape[0], words.shape[1], int(seed), int(exact),
+                              _ptr(out))
+        return out
+
+    def contains(self, table: np.ndarray, keys: np.ndarray) -> np.ndarray:
+        keys = np.ascontiguousarray(keys, dtype=np.uint64)
+        out = np.empty(keys.size, dtype=np.bool_)
+        self.lib.contains(_ptr(table), table.size, _ptr(keys), keys.size, _ptr(out))
+        return out
+
+    def insert(self, table: np.ndarray, keys: np.ndarray) -> int:
+        keys = np.ascontiguousarray(keys, dtype=np.uint64)
+        return int(self.lib.insert(_ptr(table), table.size, _ptr(keys), keys.size))
+
+    def rehash(self, old: np.ndarray, new: np.ndarray, start: int, stop: int) -> None:
+        self.lib.rehash(_ptr(old), _ptr(new), new.size, start, stop)
+
+    def serial_order(self, rows: np.ndarray, seg_start: np.ndarray, seg_tid: np.ndarray, n: int,
+                     order: np.ndarray, tids: np.ndarray) -> None:
+        self.lib.serial_order(_ptr(rows), rows.size, _ptr(seg_start), _ptr(seg_tid), seg_tid.size, n, _ptr(order),
+                              _ptr(tids))
+
+    def candidate_fps(self, words: np.ndarray, rows: np.ndarray, deltas: np.ndarray, order: np.ndarray,
+                      allow: np.ndarray, seed: np.uint64, exact: bool) -> tuple:
+        words = np.ascontiguousarray(words)
+        fps = np.empty(order.size, dtype=np.uint64)
+        ks = np.empty(order.size, dtype=np.int64)
+        n = self.lib.candidate_fps(_ptr(words), words.shape[1], words.shape[0], _ptr(rows), _ptr(deltas),
+                                   deltas.shape[1], _ptr(order), order.size, _ptr(allow) if allow.size else None,
+                                   int(seed), int(exact), _ptr(fps), _ptr(ks))
+        return fps, ks, int(n)
+
+    def keep_allowed(self, fps: np.ndarray, ks: np.ndarray, n: int, order: np.ndarray, allow: np.ndarray) -> int:
+        return int(self.lib.keep_allowed(_ptr(fps), _ptr(ks), n, _ptr(order), _ptr(allow)))
+
+    def insert_serial(self, table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray, n: int,
+                      start: int, parts_mask: int, part: int, out_k: np.ndarray, out_fp: np.ndarray,
+                      m: int) -> tuple[int, int, int]:
+        sz, mm = ctypes.c_int64(size), ctypes.c_int64(m)
+        i = self.lib.insert_serial(_ptr(table), table.size, ctypes.byref(sz), limit, _ptr(fps), _ptr(ks), n, start,
+                                   parts_mask, part, _ptr(out_k), _ptr(out_fp), ctypes.byref(mm))
+        return int(i), sz.value, mm.value
+
+
+def library() -> Library:
+    """The runtime's library (not yet built or loaded)."""
+    return Library(SOURCE, "lockstep_runtime")

@@ -1,0 +1,148 @@
+"""The vector engine's two sets of loops (numpy and C) give the same results, the fused kernel is used where
+a spec suits it, and the C toolchain's absence or an unsafe cache directory only costs speed."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lockstep.checker.explicit import Options, check
+from lockstep.checker.loader import load_model
+from lockstep.checker.vector import VectorOptions, check_vector
+from lockstep.checker.vector.kernels import Native, cbuild, portable
+from lockstep.checker.vector.kernels.runtime import Runtime
+from lockstep.checker.vector.kernels.runtime import library as runtime_library
+from lockstep.checker.vector.layout import Layout
+from tests.conftest import model_path
+
+
+@pytest.fixture(scope="module")
+def native() -> Runtime:
+    return Runtime(runtime_library().load())
+
+
+keys_st = st.lists(st.integers(1, 2**64 - 1), max_size=200)
+
+
+def _table(keys: list[int], cap: int = 512) -> np.ndarray:
+    table = np.zeros(cap, dtype=np.uint64)
+    portable.insert(table, np.array(keys, dtype=np.uint64))
+    return table
+
+
+@settings(max_examples=60, deadline=None)
+@given(keys_st, keys_st)
+def test_table_operations_agree(native, inserted, probed):
+    a, b = np.zeros(512, dtype=np.uint64), np.zeros(512, dtype=np.uint64)
+    ins = np.array(inserted, dtype=np.uint64)
+    assert portable.insert(a, ins) == native.insert(b, ins) == len(set(inserted))
+    keys = np.array(probed + inserted, dtype=np.uint64)
+    assert portable.contains(a, keys).tolist() == native.contains(b, keys).tolist() == \
+        [k in set(inserted) for k in probed + inserted]
+    big_a, big_b = np.zeros(1024, dtype=np.uint64), np.zeros(1024, dtype=np.uint64)
+    portable.rehash(a, big_a, 0, a.size)
+    native.rehash(b, big_b, 0, b.size)
+    assert native.contains(big_b, keys).tolist() == portable.contains(big_a, keys).tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(keys_st, st.lists(st.integers(1, 40), max_size=300), st.integers(0, 1), st.integers(0, 300))
+def test_serial_insertion_agrees(native, present, candidates, part, room):
+    """Each part's keys inserted in order, first occurrences winning, stopping at the table's limit."""
+    fps = np.array(candidates, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    ks = np.arange(len(candidates), dtype=np.int64) * 3
+    outs = []
+    for loops in (portable, native):
+        table = _table(present)
+        size = int(np.count_nonzero(table))
+        out_k, out_fp = np.zeros(len(candidates), np.int64), np.zeros(len(candidates), np.uint64)
+        i, size2, m = loops.insert_serial(table, size, size + room, fps, ks, len(fps), 0, 1, part, out_k, out_fp, 0)
+        i2, size3, m2 = loops.insert_serial(table, size2, 10**9, fps, ks, len(fps), i, 1, part, out_k, out_fp, m)
+        outs.append((m, out_k[:m2].tolist(), out_fp[:m2].tolist(), size3))
+    assert outs[0] == outs[1]
+    mine = [(f, k) for f, k in zip(fps.tolist(), ks.tolist()) if f & 1 == part]
+    firsts = {}
+    for f, k in mine:
+        firsts.setdefault(f, k)
+    expect = [k for f, k in mine if firsts[f] == k and f not in set(present)]
+    assert outs[0][1] == expect
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_serial_order_and_candidate_fingerprints_agree(native, data):
+    n = data.draw(st.integers(1, 20))
+    nseg = data.draw(st.integers(0, 5))
+    rows, seg_start, seg_tid = [], [0], []
+    for s in range(nseg):
+        rows += sorted(data.draw(st.sets(st.integers(0, n - 1))))
+        seg_start.append(len(rows))
+        seg_tid.append(s * 2)
+    rows_a = np.array(rows, dtype=np.int64)
+    st_a, tid_a = np.array(seg_start, dtype=np.int64), np.array(seg_tid, dtype=np.int64)
+    words = np.array([data.draw(st.lists(st.integers(0, 2**64 - 1), min_size=n, max_size=n)) for _ in range(2)],
+                     dtype=np.uint64)
+    deltas = np.array([data.draw(st.lists(st.sampled_from([0, 1, 2**63]), min_size=len(rows), max_size=len(rows)))
+                       for _ in range(2)], dtype=np.uint64).reshape(2, len(rows))
+    allow = np.array(data.draw(st.lists(st.booleans(), min_size=len(rows), max_size=len(rows))), dtype=np.bool_)
+    got = []
+    for loops in (portable, native):
+        order, tids = np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64)
+        loops.serial_order(rows_a, st_a, tid_a, n, order, tids)
+        fps, ks, m = loops.candidate_fps(words, rows_a, deltas, order, allow, np.uint64(12345), False)
+        kept = loops.keep_allowed(fps.copy(), ks.copy(), m, order, np.ones(len(rows), np.bool_))
+        got.append((order.tolist(), tids.tolist(), fps[:m].tolist(), ks[:m].tolist(), kept))
+    assert got[0] == got[1]
+    assert got[0][0] == sorted(range(len(rows)), key=lambda j: (rows[j], j))  # row, then transition
+
+
+def test_fingerprints_agree_with_the_layout(native):
+    layout = Layout(load_model(model_path("vector_edges.py") + ":WideSet").prog)
+    words = np.random.default_rng(1).integers(0, 2**63, size=(layout.words, 50), dtype=np.uint64)
+    want = layout.fingerprints(words)
+    assert native.fingerprints(words, np.uint64(layout.seed), layout.exact).tolist() == want.tolist()
+    assert portable.fingerprints(words, np.uint64(layout.seed), layout.exact).tolist() == want.tolist()
+
+
+def test_the_fused_kernel_is_used_where_the_spec_suits_one():
+    res = check_vector(load_model("two_phase", {"rm": 4}), Options(), vopts=VectorOptions(native="always"))
+    assert not [n for n in res.notes if "numpy passes" in n]
+    res = check_vector(load_model(model_path("vector_edges.py") + ":WideSet"), Options(max_states=200),
+                       vopts=VectorOptions(native="always"))
+    assert any("no fused kernel for this spec" in n and "more than 63 elements" in n for n in res.notes)
+
+
+def test_without_a_compiler_the_search_runs_on_numpy_and_says_so(monkeypatch):
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    model = load_model("two_phase", {"rm": 3})
+    res = check_vector(model, Options())
+    assert any("no C compiler" in n for n in res.notes)
+    assert (res.distinct, res.generated) == (check(model, Options()).distinct, check(model, Options()).generated)
+
+
+def test_a_broken_compiler_leaves_a_background_build_to_numpy(monkeypatch, tmp_path):
+    """A compiler that fails is reported in a note, and the search finishes on numpy with the same counts."""
+    fake = tmp_path / "cc"
+    fake.write_text("#!/bin/sh\necho 'no such luck' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("CC", str(fake))
+    monkeypatch.setenv("LOCKSTEP_CACHE", str(tmp_path / "cache"))
+    native = Native(load_model("two_phase", {"rm": 3}).prog, None, False)
+    native.start()
+    native._bg._thread.join()
+    assert not native.ready() and "did not build" in native.note and "no such luck" in native.note
+
+
+def test_the_cache_directory_is_private(monkeypatch, tmp_path):
+    monkeypatch.setenv("LOCKSTEP_CACHE", str(tmp_path / "mine"))
+    path = cbuild.cache_dir()
+    assert path is not None and os.stat(path).st_mode & 0o777 == 0o700
+    shared = tmp_path / "shared"
+    (shared / "kernels").mkdir(parents=True)
+    os.chmod(shared, 0o777)
+    monkeypatch.setenv("LOCKSTEP_CACHE", str(shared))
+    assert cbuild.cache_dir() is None  # another user could plant a library there: not used
