@@ -26,13 +26,11 @@ import numpy as np
 
 from ..explicit.search import Options, _Found, _Search, safe_predicates
 from ..progress import Progress, Stats
-from ..reduction.ample import for_model
 from ..result import HOLDS, INCONCLUSIVE, VIOLATION, CheckResult
 from ..typed_model import TypedModel
 from . import kernels
 from .compile import VectorProgram
 from .layout import Layout, VectorUnsupported
-from .reduced import VectorReduction
 from .spool import Budget, Spool
 from .visited import VisitedSet
 
@@ -170,7 +168,6 @@ class _Scratch:
         self.cand = np.zeros((0, 0), dtype=np.uint64)  # the fused kernel's outputs
         self.fps = np.zeros(0, dtype=np.uint64)
         self.keys = np.zeros(0, dtype=np.int64)
-        self.positions = np.zeros(0, dtype=np.int64)
 
     def fit(self, m: int) -> None:
         if len(self.order) < m:
@@ -183,7 +180,6 @@ class _Scratch:
             self.cand = np.zeros((words, m), dtype=np.uint64)
             self.fps = np.zeros(m, dtype=np.uint64)
             self.keys = np.zeros(m, dtype=np.int64)
-            self.positions = np.arange(m, dtype=np.int64)
 
 
 class _Outputs:
@@ -215,7 +211,7 @@ class Prepared:
     enabled: int  # successors generated
     explored: list | None  # per transition, the rows whose step counts as generated (None: not yet computed)
     hidden: np.ndarray  # candidates outside the constraints that violate an invariant
-    fingerprints: tuple  # (fingerprints, serial positions, count) of the allowed candidates that moved
+    fingerprints: tuple  # (fingerprints, serial positions or None for 0.., count) of the allowed candidates that moved
     por: tuple | None = None  # (ample, reduced, enabled) of the partial-order reduction, before its proviso
 
 NO_FILTER = np.zeros(0, dtype=np.bool_)
@@ -256,6 +252,9 @@ class VectorSearch:
         self.seed_fp, self.exact = np.uint64(self.layout.seed), self.layout.exact
         self.por: VectorReduction | None = None
         if opts.por:
+            from ..reduction.ample import for_model
+            from .reduced import VectorReduction
+
             self.por = VectorReduction(for_model(vm.model), vm.layout, vm.ntrans)
         self.checkpoint = vopts.checkpoint
         self.fp_levels = 0  # leading levels resumed from a checkpoint, their links (fingerprint, parent fingerprint)
@@ -587,7 +586,7 @@ class VectorSearch:
         elif info[0] == 2:
             stops.append(((base + int(info[1])) * T1 + T1 - 1, "deadlock", int(info[1])))
         c = FusedCandidates(words, scratch.cand[:, :m], scratch.keys[:m], T1)
-        fingerprints = (scratch.fps, scratch.positions, m)
+        fingerprints = (scratch.fps, None, m)  # positions: the candidates' own indices
         return Prepared(words, base, c, None, None, NO_FILTER, stops, int(info[3]), None, NO_HIDDEN, fingerprints)
 
     def _proviso(self, b: Prepared) -> None:

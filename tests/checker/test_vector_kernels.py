@@ -133,7 +133,7 @@ def test_a_broken_compiler_leaves_a_background_build_to_numpy(monkeypatch, tmp_p
     monkeypatch.setenv("LOCKSTEP_CACHE", str(tmp_path / "cache"))
     native = Native(load_model("two_phase", {"rm": 3}).prog, None, False)
     native.start()
-    native._bg._thread.join()
+    native._bg.wait()
     assert not native.ready() and "did not build" in native.note and "no such luck" in native.note
 
 

@@ -69,6 +69,7 @@ class Library:
         self.name = f"{stem}_{digest}.so"
         self._dir = cache_dir()
         self._proc: subprocess.Popen | None = None
+        self._kill_on_cancel = True
         self._lock = threading.Lock()
 
     def path(self) -> str | None:
@@ -79,38 +80,39 @@ class Library:
         return p if os.path.exists(p) else None
 
     def build(self) -> str:
-        """Compile the library (unless already built); its path. Another process may build it at the same
-        time: each writes its own file and renames it into place."""
+        """Compile the library (unless already built); its path. The compiler runs in a child process that
+        also moves the library into the cache, so a build still running when this process ends completes
+        for the next one. Another process may build the same library at the same time: each writes its own
+        file and renames it into place."""
         done = self.path()
         if done:
             return done
+        private = self._dir is not None
         where = self._dir or tempfile.mkdtemp(prefix="lockstep-kernels-")
         fd, src = tempfile.mkstemp(dir=where, suffix=".c")
         with os.fdopen(fd, "w") as f:
             f.write(self.source)
-        tmp = src[:-2] + ".so"
+        final = os.path.join(where, self.name)
+        env = {**os.environ, "SRC": src, "TMP": src[:-2] + ".so", "OUT": final}
+        script = '"$0" "$@" -o "$TMP" "$SRC" && mv -f -- "$TMP" "$OUT"; rc=$?; rm -f -- "$SRC" "$TMP"; exit $rc'
+        with self._lock:
+            self._proc = subprocess.Popen(["/bin/sh", "-c", script, self.cc, *FLAGS], env=env, text=True,
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+            self._kill_on_cancel = not private
         try:
-            with self._lock:
-                self._proc = subprocess.Popen([self.cc, *FLAGS, "-o", tmp, src], stdout=subprocess.PIPE,
-                                              stderr=subprocess.STDOUT, text=True)
             out, _ = self._proc.communicate(timeout=TIMEOUT)
-            if self._proc.returncode != 0:
-                raise BuildError(f"{os.path.basename(self.cc)} failed on generated code: {out.strip()[-2000:]}")
-            final = os.path.join(where, self.name)
-            os.replace(tmp, final)
-            return final
         except subprocess.TimeoutExpired as e:
             self._proc.kill()
             raise BuildError(f"compiling took more than {TIMEOUT} s") from e
-        finally:
-            for p in (src, tmp):
-                if os.path.exists(p):
-                    os.unlink(p)
+        if self._proc.returncode != 0 or not os.path.exists(final):
+            raise BuildError(f"{os.path.basename(self.cc)} failed on generated code: {(out or '').strip()[-2000:]}")
+        return final
 
     def cancel(self) -> None:
-        """Stop a build in progress (its caller then gets a BuildError)."""
+        """Stop waiting for a build in progress: it goes on, detached, and fills the cache for the next search
+        (killed instead when there is no cache to fill)."""
         with self._lock:
-            if self._proc is not None and self._proc.poll() is None:
+            if self._proc is not None and self._proc.poll() is None and self._kill_on_cancel:
                 self._proc.kill()
 
     def load(self) -> ctypes.CDLL:
@@ -119,31 +121,33 @@ class Library:
 
 
 class Background:
-    """Libraries built and loaded on a thread while the caller goes on."""
+    """Libraries built (each by its own compiler process, at once) and loaded on threads while the caller
+    goes on."""
 
     def __init__(self, libs: list[Library]):
         self.libs = libs
-        self.result: list[ctypes.CDLL] = []
+        self.result: list[ctypes.CDLL | None] = [None] * len(libs)
         self.error: str | None = None
-        self._cancelled = False
-        self._thread = threading.Thread(target=self._run, name="lockstep-cc", daemon=True)
-        self._thread.start()
+        self._threads = [threading.Thread(target=self._run, args=(k,), name="lockstep-cc", daemon=True)
+                         for k in range(len(libs))]
+        for t in self._threads:
+            t.start()
 
-    def _run(self) -> None:
+    def _run(self, k: int) -> None:
         try:
-            for lib in self.libs:
-                if self._cancelled:
-                    return
-                self.result.append(lib.load())
+            self.result[k] = self.libs[k].load()
         except (BuildError, OSError) as e:
             self.error = str(e)
 
     def done(self) -> bool:
-        return not self._thread.is_alive()
+        return not any(t.is_alive() for t in self._threads)
+
+    def wait(self) -> None:
+        for t in self._threads:
+            t.join()
 
     def cancel(self) -> None:
-        """Give the build up: the compiler is killed and the thread ends at once."""
-        self._cancelled = True
+        """Stop waiting: a library being compiled finishes on its own (see `Library.cancel`), and these daemon
+        threads end with it or with the process."""
         for lib in self.libs:
             lib.cancel()
-        self._thread.join()

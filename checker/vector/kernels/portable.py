@@ -123,11 +123,14 @@ def keep_allowed(fps: np.ndarray, ks: np.ndarray, n: int, order: np.ndarray, all
     return m
 
 
-def insert_serial(table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray, n: int, start: int,
-                  parts_mask: int, part: int, out_k: np.ndarray, out_fp: np.ndarray, m: int) -> tuple[int, int, int]:
+def insert_serial(table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None, n: int,
+                  start: int, parts_mask: int, part: int, out_k: np.ndarray, out_fp: np.ndarray,
+                  m: int) -> tuple[int, int, int]:
     """Insert the keys of table `part` (`key & parts_mask == part`) among `fps[start:n]`, in order, each if
-    absent, appending (position, fingerprint) of the new ones to the outputs at `m`; stops before the table
-    holds more than `limit` keys. Returns (next i, size, m)."""
+    absent, appending (position `ks[i]`, or i without `ks`, and fingerprint) of the new ones to the outputs at
+    `m`; stops before the table holds more than `limit` keys. Returns (next i, size, m)."""
+    if ks is None:
+        ks = np.arange(n, dtype=np.int64)
     rest = fps[start:n]
     mine = (rest & np.uint64(parts_mask)) == np.uint64(part)
     idx = mine.nonzero()[0]

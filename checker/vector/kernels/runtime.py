@@ -136,7 +136,7 @@ int64_t insert_serial(uint64_t *table, int64_t cap, int64_t *size, int64_t limit
         uint64_t h = fps[i];
         if ((h & parts_mask) != part) continue;
         if (s >= limit) { *size = s; *m = j; return i; }
-        if (add_key(table, (uint64_t)cap, h)) { s++; out_k[j] = ks[i]; out_fp[j] = h; j++; }
+        if (add_key(table, (uint64_t)cap, h)) { s++; out_k[j] = ks ? ks[i] : i; out_fp[j] = h; j++; }
     }
     *size = s; *m = j;
     return n;
@@ -210,11 +210,12 @@ class Runtime:
     def keep_allowed(self, fps: np.ndarray, ks: np.ndarray, n: int, order: np.ndarray, allow: np.ndarray) -> int:
         return int(self.lib.keep_allowed(_ptr(fps), _ptr(ks), n, _ptr(order), _ptr(allow)))
 
-    def insert_serial(self, table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray, n: int,
+    def insert_serial(self, table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None, n: int,
                       start: int, parts_mask: int, part: int, out_k: np.ndarray, out_fp: np.ndarray,
                       m: int) -> tuple[int, int, int]:
         sz, mm = ctypes.c_int64(size), ctypes.c_int64(m)
-        i = self.lib.insert_serial(_ptr(table), table.size, ctypes.byref(sz), limit, _ptr(fps), _ptr(ks), n, start,
+        i = self.lib.insert_serial(_ptr(table), table.size, ctypes.byref(sz), limit, _ptr(fps),
+                                   None if ks is None else _ptr(ks), n, start,
                                    parts_mask, part, _ptr(out_k), _ptr(out_fp), ctypes.byref(mm))
         return int(i), sz.value, mm.value
 
