@@ -68,9 +68,12 @@ class RoundsCluster(Cluster):
         return main, asdict(cfg), f"lockstep-node-{pid}"
 
 
-async def _await_round(cluster: RoundsCluster, r: int, notes: list[str], lost: list[dict[str, Any]]) -> tuple[bool, bool]:
+async def _await_round(cluster: RoundsCluster, r: int, notes: list[str], lost: list[dict[str, Any]],
+                       graph: Any) -> tuple[bool, bool]:
     """(every node reported round r, every node has terminated); a dead node is noted, and listed in
-    `lost` (its pid, the round, and whether it was killed) for the trace's header."""
+    `lost` (its pid, the round, and whether it was killed) for the trace's header. After a death the
+    round still ends for every live node that does not wait on a dead neighbour, so what a run records
+    does not depend on how fast the death is noticed."""
     finished = True
 
     async def one(m: Member) -> bool:
@@ -87,8 +90,9 @@ async def _await_round(cluster: RoundsCluster, r: int, notes: list[str], lost: l
                              f"process {m.pid} died during round {r}" + (f" (exit code {code})" if code else ""))
                 return False
 
-    tasks = [asyncio.ensure_future(one(m)) for m in cluster.members.values()]
+    tasks = {asyncio.ensure_future(one(m)): m.pid for m in cluster.members.values()}
     pending = set(tasks)
+    gone: set[int] = set()
     deadline = asyncio.get_running_loop().time() + ROUND_TIMEOUT
     try:
         while pending:
@@ -97,12 +101,16 @@ async def _await_round(cluster: RoundsCluster, r: int, notes: list[str], lost: l
             if not done:
                 notes.append(f"round {r} did not complete within {ROUND_TIMEOUT:.0f} s")
                 return False, False
-            if not all(t.result() for t in done):
-                return False, False
+            gone |= {tasks[t] for t in done if not t.result()}
+            if gone:
+                waiting = gone | {q for p in gone for q in graph.neighbors(p)}
+                for t in [t for t in pending if tasks[t] in waiting]:
+                    t.cancel()
+                    pending.discard(t)
     finally:
         for t in pending:
             t.cancel()
-    return True, finished
+    return not gone, finished and not gone
 
 
 async def run_async(spec: str, params: dict[str, int], trace: str | None = None, seed: int = 0,
@@ -132,7 +140,7 @@ async def run_async(spec: str, params: dict[str, int], trace: str | None = None,
                     await cluster.kill(kill[0])
                 for p in range(n):
                     cluster.send(p, {"op": "round", "round": r})
-                ok, finished = await _await_round(cluster, r, notes, lost)
+                ok, finished = await _await_round(cluster, r, notes, lost, sysm.graph)
                 if not ok:
                     break
                 rounds = r
