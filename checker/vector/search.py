@@ -148,12 +148,6 @@ class FusedCandidates:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def row_of(self, sel: np.ndarray) -> np.ndarray:
-        return self.keys[sel] // self.T1
-
-    def tid_of(self, sel: np.ndarray) -> np.ndarray:
-        return self.keys[sel] % self.T1
-
     def states(self, sel: np.ndarray | None = None) -> np.ndarray:
         """The words of candidates `sel` (all by default)."""
         return self.cand if sel is None else self.cand[:, sel]
@@ -213,6 +207,7 @@ class Prepared:
     hidden: np.ndarray  # candidates outside the constraints that violate an invariant
     fingerprints: tuple  # (fingerprints, serial positions or None for 0.., count) of the allowed candidates that moved
     por: tuple | None = None  # (ample, reduced, enabled) of the partial-order reduction, before its proviso
+    segments: tuple | None = None  # fused on two threads: the (start, stop) stretches of the outputs, in order
 
 NO_FILTER = np.zeros(0, dtype=np.bool_)
 NO_HIDDEN = np.zeros(0, dtype=np.int64)
@@ -236,6 +231,7 @@ class VectorSearch:
         self.threads = 1
         self.threaded_level = THREADED_LEVEL
         self.insert_pool: ThreadPoolExecutor | None = None
+        self.split = False  # this level runs on two threads
         self.tbits = max(vm.ntrans - 1, 1).bit_length()  # a parent link: parent's index << tbits | transition
         self.levels: list[Spool] = []  # parent links per level (level 0: the index among the initial states)
         self.initial_words = np.zeros((self.layout.words, 0), dtype=np.uint64)
@@ -499,7 +495,8 @@ class VectorSearch:
     def _prepared(self, frontier: Spool) -> Iterator[Prepared]:
         """The level's batches, prepared; with two threads, each batch is prepared while the one before
         it is inserted (numpy and the kernels release the GIL, so the two overlap)."""
-        if self.threads < 2 or len(frontier) < self.threaded_level:
+        self.split = self.threads == 2 and len(frontier) >= self.threaded_level
+        if not self.split or self.fused is not None:  # fused on two threads: both run each phase of a batch
             base = 0
             for words in frontier.batches(self.batch):
                 yield self.prepare(words, base, self.scratch[0])
@@ -574,20 +571,38 @@ class VectorSearch:
 
     def _prepare_fused(self, words: np.ndarray, base: int, scratch: _Scratch) -> Prepared:
         """`prepare` by the spec's fused kernel: the candidates come out in serial order, fingerprinted,
-        and the kernel stops at the batch's first failing step or deadlock."""
-        n, T1 = words.shape[1], self.vm.ntrans + 1
-        scratch.fit_fused(max(n, self.batch) * self.vm.ntrans, self.layout.words)
-        info = np.zeros(4, dtype=np.int64)
+        and the kernel stops at the batch's first failing step or deadlock. On two threads each runs it on
+        half of the rows, into its own stretch of the outputs."""
+        n, T1, nt = words.shape[1], self.vm.ntrans + 1, self.vm.ntrans
+        scratch.fit_fused(max(n, self.batch) * nt, self.layout.words)
         words = np.ascontiguousarray(words)
-        m = self.fused.gen(words, 0, n, self.opts.deadlock, scratch.cand, scratch.fps, scratch.keys, info)
+        fused, deadlock = self.fused, self.opts.deadlock
+        halves = [(0, n)] if not self.split or n < 2 else [(0, n // 2), (n // 2, n)]
+        infos = [np.zeros(4, dtype=np.int64) for _ in halves]
+        offsets = [lo * nt for lo, _hi in halves]
+
+        def gen(k: int) -> int:
+            lo, hi = halves[k]
+            return fused.gen(words, lo, hi, deadlock, scratch.cand, scratch.fps, scratch.keys, infos[k], offsets[k])
+
+        if len(halves) == 2:
+            other = self.insert_pool.submit(gen, 1)
+            counts = [gen(0), other.result()]
+        else:
+            counts = [gen(0)]
         stops: list[tuple[int, str, Any]] = []
-        if info[0] == 1:
-            stops.append(((base + int(info[1])) * T1 + int(info[2]), "step", int(info[1])))
-        elif info[0] == 2:
-            stops.append(((base + int(info[1])) * T1 + T1 - 1, "deadlock", int(info[1])))
-        c = FusedCandidates(words, scratch.cand[:, :m], scratch.keys[:m], T1)
-        fingerprints = (scratch.fps, None, m)  # positions: the candidates' own indices
-        return Prepared(words, base, c, None, None, NO_FILTER, stops, int(info[3]), None, NO_HIDDEN, fingerprints)
+        for info in infos:
+            if info[0] == 1:
+                stops.append(((base + int(info[1])) * T1 + int(info[2]), "step", int(info[1])))
+            elif info[0] == 2:
+                stops.append(((base + int(info[1])) * T1 + T1 - 1, "deadlock", int(info[1])))
+            if stops:
+                break  # the first half's stop comes before anything of the second
+        segments = tuple((off, off + m) for off, m in zip(offsets, counts))
+        c = FusedCandidates(words, scratch.cand, scratch.keys, T1)
+        fingerprints = (scratch.fps, None, segments[-1][1])  # positions: the candidates' own indices
+        return Prepared(words, base, c, None, None, NO_FILTER, stops, int(sum(i[3] for i in infos)), None, NO_HIDDEN,
+                        fingerprints, segments=segments)
 
     def _proviso(self, b: Prepared) -> None:
         """Narrow a prepared batch to the reduced sets, expanding fully the rows whose reduced successors
@@ -617,7 +632,7 @@ class VectorSearch:
 
     def insert_new(self, b: Prepared, progress_of_level: float) -> tuple[np.ndarray, ...]:
         """Insert the candidates' fingerprints, each if absent, the first occurrence of a state winning:
-        (positions, transitions, fingerprints, words) of the new states, in serial order. With two
+        (positions, fingerprints) of the new states, in serial order. With two
         tables, two threads insert at once, each the keys of its own table; merging their new states
         by position gives the one-table result."""
         parts = self.table.parts
@@ -634,10 +649,7 @@ class VectorSearch:
             serial = np.argsort(k)
             pos = k[serial]
             fps = np.concatenate([o0.fp[:m0], o1.fp[:m1]])[serial]
-        if b.order is None:  # fused: candidates are in serial order
-            return pos, b.c.tid_of(pos), fps, b.c.states(pos)
-        j = b.order[pos]
-        return j, b.tids[pos], fps, b.c.states(j)
+        return pos, fps
 
     def _insert_part(self, b: Prepared, part: int, progress_of_level: float) -> int:
         """Insert the candidates of table `part` in serial order, growing it when full; how many were new."""
@@ -645,14 +657,17 @@ class VectorSearch:
         table, out = self.table.parts[part], self.outputs[part]
         fps, ks, count = b.fingerprints
         out.fit(count)
-        i = m = 0
-        while True:
-            i, table.size, m = self.k.insert_serial(table.table, table.size, table.limit, fps, ks, count, i, n - 1,
-                                                     part, out.k, out.fp, m)
-            if i == count:
-                return m
-            done = len(self.levels[-1]) // n + m  # this table's new states in this level so far
-            table.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
+        m = 0
+        for lo, hi in b.segments or ((0, count),):
+            i = lo
+            while True:
+                i, table.size, m = self.k.insert_serial(table.table, table.size, table.limit, fps, ks, hi, i, n - 1,
+                                                         part, out.k, out.fp, m)
+                if i == hi:
+                    break
+                done = len(self.levels[-1]) // n + m  # this table's new states in this level so far
+                table.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
+        return m
 
     def _expand(self, b: Prepared, level: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:
         if b.por is not None:
@@ -663,9 +678,14 @@ class VectorSearch:
         enabled = b.enabled
         n = words.shape[1]
         T1 = self.vm.ntrans + 1
-        js, tids, nfps, nwords = self.insert_new(b, (base + n) / level_size)
-        rows = c.row_of(js)
-        ukeys = (base + rows) * T1 + tids
+        js, nfps = self.insert_new(b, (base + n) / level_size)
+        if b.order is None:  # fused: the candidates are in serial order, keyed by row and transition
+            nwords, new_links, ukeys = self.k.gather_new(c.cand, c.keys, js, T1, base, self.tbits)
+            rows = tids = None
+        else:
+            rows, tids = c.row_of(b.order[js]), b.tids[js]
+            nwords, ukeys = c.states(b.order[js]), (base + rows) * T1 + tids
+            new_links = None
         m = len(js)
         room = cap - self.distinct
         if m > max(room, 0):
@@ -674,12 +694,15 @@ class VectorSearch:
         if first_bad >= 0:
             stops.append((int(ukeys[first_bad]), "invariant", first_bad))
         if stops:
+            if rows is None:
+                rows, tids = np.divmod(ukeys, T1)
+                rows -= base
             explored = b.explored if b.explored is not None else [o[0] for o in self.program.batch(words, n)]
             self._stop(min(stops, key=lambda s: s[0]), words, explored, base, level, ukeys, rows, tids, nwords, c,
                        links, level_size)
         self.generated += enabled
         self.distinct += m
-        links.append(self.link(base + rows, tids)[None, :])
+        links.append((self.link(base + rows, tids) if new_links is None else new_links)[None, :])
         self._keep_fps(nfps)
         if self.por is not None:
             self.por.level.add(nfps)
@@ -688,9 +711,17 @@ class VectorSearch:
             self.progress.report(Stats(self.distinct, self.generated, level_size - base - n + len(nxt), self.depth))
 
     def _first_bad(self, words: np.ndarray, m: int) -> int:
-        """The index of the first of `m` packed states that violates an invariant, or -1."""
+        """The index of the first of `m` packed states that violates an invariant, or -1 (on two threads, each
+        tests half of them)."""
         if self.fused is not None:
-            return self.fused.bad(words, m)
+            words = np.ascontiguousarray(words)
+            if not self.split or m < 2:
+                return self.fused.bad(words, 0, m)
+            h = m // 2
+            other = self.insert_pool.submit(self.fused.bad, words, h, m)
+            first = self.fused.bad(words, 0, h)
+            second = other.result()
+            return first if first >= 0 else second
         hit = self.program.bad(words, m).nonzero()[0]
         return int(hit[0]) if hit.size else -1
 

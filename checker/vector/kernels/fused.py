@@ -283,8 +283,8 @@ class _Source:
         body: list[str] = []
         for p in self.prog.invariants:
             body += self._predicate(p, ex, ind)
-        head = ["int64_t bad(const uint64_t *W, int64_t ld, int64_t n) {",
-                "    for (int64_t r = 0; r < n; r++) {",
+        head = ["int64_t bad(const uint64_t *W, int64_t ld, int64_t start, int64_t stop) {",
+                "    for (int64_t r = start; r < stop; r++) {",
                 f"{ind}int err = 0;"]
         head += self._words(ind) + self._unpack(ex.used, ind)
         return "\n".join(head + body + [f"{ind}(void)err;", "    }", "    return -1;", "}"])
@@ -315,22 +315,24 @@ class Fused:
         """Use the loaded library."""
         lib.gen.argtypes = [_P, _I, _I, _I, ctypes.c_int, _P, _I, _P, _P, _P]
         lib.gen.restype = _I
-        lib.bad.argtypes = [_P, _I, _I]
+        lib.bad.argtypes = [_P, _I, _I, _I]
         lib.bad.restype = _I
         self.lib = lib
 
     def gen(self, words: np.ndarray, start: int, stop: int, deadlock: bool, out_w: np.ndarray, out_fp: np.ndarray,
-            out_key: np.ndarray, info: np.ndarray) -> int:
-        """Candidates of rows start..stop-1 of `words` into the outputs (from their first entry); how many."""
+            out_key: np.ndarray, info: np.ndarray, offset: int = 0) -> int:
+        """Candidates of rows start..stop-1 of `words` into the outputs from entry `offset` (room for
+        (stop - start) * transitions of them is the caller's to ensure); how many."""
         assert self.lib is not None and words.flags.c_contiguous and out_w.flags.c_contiguous
-        return int(self.lib.gen(words.ctypes.data, words.shape[1], start, stop, int(deadlock), out_w.ctypes.data,
-                                out_w.shape[1], out_fp.ctypes.data, out_key.ctypes.data, info.ctypes.data))
+        assert offset + (stop - start) * (self.T1 - 1) <= out_fp.size
+        return int(self.lib.gen(words.ctypes.data, words.shape[1], start, stop, int(deadlock),
+                                out_w.ctypes.data + 8 * offset, out_w.shape[1], out_fp.ctypes.data + 8 * offset,
+                                out_key.ctypes.data + 8 * offset, info.ctypes.data))
 
-    def bad(self, words: np.ndarray, n: int) -> int:
-        """The first of `n` states violating an invariant, or -1."""
-        assert self.lib is not None
-        words = np.ascontiguousarray(words)
-        return int(self.lib.bad(words.ctypes.data, words.shape[1], n))
+    def bad(self, words: np.ndarray, start: int, stop: int) -> int:
+        """The first of states start..stop-1 of `words` that violates an invariant, or -1."""
+        assert self.lib is not None and words.flags.c_contiguous and 0 <= start <= stop <= words.shape[1]
+        return int(self.lib.bad(words.ctypes.data, words.shape[1], start, stop))
 
 
 def fuse(prog: Program, layout: Layout) -> Fused:

@@ -123,6 +123,16 @@ def keep_allowed(fps: np.ndarray, ks: np.ndarray, n: int, order: np.ndarray, all
     return m
 
 
+def gather_new(cand: np.ndarray, keys: np.ndarray, pos: np.ndarray, T1: int, base: int,  # noqa: N803
+               tbits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the fused kernel's new candidates `pos`: their words, parent links (parent's index in the level,
+    shifted, or the transition) and serial keys within the level."""
+    k = keys[pos]
+    rows, tids = np.divmod(k, T1)
+    links = ((base + rows).astype(np.uint64) << np.uint64(tbits)) | tids.astype(np.uint64)
+    return cand[:, pos], links, (base + rows) * T1 + tids
+
+
 def insert_serial(table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None, n: int,
                   start: int, parts_mask: int, part: int, out_k: np.ndarray, out_fp: np.ndarray,
                   m: int) -> tuple[int, int, int]:

@@ -21,7 +21,7 @@ PRELUDE = r"""
 #include <stdint.h>
 #include <string.h>
 #include <stdlib.h>
-#define PREFETCH 16
+#define PREFETCH 32
 static inline uint64_t mix(uint64_t z) {
     z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
     z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
@@ -72,6 +72,9 @@ int64_t insert(uint64_t *table, int64_t cap, const uint64_t *keys, int64_t n) {
 void rehash(const uint64_t *old, uint64_t *table, int64_t cap, int64_t start, int64_t stop) {
     for (int64_t i = start; i < stop; i++) {
         uint64_t k = old[i];
+#if defined(__GNUC__) || defined(__clang__)
+        if (i + PREFETCH < stop && old[i + PREFETCH]) __builtin_prefetch(&table[home(old[i + PREFETCH], (uint64_t)cap)], 1);
+#endif
         if (!k) continue;
         int64_t p = home(k, (uint64_t)cap);
         while (table[p]) if (++p == cap) p = 0;
@@ -123,6 +126,16 @@ int64_t keep_allowed(uint64_t *fps, int64_t *ks, int64_t n, const int64_t *order
     return m;
 }
 
+void gather_new(const uint64_t *cand, int64_t ldc, int64_t nw, const int64_t *keys, const int64_t *pos, int64_t m,
+                int64_t T1, int64_t base, int64_t tbits, uint64_t *out_words, uint64_t *links, int64_t *ukeys) {
+    for (int64_t i = 0; i < m; i++) {
+        int64_t j = pos[i], k = keys[j], r = k / T1, t = k % T1;
+        for (int64_t w = 0; w < nw; w++) out_words[w * m + i] = cand[w * ldc + j];
+        links[i] = ((uint64_t)(base + r) << tbits) | (uint64_t)t;
+        ukeys[i] = (base + r) * T1 + t;
+    }
+}
+
 int64_t insert_serial(uint64_t *table, int64_t cap, int64_t *size, int64_t limit, const uint64_t *fps,
                       const int64_t *ks, int64_t n, int64_t start, uint64_t parts_mask, uint64_t part,
                       int64_t *out_k, uint64_t *out_fp, int64_t *m) {
@@ -154,6 +167,7 @@ _SIGS = {
     "serial_order": ([_P, _I, _P, _P, _I, _I, _P, _P], None),
     "candidate_fps": ([_P, _I, _I, _P, _P, _I, _P, _I, _P, ctypes.c_uint64, ctypes.c_int, _P, _P], _I),
     "keep_allowed": ([_P, _P, _I, _P, _P], _I),
+    "gather_new": ([_P, _I, _I, _P, _P, _I, _I, _I, _I, _P, _P, _P], None),
     "insert_serial": ([_P, _I, _IP, _I, _P, _P, _I, _I, ctypes.c_uint64, ctypes.c_uint64, _P, _P, _IP], _I),
 }
 
@@ -209,6 +223,17 @@ class Runtime:
 
     def keep_allowed(self, fps: np.ndarray, ks: np.ndarray, n: int, order: np.ndarray, allow: np.ndarray) -> int:
         return int(self.lib.keep_allowed(_ptr(fps), _ptr(ks), n, _ptr(order), _ptr(allow)))
+
+    def gather_new(self, cand: np.ndarray, keys: np.ndarray, pos: np.ndarray, T1: int, base: int,  # noqa: N803
+                   tbits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        pos = np.ascontiguousarray(pos, dtype=np.int64)
+        m, nw = pos.size, cand.shape[0]
+        words = np.empty((nw, m), dtype=np.uint64)
+        links = np.empty(m, dtype=np.uint64)
+        ukeys = np.empty(m, dtype=np.int64)
+        self.lib.gather_new(_ptr(cand), cand.shape[1], nw, _ptr(keys), _ptr(pos), m, T1, base, tbits, _ptr(words),
+                            _ptr(links), _ptr(ukeys))
+        return words, links, ukeys
 
     def insert_serial(self, table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None, n: int,
                       start: int, parts_mask: int, part: int, out_k: np.ndarray, out_fp: np.ndarray,
