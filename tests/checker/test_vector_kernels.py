@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from lockstep.checker.explicit import Options, check
 from lockstep.checker.loader import load_model
 from lockstep.checker.vector import VectorOptions, check_vector
-from lockstep.checker.vector.kernels import Native, cbuild, portable
+from lockstep.checker.vector.kernels import Native, cbuild, fused, portable
 from lockstep.checker.vector.kernels.runtime import Runtime
 from lockstep.checker.vector.kernels.runtime import library as runtime_library
 from lockstep.checker.vector.layout import Layout
@@ -108,12 +108,14 @@ def test_fingerprints_agree_with_the_layout(native):
     assert portable.fingerprints(words, np.uint64(layout.seed), layout.exact).tolist() == want.tolist()
 
 
-def test_the_fused_kernel_is_used_where_the_spec_suits_one():
-    res = check_vector(load_model("two_phase", {"rm": 4}), Options(), vopts=VectorOptions(native="always"))
-    assert not [n for n in res.notes if "numpy passes" in n]
-    res = check_vector(load_model(model_path("vector_edges.py") + ":WideSet"), Options(max_states=200),
-                       vopts=VectorOptions(native="always"))
-    assert any("no fused kernel for this spec" in n and "more than 63 elements" in n for n in res.notes)
+def test_the_fused_kernel_is_used_where_the_spec_suits_one(monkeypatch):
+    for ref in ("two_phase", model_path("vector_edges.py") + ":WideSet"):  # sets of one and of several chunks
+        res = check_vector(load_model(ref), Options(max_states=200), vopts=VectorOptions(native="always"))
+        assert not [n for n in res.notes if "numpy passes" in n]
+    monkeypatch.setattr(fused, "MAX_LINES", 10)
+    res = check_vector(load_model("two_phase"), Options(), vopts=VectorOptions(native="always"))
+    assert any("no fused kernel for this spec (its kernel has" in n for n in res.notes)
+    assert res.distinct == 288
 
 
 def test_without_a_compiler_the_search_runs_on_numpy_and_says_so(monkeypatch):

@@ -23,22 +23,27 @@ A spec is fused when its values fit 64-bit integers (sets of at most 63 elements
 from __future__ import annotations
 
 import ctypes
+import re
 
 import numpy as np
 
-from lockstep.specs.lang.program import Predicate, Program, Transition
+from lockstep.specs.lang.program import Program, Transition
 from lockstep.specs.lang.terms import Term
+from lockstep.specs.lang.types import SetDomain
 
-from ...codegen import _range_check
-from ..layout import Layout
+from ...codegen import _range_check, _total
+from ..layout import CHUNK, Layout
 from .cbuild import Library
 from .runtime import PRELUDE
 
-MAX_LINES = 200_000  # larger kernels take the C compiler too long
+MAX_LINES = 60_000  # larger kernels take the C compiler minutes (Autobahn at its default bounds: 160,000 lines)
+WIDE = 4  # states of more words are copied and hashed by loops rather than word by word
 _I64 = 1 << 63
+_LOCAL = re.compile(r"\bs\d+(?:_\d+)?\b")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|-?[0-9]+|INT64_C\(-?[0-9]+\)")
 
 HELPERS = r"""
-#define FAIL(t) do { info[0] = 1; info[1] = r; info[2] = (t); info[3] = g; return m; } while (0)
+#define FAIL(t) do { info[0] = 1; info[1] = r; info[2] = (t); info[3] = g; *mp = m; *gp = g; return 1; } while (0)
 static inline int64_t pdiv(int64_t a, int64_t b, int *err) {
     if (!b) { *err = 1; return 0; }
     int64_t q = a / b;
@@ -50,6 +55,11 @@ static inline int64_t pmod(int64_t a, int64_t b, int *err) {
     int64_t x = a % b;
     if (x != 0 && ((x < 0) != (b < 0))) x += b;
     return x;
+}
+static inline uint64_t hash_col(const uint64_t *col, int64_t ld, int64_t nw, uint64_t seed) {
+    uint64_t h = mix(col[0] ^ seed);
+    for (int64_t k = 1; k < nw; k++) h = mix(h ^ col[k * ld]);
+    return h;
 }
 static inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -69,6 +79,14 @@ static inline int64_t member(int64_t s, int64_t i, int *err) {
 static inline int64_t single(int64_t i, int64_t size, int *err) {
     if (i < 0 || i >= size) { *err = 1; return 0; }
     return (int64_t)1 << i;
+}
+static inline int64_t memberk(const int64_t *chunks, int64_t k, int64_t i, int *err) {
+    if (i < 0) { *err = 1; return 0; }
+    return i < 63 * k ? (chunks[i / 63] >> (i % 63)) & 1 : 0;
+}
+static inline int64_t singlek(int64_t i, int64_t size, int64_t c, int *err) {
+    if (i < 0 || i >= size) { *err = 1; return 0; }
+    return i / 63 == c ? (int64_t)1 << (i % 63) : 0;
 }
 static inline int64_t within(int64_t i, int64_t n, int *err) {
     if (i < 0 || i >= n) { *err = 1; return 0; }
@@ -95,31 +113,75 @@ def _literal(v: object) -> str:
     raise Unfusable(f"a constant of type {type(v).__name__}")
 
 
+def _chunk_op(op: str, x: str, y: str) -> str:
+    """One chunk of a set operation, folding the cases whose result is an operand or empty (an update that
+    touches a few elements of a large set then leaves the other chunks as they are, without code)."""
+    if op == "union":
+        return x if x == y or y == "0" else y if x == "0" else f"({x} | {y})"
+    if op == "inter":
+        return x if x == y else "0" if "0" in (x, y) else f"({x} & {y})"
+    return "0" if x == y or x == "0" else x if y == "0" else f"({x} & ~{y})"
+
+
+def _nchunks(t: Term) -> int:
+    """How many 63-element chunks a set-valued term takes (1 for every other value)."""
+    return max(1, -(-t.dom.elem.size // CHUNK)) if isinstance(t.dom, SetDomain) else 1
+
+
 class _Expr:
-    """C expressions for terms, over int64_t locals `s<slot>`; `used` collects the slots read."""
+    """C expressions for terms, over int64_t locals `s<slot>` (`s<slot>_<chunk>` for a set of more than 63
+    elements, whose value is a tuple of chunk expressions); `used` collects the slots read. Subterms that
+    the code would repeat and that cannot fail are bound once to locals (`share`), as the scalar code
+    generator does, so the C grows with the terms' DAG, not their trees."""
 
-    BINARY = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "add": "+", "sub": "-", "mul": "*",
-              "union": "|", "inter": "&"}
+    BINARY = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "add": "+", "sub": "-", "mul": "*"}
 
-    def __init__(self) -> None:
+    def __init__(self, chunks: dict[int, int]):
+        self.chunks = chunks  # slot -> chunk count, for the sets of more than one chunk
         self.used: set[int] = set()
-        self.memo: dict[int, bool] = {}
+        self.temps: dict[int, str | tuple] = {}
+        self._ntemps = 0
 
     def __call__(self, t: Term | bool) -> str:
+        """A scalar term's value."""
+        v = self.value(t)
+        assert isinstance(v, str), "a set of several chunks used as a scalar"
+        return v
+
+    def sets(self, t: Term) -> tuple:
+        """A set term's chunks (one for a small set)."""
+        v = self.value(t)
+        return v if isinstance(v, tuple) else (v,)
+
+    def value(self, t: Term | bool) -> str | tuple:
         if not isinstance(t, Term):
             return _literal(bool(t))
+        hit = self.temps.get(id(t))
+        if hit is not None:
+            return hit
         op, a = t.op, t.args
+        k = _nchunks(t)
         if op == "const":
+            if k > 1:
+                return tuple(_literal((a[0] >> (CHUNK * c)) & ((1 << CHUNK) - 1)) for c in range(k))
             return _literal(a[0])
         if op == "slot":
             self.used.add(a[0])
-            return f"s{a[0]}"
+            n = self.chunks.get(a[0])
+            return tuple(f"s{a[0]}_{c}" for c in range(n)) if n else f"s{a[0]}"
         if op == "not":
             return f"(!{self(a[0])})"
         if op in ("and", "or"):
             return "(" + (" && " if op == "and" else " || ").join(self(x) for x in a) + ")"
         if op == "ite":
-            return f"({self(a[0])} ? {self(a[1])} : {self(a[2])})"
+            c = self(a[0])
+            if k > 1:
+                return tuple(x if x == y else f"({c} ? {x} : {y})" for x, y in zip(self.sets(a[1]), self.sets(a[2])))
+            return f"({c} ? {self(a[1])} : {self(a[2])})"
+        if op in ("eq", "ne") and (_nchunks(a[0]) > 1 or _nchunks(a[1]) > 1):
+            pairs = [f"({x} == {y})" for x, y in zip(self.sets(a[0]), self.sets(a[1]))]
+            both = "(" + " && ".join(pairs) + ")"
+            return both if op == "eq" else f"(!{both})"
         if op in self.BINARY:
             return f"({self(a[0])} {self.BINARY[op]} {self(a[1])})"
         if op in ("floordiv", "mod"):
@@ -131,32 +193,87 @@ class _Expr:
             return f"(-{self(a[0])})"
         if op in ("min", "max"):
             return f"i{op}({self(a[0])}, {self(a[1])})"
-        if op == "diff":
-            return f"({self(a[0])} & ~{self(a[1])})"
+        if op in ("union", "inter", "diff"):
+            out = tuple(_chunk_op(op, x, y) for x, y in zip(self.sets(a[0]), self.sets(a[1])))
+            return out if k > 1 else out[0]
         if op == "card":
-            return f"popcount({self(a[0])})"
+            return "(" + " + ".join(f"popcount({x})" for x in self.sets(a[0])) + ")"
         if op == "in":
-            s, i = a
-            if isinstance(i, Term) and i.op == "const":
-                k = i.args[0]
-                return f"(({self(s)} >> {k}) & 1)" if 0 <= k < 63 else ("0" if k >= 0 else "member(0, -1, &err)")
-            return f"member({self(s)}, {self(i)}, &err)"
+            return self._member(a[0], a[1])
         if op == "single":
-            i = a[0]
-            size = t.dom.elem.size
-            if i.lo >= 0 and i.hi < size:
-                return f"((int64_t)1 << {self(i)})"
-            return f"single({self(i)}, {size}, &err)"
+            return self._single(t, a[0], k)
         if op == "within":
             i, n = a[0], a[1].args[0]
             return self(i) if 0 <= i.lo and i.hi < n else f"within({self(i)}, {n}, &err)"
         if op == "select":
-            k, items = a[0], a[1:]
-            body = ", ".join(self(x) for x in items)
-            if 0 <= k.lo and k.hi < len(items):
-                return f"((const int64_t[]){{{body}}})[{self(k)}]"
-            return f"sel({self(k)}, {len(items)}, (const int64_t[]){{{body}}}, &err)"
+            key, items = a[0], a[1:]
+            kc = self(key)
+            safe = 0 <= key.lo and key.hi < len(items)
+            cols = [self.sets(x) if k > 1 else (self(x),) for x in items]
+            out = []
+            for c in range(k):
+                body = ", ".join(col[c] for col in cols)
+                out.append(f"((const int64_t[]){{{body}}})[{kc}]" if safe else
+                           f"sel({kc}, {len(items)}, (const int64_t[]){{{body}}}, &err)")
+            return tuple(out) if k > 1 else out[0]
         raise Unfusable(f"no C for the term operator {op!r}")
+
+    def _member(self, s: Term, i: Term) -> str:
+        chunks = self.sets(s)
+        if isinstance(i, Term) and i.op == "const":
+            e = i.args[0]
+            if e < 0:
+                return "member(0, -1, &err)"
+            return f"(({chunks[e // CHUNK]} >> {e % CHUNK}) & 1)" if e // CHUNK < len(chunks) else "0"
+        if len(chunks) == 1:
+            return f"member({chunks[0]}, {self(i)}, &err)"
+        return f"memberk((const int64_t[]){{{', '.join(chunks)}}}, {len(chunks)}, {self(i)}, &err)"
+
+    def _single(self, t: Term, i: Term, k: int) -> str | tuple:
+        size = t.dom.elem.size
+        ic = self(i)
+        if k == 1:
+            return f"((int64_t)1 << {ic})" if i.lo >= 0 and i.hi < size else f"single({ic}, {size}, &err)"
+        lo, hi = max(i.lo, 0) // CHUNK, min(i.hi, size - 1) // CHUNK  # the chunks the element can be in
+        check = f"singlek({ic}, {size}, {lo}, &err)"  # the index's range is checked once, in its first chunk
+        return tuple((check if c == lo else f"singlek({ic}, {size}, {c}, &err)") if lo <= c <= hi else "0"
+                     for c in range(k))
+
+    def share(self, roots: list, indent: str) -> list[str]:
+        """Bind every subterm of `roots` that the code would repeat, and that cannot fail, to a local (children
+        first); later uses read the local. Returns the binding lines."""
+        refs: dict[int, int] = {}
+        memo: dict[int, bool] = {}
+        order: list[Term] = []
+        stack = [(r, False) for r in roots if isinstance(r, Term)]
+        while stack:  # post-order over the DAG, counting the edges into each node
+            t, done = stack.pop()
+            if done:
+                order.append(t)
+                continue
+            refs[id(t)] = refs.get(id(t), 0) + 1
+            if refs[id(t)] > 1 or t.op in ("const", "slot"):
+                continue
+            stack.append((t, True))
+            stack.extend((x, False) for x in reversed(t.args) if isinstance(x, Term))
+        lines = []
+        for t in order:
+            if refs[id(t)] > 1 and id(t) not in self.temps and _total(t, memo):
+                code = self.value(t)
+                self._ntemps += 1
+                name = f"e{self._ntemps}"
+                if isinstance(code, tuple):  # a chunk that is already a name or a constant is not copied
+                    names = tuple(x if _IDENT.fullmatch(x) else f"{name}_{c}" for c, x in enumerate(code))
+                    lines += [f"{indent}const int64_t {n} = {x};" for n, x in zip(names, code) if n != x]
+                    self.temps[id(t)] = names
+                else:
+                    lines.append(f"{indent}const int64_t {name} = {code};")
+                    self.temps[id(t)] = name
+        return lines
+
+    def forget(self) -> None:
+        """Drop the shared locals (they belong to one transition or predicate)."""
+        self.temps.clear()
 
 
 class _Source:
@@ -165,10 +282,10 @@ class _Source:
     def __init__(self, prog: Program, layout: Layout):
         self.prog, self.layout = prog, layout
         for i, dom in enumerate(prog.slot_doms):
-            if len(layout.slot_columns[i]) > 1:
-                raise Unfusable(f"{prog.slot_names[i]} is a set of more than 63 elements")
             if dom.kind not in ("bool", "set") and not (-_I64 < dom.lo and dom.hi < _I64):
                 raise Unfusable(f"{prog.slot_names[i]} does not fit a 64-bit integer")
+        self.chunks = {s: len(cols) for s, cols in enumerate(layout.slot_columns) if len(cols) > 1}
+        self.wide = layout.words > WIDE  # states of many words are copied and hashed by loops
         self.T1 = len(prog.transitions) + 1
         self.text = "\n".join([PRELUDE, HELPERS, self._gen(), self._bad(), ""])
         lines = self.text.count("\n")
@@ -176,60 +293,89 @@ class _Source:
             raise Unfusable(f"its kernel has {lines:,} lines (the limit is {MAX_LINES:,})")
 
     # -- slots ---------------------------------------------------------------------------------
-    def _unpack(self, slots: set[int], ind: str) -> list[str]:
+    @staticmethod
+    def _word(w: int) -> str:
+        return f"w[{w}]"
+
+    def _unpack(self, slots: set[int], ind: str, body: list[str]) -> list[str]:
+        """Lines binding the slot locals (`s<slot>`, `s<slot>_<chunk>`) that `body` reads."""
+        named = set(_LOCAL.findall("\n".join(body)))
         out = []
         for s in sorted(slots):
-            c = self.layout.slot_columns[s][0]
-            raw = f"(w{c.word} >> {c.shift})" if c.shift else f"w{c.word}"
-            if c.shift + c.bits < 64:
-                raw = f"({raw} & UINT64_C({c.mask}))"
-            lo = f" + {_literal(c.lo)}" if c.lo else ""
-            out.append(f"{ind}const int64_t s{s} = (int64_t){raw}{lo};")
+            for c in self.layout.slot_columns[s]:
+                name = f"s{s}_{c.chunk}" if s in self.chunks else f"s{s}"
+                if name not in named:
+                    continue
+                raw = f"({self._word(c.word)} >> {c.shift})" if c.shift else self._word(c.word)
+                if c.shift + c.bits < 64:
+                    raw = f"({raw} & UINT64_C({c.mask}))"
+                lo = f" + {_literal(c.lo)}" if c.lo else ""
+                out.append(f"{ind}const int64_t {name} = (int64_t){raw}{lo};")
         return out
 
     def _words(self, ind: str) -> list[str]:
-        return [f"{ind}const uint64_t w{w} = W[{w} * ld + r];" for w in range(self.layout.words)]
+        return [f"{ind}for (int64_t k = 0; k < {self.layout.words}; k++) w[k] = W[k * ld + r];"]
 
-    def _pack(self, values: dict[int, str], ind: str) -> list[str]:
+    def _pack(self, values: dict[int, tuple], ind: str) -> tuple[list[str], list[int]]:
+        """Lines computing the successor's changed words n<k> from the row's and the new slot values, and
+        which words they are (narrow states: every word)."""
         lay = self.layout
-        lines = [f"{ind}uint64_t " + ", ".join(f"n{w} = w{w}" for w in range(lay.words)) + ";"]
-        for s, code in sorted(values.items()):
-            c = lay.slot_columns[s][0]
-            if c.bits == 0:
-                continue
-            keep = ~(c.mask << c.shift) & ((1 << 64) - 1)
-            if self.prog.slot_doms[s].kind == "bool":
-                val = f"(uint64_t)({code} != 0)"
-            else:
-                val = f"(uint64_t)({code} - {_literal(c.lo)})" if c.lo else f"(uint64_t){code}"
-            if c.shift:
-                val = f"({val} << {c.shift})"
-            lines.append(f"{ind}n{c.word} = (n{c.word} & UINT64_C({keep})) | {val};")
-        return lines
+        changed = sorted({c.word for s, codes in values.items() for c, code in zip(lay.slot_columns[s], codes)
+                          if c.bits and code is not None})
+        words = changed if self.wide else list(range(lay.words))
+        lines = [f"{ind}uint64_t " + ", ".join(f"n{w} = {self._word(w)}" for w in words) + ";"] if words else []
+        for s, codes in sorted(values.items()):
+            for c, code in zip(lay.slot_columns[s], codes):
+                if c.bits == 0 or code is None:
+                    continue
+                keep = ~(c.mask << c.shift) & ((1 << 64) - 1)
+                if self.prog.slot_doms[s].kind == "bool":
+                    val = f"(uint64_t)({code} != 0)"
+                else:
+                    val = f"(uint64_t)({code} - {_literal(c.lo)})" if c.lo else f"(uint64_t){code}"
+                if c.shift:
+                    val = f"({val} << {c.shift})"
+                lines.append(f"{ind}n{c.word} = (n{c.word} & UINT64_C({keep})) | {val};")
+        return lines, words
 
     # -- gen -------------------------------------------------------------------------------------
-    def _emit(self, tid: int, values: dict[int, str], ind: str) -> list[str]:
+    def _emit(self, tid: int, values: dict[int, tuple], ind: str) -> list[str]:
         lay = self.layout
         lines = [f"{ind}if (err) FAIL({tid});", f"{ind}g++;"]
-        lines += self._pack(values, ind)
-        moved = " || ".join(f"n{w} != w{w}" for w in range(lay.words))
+        packed, words = self._pack(values, ind)
+        lines += packed
+        if not words:
+            return lines
+        moved = " || ".join(f"n{w} != {self._word(w)}" for w in words)
         lines.append(f"{ind}if ({moved}) {{")
         i2 = ind + "    "
-        lines += [f"{i2}out_w[{w} * ldo + m] = n{w};" for w in range(lay.words)]
-        lines.append(f"{i2}uint64_t h = mix(n0 ^ UINT64_C({lay.seed}));")
-        lines += [f"{i2}h = mix(h ^ n{w});" for w in range(1, lay.words)]
+        if self.wide:
+            lines.append(f"{i2}for (int64_t k = 0; k < {lay.words}; k++) out_w[k * ldo + m] = w[k];")
+            lines += [f"{i2}out_w[{w} * ldo + m] = n{w};" for w in words]
+            lines.append(f"{i2}uint64_t h = hash_col(out_w + m, ldo, {lay.words}, UINT64_C({lay.seed}));")
+        else:
+            lines += [f"{i2}out_w[{w} * ldo + m] = n{w};" for w in range(lay.words)]
+            lines.append(f"{i2}uint64_t h = mix(n0 ^ UINT64_C({lay.seed}));")
+            lines += [f"{i2}h = mix(h ^ n{w});" for w in range(1, lay.words)]
         if not lay.exact:
             lines.append(f"{i2}if (!h) h = 1;")
         lines += [f"{i2}out_fp[m] = h;", f"{i2}out_key[m] = r * {self.T1} + {tid};", f"{i2}m++;", f"{ind}}}"]
         return lines
 
     def _transition(self, ex: _Expr, tid: int, t: Transition, ind0: str) -> list[str]:
+        """A transition's block: its first guard, the subterms the rest shares, the other checks in order,
+        then the new values, their range checks and the successor (the scalar code generator's order)."""
         label = t.label.replace("*/", "* /")
         lines = [f"{ind0}{{ /* {label} */"]
         ind = ind0 + "    "
         depth = 0
+        checks = list(t.checks)
+        if checks and checks[0].kind == "require":
+            lines.append(f"{ind}if ({ex(checks.pop(0).term)}) {{")
+            ind, depth = ind + "    ", depth + 1
+        lines += ex.share([c.term for c in checks] + list(t.updates.values()), ind)
         pending: list[str] = []
-        for c in t.checks:
+        for c in checks:
             if c.kind == "require":
                 pending.append(ex(c.term))
                 continue
@@ -247,13 +393,19 @@ class _Source:
                 ind, depth = ind + "    ", depth + 1
             values = {}
             for s, term in sorted(t.updates.items()):
-                lines.append(f"{ind}const int64_t v{s} = {ex(term)};")
+                codes = ex.sets(term) if s in self.chunks else (ex(term),)
+                names = tuple(f"v{s}_{c}" for c in range(len(codes))) if s in self.chunks else (f"v{s}",)
+                if s in self.chunks:  # a chunk that keeps its own value takes no code, one that is a name no copy
+                    names = tuple(None if x == f"s{s}_{c}" else x if _IDENT.fullmatch(x) else n
+                                  for c, (n, x) in enumerate(zip(names, codes)))
+                lines += [f"{ind}const int64_t {n} = {x};" for n, x in zip(names, codes) if n not in (None, x)]
                 bounds = _range_check(self.prog, s, term)
                 if bounds is not None:
                     lo, hi = (_literal(b) for b in bounds)
                     lines.append(f"{ind}if (!({lo} <= v{s} && v{s} <= {hi})) FAIL({tid});")
-                values[s] = f"v{s}"
+                values[s] = names
             lines += self._emit(tid, values, ind)
+        ex.forget()
         for _ in range(depth):
             ind = ind[:-4]
             lines.append(f"{ind}}}")
@@ -261,41 +413,55 @@ class _Source:
         return lines
 
     def _gen(self) -> str:
-        ex = _Expr()
-        ind = "        "
-        body: list[str] = []
+        """One static function per transition (small functions keep the compiler fast on large specs; it
+        inlines them where that pays), and `gen`, the row loop that calls them in order."""
+        out: list[str] = []
+        args = "w, r, &m, &g, out_w, ldo, out_fp, out_key, info"
+        calls = []
         for tid, t in enumerate(self.prog.transitions):
-            body += self._transition(ex, tid, t, ind)
-        head = ["int64_t gen(const uint64_t *W, int64_t ld, int64_t start, int64_t stop, int deadlock, uint64_t *out_w,",
+            ex = _Expr(self.chunks)
+            body = self._transition(ex, tid, t, "    ")
+            out += [f"static int t{tid}(const uint64_t *w, int64_t r, int64_t *mp, int64_t *gp, uint64_t *out_w, "
+                    "int64_t ldo, uint64_t *out_fp, int64_t *out_key, int64_t *info) {",
+                    "    int err = 0;", "    int64_t m = *mp, g = *gp;"]
+            out += self._unpack(ex.used, "    ", body) + body + ["    *mp = m;", "    *gp = g;", "    return 0;", "}"]
+            calls.append(f"        if (t{tid}({args})) return m;")
+        ind = "        "
+        out += ["int64_t gen(const uint64_t *W, int64_t ld, int64_t start, int64_t stop, int deadlock, uint64_t *out_w,",
                 "            int64_t ldo, uint64_t *out_fp, int64_t *out_key, int64_t *info) {",
                 "    int64_t m = 0, g = 0;",
-                "    int err = 0;",
+                f"    uint64_t w[{self.layout.words}];",
                 "    for (int64_t r = start; r < stop; r++) {"]
-        head += self._words(ind) + self._unpack(ex.used, ind) + [f"{ind}const int64_t g0 = g;"]
-        tail = [f"{ind}if (deadlock && g == g0) {{ info[0] = 2; info[1] = r; info[3] = g; return m; }}",
+        out += self._words(ind) + [f"{ind}const int64_t g0 = g;"] + calls
+        out += [f"{ind}if (deadlock && g == g0) {{ info[0] = 2; info[1] = r; info[3] = g; return m; }}",
                 "    }", "    info[3] = g;", "    return m;", "}"]
-        return "\n".join(head + body + tail)
+        return "\n".join(out)
 
     # -- bad -------------------------------------------------------------------------------------
     def _bad(self) -> str:
-        ex = _Expr()
-        ind = "        "
-        body: list[str] = []
-        for p in self.prog.invariants:
-            body += self._predicate(p, ex, ind)
-        head = ["int64_t bad(const uint64_t *W, int64_t ld, int64_t start, int64_t stop) {",
-                "    for (int64_t r = start; r < stop; r++) {",
-                f"{ind}int err = 0;"]
-        head += self._words(ind) + self._unpack(ex.used, ind)
-        return "\n".join(head + body + [f"{ind}(void)err;", "    }", "    return -1;", "}"])
-
-    @staticmethod
-    def _predicate(p: Predicate, ex: _Expr, ind: str) -> list[str]:
-        if p.error is not None or p.term is False:
-            return [f"{ind}return r;"]
-        if p.term is True:
-            return []
-        return [f"{ind}if (!{ex(p.term)} || err) return r;"]
+        """One static function per invariant (true where it is violated or fails to evaluate), and `bad`."""
+        out: list[str] = []
+        tests = []
+        for i, p in enumerate(self.prog.invariants):
+            if p.error is not None or p.term is False:
+                tests.append("1")
+                break
+            if p.term is True:
+                continue
+            ex = _Expr(self.chunks)
+            lines = ex.share([p.term], "    ")
+            test = ex(p.term)
+            body = lines + [f"    return !{test} || err;", "}"]
+            out += [f"static int inv{i}(const uint64_t *w) {{", "    int err = 0;"] + self._unpack(ex.used, "    ", body)
+            out += body
+            tests.append(f"inv{i}(w)")
+        out += ["int64_t bad(const uint64_t *W, int64_t ld, int64_t start, int64_t stop) {",
+                f"    uint64_t w[{self.layout.words}];",
+                "    for (int64_t r = start; r < stop; r++) {"]
+        out += self._words("        ")
+        out += [f"        if ({' || '.join(tests)}) return r;" if tests else "        (void)w;",
+                "    }", "    return -1;", "}"]
+        return "\n".join(out)
 
 
 _P, _I = ctypes.c_void_p, ctypes.c_int64
