@@ -45,6 +45,7 @@ class VectorReduction:
             for c in layout.slot_columns[s]:
                 self.vmask[c.word] |= c.mask << c.shift
         self.vmask_np = [np.uint64(m) for m in self.vmask]
+        self.vmask_array = np.array(self.vmask, dtype=np.uint64)  # for the fused kernel
         self.level = FingerprintTable()
         self.stats = PorStats()
 

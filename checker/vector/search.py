@@ -222,8 +222,7 @@ class VectorSearch:
         self.budget = Budget(vopts.memory, vopts.spill_dir)
         self.batch = vopts.batch or int(np.clip(TARGET_CANDIDATES // max(vm.ntrans, 1), 1 << 10, 1 << 20))
         self.table = VisitedSet()
-        self.native = kernels.Native(vm.model.prog, vm.layout, not (opts.por or vm.model.constraint_names),
-                                     vopts.native)
+        self.native = kernels.Native(vm.model.prog, vm.layout, not vm.model.constraint_names, vopts.native)
         self.k = kernels.backend()  # the loops in use: C once loaded, numpy before
         self.fused = self.native.fused if self.native.loaded else None  # the spec's C successor function
         self.scratch = (_Scratch(), _Scratch())  # two, so that the next batch is prepared while one is inserted
@@ -572,7 +571,8 @@ class VectorSearch:
     def _prepare_fused(self, words: np.ndarray, base: int, scratch: _Scratch) -> Prepared:
         """`prepare` by the spec's fused kernel: the candidates come out in serial order, fingerprinted,
         and the kernel stops at the batch's first failing step or deadlock. On two threads each runs it on
-        half of the rows, into its own stretch of the outputs."""
+        half of the rows, into its own stretch of the outputs. With a reduction the kernel also marks each
+        row's enabled and unsafe steps, from which the reduced sets are chosen."""
         n, T1, nt = words.shape[1], self.vm.ntrans + 1, self.vm.ntrans
         scratch.fit_fused(max(n, self.batch) * nt, self.layout.words)
         words = np.ascontiguousarray(words)
@@ -580,10 +580,14 @@ class VectorSearch:
         halves = [(0, n)] if not self.split or n < 2 else [(0, n // 2), (n // 2, n)]
         infos = [np.zeros(4, dtype=np.int64) for _ in halves]
         offsets = [lo * nt for lo, _hi in halves]
+        marks = None
+        if self.por is not None:
+            marks = (np.zeros((nt, n), dtype=np.uint8), np.zeros((nt, n), dtype=np.uint8), self.por.vmask_array)
 
         def gen(k: int) -> int:
             lo, hi = halves[k]
-            return fused.gen(words, lo, hi, deadlock, scratch.cand, scratch.fps, scratch.keys, infos[k], offsets[k])
+            return fused.gen(words, lo, hi, deadlock, scratch.cand, scratch.fps, scratch.keys, infos[k], offsets[k],
+                             marks)
 
         if len(halves) == 2:
             other = self.insert_pool.submit(gen, 1)
@@ -591,18 +595,55 @@ class VectorSearch:
         else:
             counts = [gen(0)]
         stops: list[tuple[int, str, Any]] = []
-        for info in infos:
+        for info in infos:  # a reduced search stops at a failing or deadlocked row before any of its steps
             if info[0] == 1:
-                stops.append(((base + int(info[1])) * T1 + int(info[2]), "step", int(info[1])))
+                stops.append(((base + int(info[1])) * T1 + (-1 if marks else int(info[2])), "step", int(info[1])))
             elif info[0] == 2:
-                stops.append(((base + int(info[1])) * T1 + T1 - 1, "deadlock", int(info[1])))
+                stops.append(((base + int(info[1])) * T1 + (-1 if marks else T1 - 1), "deadlock", int(info[1])))
             if stops:
                 break  # the first half's stop comes before anything of the second
         segments = tuple((off, off + m) for off, m in zip(offsets, counts))
         c = FusedCandidates(words, scratch.cand, scratch.keys, T1)
         fingerprints = (scratch.fps, None, segments[-1][1])  # positions: the candidates' own indices
+        por = None
+        if marks is not None:
+            from .reduced import PackedColumns
+
+            enabled = marks[0].view(np.bool_)
+            ample, reduced = self.por.red.choose(PackedColumns(self.layout, words), enabled, marks[1].view(np.bool_))
+            por = (ample, reduced, enabled)
         return Prepared(words, base, c, None, None, NO_FILTER, stops, int(sum(i[3] for i in infos)), None, NO_HIDDEN,
-                        fingerprints, segments=segments)
+                        fingerprints, por, segments)
+
+    def _proviso_fused(self, b: Prepared) -> None:
+        """`_proviso` for the fused kernel's candidates: keep those of the reduced sets (all of a row whose
+        kept successors include a state of this level or an earlier one), as (fingerprints, positions)."""
+        por, c = self.por, b.c
+        assert por is not None and b.por is not None and b.segments is not None
+        ample, reduced, enabled = b.por
+        T1, n = self.vm.ntrans + 1, b.words.shape[1]
+        pos = np.concatenate([np.arange(lo, hi, dtype=np.int64) for lo, hi in b.segments])
+        rows, tids = np.divmod(c.keys[pos], T1)
+        fps = b.fingerprints[0][pos]
+        keep = ample[tids, rows]
+        probe = (keep & reduced[rows]).nonzero()[0]
+        back = por.proviso(self.table, fps[probe], rows[probe], reduced, n)
+        keep |= (~reduced | back)[rows]
+        explored = ample | (enabled & back)
+        self._count_reduction(enabled, explored, reduced, back)
+        b.explored = [np.nonzero(explored[tid])[0] for tid in range(self.vm.ntrans)]
+        b.enabled = sum(e.size for e in b.explored)
+        kept = keep.nonzero()[0]
+        b.fingerprints = (np.ascontiguousarray(fps[kept]), np.ascontiguousarray(pos[kept]), kept.size)
+        b.segments = None
+
+    def _count_reduction(self, enabled: np.ndarray, explored: np.ndarray, reduced: np.ndarray,
+                         back: np.ndarray) -> None:
+        st = self.por.stats
+        st.enabled += int(enabled[:, enabled.any(axis=0)].sum())
+        st.pruned += int((enabled & ~explored).sum())
+        st.reduced += int((reduced & ~back).sum())
+        st.proviso += int(back.sum())
 
     def _proviso(self, b: Prepared) -> None:
         """Narrow a prepared batch to the reduced sets, expanding fully the rows whose reduced successors
@@ -619,11 +660,7 @@ class VectorSearch:
         back = por.proviso(self.table, fps, c.rows[probe], reduced, n)
         keep |= (~reduced | back)[c.rows]
         explored = ample | (enabled & back)
-        st = por.stats
-        st.enabled += int(enabled[:, enabled.any(axis=0)].sum())
-        st.pruned += int((enabled & ~explored).sum())
-        st.reduced += int((reduced & ~back).sum())
-        st.proviso += int(back.sum())
+        self._count_reduction(enabled, explored, reduced, back)
         b.explored = [np.nonzero(explored[tid])[0] for tid in range(self.vm.ntrans)]
         b.enabled = sum(e.size for e in b.explored)
         if b.hidden.size:
@@ -670,7 +707,9 @@ class VectorSearch:
         return m
 
     def _expand(self, b: Prepared, level: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:
-        if b.por is not None:
+        if b.por is not None and b.order is None:
+            self._proviso_fused(b)
+        elif b.por is not None:
             self._proviso(b)
             fps, ks, count = b.fingerprints
             b.fingerprints = (fps, ks, self.k.keep_allowed(fps, ks, count, b.order, b.allow))

@@ -366,15 +366,35 @@ def test_growing_in_slices_keeps_every_key(monkeypatch):
     assert table.nbytes <= 16 * len(keys)
 
 
+@pytest.mark.parametrize("native", NATIVE)
 @pytest.mark.parametrize("spec, params", [("token_ring", {"n": 4, "laps": 2}), ("two_phase_commit", {"rm": 3})])
-def test_reduced_search_in_small_batches_agrees_with_the_scalar_engine(spec, params):
+def test_reduced_search_in_small_batches_agrees_with_the_scalar_engine(spec, params, native):
     """The cycle proviso reads the visited table between batches: many batches per level, one result."""
     scalar = check(load_model(spec, params), Options(por=True))
     for threads in (1, 2):
-        vector = threaded(spec, params, VectorOptions(batch=37), por=True) if threads == 2 else \
-            check_vector(load_model(spec, params), Options(por=True), vopts=VectorOptions(batch=37))
+        vopts = VectorOptions(batch=37, native=native)
+        vector = threaded(spec, params, vopts, por=True) if threads == 2 else \
+            check_vector(load_model(spec, params), Options(por=True), vopts=vopts)
         assert outcome(vector) == outcome(scalar)
         assert any(n.startswith("partial-order reduction:") for n in vector.notes)
+
+
+def _actor_cases() -> list[tuple[str, dict]]:
+    from tests.checker.test_por import EXTRA, LARGE, SMALL_SPECS, VARIANTS
+
+    return [(s, {}) for s in SMALL_SPECS + EXTRA + sorted(LARGE)] + VARIANTS + [("psmr", {})]
+
+
+@pytest.mark.parametrize("deadlock", [True, False])
+@pytest.mark.parametrize("spec, params", _actor_cases())
+def test_reduced_search_in_c_agrees_with_the_scalar_engine(spec, params, deadlock):
+    """The fused kernel marks each row's enabled and unsafe steps; the reduced sets, the proviso and every
+    count and counterexample are the scalar reduced search's (the larger specs up to a bound)."""
+    model = load_model(spec, params)
+    opts = Options(por=True, deadlock=deadlock, max_states=AGREEMENT_BOUND)
+    vector = check_vector(model, opts, vopts=VectorOptions(native="always"))
+    assert outcome(vector) == outcome(check(model, opts))
+    assert not [n for n in vector.notes if "numpy passes" in n]
 
 
 def test_a_search_resumed_twice_writes_the_links_of_an_uninterrupted_one(tmp_path):

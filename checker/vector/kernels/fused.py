@@ -43,7 +43,12 @@ _LOCAL = re.compile(r"\bs\d+(?:_\d+)?\b")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|-?[0-9]+|INT64_C\(-?[0-9]+\)")
 
 HELPERS = r"""
-#define FAIL(t) do { info[0] = 1; info[1] = r; info[2] = (t); info[3] = g; *mp = m; *gp = g; return 1; } while (0)
+typedef struct {
+    uint64_t *w; int64_t ld; uint64_t *fp; int64_t *key; int64_t *info;  /* candidates, stop */
+    uint8_t *en; uint8_t *un; int64_t lde; const uint64_t *vm;          /* enabled, unsafe (reduction) */
+} Out;
+#define FAIL(t) do { o->info[0] = 1; o->info[1] = r; o->info[2] = (t); o->info[3] = g; *mp = m; *gp = g; return 1; } \
+    while (0)
 static inline int64_t pdiv(int64_t a, int64_t b, int *err) {
     if (!b) { *err = 1; return 0; }
     int64_t q = a / b;
@@ -340,26 +345,31 @@ class _Source:
 
     # -- gen -------------------------------------------------------------------------------------
     def _emit(self, tid: int, values: dict[int, tuple], ind: str) -> list[str]:
+        """An enabled step: counted; with a reduction, marked enabled (and unsafe when it loops or writes a
+        visible bit); stored with its fingerprint and serial key unless it loops."""
         lay = self.layout
         lines = [f"{ind}if (err) FAIL({tid});", f"{ind}g++;"]
         packed, words = self._pack(values, ind)
         lines += packed
+        moved = " || ".join(f"n{w} != w[{w}]" for w in words) or "0"
+        visible = "".join(f" || ((n{w} ^ w[{w}]) & o->vm[{w}])" for w in words)
+        lines += [f"{ind}const int mv = {moved};",
+                  f"{ind}if (o->en) {{ o->en[{tid} * o->lde + r] = 1; o->un[{tid} * o->lde + r] = !mv{visible}; }}"]
         if not words:
             return lines
-        moved = " || ".join(f"n{w} != {self._word(w)}" for w in words)
-        lines.append(f"{ind}if ({moved}) {{")
+        lines.append(f"{ind}if (mv) {{")
         i2 = ind + "    "
         if self.wide:
-            lines.append(f"{i2}for (int64_t k = 0; k < {lay.words}; k++) out_w[k * ldo + m] = w[k];")
-            lines += [f"{i2}out_w[{w} * ldo + m] = n{w};" for w in words]
-            lines.append(f"{i2}uint64_t h = hash_col(out_w + m, ldo, {lay.words}, UINT64_C({lay.seed}));")
+            lines.append(f"{i2}for (int64_t k = 0; k < {lay.words}; k++) o->w[k * o->ld + m] = w[k];")
+            lines += [f"{i2}o->w[{w} * o->ld + m] = n{w};" for w in words]
+            lines.append(f"{i2}uint64_t h = hash_col(o->w + m, o->ld, {lay.words}, UINT64_C({lay.seed}));")
         else:
-            lines += [f"{i2}out_w[{w} * ldo + m] = n{w};" for w in range(lay.words)]
+            lines += [f"{i2}o->w[{w} * o->ld + m] = n{w};" for w in range(lay.words)]
             lines.append(f"{i2}uint64_t h = mix(n0 ^ UINT64_C({lay.seed}));")
             lines += [f"{i2}h = mix(h ^ n{w});" for w in range(1, lay.words)]
         if not lay.exact:
             lines.append(f"{i2}if (!h) h = 1;")
-        lines += [f"{i2}out_fp[m] = h;", f"{i2}out_key[m] = r * {self.T1} + {tid};", f"{i2}m++;", f"{ind}}}"]
+        lines += [f"{i2}o->fp[m] = h;", f"{i2}o->key[m] = r * {self.T1} + {tid};", f"{i2}m++;", f"{ind}}}"]
         return lines
 
     def _transition(self, ex: _Expr, tid: int, t: Transition, ind0: str) -> list[str]:
@@ -416,19 +426,20 @@ class _Source:
         """One static function per transition (small functions keep the compiler fast on large specs; it
         inlines them where that pays), and `gen`, the row loop that calls them in order."""
         out: list[str] = []
-        args = "w, r, &m, &g, out_w, ldo, out_fp, out_key, info"
+        args = "w, r, &m, &g, &o"
         calls = []
         for tid, t in enumerate(self.prog.transitions):
             ex = _Expr(self.chunks)
             body = self._transition(ex, tid, t, "    ")
-            out += [f"static int t{tid}(const uint64_t *w, int64_t r, int64_t *mp, int64_t *gp, uint64_t *out_w, "
-                    "int64_t ldo, uint64_t *out_fp, int64_t *out_key, int64_t *info) {",
+            out += [f"static int t{tid}(const uint64_t *w, int64_t r, int64_t *mp, int64_t *gp, const Out *o) {{",
                     "    int err = 0;", "    int64_t m = *mp, g = *gp;"]
             out += self._unpack(ex.used, "    ", body) + body + ["    *mp = m;", "    *gp = g;", "    return 0;", "}"]
             calls.append(f"        if (t{tid}({args})) return m;")
         ind = "        "
         out += ["int64_t gen(const uint64_t *W, int64_t ld, int64_t start, int64_t stop, int deadlock, uint64_t *out_w,",
-                "            int64_t ldo, uint64_t *out_fp, int64_t *out_key, int64_t *info) {",
+                "            int64_t ldo, uint64_t *out_fp, int64_t *out_key, int64_t *info, uint8_t *en, uint8_t *un,",
+                "            int64_t lde, const uint64_t *vm) {",
+                "    const Out o = {out_w, ldo, out_fp, out_key, info, en, un, lde, vm};",
                 "    int64_t m = 0, g = 0;",
                 f"    uint64_t w[{self.layout.words}];",
                 "    for (int64_t r = start; r < stop; r++) {"]
@@ -479,21 +490,29 @@ class Fused:
 
     def bind(self, lib: ctypes.CDLL) -> None:
         """Use the loaded library."""
-        lib.gen.argtypes = [_P, _I, _I, _I, ctypes.c_int, _P, _I, _P, _P, _P]
+        lib.gen.argtypes = [_P, _I, _I, _I, ctypes.c_int, _P, _I, _P, _P, _P, _P, _P, _I, _P]
         lib.gen.restype = _I
         lib.bad.argtypes = [_P, _I, _I, _I]
         lib.bad.restype = _I
         self.lib = lib
 
     def gen(self, words: np.ndarray, start: int, stop: int, deadlock: bool, out_w: np.ndarray, out_fp: np.ndarray,
-            out_key: np.ndarray, info: np.ndarray, offset: int = 0) -> int:
+            out_key: np.ndarray, info: np.ndarray, offset: int = 0, marks: tuple | None = None) -> int:
         """Candidates of rows start..stop-1 of `words` into the outputs from entry `offset` (room for
-        (stop - start) * transitions of them is the caller's to ensure); how many."""
+        (stop - start) * transitions of them is the caller's to ensure); how many. `marks`, for a reduction,
+        is (enabled, unsafe, visible): two (transitions, rows) uint8 arrays to mark each row's enabled steps
+        and those that loop or change a visible bit, and the visible bits of each word."""
         assert self.lib is not None and words.flags.c_contiguous and out_w.flags.c_contiguous
         assert offset + (stop - start) * (self.T1 - 1) <= out_fp.size
+        en = un = vm = None
+        lde = 0
+        if marks is not None:
+            e, u, v = marks
+            assert e.flags.c_contiguous and u.flags.c_contiguous and e.shape == u.shape == (self.T1 - 1, words.shape[1])
+            en, un, vm, lde = e.ctypes.data, u.ctypes.data, v.ctypes.data, e.shape[1]
         return int(self.lib.gen(words.ctypes.data, words.shape[1], start, stop, int(deadlock),
                                 out_w.ctypes.data + 8 * offset, out_w.shape[1], out_fp.ctypes.data + 8 * offset,
-                                out_key.ctypes.data + 8 * offset, info.ctypes.data))
+                                out_key.ctypes.data + 8 * offset, info.ctypes.data, en, un, lde, vm))
 
     def bad(self, words: np.ndarray, start: int, stop: int) -> int:
         """The first of states start..stop-1 of `words` that violates an invariant, or -1."""
