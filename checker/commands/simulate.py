@@ -15,7 +15,7 @@ from lockstep.specs.lang.population import ALL, Population
 from ..errors import UsageError
 from ..loader import LoadError, parse_params, resolve
 from ..probabilistic import smc
-from ..probabilistic.batched import AGENT_LIMIT, Simulator, auto_method
+from ..probabilistic.batched import AGENT_LIMIT, BATCH_CAP, Simulator, auto_method
 from .analyze import load_population, target_name
 from .common import add_spec_arguments, natural, output_file, positive
 
@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
               f"= {mean / n:,.3f} ± {half / n:,.3f} parallel time = {mean / nlogn:.3f} · n ln n; "
               f"min {min(hits) / n:,.3f}, max {max(hits) / n:,.3f} parallel time")
     if not args.sequential:
-        batch = f"after each batch of about 0.63·√n = {0.63 * math.sqrt(n):,.0f} interactions, " \
+        batch = f"after each batch of about {min(0.63 * math.sqrt(n), BATCH_CAP):,.0f} interactions, " \
             if method == "batched" else ""
         print(f"  (the target is tested {batch}every {every:,} interactions; --sequential gives "
               "interaction-exact times)")

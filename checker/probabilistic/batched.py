@@ -8,10 +8,10 @@ Both methods run exactly that, one interaction at a time, in a compiled kernel (
   Kaaser, Meyer, Penschuck and Tran ("Simulating population protocols in sub-constant time per
   interaction", ESA 2020): a batch ends with the first interaction that meets an agent already
   used in it, so inside a batch every agent is in its state before or after it, and a batch holds
-  about 0.63·√n interactions. At the start of a batch the agents are relabelled in state order
+  about 0.63·√n interactions (at most `BATCH_CAP` + 1). At the start of a batch the agents are relabelled in state order
   (the scheduler picks a uniform pair whatever the labels, so this changes nothing), an agent not
   yet used in the batch has the state of its label's block, and the used ones are kept with their
-  states in a hash table of O(√n) rows.
+  states in a hash table.
 
 Both cost a few tens of nanoseconds per interaction. The agent array is faster while it stays in
 the cache (`FAST_AGENT_BYTES`), the configuration beyond, and `Simulator` picks accordingly.
@@ -19,7 +19,6 @@ the cache (`FAST_AGENT_BYTES`), the configuration beyond, and `Simulator` picks 
 
 from __future__ import annotations
 
-import math
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +29,7 @@ from lockstep.specs.lang.population import Population
 
 AGENT_LIMIT = 1 << 24  # the most agents held as an array when every interaction is observed (`simulate --sequential`)
 FAST_AGENT_BYTES = 2 << 20  # up to this size the agent array is faster than batches (measured, docs/population.md)
-BATCH_CAP = 1 << 18  # collision-free interactions per batch at most (its hash table: 4·cap rows of 24 bytes)
+BATCH_CAP = 1 << 11  # collision-free interactions per batch at most: its hash table (192 KiB) stays in the cache
 
 
 def agent_dtype(Q: int) -> np.dtype:
@@ -75,7 +74,8 @@ class Simulator:
     `method` "agents" runs the sequential scheduler on an array of agents; "batched" runs it on the
     configuration alone, in the batches described above (any n; `max_batch` caps a batch's
     collision-free interactions, and 1 makes every interaction a batch; a batch also ends after
-    min(4·√n + 16, `BATCH_CAP`) of them, which bounds its memory); "auto" (the default) is
+    `BATCH_CAP` of them, so that its hash table stays in the cache: at n ≤ 10⁶ a batch rarely gets
+    that long, beyond it is cut more and more often); "auto" (the default) is
     `auto_method`. Both are exact in distribution, and a run is determined by its seed. `track`
     (batched only) keeps in `touched` the states held at some moment of the last batch.
     """
@@ -104,7 +104,7 @@ class Simulator:
         self._out_a, self._out_b, self._cum = rule_table(protocol)
         self._state = kernels.seed_state(self.rng)
         if self.method == "batched":
-            self._cap = min(max_batch or BATCH_CAP, 4 * math.isqrt(self.n) + 16, BATCH_CAP)
+            self._cap = min(max_batch or BATCH_CAP, BATCH_CAP)
             self._table = np.zeros((1 << (4 * self._cap - 1).bit_length(), 3), dtype=np.int64)
             self._batch = 0
             self._touched = np.zeros(self.Q, dtype=np.bool_)
@@ -161,7 +161,7 @@ class Simulator:
         not hold within `limit` more. With agents the test runs every `every` interactions, so the time
         is exact with `every=1` and late by less than `every` otherwise; batched, it runs after the batch
         that ends at or past each multiple of `every`, so it is exact with `max_batch=1, every=1` and
-        otherwise late by less than one batch (about 0.63·√n interactions) plus `every`."""
+        otherwise late by less than one batch (about min(0.63·√n, `BATCH_CAP`) interactions) plus `every`."""
         begin = self.t
         end, check = begin + limit, begin
         if test(self.config()):

@@ -13,7 +13,7 @@ probabilities. So both are exact by construction. They differ in how an agent's 
   labels holds its label (found through a guide table over the prefix sums of the counts); the
   agents used in the batch and their current states are kept in a hash table. A batch ends with
   the first interaction that meets an agent already used in it (or at its cap), so inside a batch
-  every agent is in its state before or after it. Memory is O(√n + Q): the batch's agents.
+  every agent is in its state before or after it. Memory is O(Q + cap), whatever n.
 
 Random numbers come from xoshiro256**, whose 256-bit state is seeded from the simulator's numpy
 generator, so a run is determined by its seed.
