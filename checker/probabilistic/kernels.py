@@ -28,7 +28,7 @@ _MASK32 = uint64(0xFFFFFFFF)
 _GOLDEN = uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing of agent labels
 
 
-@njit
+@njit(inline="always")
 def _next(s: np.ndarray) -> uint64:
     """xoshiro256** (Blackman & Vigna): the next 64 random bits; `s` is the 4-word state."""
     x = s[1] * uint64(5)
@@ -43,7 +43,7 @@ def _next(s: np.ndarray) -> uint64:
     return r
 
 
-@njit
+@njit(inline="always")
 def _below(s: np.ndarray, n: int) -> int:
     """A uniform integer in [0, n), n < 2**32 (Lemire's multiply-shift with rejection: unbiased)."""
     bound = uint64(n)
@@ -57,7 +57,7 @@ def _below(s: np.ndarray, n: int) -> int:
     return np.int64(m >> uint64(32))
 
 
-@njit
+@njit(inline="always")
 def _below_any(s: np.ndarray, n: int, mask: uint64) -> int:
     """A uniform integer in [0, n) for any n < 2**63; `mask` is 2**k − 1 ≥ n − 1 (used from 2**32 on)."""
     if n < 0x100000000:
@@ -66,17 +66,6 @@ def _below_any(s: np.ndarray, n: int, mask: uint64) -> int:
     while r >= uint64(n):
         r = _next(s) & mask
     return np.int64(r)
-
-
-@njit
-def _outcome(s: np.ndarray, cum: np.ndarray, k: int, outcomes: int) -> int:
-    """Which outcome of the pair k = a·Q + b happens: the first j with the uniform draw below `cum[k, j]`."""
-    o = 0
-    if outcomes > 1:
-        r = float(_next(s) >> uint64(11)) * (1.0 / 9007199254740992.0)
-        while r >= cum[k, o]:
-            o += 1
-    return o
 
 
 @njit(cache=True)
@@ -96,7 +85,11 @@ def interact(agents: np.ndarray, counts: np.ndarray, out_a: np.ndarray, out_b: n
         u = agents[i]
         v = agents[j]
         k = u * q + v
-        o = _outcome(state, cum, k, outcomes)
+        o = 0
+        if outcomes > 1:  # the first outcome whose cumulative probability exceeds a uniform draw
+            r = float(_next(state) >> uint64(11)) * (1.0 / 9007199254740992.0)
+            while r >= cum[k, o]:
+                o += 1
         a2 = out_a[k, o]
         b2 = out_b[k, o]
         if a2 != u:
@@ -109,7 +102,7 @@ def interact(agents: np.ndarray, counts: np.ndarray, out_a: np.ndarray, out_b: n
             counts[b2] += 1
 
 
-@njit
+@njit(inline="always")
 def _slot(table: np.ndarray, agent: int, batch: int, shift: uint64) -> int:
     """The row of `agent` in the hash table, or the free row where it would go (linear probing;
     a row belongs to the current batch while its column 2 holds the batch's number)."""
@@ -120,7 +113,7 @@ def _slot(table: np.ndarray, agent: int, batch: int, shift: uint64) -> int:
     return h
 
 
-@njit
+@njit(inline="always")
 def _block(ends: np.ndarray, guide: np.ndarray, shift: int, label: int) -> int:
     """The block of labels that holds `label`: the least x with ends[x] > label, from the guide's guess."""
     x = guide[label >> shift]
@@ -141,7 +134,7 @@ def batches(counts: np.ndarray, n: int, out_a: np.ndarray, out_b: np.ndarray, cu
     lists the states held, label l is in block x of `held` when ends[x−1] ≤ l < ends[x], and `guide`
     maps the high bits of a label to the block of the first label with those bits, from which
     `_block` scans forward. `table` (rows: agent, state, batch number;
-    a power of two ≥ 4·cap rows) holds the agents used in the current batch; `batch` is the previous
+    a power of two > 2·cap rows) holds the agents used in the current batch; `batch` is the previous
     batch's number. With `track`, `touched` marks the states held at some moment of the last batch.
     `out_a`, `out_b`, `cum` are the rule table as in `interact`."""
     q = counts.shape[0]
@@ -196,7 +189,11 @@ def batches(counts: np.ndarray, n: int, out_a: np.ndarray, out_b: np.ndarray, cu
             u = table[si, 1] if used_i else held[_block(ends, guide, shift, i)]
             v = table[sj, 1] if used_j else held[_block(ends, guide, shift, j)]
             k = u * q + v
-            o = _outcome(state, cum, k, outcomes)
+            o = 0
+            if outcomes > 1:
+                r = float(_next(state) >> uint64(11)) * (1.0 / 9007199254740992.0)
+                while r >= cum[k, o]:
+                    o += 1
             a2 = out_a[k, o]
             b2 = out_b[k, o]
             counts[u] -= 1

@@ -304,7 +304,7 @@ def test_a_run_is_determined_by_its_seed_and_the_method_by_the_size():
             sim.run(20_000)
             ends.add(sim.config())
         assert len(ends) == 1
-    assert auto_method(1_500_000, 160) == "agents" and auto_method(1_500_000, 300) == "batched"  # 1 or 2 bytes per agent
+    assert auto_method(2_500_000, 160) == "agents" and auto_method(2_500_000, 300) == "batched"  # 1 or 2 bytes per agent
     assert auto_method(10**7, 16) == "batched" and auto_method(10**4, 16, track=True) == "batched"
 
 
