@@ -1,25 +1,37 @@
-"""Population-protocol benchmarks: simulator throughput against ppsim, and the exact chain's reach.
+"""Population-protocol benchmarks: simulator throughput against ppsim, start-up, and the exact chain's reach.
 
-1. Throughput: Lockstep's simulator (the default, the agent-array scheduler up to 2^24 agents; and
-   the batched one) and ppsim (the Rust multibatch simulator, installed with
-   `pip install -e '.[bench]'`) run the same phase-clock rule table from the same start for the
-   same number of interactions at n = 10⁴, 10⁵ and 10⁶; the table gives interactions per second
-   and the ratio of the default to ppsim. Without ppsim the baseline column is left out.
-2. Exact chain: for growing n, the time to build the configuration chain from every configuration
+1. Throughput: Lockstep's two simulators (the agent array and the batched one on the configuration;
+   "default" is the one `Simulator` picks at that size) and ppsim (the Rust multibatch simulator,
+   installed with `pip install -e '.[bench]'`) run the same phase-clock rule table from the same
+   start for the same number of interactions at n = 10⁴, 10⁵ and 10⁶, null interactions counted by
+   both (each checks its interaction counter afterwards). Each first runs n interactions untimed
+   (Lockstep loads or compiles its kernel then), then the timed interactions; best of three seeds,
+   interleaved. The ratio is default / ppsim. Without ppsim the baseline column is left out.
+2. Start-up: `lockstep simulate phase_clock -p n=10000` (one short run) in a fresh process, with the
+   kernel cache warm and with an empty cache (numba compiles the kernel), and `import ppsim`.
+3. Exact chain: for growing n, the time to build the configuration chain from every configuration
    and solve the worst expected time to synchronize; the largest n done within 60 s is reported.
 
-    python -m bench.population [--quick]
+    python -m bench.population [--quick] [--only throughput|startup|exact]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 from lockstep.checker.probabilistic import analysis, dtmc
-from lockstep.checker.probabilistic.batched import Simulator
+from lockstep.checker.probabilistic.batched import Simulator, auto_method
 from lockstep.specs.phase_clock import PhaseClock
+
+SEEDS = (1, 2, 3)
 
 
 def ppsim_rule(protocol: PhaseClock) -> dict:
@@ -33,43 +45,96 @@ def ppsim_rule(protocol: PhaseClock) -> dict:
     return rule
 
 
-def lockstep_rate(protocol: PhaseClock, start: tuple, interactions: int, seed: int, method: str = "auto") -> float:
+def lockstep_rate(protocol: PhaseClock, start: tuple, interactions: int, seed: int, method: str) -> float:
+    """Interactions per second of `method` over `interactions`, after n untimed ones."""
     sim = Simulator(protocol, start, seed=seed, method=method)
-    sim.run(min(interactions, 1000))  # compiles the agent kernel (cached after the first run)
+    sim.run(protocol.n)  # loads the compiled kernel (compiles it on a first run): not part of the rate
     began = time.perf_counter()
     sim.run(interactions)
-    return sim.t / (time.perf_counter() - began)
+    took = time.perf_counter() - began
+    assert sim.t == protocol.n + interactions
+    return interactions / took
 
 
 def ppsim_rate(protocol: PhaseClock, start: tuple, interactions: int, seed: int) -> float | None:
+    """ppsim's interactions per second over `interactions`, after n untimed ones (its null interactions count)."""
     try:
         import ppsim
     except ImportError:
         return None
     init = protocol.view(start).as_dict()
     sim = ppsim.Simulation(init, ppsim_rule(protocol), transition_order="asymmetric", seed=seed)
+    sim.run(1, history_interval=1, timer=False)
+    before = sim.simulator.t
     units = interactions / protocol.n
     began = time.perf_counter()
     sim.run(units, history_interval=units, timer=False)
-    return units * protocol.n / (time.perf_counter() - began)
+    took = time.perf_counter() - began
+    assert sim.simulator.t - before == interactions
+    return interactions / took
 
 
 def throughput(quick: bool) -> None:
-    print("Simulator throughput (interactions per second, best of 2 seeds; ratio = default / ppsim)")
-    print(f"{'protocol':<34}{'n':>10}{'states':>7}{'default /s':>14}{'batched /s':>14}{'ppsim /s':>14}{'ratio':>8}")
+    print(f"Simulator throughput (interactions per second, best of {len(SEEDS)} seeds; ratio = default / ppsim; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    print(f"{'protocol':<26}{'n':>10}{'states':>7}{'default':>9}{'agents /s':>13}{'batched /s':>13}{'ppsim /s':>13}"
+          f"{'ratio':>7}{'batched/ppsim':>15}")
     for n in (10**4, 10**5, 10**6):
-        interactions = (5 if quick else 20) * n if n < 10**6 else (2 if quick else 10) * n
+        interactions = max(5 * n, 5 * 10**5) if quick else max(20 * n, 2 * 10**6)
+        if n >= 10**6:
+            interactions = (2 if quick else 10) * n
         for hours, m in ((8, 2), (4, 0)):
             p = PhaseClock(n=n, hours=hours, m=m)
             start = p.start_configurations("spread_out")[0]
-            ours = max(lockstep_rate(p, start, interactions, s) for s in (1, 2))
-            batched = max(lockstep_rate(p, start, interactions, s, "batched") for s in (1, 2))
-            base = [ppsim_rate(p, start, interactions, s) for s in (1, 2)]
-            theirs = None if base[0] is None else max(base)
+            rates: dict[str, list[float]] = {"agents": [], "batched": [], "ppsim": []}
+            for seed in SEEDS:
+                for method in ("agents", "batched"):
+                    rates[method].append(lockstep_rate(p, start, interactions, seed, method))
+                base = ppsim_rate(p, start, interactions, seed)
+                if base is not None:
+                    rates["ppsim"].append(base)
+            best = {k: max(v) if v else None for k, v in rates.items()}
+            default = auto_method(n, p.Q)
+            theirs = best["ppsim"]
             name = f"phase_clock hours={p.hours} m={p.m}"
-            ratio = f"{ours / theirs:.2f}" if theirs else "-"
-            print(f"{name:<34}{n:>10,}{p.Q:>7}{ours:>14,.0f}{batched:>14,.0f}"
-                  f"{(f'{theirs:,.0f}' if theirs else 'n/a'):>14}{ratio:>8}")
+            ratio = f"{best[default] / theirs:.2f}" if theirs else "-"
+            batched_ratio = f"{best['batched'] / theirs:.2f}" if theirs else "-"
+            print(f"{name:<26}{n:>10,}{p.Q:>7}{default:>9}{best['agents']:>13,.0f}{best['batched']:>13,.0f}"
+                  f"{(f'{theirs:,.0f}' if theirs else 'n/a'):>13}{ratio:>7}{batched_ratio:>15}", flush=True)
+
+
+def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the child) of one run of `cmd`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    began = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    wall = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def startup(quick: bool) -> None:
+    simulate = [sys.executable, "-m", "lockstep", "simulate", "phase_clock", "-p", "n=10000", "--start", "spread_out",
+                "--runs", "1", "--time", "5", "--quiet"]
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    runs = 1 if quick else 3
+    _timed(simulate, env)  # the kernel cache as a user has it after the first simulation
+    rows = [("lockstep simulate phase_clock -p n=10000, warm cache", [_timed(simulate, env) for _ in range(runs)])]
+    cold = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as empty:
+            cold.append(_timed(simulate, {**env, "NUMBA_CACHE_DIR": empty}))
+    rows.append(("the same, empty cache (numba compiles)", cold))
+    try:
+        import ppsim  # noqa: F401
+        rows.append(("python -c 'import ppsim'", [_timed([sys.executable, "-c", "import ppsim"], env)
+                                                  for _ in range(runs)]))
+    except ImportError:
+        pass
+    print(f"\nStart-up in a fresh process (median of {runs}; load average {os.getloadavg()[0]:.1f})")
+    print(f"{'command':<56}{'wall s':>8}{'CPU s':>8}")
+    for name, times in rows:
+        print(f"{name:<56}{statistics.median(w for w, _ in times):>8.2f}{statistics.median(c for _, c in times):>8.2f}")
 
 
 def exact_reach(budget: float, quick: bool) -> None:
@@ -98,10 +163,15 @@ def exact_reach(budget: float, quick: bool) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="shorter runs and smaller chains")
+    ap.add_argument("--only", choices=("throughput", "startup", "exact"), help="one part only")
     args = ap.parse_args()
-    throughput(args.quick)
-    exact_reach(60.0, args.quick)
-    print(f"\n(n ln n at n = 10^6 is {1e6 * math.log(1e6):,.0f} interactions)")
+    if args.only in (None, "throughput"):
+        throughput(args.quick)
+    if args.only in (None, "startup"):
+        startup(args.quick)
+    if args.only in (None, "exact"):
+        exact_reach(60.0, args.quick)
+        print(f"\n(n ln n at n = 10^6 is {1e6 * math.log(1e6):,.0f} interactions)")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from lockstep.specs.lang.population import ALL, Population
 from ..errors import UsageError
 from ..loader import LoadError, parse_params, resolve
 from ..probabilistic import smc
-from ..probabilistic.batched import AGENT_LIMIT, Simulator
+from ..probabilistic.batched import AGENT_LIMIT, BATCH_CAP, Simulator, auto_method
 from .analyze import load_population, target_name
 from .common import add_spec_arguments, natural, output_file, positive
 
@@ -123,20 +123,23 @@ def run(args: argparse.Namespace) -> int:
     nlogn = n * math.log(n)
     horizon = args.time if args.time is not None else 20 * math.log(n) + 50
     limit = max(1, int(horizon * n))
-    max_batch = 1 if args.sequential and n > AGENT_LIMIT else None  # sequential: one interaction at a time
+    if args.sequential:  # one interaction at a time: the agent array while it fits, batches of one beyond
+        method, max_batch = ("agents", None) if n <= AGENT_LIMIT else ("batched", 1)
+    else:
+        method, max_batch = auto_method(n, protocol.Q), None
     every = 1 if args.sequential else max(1, n // 100)
     test = (lambda c: not protocol.holds(target, c)) if args.leave else (lambda c: protocol.holds(target, c))
     event = f"{target} left" if args.leave else f"{target} reached"
     ps = ", ".join(f"{k}={v}" for k, v in protocol.params.items())
     print(f"Simulating {protocol.name} ({ps}) from start {start}: {args.runs} runs of at most "
-          f"{horizon:g} parallel time, {_method(n, max_batch)}, seed {args.seed}")
+          f"{horizon:g} parallel time, {_method(method, max_batch)}, seed {args.seed}")
     seeds = iter(range(args.seed * 1_000_003, args.seed * 1_000_003 + 10**9))
     began = time.monotonic()
     interactions = 0
 
     def one_run(k: int, budget: int) -> int | None:
         nonlocal interactions
-        sim = Simulator(protocol, configs[k % len(configs)], seed=next(seeds), max_batch=max_batch)
+        sim = Simulator(protocol, configs[k % len(configs)], seed=next(seeds), max_batch=max_batch, method=method)
         hit = sim.run_until(test, budget, every)
         interactions += sim.t
         return hit
@@ -160,22 +163,23 @@ def run(args: argparse.Namespace) -> int:
               f"= {mean / n:,.3f} ± {half / n:,.3f} parallel time = {mean / nlogn:.3f} · n ln n; "
               f"min {min(hits) / n:,.3f}, max {max(hits) / n:,.3f} parallel time")
     if not args.sequential:
-        batch = f"after each batch of about 0.63·√n = {0.63 * math.sqrt(n):,.0f} interactions, " \
-            if n > AGENT_LIMIT else ""
+        batch = f"after each batch of about {min(0.63 * math.sqrt(n), BATCH_CAP):,.0f} interactions, " \
+            if method == "batched" else ""
         print(f"  (the target is tested {batch}every {every:,} interactions; --sequential gives "
               "interaction-exact times)")
     code = 0
     if args.within is not None:
         code = _claim(args, protocol, event, one_run, nlogn)
     if args.plot:
-        _plot(args, protocol, target, configs[0], horizon, max_batch)
+        _plot(args, protocol, target, configs[0], horizon, method, max_batch)
     return code
 
 
-def _method(n: int, max_batch: int | None) -> str:
+def _method(method: str, max_batch: int | None) -> str:
     if max_batch is not None:
         return "sequential (batches of one interaction)"
-    return "sequential scheduler on an array of agents" if n <= AGENT_LIMIT else "batched"
+    where = "an array of agents" if method == "agents" else "the configuration, in batches"
+    return f"sequential scheduler on {where}"
 
 
 def _claim(args: argparse.Namespace, protocol: Population, event: str, one_run, nlogn: float) -> int:
@@ -198,14 +202,14 @@ def _claim(args: argparse.Namespace, protocol: Population, event: str, one_run, 
 
 
 def _plot(args: argparse.Namespace, protocol: Population, target: str, config: tuple[int, ...],
-          horizon: float, max_batch: int | None) -> None:
+          horizon: float, method: str, max_batch: int | None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     n = protocol.n
-    sim = Simulator(protocol, config, seed=args.seed, max_batch=max_batch)
+    sim = Simulator(protocol, config, seed=args.seed, max_batch=max_batch, method=method)
     samples: list[tuple[float, dict, bool]] = []
     record = lambda s: samples.append((s.t / n, s.fractions(protocol.output), protocol.holds(target, s.config())))
     record(sim)

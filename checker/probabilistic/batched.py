@@ -1,26 +1,25 @@
-"""Simulators of population protocols, exact in distribution: batched, or on an array of agents.
+"""Simulators of population protocols, exact in distribution: on the configuration, or on an array of agents.
 
 The sequential model picks, per interaction, a uniformly random ordered pair of distinct agents.
-Following the batching of Berenbrink, Hammer, Kaaser, Meyer, Penschuck and Tran ("Simulating
-population protocols in sub-constant time per interaction", ESA 2020), the simulator works on
-the configuration (count vector) and splits the run into batches:
+Both methods run exactly that, one interaction at a time, in a compiled kernel (`kernels`, numba):
 
-1. The number ℓ of interactions before the first one that meets an agent already used in the
-   batch has a known law, P(ℓ ≥ k) = Π_{i<k} (n−2i)(n−2i−1) / (n(n−1)); it is sampled by
-   inversion. Those ℓ interactions involve 2ℓ distinct agents, whose states are a uniform sample
-   without replacement (a multivariate hypergeometric draw), randomly split into ℓ ordered
-   pairs; disjoint interactions commute, so they are applied at once with table look-ups.
-2. The (ℓ+1)-th interaction is drawn conditioned on meeting a used agent (used–fresh, fresh–used
-   or used–used, with the right weights) and applied on its own.
+- `agents` keeps every agent's state in an array (one byte per agent up to 256 states).
+- `batched` keeps only the configuration (count vector), in batches as in Berenbrink, Hammer,
+  Kaaser, Meyer, Penschuck and Tran ("Simulating population protocols in sub-constant time per
+  interaction", ESA 2020): a batch ends with the first interaction that meets an agent already
+  used in it, so inside a batch every agent is in its state before or after it, and a batch holds
+  about 0.63·√n interactions (at most `BATCH_CAP` + 1). At the start of a batch the agents are relabelled in state order
+  (the scheduler picks a uniform pair whatever the labels, so this changes nothing), an agent not
+  yet used in the batch has the state of its label's block, and the used ones are kept with their
+  states in a hash table.
 
-Each batch costs O(ℓ + Q) numpy work for ℓ ≈ 0.63·√n interactions. A run that must stop after a
-given number of interactions truncates the collision-free part, which keeps it exact. While the
-agents fit in memory, the sequential scheduler on an array of agents (`agents`, compiled) is
-faster still, and `Simulator` uses it unless told otherwise.
+Both take 10 to 30 nanoseconds per interaction. The agent array is faster while it stays in the
+cache (`FAST_AGENT_BYTES`), the configuration beyond, and `Simulator` picks accordingly.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -28,18 +27,57 @@ import numpy as np
 
 from lockstep.specs.lang.population import Population
 
-AGENT_LIMIT = 1 << 24  # agents held as an int32 array (64 MiB); beyond, the batched simulator runs
+AGENT_LIMIT = 1 << 24  # the most agents held as an array when every interaction is observed (`simulate --sequential`)
+FAST_AGENT_BYTES = 3 << 20  # up to this size the agent array is faster than batches (measured, docs/population.md)
+BATCH_CAP = 1 << 11  # collision-free interactions per batch at most: its hash table (384 KiB) stays in the cache
+
+
+def agent_dtype(Q: int) -> np.dtype:
+    """The smallest integer type that holds Q agent states."""
+    return np.dtype(np.uint8 if Q <= 1 << 8 else np.uint16 if Q <= 1 << 16 else np.int32)
+
+
+def auto_method(n: int, Q: int, max_batch: int | None = None, track: bool = False) -> str:
+    """The method `Simulator` picks: batches when asked for (`max_batch`, `track`) or once the agent
+    array outgrows `FAST_AGENT_BYTES` (the cache), the agent array otherwise."""
+    if max_batch is not None or track:
+        return "batched"
+    return "agents" if n * agent_dtype(Q).itemsize <= FAST_AGENT_BYTES else "batched"
+
+
+_RULES: weakref.WeakKeyDictionary[Population, tuple[np.ndarray, np.ndarray, np.ndarray]] = weakref.WeakKeyDictionary()
+
+
+def rule_table(protocol: Population) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kernels' form of `protocol.outcomes`, built once per protocol: `out_a[k, j]`, `out_b[k, j]`
+    (int32) are outcome j of the pair k = a·Q + b, and `cum[k, j]` the probability of outcomes 0..j
+    (2.0 from the last outcome on, so that the last one takes the rest of the probability)."""
+    got = _RULES.get(protocol)
+    if got is None:
+        outs = protocol.outcomes
+        J = max(len(o) for o in outs)
+        out_a = np.repeat(np.array([o[-1][0] for o in outs], dtype=np.int32)[:, None], J, axis=1)
+        out_b = np.repeat(np.array([o[-1][1] for o in outs], dtype=np.int32)[:, None], J, axis=1)
+        cum = np.full((len(outs), J), 2.0)
+        for k, o in enumerate(outs):
+            acc = 0.0
+            for j, (a2, b2, p) in enumerate(o[:-1]):
+                acc += float(p)
+                out_a[k, j], out_b[k, j], cum[k, j] = a2, b2, acc
+        got = _RULES[protocol] = (out_a, out_b, cum)
+    return got
 
 
 class Simulator:
     """Simulates one run of a protocol from a configuration; `t` counts interactions.
 
-    `method` "agents" runs the sequential scheduler on an array of agents (`agents`, compiled:
-    fastest while the agents fit in memory); "batched" runs the batches described above on the
-    configuration alone (any n; `max_batch` caps a batch's collision-free interactions, and 1
-    makes it the sequential scheduler); "auto" (the default) picks agents up to `AGENT_LIMIT`
-    agents unless `max_batch` or `track` is given. Both are exact in distribution.
-    `track` (batched only) keeps in `touched` the states held at some moment of the last batch.
+    `method` "agents" runs the sequential scheduler on an array of agents; "batched" runs it on the
+    configuration alone, in the batches described above (any n; `max_batch` caps a batch's
+    collision-free interactions, and 1 makes every interaction a batch; a batch also ends after
+    `BATCH_CAP` of them, so that its hash table stays in the cache: at n ≤ 10⁶ a batch rarely gets
+    that long, beyond it is cut more and more often); "auto" (the default) is
+    `auto_method`. Both are exact in distribution, and a run is determined by its seed. `track`
+    (batched only) keeps in `touched` the states held at some moment of the last batch.
     """
 
     def __init__(self, protocol: Population, config: Any, seed: int | None = None, max_batch: int | None = None,
@@ -48,6 +86,11 @@ class Simulator:
             raise ValueError(f"method {method!r}: use auto, agents or batched")
         if track and method == "agents":
             raise ValueError("track needs the batched simulator: use method auto or batched")
+        if max_batch is not None and max_batch < 1:
+            raise ValueError(f"max_batch {max_batch}: a batch holds at least one interaction")
+        from . import kernels  # numba: imported (and its cached kernels loaded) only by simulations
+
+        self._kernel = kernels
         self.protocol = protocol
         self.n = protocol.n
         self.Q = protocol.Q
@@ -55,136 +98,51 @@ class Simulator:
         self.max_batch = max_batch
         self.track = track
         self.touched: np.ndarray | None = None  # with `track`: the states held at some moment of the last batch
-        if method == "auto":
-            method = "agents" if max_batch is None and not track and self.n <= AGENT_LIMIT else "batched"
-        self.method = method
-        self._tables()
-        self._run_lengths()
-        self._pending: np.ndarray = np.empty(0, dtype=np.int64)
-        if method == "agents":
-            from . import agents  # numba compiles it: imported only by simulations that use it
-
-            self._kernel = agents
-            self._state = agents.seed_state(self.rng)
+        self.method = auto_method(self.n, self.Q, max_batch, track) if method == "auto" else method
+        if self.method == "agents" and self.n >= 1 << 32:
+            raise ValueError(f"n = {self.n}: the agent array holds fewer than 2**32 agents; use method batched")
+        self._out_a, self._out_b, self._cum = rule_table(protocol)
+        self._state = kernels.seed_state(self.rng)
+        if self.method == "batched":
+            self._cap = min(max_batch or BATCH_CAP, BATCH_CAP)
+            rows = 1 << (8 * self._cap - 1).bit_length()  # filled to a quarter at most: short probes
+            self._table = np.zeros((rows, 3), dtype=np.int64)
+            self._batch = 0
+            self._touched = np.zeros(self.Q, dtype=np.bool_)
         self.reset(config)
 
     def reset(self, config: Any, t: int = 0) -> None:
-        """Start again from the configuration `config` (a count tuple, a dict, or a start's name)."""
+        """Start again from the configuration `config` (a count tuple or a dict {state: count})."""
         self.counts = np.array(self.protocol.configuration(config), dtype=np.int64)
         self.t = t
         if self.method == "agents":
-            self._agents = self._kernel.spread(self.counts, self.rng)
-
-    # -- set-up -------------------------------------------------------------------------------
-    def _tables(self) -> None:
-        outs = self.protocol.outcomes
-        J = max(len(o) for o in outs)
-        K = self.Q * self.Q
-        self.J = J
-        self.out_a = np.zeros((K, J), dtype=np.int64)
-        self.out_b = np.zeros((K, J), dtype=np.int64)
-        self.cum = np.ones((K, J), dtype=np.float64)
-        for k, o in enumerate(outs):
-            acc = 0.0
-            for j in range(J):
-                a2, b2, p = o[min(j, len(o) - 1)]
-                self.out_a[k, j], self.out_b[k, j] = a2, b2
-                if j < len(o):
-                    acc += float(p)
-                self.cum[k, j] = acc if j < len(o) - 1 else 2.0  # the last outcome takes the rest
-        self.flat_a = self.out_a[:, 0].copy()
-        self.flat_b = self.out_b[:, 0].copy()
-        self._out_a32 = self.out_a.astype(np.int32)
-        self._out_b32 = self.out_b.astype(np.int32)
-
-    def _run_lengths(self) -> None:
-        n = self.n
-        i = np.arange(0, n // 2 + 1, dtype=np.float64)
-        factors = (n - 2 * i) * (n - 2 * i - 1) / (n * (n - 1.0))
-        surv = np.cumprod(np.clip(factors, 0.0, 1.0))  # surv[k-1] = P(ℓ >= k)
-        cut = np.searchsorted(-surv, -1e-300, side="left") + 1
-        self._neg_surv = -surv[:cut]
-
-    def _next_run_length(self) -> int:
-        if not len(self._pending):
-            self._pending = np.searchsorted(self._neg_surv, -self.rng.random(4096), side="left")
-        ell, self._pending = int(self._pending[0]), self._pending[1:]
-        return ell
+            self._agents = self._kernel.spread(self.counts, self.rng, agent_dtype(self.Q))
 
     # -- interactions -----------------------------------------------------------------------------
-    def _apply(self, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        k = u * self.Q + v
-        if self.J == 1:
-            return self.flat_a[k], self.flat_b[k]
-        r = self.rng.random(len(k))
-        j = (r[:, None] >= self.cum[k]).sum(axis=1)
-        return self.out_a[k, j], self.out_b[k, j]
+    def _batches(self, limit: int, until: int) -> int:
+        """Batches until at least `until` interactions have run, the last one cut at `limit`."""
+        ran, self._batch = self._kernel.batches(self.counts, self.n, self._out_a, self._out_b, self._cum, limit, until,
+                                                self._cap, self._state, self._table, self._batch, self._touched,
+                                                self.track)
+        if self.track:
+            self.touched = self._touched.copy()
+        self.t += ran
+        return ran
 
-    def _one(self, u: int, v: int) -> tuple[int, int]:
-        """The outcome of one interaction of states u and v."""
-        k = u * self.Q + v
-        if self.J == 1:
-            return int(self.flat_a[k]), int(self.flat_b[k])
-        j = int(np.searchsorted(self.cum[k], self.rng.random(), side="right"))
-        return int(self.out_a[k, j]), int(self.out_b[k, j])
+    def _advance(self, steps: int) -> None:
+        """Exactly `steps` more interactions."""
+        if self.method == "agents":
+            self._kernel.interact(self._agents, self.counts, self._out_a, self._out_b, self._cum, steps, self._state)
+            self.t += steps
+        else:
+            self._batches(steps, steps)
 
     def batch(self, limit: int) -> int:
         """Run at most `limit` interactions (one batch; with agents, exactly `limit`); returns how many ran."""
         if self.method == "agents":
-            self._kernel.interact(self._agents, self.counts, self._out_a32, self._out_b32, self.cum, limit, self._state)
-            self.t += limit
+            self._advance(limit)
             return limit
-        ell = self._next_run_length()
-        if self.max_batch is not None and ell >= self.max_batch:
-            ell, collide = self.max_batch, False
-        else:
-            collide = True
-        if ell >= limit:
-            ell, collide = limit, False
-        n, t = self.n, 2 * ell
-        # 2ℓ agents for the collision-free interactions, and one more fresh agent the collision may meet
-        extra = 1 if collide and t < n else 0
-        occupied = np.flatnonzero(self.counts)  # configurations are often sparse: sample only held states
-        drawn = self.rng.multivariate_hypergeometric(self.counts[occupied], t + extra, method="marginals")
-        agents = np.repeat(occupied, drawn)
-        self.rng.shuffle(agents)
-        a2, b2 = self._apply(agents[:ell], agents[ell:t])
-        counts = self.counts.copy()
-        counts[occupied] -= drawn
-        counts += np.bincount(a2, minlength=self.Q)
-        counts += np.bincount(b2, minlength=self.Q)
-        if collide:
-            fresh = int(agents[t]) if extra else -1
-            if extra:
-                counts[fresh] += 1
-            r = self.rng.random() * (n * (n - 1) - (n - t) * (n - t - 1))
-            i = int(self.rng.integers(t))  # a used agent: position i among the outputs
-            used = int(a2[i] if i < ell else b2[i - ell])
-            if r < t * (n - t):
-                u, v = used, fresh
-            elif r < 2 * t * (n - t):
-                u, v = fresh, used
-            else:
-                j = int(self.rng.integers(t - 1))
-                j += j >= i
-                u, v = used, int(a2[j] if j < ell else b2[j - ell])
-            x, y = self._one(u, v)
-            counts[u] -= 1
-            counts[v] -= 1
-            counts[x] += 1
-            counts[y] += 1
-            ell += 1
-        if self.track:
-            touched = np.zeros(self.Q, dtype=bool)
-            touched[occupied] = True
-            touched[a2] = True
-            touched[b2] = True
-            if collide:
-                touched[[x, y]] = True
-            self.touched = touched
-        self.counts = counts
-        self.t += ell
-        return ell
+        return self._batches(limit, 1)
 
     def run(self, interactions: int, every: int | None = None,
             observe: Callable[[Simulator], None] | None = None) -> None:
@@ -193,7 +151,7 @@ class Simulator:
         step = every or interactions
         mark = self.t + step
         while self.t < end:
-            self.batch(min(end, mark) - self.t)
+            self._advance(min(end, mark) - self.t)
             if self.t >= mark:
                 if observe is not None:
                     observe(self)
@@ -204,16 +162,16 @@ class Simulator:
         not hold within `limit` more. With agents the test runs every `every` interactions, so the time
         is exact with `every=1` and late by less than `every` otherwise; batched, it runs after the batch
         that ends at or past each multiple of `every`, so it is exact with `max_batch=1, every=1` and
-        otherwise late by less than one batch (about 0.63·√n interactions) plus `every`."""
+        otherwise late by less than one batch (about min(0.63·√n, `BATCH_CAP`) interactions) plus `every`."""
         begin = self.t
         end, check = begin + limit, begin
         if test(self.config()):
             return 0
         while self.t < end:
             if self.method == "agents":
-                self.batch(min(every, end - self.t))
+                self._advance(min(every, end - self.t))
             else:
-                self.batch(end - self.t)
+                self._batches(end - self.t, max(1, check - self.t))
             if self.t >= check:
                 if test(self.config()):
                     return self.t - begin

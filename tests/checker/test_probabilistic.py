@@ -13,9 +13,10 @@ from scipy import stats
 from sympy import Rational
 
 from lockstep.checker.probabilistic import analysis, dtmc, exact, smc
-from lockstep.checker.probabilistic.batched import Simulator
+from lockstep.checker.probabilistic.batched import Simulator, auto_method
 from lockstep.specs.adaptive_majority import AdaptiveMajority, AdaptiveMajorityNoReset
-from lockstep.specs.lang import SpecError
+from lockstep.specs.lang import Int, Param, SpecError
+from lockstep.specs.lang.population import Population, start
 from lockstep.specs.phase_clock import PhaseClock, PhaseClockNoResync
 from tests.specs.test_population import Coin, Epidemic
 
@@ -201,6 +202,110 @@ def test_simulators_match_the_exact_transient_distribution(method):
     obs = np.append(observed[big], runs - observed[big].sum())
     exp = np.append(expected[big], runs - expected[big].sum())
     assert stats.chisquare(obs, exp).pvalue > 0.001
+
+
+class Cyclic(Population):
+    """Three states on a cycle: an initiator converts a responder one step behind it, and of two equal
+    agents the responder moves on with probability 1/4 (a randomized rule)."""
+
+    n = Param("n", default=30, lo=2)
+    agent = Int(0, 2)
+
+    def delta(self, u, v):
+        if u == v:
+            return {(u, (u + 1) % 3): Fraction(1, 4), (u, v): Fraction(3, 4)}
+        return (u, u) if v == (u - 1) % 3 else (u, v)
+
+    @start
+    def lopsided(self):
+        return {0: self.n - 2, 1: 1, 2: 1}
+
+
+class Pairs(Population):
+    """Agents start in 0, 1 or 2; an interaction of two of them turns the initiator into 3 + 3·u + v,
+    which names the ordered pair of states that met."""
+
+    n = Param("n", default=4, lo=2)
+    agent = Int(0, 11)
+
+    def delta(self, u, v):
+        return (3 + 3 * u + v, v) if u < 3 and v < 3 else (u, v)
+
+    @start
+    def thirds(self):
+        return {0: self.n // 2, 1: self.n // 4, 2: self.n - self.n // 2 - self.n // 4}
+
+
+def simulated_vs_exact(p: Population, start: str, T: int, runs: int, **how) -> tuple[float, float, np.ndarray]:
+    """Runs of T interactions from `start` against the exact transient distribution after T: the
+    chi-square p-value over configurations (those expected fewer than 5 times lumped together), the
+    z-score of the mean count of state 0, and the exact distribution."""
+    chain = dtmc.build(p, start)
+    first = p.start_configurations(start)[0]
+    pi0 = np.zeros(chain.size)
+    pi0[chain.index_of(first)] = 1
+    exact_pi = analysis.transient(chain, pi0, [T])[0]
+    observed = np.zeros(chain.size)
+    sim = Simulator(p, first, seed=7, **how)
+    for _ in range(runs):
+        sim.reset(first)
+        sim.run(T)
+        observed[chain.index_of(sim.config())] += 1
+    expected = exact_pi * runs
+    big = expected >= 5
+    obs = np.append(observed[big], runs - observed[big].sum())
+    exp = np.append(expected[big], runs - expected[big].sum())
+    zeros = chain.configs[:, 0].astype(float)
+    mean, var = exact_pi @ zeros, exact_pi @ zeros**2 - (exact_pi @ zeros) ** 2
+    z = (observed @ zeros / runs - mean) / math.sqrt(var / runs)
+    return stats.chisquare(obs, exp).pvalue, z, exact_pi
+
+
+@pytest.mark.parametrize("how", [{"method": "batched"}, {"method": "batched", "max_batch": 2}, {"method": "agents"}])
+def test_batches_with_collisions_and_a_randomized_rule_match_the_exact_chain(how):
+    """n = 30: batches of about 3.5 interactions, so 150 interactions hold dozens of batches and their
+    collisions. Each check fails a correct simulator with probability 0.001."""
+    pvalue, z, _ = simulated_vs_exact(Cyclic(n=30), "lopsided", 150, 4000, **how)
+    assert pvalue > 0.001 and abs(z) < 3.29
+
+
+def test_long_batches_match_the_exact_epidemic():
+    """n = 1000: batches of about 20 interactions, agents labelled through a guide table of many
+    blocks; after 4n interactions the number infected is spread widely."""
+    pvalue, z, exact_pi = simulated_vs_exact(Epidemic(n=1000), "one", 4000, 3000, method="batched")
+    assert (exact_pi > 0.01).sum() > 20  # a wide distribution, not a settled one
+    assert pvalue > 0.001 and abs(z) < 3.29
+
+
+def test_batches_beyond_32_bit_labels_pick_uniform_ordered_pairs():
+    """n = 2³³ + 5: one interaction names the ordered pair of states that met; over 20,000 runs their
+    frequencies follow c[u]·(c[v] − [u = v]) / (n(n − 1)) (chi-square, failing with probability 0.001)."""
+    p = Pairs(n=2**33 + 5)
+    first = p.start_configurations("thirds")[0]
+    c = np.array(first[:3], dtype=float)
+    n = float(p.n)
+    expected = np.array([c[u] * (c[v] - (u == v)) / (n * (n - 1)) for u in range(3) for v in range(3)])
+    sim = Simulator(p, first, seed=3)
+    assert sim.method == "batched"
+    seen = np.zeros(9)
+    for _ in range(20_000):
+        sim.reset(first)
+        sim.batch(1)
+        seen[int(np.flatnonzero(sim.counts[3:])[0])] += 1
+    assert stats.chisquare(seen, expected * 20_000).pvalue > 0.001
+
+
+def test_a_run_is_determined_by_its_seed_and_the_method_by_the_size():
+    p = PhaseClock(n=5000, m=3)
+    for method in ("agents", "batched"):
+        ends = set()
+        for _ in range(2):
+            sim = Simulator(p, p.start_configurations("spread_out")[0], seed=42, method=method)
+            sim.run(20_000)
+            ends.add(sim.config())
+        assert len(ends) == 1
+    assert auto_method(2_500_000, 160) == "agents" and auto_method(2_500_000, 300) == "batched"  # 1 or 2 bytes per agent
+    assert auto_method(10**7, 16) == "batched" and auto_method(10**4, 16, track=True) == "batched"
 
 
 @pytest.mark.parametrize("how", [{"max_batch": 1}, {"method": "agents"}])

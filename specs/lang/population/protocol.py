@@ -55,7 +55,7 @@ from collections import namedtuple
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from fractions import Fraction
-from itertools import combinations
+from itertools import combinations, compress
 from numbers import Number
 from typing import Any
 
@@ -123,8 +123,7 @@ class Config:
 
     def present(self) -> list:
         """The agent states held by at least one agent, in state order."""
-        states = self.protocol.states
-        return [states[i] for i, k in enumerate(self.counts) if k]
+        return list(compress(self.protocol.states, self.counts))
 
     def count(self, test: Callable[[Any], bool]) -> int:
         """How many agents are in a state satisfying `test`."""
