@@ -167,7 +167,7 @@ class Checkpoint:
         assert man is not None and self.resume
         d = self.directory
         for lv in range(man["levels"]):
-            search.levels.append(_read_spool(os.path.join(d, f"links-{lv}.npy"), search.budget, None))
+            search.levels.append(_read_spool(os.path.join(d, f"links-{lv}.npy"), search.link_budget, None))
         frontier = _read_spool(os.path.join(d, man["frontier"]), search.budget, search.layout.words)
         visited = _load(os.path.join(d, man["visited"]))
         for start in range(0, len(visited), CHUNK):

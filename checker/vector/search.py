@@ -35,6 +35,7 @@ from .spool import Budget, Spool
 from .visited import VisitedSet
 
 TARGET_CANDIDATES = 1 << 22  # successors per batch the default batch size aims at
+LINKS_IN_MEMORY = 1 << 28  # bytes of parent links kept in memory (32 million states)
 WARM_FROM = 1 << 12  # a level of this many states starts building the C loops (unless they are cached)
 THREADED_LEVEL = 1 << 16  # smaller levels run on one thread (a second one costs more than it saves there)
 
@@ -219,7 +220,9 @@ class VectorSearch:
     def __init__(self, vm: VectorModel, opts: Options, progress: Progress, vopts: VectorOptions):
         self.vm, self.opts, self.progress = vm, opts, progress
         self.layout, self.program, self.model = vm.layout, vm.program, vm.model
-        self.budget = Budget(vopts.memory, vopts.spill_dir)
+        self.budget = Budget(vopts.memory, vopts.spill_dir)  # frontiers
+        # parent links are read only to rebuild a counterexample: past a little memory they go to disk at once
+        self.link_budget = Budget(min(self.budget.limit, LINKS_IN_MEMORY), vopts.spill_dir)
         self.batch = vopts.batch or int(np.clip(TARGET_CANDIDATES // max(vm.ntrans, 1), 1 << 10, 1 << 20))
         self.table = VisitedSet()
         self.native = kernels.Native(vm.model.prog, vm.layout, not vm.model.constraint_names, vopts.native)
@@ -283,6 +286,7 @@ class VectorSearch:
         if self.resumed_frontier is not None:
             self.resumed_frontier.close()
         self.budget.close()
+        self.link_budget.close()
 
     # -- parent links ---------------------------------------------------------------------------
     def link(self, parents: np.ndarray, tids: np.ndarray) -> np.ndarray:
@@ -419,8 +423,9 @@ class VectorSearch:
         note = (f"vector engine: states packed into {self.layout.bits} bits ({self.layout.words} word"
                 f"{'s' if self.layout.words > 1 else ''}); visited table {per:.1f} bytes per state, "
                 f"parent links 8 bytes per state")
-        if self.budget.spilled:
-            note += f"; {self.budget.spilled / 2**20:,.1f} MiB of frontiers and parent links spilled to disk"
+        spilled = self.budget.spilled + self.link_budget.spilled
+        if spilled:
+            note += f"; {spilled / 2**20:,.1f} MiB of frontiers and parent links spilled to disk"
         return note
 
     def _seed(self) -> Spool:
@@ -430,7 +435,7 @@ class VectorSearch:
         words = layout.pack_many(states)
         self.initial_words = words
         fps = layout.fingerprints(words) if states else np.zeros(0, np.uint64)
-        links = Spool(self.budget, 1)
+        links = Spool(self.link_budget, 1)
         self.levels.append(links)
         frontier = Spool(self.budget, layout.words)
         seen: set[int] = set()
@@ -471,7 +476,7 @@ class VectorSearch:
                     self.cut = opts.depth_cut()
                 return len(frontier)
             nxt = Spool(self.budget, self.layout.words)
-            links = Spool(self.budget, 1)
+            links = Spool(self.link_budget, 1)
             self.levels.append(links)
             self._keep_fps(np.zeros(0, np.uint64), new_level=True)
             self.expected = self.expect(level)
