@@ -27,17 +27,18 @@ class FingerprintTable:
 
     def __init__(self, capacity: int = MIN_CAPACITY):
         self.size = 0
-        self.table = self._allocate(max(capacity, 8))
+        self.table, self.mm = self._allocate(max(capacity, 8))
         self.rebuilds = 0
 
     @staticmethod
-    def _allocate(capacity: int) -> np.ndarray:
+    def _allocate(capacity: int) -> tuple[np.ndarray, mmap.mmap | None]:
+        """A zeroed table, and the anonymous mapping under it when it is large (its pages can be released)."""
         if capacity >= 1 << 32:
             raise MemoryError(f"a visited table of {capacity:,} slots is beyond this engine's limit (2^32)")
         if capacity * 8 < GROW_SLICE * 8:
-            return np.zeros(capacity, dtype=np.uint64)
+            return np.zeros(capacity, dtype=np.uint64), None
         mm = mmap.mmap(-1, capacity * 8, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        return np.frombuffer(mm, dtype=np.uint64)
+        return np.frombuffer(mm, dtype=np.uint64), mm
 
     @property
     def nbytes(self) -> int:
@@ -73,10 +74,9 @@ class FingerprintTable:
     def _grow(self, capacity: int) -> None:
         """Move every key into a table of `capacity` slots, a slice at a time, releasing each slice
         of the old table once its keys have moved."""
-        old = self.table
+        old, release = self.table, self.mm
         k = backend()
-        new = self._allocate(capacity)
-        release = old.base if isinstance(old.base, mmap.mmap) else None
+        new, self.mm = self._allocate(capacity)
         for start in range(0, len(old), GROW_SLICE):
             stop = min(start + GROW_SLICE, len(old))
             k.rehash(old, new, start, stop)
