@@ -77,11 +77,14 @@ class FingerprintTable:
         old, release = self.table, self.mm
         k = backend()
         new, self.mm = self._allocate(capacity)
+        released = 0  # bytes of the old table given back (whole pages)
         for start in range(0, len(old), GROW_SLICE):
             stop = min(start + GROW_SLICE, len(old))
             k.rehash(old, new, start, stop)
-            if release is not None:
-                release.madvise(mmap.MADV_DONTNEED, start * 8, (stop - start) * 8)
+            upto = stop * 8 // mmap.PAGESIZE * mmap.PAGESIZE
+            if release is not None and upto > released:
+                release.madvise(mmap.MADV_DONTNEED, released, upto - released)
+                released = upto
         self.table = new
         self.rebuilds += 1
 
