@@ -14,6 +14,7 @@ import ctypes
 import hashlib
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -102,7 +103,7 @@ class Library:
         try:
             out, _ = self._proc.communicate(timeout=TIMEOUT)
         except subprocess.TimeoutExpired as e:
-            self._proc.kill()
+            _kill(self._proc)
             raise BuildError(f"compiling took more than {TIMEOUT} s") from e
         if self._proc.returncode != 0 or not os.path.exists(final):
             raise BuildError(f"{os.path.basename(self.cc)} failed on generated code: {(out or '').strip()[-2000:]}")
@@ -113,11 +114,20 @@ class Library:
         (killed instead when there is no cache to fill)."""
         with self._lock:
             if self._proc is not None and self._proc.poll() is None and self._kill_on_cancel:
-                self._proc.kill()
+                _kill(self._proc)
 
     def load(self) -> ctypes.CDLL:
         """Build if needed, and load."""
         return ctypes.CDLL(self.build())
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Kill a build: the shell and the compiler under it (they have a process group of their own)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 class Background:
