@@ -122,6 +122,9 @@ class Candidates:
     def row_of(self, sel: np.ndarray) -> np.ndarray:
         return self.rows[sel]
 
+    def serial(self, sel: np.ndarray, base: int) -> np.ndarray:
+        """Serial keys, within the level, of candidates `sel` of the batch that starts at row `base`."""
+        return (base + self.rows[sel]) * (len(self.outs) + 1) + self.tids()[sel]
     def tids(self) -> np.ndarray:
         """Each candidate's transition."""
         return np.repeat(self.seg_tid, np.diff(self.seg_start))
@@ -148,6 +151,13 @@ class FusedCandidates:
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    def row_of(self, sel: np.ndarray) -> np.ndarray:
+        return self.keys[sel] // self.T1
+
+    def serial(self, sel: np.ndarray, base: int) -> np.ndarray:
+        """Serial keys, within the level, of candidates `sel` of the batch that starts at row `base`."""
+        return base * self.T1 + self.keys[sel]
 
     def states(self, sel: np.ndarray | None = None) -> np.ndarray:
         """The words of candidates `sel` (all by default)."""
@@ -225,7 +235,8 @@ class VectorSearch:
         self.link_budget = Budget(min(self.budget.limit, LINKS_IN_MEMORY), vopts.spill_dir)
         self.batch = vopts.batch or int(np.clip(TARGET_CANDIDATES // max(vm.ntrans, 1), 1 << 10, 1 << 20))
         self.table = VisitedSet()
-        self.native = kernels.Native(vm.model.prog, vm.layout, not vm.model.constraint_names, vopts.native)
+        constrained = bool(vm.model.constraint_names)
+        self.native = kernels.Native(vm.model.prog, vm.layout, not (opts.por and constrained), vopts.native)
         self.k = kernels.backend()  # the loops in use: C once loaded, numpy before
         self.fused = self.native.fused if self.native.loaded else None  # the spec's C successor function
         self.scratch = (_Scratch(), _Scratch())  # two, so that the next batch is prepared while one is inserted
@@ -610,6 +621,8 @@ class VectorSearch:
         segments = tuple((off, off + m) for off, m in zip(offsets, counts))
         c = FusedCandidates(words, scratch.cand, scratch.keys, T1)
         fingerprints = (scratch.fps, None, segments[-1][1])  # positions: the candidates' own indices
+        if self.constrained:  # only the candidates inside the constraints are stored
+            fingerprints, segments = self._inside_fused(c, scratch.fps, segments, base, stops)
         por = None
         if marks is not None:
             from .reduced import PackedColumns
@@ -619,6 +632,22 @@ class VectorSearch:
             por = (ample, reduced, enabled)
         return Prepared(words, base, c, None, None, NO_FILTER, stops, int(sum(i[3] for i in infos)), None, NO_HIDDEN,
                         fingerprints, por, segments)
+
+    def _inside_fused(self, c: FusedCandidates, fps: np.ndarray, segments: tuple, base: int,
+                      stops: list) -> tuple[tuple, None]:
+        """The fused candidates inside the constraints, as (fingerprints, positions, count); the first outside
+        one that violates an invariant (checked, though never stored) is a stop."""
+        outside = np.zeros(segments[-1][1], dtype=np.uint8)
+        for lo, hi in segments:
+            self.fused.outside(c.cand, lo, hi, outside)
+        pos = np.concatenate([np.arange(lo, hi, dtype=np.int64) for lo, hi in segments])
+        out = pos[outside[pos] != 0]
+        if out.size and self.checks_invariants:
+            first = self.fused.bad(np.ascontiguousarray(c.cand[:, out]), 0, out.size)
+            if first >= 0:
+                self._hidden_stop(c, base, out[first:first + 1], stops)
+        kept = pos[outside[pos] == 0]
+        return (np.ascontiguousarray(fps[kept]), kept, kept.size), None
 
     def _proviso_fused(self, b: Prepared) -> None:
         """`_proviso` for the fused kernel's candidates: keep those of the reduced sets (all of a row whose
@@ -781,11 +810,10 @@ class VectorSearch:
                 hidden = out[self.program.bad(cands[:, out], len(out))]
         return np.ascontiguousarray(inside), hidden
 
-    def _hidden_stop(self, c: Candidates, base: int, hidden: np.ndarray, stops: list) -> None:
+    def _hidden_stop(self, c: Candidates | FusedCandidates, base: int, hidden: np.ndarray, stops: list) -> None:
         """The first candidate outside the constraints that violates an invariant is a stop."""
         if hidden.size:
-            T1 = self.vm.ntrans + 1
-            keys = (base + c.rows[hidden]) * T1 + c.tids()[hidden]
+            keys = c.serial(hidden, base)
             stops.append((int(keys.min()), "invariant-last", int(hidden[np.argmin(keys)])))
 
     def _stop(self, stop: tuple[int, str, Any], words: np.ndarray, explored: list, base: int, level: int,
@@ -818,7 +846,7 @@ class VectorSearch:
             self.at = (level + 1, start + detail)
             raise h._invariant_violation(lay.fingerprint_state(st), st)
         st = lay.unpack([int(x) for x in c.states(np.array([detail]))[:, 0]])
-        r = int(c.rows[detail])
+        r = int(c.row_of(np.array([detail]))[0])
         self.at = (level, base + r)
         pf = lay.fingerprint_words([int(x) for x in words[:, r]])
         raise h._invariant_violation(pf, st, last=(None, st))

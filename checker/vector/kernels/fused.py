@@ -292,7 +292,7 @@ class _Source:
         self.chunks = {s: len(cols) for s, cols in enumerate(layout.slot_columns) if len(cols) > 1}
         self.wide = layout.words > WIDE  # states of many words are copied and hashed by loops
         self.T1 = len(prog.transitions) + 1
-        self.text = "\n".join([PRELUDE, HELPERS, self._gen(), self._bad(), ""])
+        self.text = "\n".join([PRELUDE, HELPERS, self._gen(), self._bad(), self._outside(), ""])
         lines = self.text.count("\n")
         if lines > MAX_LINES:
             raise Unfusable(f"its kernel has {lines:,} lines (the limit is {MAX_LINES:,})")
@@ -474,6 +474,35 @@ class _Source:
                 "    }", "    return -1;", "}"]
         return "\n".join(out)
 
+    def _outside(self) -> str:
+        """`outside(W, ld, start, stop, out)`: out[r] = 1 where state r violates a state constraint, as the
+        scalar engine decides it: constraints in order, the first false one puts the state outside, and one
+        that fails to evaluate (or an error raised while it was built) keeps it inside."""
+        out: list[str] = []
+        tests = []
+        for i, p in enumerate(self.prog.constraints):
+            if p.error is not None:
+                break
+            if p.term is False:
+                tests.append("1")
+                break
+            if p.term is True:
+                continue
+            ex = _Expr(self.chunks)
+            lines = ex.share([p.term], "    ")
+            body = lines + [f"    const int v = {ex(p.term)};", "    if (err) return 2;", "    return !v;", "}"]
+            out += [f"static int con{i}(const uint64_t *w) {{", "    int err = 0;"] + self._unpack(ex.used, "    ", body)
+            out += body
+            tests.append(f"con{i}(w)")
+        out += ["void outside(const uint64_t *W, int64_t ld, int64_t start, int64_t stop, uint8_t *out) {",
+                f"    uint64_t w[{self.layout.words}];",
+                "    for (int64_t r = start; r < stop; r++) {"]
+        out += self._words("        ") + ["        int o = 0;"]
+        for t in tests:  # 1: outside; 2: failed to evaluate, so inside, and no later constraint is asked
+            out += [f"        if (!o) o = {t};"]
+        out += ["        out[r] = o == 1;", "        (void)w;", "    }", "}"]
+        return "\n".join(out)
+
 
 _P, _I = ctypes.c_void_p, ctypes.c_int64
 
@@ -494,6 +523,8 @@ class Fused:
         lib.gen.restype = _I
         lib.bad.argtypes = [_P, _I, _I, _I]
         lib.bad.restype = _I
+        lib.outside.argtypes = [_P, _I, _I, _I, _P]
+        lib.outside.restype = None
         self.lib = lib
 
     def gen(self, words: np.ndarray, start: int, stop: int, deadlock: bool, out_w: np.ndarray, out_fp: np.ndarray,
@@ -513,6 +544,11 @@ class Fused:
         return int(self.lib.gen(words.ctypes.data, words.shape[1], start, stop, int(deadlock),
                                 out_w.ctypes.data + 8 * offset, out_w.shape[1], out_fp.ctypes.data + 8 * offset,
                                 out_key.ctypes.data + 8 * offset, info.ctypes.data, en, un, lde, vm))
+
+    def outside(self, words: np.ndarray, start: int, stop: int, out: np.ndarray) -> None:
+        """Mark in `out[start:stop]` (uint8) the states start..stop-1 of `words` outside the constraints."""
+        assert self.lib is not None and words.flags.c_contiguous and out.dtype == np.uint8 and out.size >= stop
+        self.lib.outside(words.ctypes.data, words.shape[1], start, stop, out.ctypes.data)
 
     def bad(self, words: np.ndarray, start: int, stop: int) -> int:
         """The first of states start..stop-1 of `words` that violates an invariant, or -1."""
