@@ -40,7 +40,8 @@ def identity(vm: Any) -> dict:
     m = vm.model
     return {"spec": m.name, "params": {k: v for k, v in m.params.items()},
             "invariants": list(m.invariant_names), "constraints": list(m.constraint_names),
-            "bits": vm.layout.bits, "words": vm.layout.words, "transitions": vm.ntrans}
+            "bits": vm.layout.bits, "words": vm.layout.words, "transitions": vm.ntrans,
+            **({"symmetry": True} if m.symmetry else {})}
 
 
 def read_manifest(directory: str) -> dict | None:
