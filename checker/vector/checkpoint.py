@@ -90,7 +90,7 @@ class Checkpoint:
                     f"{self.directory} holds a search without partial-order reduction, and this run is reduced; "
                     "resume it with --no-por")
             if man["identity"] != want:
-                diff = sorted(k for k in want if man["identity"].get(k) != want[k])
+                diff = sorted(k for k in set(want) | set(man["identity"]) if man["identity"].get(k) != want.get(k))
                 raise CheckpointError(f"{self.directory} is a checkpoint of {man['identity'].get('spec')} "
                                       f"{man['identity'].get('params')}, which differs from this run in: "
                                       f"{', '.join(diff)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -173,6 +174,21 @@ def test_symmetry_runs_on_the_vector_engine_and_its_counterexample_replays(cli, 
     assert cli("replay", str(out)).code == 0
     r = cli("check", "two_phase", "--symmetry", "--cluster", "local")
     assert r.code == 2 and "--cluster does not combine with --symmetry" in r.err
+
+
+def test_a_reduced_checkpoint_resumes_only_with_symmetry(cli, tmp_path):
+    d = str(tmp_path / "ck")
+    base = ["check", "two_phase_commit_eager", "-p", "rm=3", "--symmetry", "--no-por", "--quiet"]
+    plain = cli(*base)
+    assert cli(*base, "--max-depth", "1", "--checkpoint", d, "--checkpoint-every", "0").code == 3
+    r = cli("check", "two_phase_commit_eager", "-p", "rm=3", "--no-por", "--resume", d, "--quiet")
+    assert r.code == 2 and "differs from this run in: symmetry" in r.err
+    resumed = cli(*base, "--resume", d)
+    counts = re.compile(r"[\d,]+ distinct states, [\d,]+ generated, depth \d+")
+    assert resumed.code == plain.code == 1
+    assert counts.search(resumed.out).group(0) == counts.search(plain.out).group(0)
+    assert resumed.out.split("Counterexample")[1].split("distinct states")[0] == \
+        plain.out.split("Counterexample")[1].split("distinct states")[0]
 
 
 # ------------------------------------------------------------------------------ reduced vs full
