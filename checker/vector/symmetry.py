@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import permutations, product
+from math import factorial, prod
 
 import numpy as np
 
@@ -42,6 +43,8 @@ from .layout import CHUNK, Layout
 
 ROWS = 1 << 15  # rows (or row copies, one per candidate permutation) transformed at a time
 SIGNATURE_ROWS = 1 << 18  # rows whose signatures are sorted at a time
+BIT_LOOP = 12  # sets with more elements that permutations move are permuted as unpacked bits
+GROUP_TABLES = 5040  # permutations (of all ranges together) up to which value images are tabulated
 
 
 @dataclass
@@ -60,6 +63,7 @@ class _Field:
     elements: np.ndarray | None  # a set of process-naming elements: the elements that permutations move
     groups: list[tuple[int, np.ndarray]]  # per word the field's columns in it
     clear: np.ndarray | None  # per chunk: the bits of the elements that stay
+    bit_at: np.ndarray | None  # per element: its bit among the set's chunks unpacked to 64 bits each
 
 
 class BatchSymmetry:
@@ -80,6 +84,13 @@ class BatchSymmetry:
             for w, m, s in zip(fd.word, fd.mask, fd.shift):
                 self.active[w] |= np.uint64(int(m) << int(s))
         self.keep = [~a for a in self.active]
+        self.group_size = prod(factorial(len(self.movable[id(r)])) for r in self.ranges)
+        self.group_orders: dict | None = None  # every permutation of the group, as orders, if few enough
+        if self.ranges and self.group_size <= GROUP_TABLES:
+            per = [np.array(list(permutations(range(len(self.movable[id(r)])))), dtype=np.int64) for r in self.ranges]
+            every = np.indices([len(o) for o in per]).reshape(len(per), -1)
+            self.group_orders = {id(r): o[i] for r, o, i in zip(self.ranges, per, every)}
+        self._group_tables: dict[tuple[int, bool], np.ndarray] = {}
 
     # -- plans ------------------------------------------------------------------------------
     def _parts(self, slot: int, bit: int) -> list[tuple[int, int, int]]:
@@ -136,7 +147,7 @@ class BatchSymmetry:
         val = f.dom
         while isinstance(val, MapDomain):
             val = val.val
-        elements, clear = None, None
+        elements, clear, bit_at = None, None, None
         if isinstance(val, SetDomain) and mentions_sym(val.elem, self.ranges):
             mv = {(id(r), i) for r in self.ranges for i in self.sym.movable[id(r)]}
             elements = np.array([u for u in range(val.elem.size)
@@ -145,11 +156,13 @@ class BatchSymmetry:
             for u in elements:
                 stay[u // CHUNK] &= ~(1 << int(u % CHUNK))
             clear = np.array(stay, dtype=np.int64)
+            u = np.arange(val.elem.size)
+            bit_at = (u // CHUNK) * 64 + u % CHUNK
         word = np.array([c.word for c in cols], dtype=np.int64)
         return _Field(f.base, f.count, len(lay.slot_columns[f.base]), word,
                       np.array([c.shift for c in cols], dtype=np.uint64),
                       np.array([c.mask for c in cols], dtype=np.uint64), val, keys, offset, elements,
-                      [(int(w), (word == w).nonzero()[0]) for w in np.unique(word)], clear)
+                      [(int(w), (word == w).nonzero()[0]) for w in np.unique(word)], clear, bit_at)
 
     # -- the canonical form ---------------------------------------------------------------------
     def __call__(self, words: np.ndarray) -> np.ndarray:
@@ -251,24 +264,7 @@ class BatchSymmetry:
         """Each row's image under its permutation (given per range as the movable ids' sorted order):
         (the image's columns in comparison order if `compare`, the packed image)."""
         rows = words.shape[1]
-        fwd, inv = {}, {}
-        for r in self.ranges:
-            mv = self.movable[id(r)]
-            old = mv[orders[id(r)]]  # (rows, k): the old id that goes to mv[t]
-            f = np.broadcast_to(np.arange(r.size, dtype=np.int64)[:, None], (r.size, rows)).copy()
-            b = f.copy()
-            cols = np.arange(rows)
-            f[old.T, cols] = mv[:, None]
-            b[mv[:, None], cols] = old.T
-            fwd[id(r)], inv[id(r)] = f, b
-        tables: dict[tuple[int, int], np.ndarray] = {}  # (domain, direction) -> (values, rows) images
-
-        def table(dom: Domain, perms: dict) -> np.ndarray:
-            key = (id(dom), id(perms))
-            if key not in tables:
-                tables[key] = np.broadcast_to(self._remap(dom, np.arange(dom.size)[:, None], perms), (dom.size, rows))
-            return tables[key]
-
+        perms = _GroupPerms(self, orders) if self.group_orders is not None else _RowPerms(self, orders, rows)
         out = np.empty_like(words)
         for w in range(words.shape[0]):
             out[w] = words[w] & self.keep[w]
@@ -279,12 +275,12 @@ class BatchSymmetry:
             if fd.keys:
                 src = np.broadcast_to(fd.offset[:, None], (fd.count, rows)).copy()
                 for d, stride, key in fd.keys:
-                    src += table(d, inv)[key] * stride
+                    src += perms.table(d, inverse=True)[key] * stride
                 vals = np.take_along_axis(vals, src[:, None, :], axis=0)
             if fd.elements is not None:
-                vals = self._permute_sets(fd, vals, table(fd.val.elem, inv))
+                vals = self._permute_sets(fd, vals, perms.table(fd.val.elem, inverse=True))
             elif mentions_sym(fd.val, self.ranges):
-                vals = self._remap(fd.val, vals, fwd)
+                vals = perms.remap(fd.val, vals)
             if compare:
                 cmp.append(vals[:, ::-1, :].reshape(-1, rows))
             flat = vals.reshape(-1, rows).astype(np.uint64) << fd.shift[:, None]
@@ -292,15 +288,32 @@ class BatchSymmetry:
                 out[w] |= np.bitwise_or.reduce(flat[at], axis=0)
         return (np.concatenate(cmp) if compare else None), out
 
+    def group_table(self, dom: Domain, inverse: bool) -> np.ndarray:
+        """(values of `dom`, permutations of the group): each value's image under each permutation (or its
+        inverse), for groups small enough to tabulate."""
+        key = (id(dom), inverse)
+        if key not in self._group_tables:
+            every = _RowPerms(self, self.group_orders, self.group_size)
+            self._group_tables[key] = np.ascontiguousarray(every.table(dom, inverse))
+        return self._group_tables[key]
+
     @staticmethod
     def _permute_sets(fd: _Field, vals: np.ndarray, source: np.ndarray) -> np.ndarray:
-        """Sets (count, chunks, rows) whose element j is the old element source[j] (per row), for the
-        elements permutations move; the others stay."""
+        """Sets (count, chunks, rows) whose element j is the old element source[j] (per row); only the elements
+        that permutations move change. Sets with many such elements are permuted as unpacked bits."""
+        count, chunks, rows = vals.shape
+        if len(fd.elements) > BIT_LOOP:
+            raw = np.ascontiguousarray(vals.transpose(0, 2, 1)).view(np.uint8)  # (count, rows, 8 bytes a chunk)
+            bits = np.unpackbits(raw, axis=2, bitorder="little")
+            moved = np.take_along_axis(bits, fd.bit_at[source.T][None, :, :], axis=2)
+            bits[:, :, fd.bit_at] = moved
+            packed = np.packbits(bits, axis=2, bitorder="little").view(np.int64)
+            return packed.reshape(count, rows, chunks).transpose(0, 2, 1)
         out = vals & fd.clear[None, :, None]
-        cols = np.arange(vals.shape[2])
+        cols = np.arange(rows)
         for j in fd.elements:
             src = source[j]
-            if fd.chunks == 1:
+            if chunks == 1:
                 bit = (vals[:, 0, :] >> src) & 1
             else:
                 bit = (vals[:, src // CHUNK, cols] >> (src % CHUNK)) & 1
@@ -359,3 +372,52 @@ def _least(cmp: np.ndarray) -> np.ndarray:
         if not c & 7 and (alive.sum(axis=1) == 1).all():
             break
     return np.argmax(alive, axis=1)
+
+
+class _RowPerms:
+    """A batch's permutations as (ids, rows) arrays per range; images computed arithmetically per row."""
+
+    def __init__(self, owner: BatchSymmetry, orders: dict, rows: int):
+        self.owner, self.rows = owner, rows
+        self.fwd, self.inv = {}, {}
+        cols = np.arange(rows)
+        for r in owner.ranges:
+            mv = owner.movable[id(r)]
+            old = mv[orders[id(r)]]  # (rows, k): the old id that goes to mv[t]
+            f = np.broadcast_to(np.arange(r.size, dtype=np.int64)[:, None], (r.size, rows)).copy()
+            b = f.copy()
+            f[old.T, cols] = mv[:, None]
+            b[mv[:, None], cols] = old.T
+            self.fwd[id(r)], self.inv[id(r)] = f, b
+        self.tables: dict[tuple[int, bool], np.ndarray] = {}
+
+    def table(self, dom: Domain, inverse: bool) -> np.ndarray:
+        """(values of `dom`, rows): the image of each value in each row."""
+        key = (id(dom), inverse)
+        if key not in self.tables:
+            v = np.arange(dom.size)[:, None]
+            self.tables[key] = np.broadcast_to(self.owner._remap(dom, v, self.inv if inverse else self.fwd),
+                                               (dom.size, self.rows))
+        return self.tables[key]
+
+    def remap(self, dom: Domain, v: np.ndarray) -> np.ndarray:
+        return self.owner._remap(dom, v, self.fwd)
+
+
+class _GroupPerms:
+    """A batch's permutations as their numbers in the (small) group; images looked up in its tables."""
+
+    def __init__(self, owner: BatchSymmetry, orders: dict):
+        self.owner = owner
+        self.number = np.zeros(len(next(iter(orders.values()))), dtype=np.int64)
+        for r in owner.ranges:  # Lehmer codes, in the order itertools.permutations lists them
+            o = orders[id(r)]
+            k = o.shape[1]
+            for t in range(k):
+                self.number = self.number * (k - t) + (o[:, t + 1:] < o[:, t:t + 1]).sum(axis=1)
+
+    def table(self, dom: Domain, inverse: bool) -> np.ndarray:
+        return self.owner.group_table(dom, inverse)[:, self.number]
+
+    def remap(self, dom: Domain, v: np.ndarray) -> np.ndarray:
+        return self.owner.group_table(dom, False)[v, self.number]

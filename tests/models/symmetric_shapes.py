@@ -3,7 +3,8 @@
 Processes P (process 0 fixed: only it announces) link to each other and post messages; two
 interchangeable ballots Q elect leaders. Ids appear in nested maps keyed twice by processes, in
 sets of records naming two processes, in options, in a sequence of union values, in a set inside a
-record, as keys naming both ranges, and in sets with one process per element.
+record, as keys naming both ranges, and in sets with one process per element (one of them wider than a
+word, with few elements that name processes).
 """
 
 from lockstep.specs.lang import (
@@ -35,6 +36,7 @@ Tok = Record("Tok", owner=P)
 Nil = Record("Nil")
 Note = Union(Msg, Tok, Nil)
 Group = Record("Group", members=Set(P))
+Badge = Union(Record("Plain", k=Int(0, 63)), Tok)  # over 63 elements, few of which name a process
 
 
 class Shapes(Spec):
@@ -46,6 +48,7 @@ class Shapes(Spec):
     votes = Map(P, Map(Q, Int(0, 1)), init=0)
     queue = Seq(Note, 2)
     tokens = Set(Tok)
+    badges = Set(Badge)
     joined = Set(P)
     group = Var(Option(Group), init=None)
     rounds = Var(Int(0, 2), init=0)
@@ -76,6 +79,7 @@ class Shapes(Spec):
     def pass_token(s, p: P):
         require(s.rounds < 2, Not(s.tokens.contains(Tok(p))))
         s.tokens = s.tokens.add(Tok(p))
+        s.badges = s.badges.add(Tok(p))
         s.rounds = s.rounds + 1
 
     @action
