@@ -93,9 +93,9 @@ class Shapes(Spec):
         s.joined = s.joined.add(p)
 
     @action
-    def seal(s):
-        require(s.group.is_none(), s.joined.card() >= 2)
-        s.group = Group(s.joined)
+    def seal(s, p: P, q: P):
+        require(p < q, s.group.is_none(), s.joined.contains(p), s.joined.contains(q))
+        s.group = Group(frozenset({p, q}))
 
     @invariant
     def one_leader_per_ballot_voted(s):
