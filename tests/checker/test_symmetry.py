@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from lockstep.checker.explicit import Options, check
 from lockstep.checker.loader import load_model, resolve
+from lockstep.checker.replay import replay
 from lockstep.checker.vector import VectorOptions, check_vector
 from lockstep.checker.vector.layout import Layout
 from lockstep.checker.vector.symmetry import BatchSymmetry
@@ -234,6 +235,7 @@ def test_reduced_searches_find_the_same_violation(ref, params, prop):
     for sym, por in ((False, False), (True, False), (True, True)):
         res = check_vector(load_model(ref, params, symmetry=sym), Options(deadlock=False, por=por))
         assert (res.verdict, res.violation.name) == ("violation", prop), (sym, por)
+        assert replay(res.violation.trace).states  # a real path of the spec, whose last state violates prop
 
 
 @pytest.mark.slow
