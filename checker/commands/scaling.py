@@ -95,7 +95,7 @@ def _directory(args: argparse.Namespace) -> str | None:
 
 
 def check_scalar_checkpointed(args: argparse.Namespace, model: Any, opts: Options, progress: Progress) -> CheckResult:
-    """`check --checkpoint/--resume` on the scalar engine (chosen, or forced by --symmetry or the spec)."""
+    """`check --checkpoint/--resume` on the scalar engine (chosen, or forced by the spec)."""
     from ..explicit import no_cyclic_gc
     from ..explicit.checkpoint import ExplicitCheckpoint
     from ..explicit.search import _Search
