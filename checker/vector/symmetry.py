@@ -15,8 +15,12 @@ in the same order as the scalar engine. The steps follow `lockstep.checker.symme
 Applying per-row permutations touches only the fields that mention a symmetric range: a Map level
 keyed by process ids is gathered through the inverse permutation, and values that name processes
 are remapped (range values directly, records, unions, options and sequences through their
-mixed-radix indices, sets bit by bit). Images are compared column by column in slot order, a set's
-chunks from the most significant, which is how the scalar compares the slots' Python integers.
+mixed-radix indices, sets element by element: bit by bit, or as unpacked bits when many elements
+move). A value's image under a row's permutation is computed arithmetically from per-row arrays of
+the permutation (`_RowPerms`), or, when all ranges together have at most `GROUP_TABLES`
+permutations, looked up by the permutation's number in a table of the domain (`_GroupPerms`).
+Images are compared column by column in slot order, a set's chunks from the most significant,
+which is how the scalar compares the slots' Python integers.
 """
 
 from __future__ import annotations
