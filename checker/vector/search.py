@@ -31,6 +31,7 @@ from .compile import VectorProgram
 from .layout import Layout, VectorUnsupported
 from .reduced import VectorReduction
 from .spool import Budget, Spool
+from .symmetry import BatchSymmetry
 from .visited import FingerprintTable
 
 TARGET_CANDIDATES = 1 << 22  # successors per batch the default batch size aims at
@@ -52,25 +53,23 @@ class VectorModel:
     def __init__(self, model: Any):
         if not isinstance(model, TypedModel):
             raise VectorUnsupported("it is a plain spec (init/next functions), which only the scalar engine runs")
-        if model.symmetry:
-            raise VectorUnsupported("symmetry reduction runs on the scalar engine")
         self.model = model
         self.layout = Layout(model.prog)
         self.program = VectorProgram(model.prog, self.layout)
         self.ntrans = len(model.prog.transitions)
+        self.symmetry = BatchSymmetry(model.sym, self.layout) if model.symmetry else None
+
+    def canonical(self, words: np.ndarray) -> np.ndarray:
+        """The packed canonical forms of a batch's rows (the rows themselves without symmetry reduction)."""
+        return words if self.symmetry is None else self.symmetry(words)
 
 
 class _VectorFingerprints:
     """The scalar model, seen through vector fingerprints (to follow the vector engine's parent links)."""
 
-    symmetry = False
-
     def __init__(self, model: Any, layout: Layout):
         self._model = model
         self.fingerprint = layout.fingerprint_state
-
-    def canonical(self, st: Any) -> Any:
-        return st
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._model, name)
@@ -250,7 +249,7 @@ class VectorSearch:
     def _seed(self) -> Spool:
         m, layout = self.model, self.layout
         bad, outside = safe_predicates(m)
-        states = m.initial_states()
+        states = [m.canonical(st) for st in m.initial_states()]
         words = layout.pack_many(states)
         fps = layout.fingerprints(words) if states else np.zeros(0, np.uint64)
         links = Spool(self.budget, 2)
@@ -309,8 +308,8 @@ class VectorSearch:
     # -- one batch ----------------------------------------------------------------------------------
     def _successors(self, words: np.ndarray) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
         """Run every transition over the batch: (per-transition outputs, rows, serial numbers within the
-        batch (row * (transitions + 1) + transition), candidate words) for the successors that differ
-        from their parent."""
+        batch (row * (transitions + 1) + transition), candidate words, canonical under symmetry reduction)
+        for the successors that differ from their parent."""
         n, k = words.shape[1], self.layout.words
         outs = self.program.batch(words, n)
         T1 = self.vm.ntrans + 1
@@ -338,7 +337,7 @@ class VectorSearch:
             cands.append(block)
         if not rows:
             return outs, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((k, 0), np.uint64)
-        return outs, np.concatenate(rows), np.concatenate(keys), np.concatenate(cands, axis=1)
+        return outs, np.concatenate(rows), np.concatenate(keys), self.vm.canonical(np.concatenate(cands, axis=1))
 
     def _expand(self, words: np.ndarray, base: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:
         n = words.shape[1]
