@@ -1,13 +1,22 @@
 """Symmetry reduction for symmetric `Range`s: each state is replaced by its orbit's representative.
 
-The representative of a state is the least (as a tuple) of its images under the
-permutations that sort the processes by a permutation-invariant *signature* (the values the
-state holds at that process's own slots). Any state of the orbit yields the same candidate
-images, so the representative is exact: two states get the same one iff a permutation maps
-one to the other. When every slot that mentions a symmetric range is captured by the
-signatures (e.g. `Map(Proc, Enum)`, `Set(Proc)`, sets of messages with one `Proc` field),
-all sorting permutations give the same image and one suffices; otherwise the ties are
-enumerated.
+Permutations move the *movable* ids of each symmetric range (all but its `fixed` ones). A state
+is split into *atoms*: a slot, or one bit of a set slot whose elements mention a symmetric range.
+An atom that names no movable id is left alone by every permutation; one that names exactly one
+(`rm_state[r]`, bit `Prepared(r)` of a message set, bit `r` of `tm_prepared`, an envelope between
+`r` and a fixed process) describes that process and is part of its *signature*; one that names
+several (an envelope between two movable processes) relates processes (*loose*); and a slot whose
+value names process ids (`turn`, a leader) changes value under permutations (*moving*).
+
+The representative of a state is the least (as a tuple) of its images under the permutations
+that sort the movable ids by signature. Any state of the orbit yields the same candidate images,
+so the representative is exact: two states get the same one iff a permutation maps one to the
+other. All sorting permutations give the same image, so one suffices, when there are no loose or
+moving slots (`unary`: `Map(Proc, Enum)`, `Set(Proc)`, sets of messages with one `Proc` field),
+or in a state whose loose atoms all hold their type's least value (an empty channel between any two
+processes); otherwise the orderings of tied processes are enumerated. A process's signature lists
+its atoms in the order of their images under the swap of that process with the first movable id,
+so that corresponding atoms of two processes stand at the same place.
 """
 
 from __future__ import annotations
@@ -30,8 +39,32 @@ from lockstep.specs.lang.types import (
 )
 
 
-def _mentions_sym(dom: Domain, syms: list[RangeDomain]) -> bool:
+def mentions_sym(dom: Domain, syms: list[RangeDomain]) -> bool:
     return any(dom.mentions(r) for r in syms)
+
+
+def ids_in(dom: Domain, i: int, syms: list[RangeDomain]) -> list[tuple[int, int]]:
+    """(id of the range, id) for each value of a symmetric range inside value number `i` of `dom`."""
+    if not mentions_sym(dom, syms):
+        return []
+    if isinstance(dom, RangeDomain):
+        return [(id(dom), i)]
+    if isinstance(dom, RecordDomain):
+        return [x for d, s in zip(dom.field_doms, dom.strides) for x in ids_in(d, (i // s) % d.size, syms)]
+    if isinstance(dom, UnionDomain):
+        m = dom.member_of_index(i)
+        return ids_in(m, i - dom.offsets[m.type.name], syms)
+    if isinstance(dom, OptionDomain):
+        return [] if i == 0 else ids_in(dom.inner, i - 1, syms)
+    if isinstance(dom, SeqDomain):
+        k = 0
+        while dom.offsets[k + 1] <= i:
+            k += 1
+        body, n = i - dom.offsets[k], dom.elem.size
+        return [x for p in dom.powers[:k] for x in ids_in(dom.elem, (body // p) % n, syms)]
+    if isinstance(dom, SetDomain):
+        return [x for b in bits(i) for x in ids_in(dom.elem, b, syms)]
+    return []
 
 
 class _IndexMaps:
@@ -49,7 +82,7 @@ class _IndexMaps:
         table: list[int] | None
         if isinstance(dom, RangeDomain):
             table = list(sigma[id(dom)]) if id(dom) in sigma else None
-        elif not _mentions_sym(dom, self.syms):
+        elif not mentions_sym(dom, self.syms):
             table = None
         elif isinstance(dom, RecordDomain):
             subs = [self.index_map(d, sigma, memo) for d in dom.field_doms]
@@ -72,8 +105,9 @@ class _IndexMaps:
         elif isinstance(dom, SeqDomain):
             sub = self.index_map(dom.elem, sigma, memo)
             table = None if sub is None else [_permuted_seq(dom, i, sub) for i in range(dom.size)]
-        elif isinstance(dom, SetDomain):
-            table = None  # sets are handled bit by bit (see _value_fn)
+        elif isinstance(dom, SetDomain):  # a set inside a value: its bitmask is the index
+            sub = self.index_map(dom.elem, sigma, memo)
+            table = None if sub is None else [sum(1 << sub[b] for b in bits(m)) for m in range(dom.size)]
         else:
             table = None
         memo[key] = table
@@ -98,61 +132,93 @@ class Symmetry:
     def __init__(self, prog: Program):
         self.prog = prog
         self.syms: list[RangeDomain] = [d for d in prog.symmetric if isinstance(d, RangeDomain)]
+        self.movable: dict[int, tuple[int, ...]] = {id(r): r.movable for r in self.syms}
+        self._movable_sets = {rid: frozenset(mv) for rid, mv in self.movable.items()}
         self.maps = _IndexMaps(self.syms)
         self._slot_keys: list[tuple[tuple, list[Domain]]] = []  # (key path, key domains) per slot
         for f in prog.fields:
-            keydoms = _key_domains(f.dom)
+            keydoms = key_domains(f.dom)
             for key, _dom in f.leaves():
                 self._slot_keys.append((tuple(d.index(k) for d, k in zip(keydoms, key)), keydoms))
         self._strides = _slot_strides(prog)
         self._appliers: dict[tuple, Callable[[tuple], tuple]] = {}
         self._build_signatures()
 
-    # -- signatures ---------------------------------------------------------------------
+    # -- atoms and signatures ---------------------------------------------------------------
     def _build_signatures(self) -> None:
-        """For each symmetric range, which slots/bits describe process i (`sig[r][i]`)."""
+        """Classify the atoms (module docstring): `sig_parts[id(r)][i]` are the (slot, bit) atoms of process
+        i (bit -1: the whole slot), `loose` the atoms naming several movable ids, `moving` the slots whose
+        values name process ids."""
         prog, syms = self.prog, self.syms
-        self.sig_parts: dict[int, list[list[tuple[int, int]]]] = {id(r): [[] for _ in range(r.size)] for r in syms}
-        covered = True
+        owned: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        self.loose: list[tuple[int, int]] = []
+        self.moving: list[int] = []
+        elem_ids: dict[int, list[list[tuple[int, int]]]] = {}
         for s, dom in enumerate(prog.slot_doms):
             keyidx, keydoms = self._slot_keys[s]
-            sym_keys = [(j, d) for j, d in enumerate(keydoms) if _mentions_sym(d, syms)]
-            value_sym = _mentions_sym(dom, syms)
-            if not sym_keys and not value_sym:
+            if not mentions_sym(dom, syms) and not any(mentions_sym(d, syms) for d in keydoms):
                 continue
-            if len(sym_keys) == 1 and isinstance(sym_keys[0][1], RangeDomain) and not value_sym:
-                j, r = sym_keys[0]
-                self.sig_parts[id(r)][keyidx[j]].append((s, -1))  # whole slot value
-                continue
-            if not sym_keys and isinstance(dom, SetDomain) and self._set_bits_by_owner(s, dom):
-                continue
-            covered = False
-        self.unary = covered
+            key_ids = [x for d, k in zip(keydoms, keyidx) for x in ids_in(d, k, syms)]
+            if isinstance(dom, SetDomain) and mentions_sym(dom.elem, syms):
+                table = elem_ids.get(id(dom.elem))
+                if table is None:
+                    table = elem_ids[id(dom.elem)] = [ids_in(dom.elem, u, syms) for u in range(dom.elem.size)]
+                for u, ids in enumerate(table):
+                    self._classify(owned, (s, u), key_ids + ids)
+            elif mentions_sym(dom, syms):
+                self.moving.append(s)
+            else:
+                self._classify(owned, (s, -1), key_ids)
+        self.unary = not self.loose and not self.moving
+        self.sig_parts: dict[int, dict[int, list[tuple[int, int]]]] = {}
+        for r in syms:
+            mv = self.movable[id(r)]
+            self.sig_parts[id(r)] = {i: self._in_reference_order(r, i, owned.get((id(r), i), [])) for i in mv}
+        self._loose_tests = self._zero_tests()
 
-    def _set_bits_by_owner(self, s: int, dom: SetDomain) -> bool:
-        """Signature bits for a set whose elements name exactly one process each; False if not so."""
-        elem, syms = dom.elem, self.syms
-        if isinstance(elem, RangeDomain) and elem.symmetric:
-            for i in range(elem.size):
-                self.sig_parts[id(elem)][i].append((s, i))
-            return True
-        members = elem.member_doms if isinstance(elem, UnionDomain) else [elem] if isinstance(elem, RecordDomain) else None
-        if members is None:
-            return False
-        plan = []
-        for m in members:
-            off = elem.offsets[m.type.name] if isinstance(elem, UnionDomain) else 0
-            sym_fields = [k for k, d in enumerate(m.field_doms) if _mentions_sym(d, syms)]
-            if not sym_fields:
-                continue
-            if len(sym_fields) != 1 or not isinstance(m.field_doms[sym_fields[0]], RangeDomain):
+    def _classify(self, owned: dict, atom: tuple[int, int], ids: list[tuple[int, int]]) -> None:
+        named = {(rid, i) for rid, i in ids if i in self._movable_sets[rid]}
+        if len(named) == 1:
+            owned.setdefault(named.pop(), []).append(atom)
+        elif named:
+            self.loose.append(atom)
+
+    def _in_reference_order(self, r: RangeDomain, i: int, atoms: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Process i's atoms, ordered by their images under the swap of i with the first movable id."""
+        first = self.movable[id(r)][0]
+        if i == first:
+            return sorted(atoms)
+        swap = list(range(r.size))
+        swap[i], swap[first] = first, i
+        sigma, memo = {id(r): tuple(swap)}, {}
+        return sorted(atoms, key=lambda a: self._atom_image(a, sigma, memo))
+
+    def _atom_image(self, atom: tuple[int, int], sigma: dict[int, tuple], memo: dict) -> tuple[int, int]:
+        s, b = atom
+        keyidx, keydoms = self._slot_keys[s]
+        newkey = []
+        for d, k in zip(keydoms, keyidx):
+            t = self.maps.index_map(d, sigma, memo)
+            newkey.append(t[k] if t else k)
+        if b >= 0:
+            t = self.maps.index_map(self.prog.slot_doms[s].elem, sigma, memo)
+            b = t[b] if t else b
+        return self._slot_of(s, newkey), b
+
+    def _zero_tests(self) -> list[tuple[int, int, Any]]:
+        """(slot, bit mask or -1, least value) per slot holding loose atoms: a state whose loose atoms all
+        hold their least value has one image under all sorting permutations."""
+        masks: dict[int, int] = {}
+        for s, b in self.loose:
+            masks[s] = -1 if b < 0 else masks.get(s, 0) | (1 << b)
+        doms = self.prog.slot_doms
+        return [(s, m, doms[s].rep_of_index(0) if m < 0 else 0) for s, m in sorted(masks.items())]
+
+    def all_loose_least(self, st: tuple) -> bool:
+        """Whether every loose atom of `st` holds its least value (so ties need not be enumerated)."""
+        for s, m, zero in self._loose_tests:
+            if (st[s] != zero) if m < 0 else (st[s] & m):
                 return False
-            plan.append((m, off, sym_fields[0]))
-        for m, off, k in plan:
-            r, stride = m.field_doms[k], m.strides[k]
-            for u in range(m.size):
-                owner = (u // stride) % r.size
-                self.sig_parts[id(r)][owner].append((s, off + u))
         return True
 
     def _signature(self, st: tuple, r: RangeDomain, i: int) -> tuple:
@@ -215,7 +281,7 @@ class Symmetry:
         return base + sum(k * st for k, st in zip(newkey, strides))
 
     def _value_fn(self, dom: Domain, sigma: dict[int, tuple], memo: dict) -> Callable[[Any], Any] | None:
-        if not _mentions_sym(dom, self.syms):
+        if not mentions_sym(dom, self.syms):
             return None
         if isinstance(dom, SetDomain):
             table = self.maps.index_map(dom.elem, sigma, memo)
@@ -233,55 +299,60 @@ class Symmetry:
         return None if table is None else table.__getitem__
 
     # -- canonical form -----------------------------------------------------------------------
+    def sorting_perm(self, r: RangeDomain, order: list[int]) -> tuple:
+        """The permutation of `r` sending the movable ids `order` to the movable ids in increasing order."""
+        perm = list(range(r.size))
+        for i, k in zip(order, self.movable[id(r)]):
+            perm[i] = k
+        return tuple(perm)
+
     def canonical(self, st: tuple) -> tuple:
-        choices = []
+        one = self.unary or (not self.moving and self.all_loose_least(st))
+        ranges, choices = [], []
         for r in self.syms:
-            sigs = [(self._signature(st, r, i), i) for i in range(r.size)]
-            sigs.sort()
-            if self.unary:
-                choices.append([_sorting_perm([i for _, i in sigs], r.size)])
+            mv = self.movable[id(r)]
+            if len(mv) < 2:
+                continue
+            sigs = sorted((self._signature(st, r, i), i) for i in mv)
+            ranges.append(id(r))
+            if one:
+                choices.append([self.sorting_perm(r, [i for _, i in sigs])])
                 continue
             groups, start = [], 0
-            for k in range(1, r.size + 1):
-                if k == r.size or sigs[k][0] != sigs[start][0]:
+            for k in range(1, len(mv) + 1):
+                if k == len(mv) or sigs[k][0] != sigs[start][0]:
                     groups.append([i for _, i in sigs[start:k]])
                     start = k
-            options = []
-            for combo in product(*(permutations(g) for g in groups)):
-                order = [i for g in combo for i in g]
-                options.append(_sorting_perm(order, r.size))
-            choices.append(options)
+            choices.append([self.sorting_perm(r, [i for g in combo for i in g])
+                            for combo in product(*(permutations(g) for g in groups))])
+        if not ranges:
+            return st
         best = None
         for combo in product(*choices):
-            img = self.applier({id(r): p for r, p in zip(self.syms, combo)})(st)
+            img = self.applier(dict(zip(ranges, combo)))(st)
             if best is None or img < best:
                 best = img
         return best
 
     def generators(self) -> list[dict[int, tuple]]:
-        """Permutations generating each symmetric group: a transposition and an n-cycle."""
+        """Permutations generating each range's group of movable ids: a transposition and a cycle."""
         gens = []
         for r in self.syms:
-            n = r.size
-            if n < 2:
+            mv = self.movable[id(r)]
+            if len(mv) < 2:
                 continue
-            swap = list(range(n))
-            swap[0], swap[1] = 1, 0
+            swap = list(range(r.size))
+            swap[mv[0]], swap[mv[1]] = mv[1], mv[0]
             gens.append({id(r): tuple(swap)})
-            if n > 2:
-                gens.append({id(r): tuple((i + 1) % n for i in range(n))})
+            if len(mv) > 2:
+                cycle = list(range(r.size))
+                for k, i in enumerate(mv):
+                    cycle[i] = mv[(k + 1) % len(mv)]
+                gens.append({id(r): tuple(cycle)})
         return gens
 
 
-def _sorting_perm(order: list[int], n: int) -> tuple:
-    """The permutation sending order[k] to k."""
-    perm = [0] * n
-    for k, i in enumerate(order):
-        perm[i] = k
-    return tuple(perm)
-
-
-def _key_domains(dom: Domain) -> list[Domain]:
+def key_domains(dom: Domain) -> list[Domain]:
     out = []
     while isinstance(dom, MapDomain):
         out.append(dom.key)
@@ -293,7 +364,7 @@ def _slot_strides(prog: Program) -> list[tuple[int, list[int]]]:
     """(field base, stride per key level) for each slot, to recompute a slot from a key path."""
     out = []
     for f in prog.fields:
-        keydoms = _key_domains(f.dom)
+        keydoms = key_domains(f.dom)
         strides = []
         acc = 1
         for d in reversed(keydoms):

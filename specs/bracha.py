@@ -20,6 +20,13 @@ and the others 0, in its initial, echo and ready messages alike); `BrachaByzanti
 (the last process is Byzantine: it echoes and readies the opposite of the sender's value);
 `BrachaLowEchoQuorum`, a seeded bug: the echo quorum is f+1 instead of ⌈(n+f+1)/2⌉.
 
+Symmetry: the processes other than the sender are interchangeable (the sender is the range's fixed
+id: it alone sends initial messages, and validity reads its input), so `--symmetry` checks one state
+per relabelling of them. In `BrachaByzantineRelay` the Byzantine last process is fixed as well (an
+actor spec's Byzantine processes always are: they run other handlers), leaving processes 1..n-2.
+The equivocating sender's chosen set ranges over every subset, so relabelling the receivers maps
+each of its choices to another.
+
 Deviations and gaps filled: values are 0 and 1 (Bracha's values are arbitrary; two suffice to
 disagree). The sender's value is a choice at start. A message is sent to all processes including
 the sender itself, as in the paper's "send to all". Counting is per sender, so a Byzantine
@@ -55,7 +62,7 @@ from .lang.actors import ActorSpec, Local, broadcast, on_message, on_start, send
 F = Param("f", default=1, lo=0, doc="Byzantine processes tolerated")
 N = 3 * F + 1
 SENDER = 0
-Proc = Range(N)
+Proc = Range(N, symmetric=True, fixed=(SENDER,))
 
 Value = Int(0, 1)
 Initial = Record("Initial", v=Value)
@@ -64,7 +71,9 @@ Ready = Record("Ready", v=Value)
 
 
 class Bracha(ActorSpec):
-    """Bracha's Byzantine reliable broadcast, n = 3f+1, correct processes only."""
+    """Bracha's Byzantine reliable broadcast, n = 3f+1, correct processes only.
+
+    Processes 1..n-1 are interchangeable; the sender, process 0, is fixed."""
 
     Process = Proc
     Message = Union(Initial, Echo, Ready)
@@ -149,7 +158,9 @@ def keep_first(current, value, when=True):
 
 
 class BrachaEquivocatingSender(Bracha):
-    """Bracha with a Byzantine sender that equivocates: initial 1 to a chosen set, 0 to the rest."""
+    """Bracha with a Byzantine sender that equivocates: initial 1 to a chosen set, 0 to the rest.
+
+    Processes 1..n-1 are interchangeable; the sender, process 0, is fixed."""
 
     byzantine = (SENDER,)
 
@@ -163,7 +174,9 @@ class BrachaEquivocatingSender(Bracha):
 
 
 class BrachaByzantineRelay(Bracha):
-    """Bracha with a correct sender and a Byzantine relay (the last process) that lies."""
+    """Bracha with a correct sender and a Byzantine relay (the last process) that lies.
+
+    Processes 1..n-2 are interchangeable; the sender and the relay are fixed."""
 
     byzantine = (N - 1,)
 
@@ -175,7 +188,9 @@ class BrachaByzantineRelay(Bracha):
 
 
 class BrachaLowEchoQuorum(BrachaEquivocatingSender):
-    """Seeded bug: the echo quorum is f+1 instead of ⌈(n+f+1)/2⌉ (with an equivocating sender)."""
+    """Seeded bug: the echo quorum is f+1 instead of ⌈(n+f+1)/2⌉ (with an equivocating sender).
+
+    Processes 1..n-1 are interchangeable; the sender, process 0, is fixed."""
 
     def echo_quorum(n, f):
         return f + 1

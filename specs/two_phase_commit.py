@@ -2,7 +2,9 @@
 
 Source: J. Gray and L. Lamport, "Consensus on Transaction Commit", ACM TODS 31(1), 2006, §3
 (the two-phase commit protocol, after Gray's "Notes on Data Base Operating Systems", 1978).
-Process 0 is the transaction manager (TM); processes 1..rm are the resource managers (RMs).
+Process 0 is the transaction manager (TM); processes 1..rm are the resource managers (RMs). The
+RMs are interchangeable (the TM is the range's fixed id), so `--symmetry` checks one state per
+relabelling of the RMs.
 
 - The TM sends Prepare to every RM. An RM that is still working prepares and answers Prepared;
   one that has already aborted answers No.
@@ -63,9 +65,11 @@ def rms(p):
 
 
 class TwoPhaseCommit(ActorSpec):
-    """Two-phase commit as actors: TM and RMs, timeouts, TM crash (Gray & Lamport 2006)."""
+    """Two-phase commit as actors: TM and RMs, timeouts, TM crash (Gray & Lamport 2006).
 
-    Process = Range(RM + 1)
+    Processes 1..rm (the RMs) are interchangeable; process 0 (the TM) is fixed."""
+
+    Process = Range(RM + 1, symmetric=True, fixed=(TM,))
     Message = Union(Prepare, Prepared, No, Commit, Abort)
     Timer = Enum("timeout")
     timeouts = {"timeout": Param("timeout_ms", default=300, lo=1, doc="timer length when run")}
@@ -156,7 +160,9 @@ class TwoPhaseCommit(ActorSpec):
 
 
 class TwoPhaseCommitEager(TwoPhaseCommit):
-    """Seeded bug: a prepared RM commits when its timer fires instead of waiting for the TM."""
+    """Seeded bug: a prepared RM commits when its timer fires instead of waiting for the TM.
+
+    Processes 1..rm (the RMs) are interchangeable; process 0 (the TM) is fixed."""
 
     @on_timeout
     def timeout(p, timer):

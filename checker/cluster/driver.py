@@ -57,6 +57,9 @@ class ClusterSearch:
                  address: str, workers: int | None, every: float = 60.0,
                  say: Callable[[str], None] | None = None,
                  on_level: Callable[[ClusterSearch, int], None] | None = None, checkpoint: Any = None):
+        if vm.symmetry is not None:
+            raise ClusterError("the cluster search has no symmetry reduction (its partitions keep states as "
+                               "generated); reduce by symmetry on one machine, with --workers N")
         self.vm, self.spec, self.params, self.opts, self.progress = vm, spec, params, opts, progress
         self.address, self.every = check_address(address), every
         self.say = say or (lambda text: None)

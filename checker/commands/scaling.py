@@ -47,9 +47,11 @@ def check_scaling_flags(args: argparse.Namespace) -> None:
     for flag, on in (("--cluster", args.cluster), ("--checkpoint", args.checkpoint), ("--resume", args.resume)):
         if not on:
             continue
-        scalar = flag != "--cluster"  # checkpoints of the scalar engine's search too (with symmetry)
+        scalar = flag != "--cluster"  # checkpoints of the scalar engine's search too
+        if not scalar and args.symmetry:
+            raise UsageError("--cluster does not combine with --symmetry: the Ray partitions store states as they "
+                             "are generated, not canonical forms; reduce by symmetry on one machine (--workers N)")
         other = [name for name, given in (("--property", args.property), ("--dfs", args.dfs),
-                                          ("--symmetry", args.symmetry and not scalar),
                                           ("--all-trees", args.all_trees),
                                           ("--engine " + args.engine,
                                            args.engine in (("smt",) if scalar else ("scalar", "explicit", "smt"))))
@@ -93,7 +95,7 @@ def _directory(args: argparse.Namespace) -> str | None:
 
 
 def check_scalar_checkpointed(args: argparse.Namespace, model: Any, opts: Options, progress: Progress) -> CheckResult:
-    """`check --checkpoint/--resume` on the scalar engine (chosen, or forced by --symmetry or the spec)."""
+    """`check --checkpoint/--resume` on the scalar engine (chosen, or forced by the spec)."""
     from ..explicit import no_cyclic_gc
     from ..explicit.checkpoint import ExplicitCheckpoint
     from ..explicit.search import _Search
@@ -111,7 +113,7 @@ def check_scalar_checkpointed(args: argparse.Namespace, model: Any, opts: Option
     assert directory is not None
     if args.resume and _engine_of(directory) == "vector":
         raise UsageError(f"{directory} holds a checkpoint of the vector engine; resume it without --engine "
-                         "scalar/explicit and --symmetry")
+                         "scalar/explicit")
     ck = ExplicitCheckpoint(directory, args.checkpoint_every, resume=bool(args.resume), deadlock=opts.deadlock,
                             por=opts.por, say=None if args.quiet else _say)
     try:

@@ -62,7 +62,7 @@ class ExplicitCheckpoint:
             raise CheckpointError(f"{os.path.join(d, MANIFEST)} does not say what it checkpoints")
         if got.get("engine") != ENGINE:
             raise CheckpointError(f"{d} holds a checkpoint of the vector engine; resume it without --engine "
-                                  "scalar/explicit and --symmetry")
+                                  "scalar/explicit")
         if got != want:
             diff = sorted(k for k in want if got.get(k) != want[k])
             raise CheckpointError(f"{d} is a checkpoint of {got.get('spec')} {got.get('params')}, which differs "

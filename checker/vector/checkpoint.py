@@ -40,7 +40,8 @@ def identity(vm: Any) -> dict:
     m = vm.model
     return {"spec": m.name, "params": {k: v for k, v in m.params.items()},
             "invariants": list(m.invariant_names), "constraints": list(m.constraint_names),
-            "bits": vm.layout.bits, "words": vm.layout.words, "transitions": vm.ntrans}
+            "bits": vm.layout.bits, "words": vm.layout.words, "transitions": vm.ntrans,
+            **({"symmetry": True} if m.symmetry else {})}
 
 
 def read_manifest(directory: str) -> dict | None:
@@ -89,7 +90,7 @@ class Checkpoint:
                     f"{self.directory} holds a search without partial-order reduction, and this run is reduced; "
                     "resume it with --no-por")
             if man["identity"] != want:
-                diff = sorted(k for k in want if man["identity"].get(k) != want[k])
+                diff = sorted(k for k in set(want) | set(man["identity"]) if man["identity"].get(k) != want.get(k))
                 raise CheckpointError(f"{self.directory} is a checkpoint of {man['identity'].get('spec')} "
                                       f"{man['identity'].get('params')}, which differs from this run in: "
                                       f"{', '.join(diff)}")

@@ -1,8 +1,8 @@
 """Which explicit engine runs a check: `--engine auto|vector|scalar|explicit|smt`.
 
 `auto` runs the vector engine on typed specs and the scalar engine (`lockstep.checker.explicit`) on
-plain specs and on whatever the vector engine does not cover (symmetry reduction, depth-first
-search, integers beyond 64 bits); `explicit` is another name for `scalar`. `smt` (the symbolic
+plain specs and on whatever the vector engine does not cover (depth-first search, integers beyond
+64 bits); `explicit` is another name for `scalar`. `smt` (the symbolic
 engine) is handled by the check command itself.
 """
 

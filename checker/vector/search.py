@@ -32,6 +32,7 @@ from . import kernels
 from .compile import VectorProgram
 from .layout import Layout, VectorUnsupported
 from .spool import Budget, Spool
+from .symmetry import BatchSymmetry
 from .visited import VisitedSet
 
 TARGET_CANDIDATES = 1 << 22  # successors per batch the default batch size aims at
@@ -57,25 +58,23 @@ class VectorModel:
     def __init__(self, model: Any):
         if not isinstance(model, TypedModel):
             raise VectorUnsupported("it is a plain spec (init/next functions), which only the scalar engine runs")
-        if model.symmetry:
-            raise VectorUnsupported("symmetry reduction runs on the scalar engine")
         self.model = model
         self.layout = Layout(model.prog)
         self.program = VectorProgram(model.prog, self.layout)
         self.ntrans = len(model.prog.transitions)
+        self.symmetry = BatchSymmetry(model.sym, self.layout) if model.symmetry else None
+
+    def canonical(self, words: np.ndarray) -> np.ndarray:
+        """The packed canonical forms of a batch's rows (the rows themselves without symmetry reduction)."""
+        return words if self.symmetry is None else self.symmetry(words)
 
 
 class _VectorFingerprints:
     """The scalar model, seen through vector fingerprints (to follow the vector engine's parent links)."""
 
-    symmetry = False
-
     def __init__(self, model: Any, layout: Layout):
         self._model = model
         self.fingerprint = layout.fingerprint_state
-
-    def canonical(self, st: Any) -> Any:
-        return st
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._model, name)
@@ -442,7 +441,7 @@ class VectorSearch:
     def _seed(self) -> Spool:
         m, layout = self.model, self.layout
         bad, outside = safe_predicates(m)
-        states = m.initial_states()
+        states = [m.canonical(st) for st in m.initial_states()]
         words = layout.pack_many(states)
         self.initial_words = words
         fps = layout.fingerprints(words) if states else np.zeros(0, np.uint64)
@@ -541,8 +540,13 @@ class VectorSearch:
 
     # -- one batch ----------------------------------------------------------------------------------
     def successors(self, words: np.ndarray) -> Candidates:
-        """Run every transition over the batch."""
-        return Candidates(words, self.program.batch(words, words.shape[1]))
+        """Run every transition over the batch (under symmetry reduction each successor is its orbit's
+        representative: the deltas lead to it)."""
+        c = Candidates(words, self.program.batch(words, words.shape[1]))
+        if self.vm.symmetry is not None and len(c):
+            parents = words[:, c.rows]
+            c.deltas = np.ascontiguousarray(parents ^ self.vm.canonical(parents ^ c.deltas))
+        return c
 
     def prepare(self, words: np.ndarray, base: int, scratch: _Scratch) -> Prepared:
         """Everything about a batch that does not depend on the visited table (it runs on a second thread
@@ -620,6 +624,8 @@ class VectorSearch:
                 break  # the first half's stop comes before anything of the second
         segments = tuple((off, off + m) for off, m in zip(offsets, counts))
         c = FusedCandidates(words, scratch.cand, scratch.keys, T1)
+        if self.vm.symmetry is not None:
+            self._canonical_fused(scratch, segments)
         fingerprints = (scratch.fps, None, segments[-1][1])  # positions: the candidates' own indices
         if self.constrained:  # only the candidates inside the constraints are stored
             fingerprints, segments = self._inside_fused(c, scratch.fps, segments, base, stops)
@@ -632,6 +638,14 @@ class VectorSearch:
             por = (ample, reduced, enabled)
         return Prepared(words, base, c, None, None, NO_FILTER, stops, int(sum(i[3] for i in infos)), None, NO_HIDDEN,
                         fingerprints, por, segments)
+
+    def _canonical_fused(self, scratch: _Scratch, segments: tuple) -> None:
+        """Replace the fused kernel's candidates by their orbits' representatives, and their fingerprints."""
+        for lo, hi in segments:
+            if hi > lo:
+                canon = self.vm.canonical(scratch.cand[:, lo:hi])
+                scratch.cand[:, lo:hi] = canon
+                scratch.fps[lo:hi] = self.layout.fingerprints(canon)
 
     def _inside_fused(self, c: FusedCandidates, fps: np.ndarray, segments: tuple, base: int,
                       stops: list) -> tuple[tuple, None]:

@@ -145,7 +145,8 @@ def declared_params(cls: type) -> dict[str, Param]:
         if isinstance(d, Param):
             add(d)
         elif isinstance(d, Range):
-            add(d.size)
+            for p in d.params():
+                add(p)
         elif isinstance(d, Var):
             for p in d.type.params():
                 add(p)

@@ -289,10 +289,13 @@ class Range(Type):
 
     `Range("n", default=3)` also declares the parameter `n`; `Range(4)` or `Range(some_param)`
     uses a fixed size or an existing parameter. `symmetric=True` declares that the spec treats
-    the values interchangeably, which allows symmetry reduction (`--symmetry`).
+    the values interchangeably, which allows symmetry reduction (`--symmetry`); `fixed=(0, N - 1)`
+    names ids with a role of their own (a sender, a coordinator), which permutations leave in place,
+    so that only the other ids are interchangeable. Fixed ids may be parameter expressions.
     """
 
-    def __init__(self, size: str | int | ParamLike, default: int | None = None, symmetric: bool = False):
+    def __init__(self, size: str | int | ParamLike, default: int | None = None, symmetric: bool = False,
+                 fixed: Iterable[int | ParamLike] = ()):
         self.location = user_location()
         if isinstance(size, Range):
             raise SpecError("Range(N): N is already a Range", self.location,
@@ -310,6 +313,33 @@ class Range(Type):
             raise SpecError("Range(size, default=...) takes a default only with a parameter name", user_location())
         self.size = size
         self.symmetric = symmetric
+        self.fixed = self._check_fixed(fixed)
+
+    def _check_fixed(self, fixed: Any) -> tuple:
+        """The declared fixed ids, checked as far as they are known before parameters are bound."""
+        if isinstance(fixed, (int, ParamLike)) and not isinstance(fixed, bool):
+            fixed = (fixed,)
+        try:
+            ids = tuple(fixed)
+        except TypeError:
+            raise SpecError(f"Range(..., fixed={fixed!r}): fixed takes a tuple of ids", self.location,
+                            "e.g. fixed=(0,) or fixed=(SENDER, N - 1)") from None
+        if ids and not self.symmetric:
+            raise SpecError("Range(..., fixed=...) without symmetric=True: fixed ids are the ones symmetry "
+                            "reduction leaves in place", self.location, "add symmetric=True, or drop fixed=")
+        for x in ids:
+            if isinstance(x, bool) or not isinstance(x, (int, ParamLike)):
+                raise SpecError(f"Range(..., fixed=...): {x!r} is not an id (an integer or a parameter expression)",
+                                self.location)
+        literal = [x for x in ids if isinstance(x, int)]
+        for x in literal:
+            if x < 0 or (isinstance(self.size, int) and x >= self.size):
+                raise SpecError(f"Range({self.size!r}, fixed=...): {x} is not one of its ids "
+                                f"(0..{self.size - 1 if isinstance(self.size, int) else 'n-1'})", self.location)
+        dup = sorted({x for x in literal if literal.count(x) > 1})
+        if dup:
+            raise SpecError(f"Range(..., fixed=...) names id {dup[0]} twice", self.location, "name each fixed id once")
+        return ids
 
     @property
     def name(self) -> str:
@@ -320,10 +350,20 @@ class Range(Type):
         if n < 1:
             raise SpecError(f"Range of size {n} is empty ({self!r} under the spec's parameters)", self.location,
                             "give the parameter a value of at least 1")
-        return RangeDomain(self, n)
+        fixed = [resolve(x, binding) for x in self.fixed]
+        for x, decl in zip(fixed, self.fixed):
+            if not 0 <= x < n:
+                raise SpecError(f"{self!r}: fixed id {decl!r} is {x} under the spec's parameters, which is not one of "
+                                f"its ids 0..{n - 1}", self.location, "fix only ids of the range")
+        dup = sorted({x for x in fixed if fixed.count(x) > 1})
+        if dup:
+            raise SpecError(f"{self!r}: fixed names id {dup[0]} twice under the spec's parameters "
+                            f"({', '.join(map(repr, self.fixed))})", self.location,
+                            "name each fixed id once, or choose parameters that keep them apart")
+        return RangeDomain(self, n, tuple(sorted(fixed)))
 
     def params(self):
-        return [self.size] if isinstance(self.size, ParamLike) else []
+        return [p for p in (self.size, *self.fixed) if isinstance(p, ParamLike)]
 
     def __repr__(self):
         return f"Range({self.size!r})"
@@ -332,11 +372,22 @@ class Range(Type):
 class RangeDomain(Domain):
     kind = "range"
 
-    def __init__(self, type_, n):
+    def __init__(self, type_, n, fixed: tuple[int, ...] = ()):
         super().__init__(type_)
         self.size = n
         self.hi = n - 1
         self.symmetric = type_.symmetric
+        self.fixed = fixed
+
+    @property
+    def movable(self) -> tuple[int, ...]:
+        """The ids that symmetry reduction permutes (all but the fixed ones)."""
+        fixed = set(self.fixed)
+        return tuple(i for i in range(self.size) if i not in fixed)
+
+    def fix(self, ids: Iterable[int]) -> None:
+        """Fix more ids (a system model's processes with a role of their own, e.g. Byzantine ones)."""
+        self.fixed = tuple(sorted(set(self.fixed) | set(ids)))
 
     def index(self, v):
         if isinstance(v, bool) or not isinstance(v, int):

@@ -20,6 +20,7 @@ COSTLY = {"bracha": 30, "bracha_equivocating_sender": 30, "bracha_low_echo_quoru
           "tests/models/vector_edges.py:WideSet": 100, "psmr": 5, "psmr_no_acyclic_order": 5, "psmr_first_key_cg": 5,
           "alternating_bit": 80, "alternating_bit_reordering": 60, "tests/models/sequences.py:Channel": 100,
           "tests/models/quorums.py:Vote": 100, "tests/models/quorums.py:VoteTwice": 60,
+          "tests/models/symmetric_shapes.py:Shapes": 30, "tests/models/symmetric_shapes.py:ShapesTwoWay": 30,
           "ssp_sssp": 2, "ssp_cc": 2, "ssp_reach": 2, "ssp_stale_delta": 2}
 # How far the slow run compares a costly spec (default LIMIT); the SSP specs take seconds per state.
 FURTHER = {"ssp_sssp": 40, "ssp_cc": 40, "ssp_reach": 40, "ssp_stale_delta": 40}

@@ -190,8 +190,6 @@ def test_visited_table_stays_within_16_bytes_per_state():
 def test_what_the_vector_engine_refuses():
     with pytest.raises(VectorUnsupported, match="plain spec"):
         VectorModel(load_model(model_path("plain_counter.py")))
-    with pytest.raises(VectorUnsupported, match="symmetry"):
-        VectorModel(load_model("two_phase", symmetry=True))
     with pytest.raises(VectorUnsupported, match="depth-first"):
         check_vector(load_model("two_phase"), Options(dfs=True))
 
@@ -265,7 +263,7 @@ def test_engine_option(cli, tmp_path):
     r = cli("check", model_path("plain_counter.py"), "--engine", "vector")
     assert r.code == 2 and "--engine vector cannot check" in r.err and "Traceback" not in r.err
     r = cli("check", "two_phase", "--symmetry", "--quiet")
-    assert r.code == 0 and "scalar breadth-first" in r.out
+    assert r.code == 0 and "vector breadth-first, 1 worker, symmetry reduction" in r.out and "80 distinct" in r.out
     with pytest.raises(SystemExit) as e:
         cli("check", "two_phase", "--engine", "fast")
     assert e.value.code == 2

@@ -7,8 +7,9 @@ import pytest
 
 from lockstep.checker.explicit import Options, check
 from lockstep.checker.loader import load_model
+from lockstep.checker.typed_model import TypedModel
 from lockstep.specs.lang import Enum, Int, Range, Record, SpecError, Union, action, build_program, require
-from lockstep.specs.lang.actors import ActorSpec, Local, observe, on_message, on_start, on_timeout, send, set_timer
+from lockstep.specs.lang.actors import ActorSpec, Local, broadcast, observe, on_message, on_start, on_timeout, send, set_timer
 from tests.conftest import model_path
 from tests.specs import handwritten_actors as hand
 
@@ -179,8 +180,55 @@ def test_byzantine_forger_sends_any_message_once():
 
 
 def test_symmetry_is_refused_where_a_process_is_distinguished():
-    with pytest.raises(SpecError, match="declares no symmetric Range"):
-        load_model("two_phase_commit", {}, symmetry=True)
+    """Process 0 counts pings, the others drop them: declared symmetric without fixing 0, the check
+    refuses the spec; with 0 fixed, processes 1 and 2 are interchangeable."""
+
+    class Leader(ActorSpec):
+        Process = Range(3, symmetric=True)
+        Message = Ping
+        pings = Local(Int(0, 2), init=0)
+
+        @on_start
+        def start(p):
+            broadcast(Ping(), include_self=False)
+
+        @on_message
+        def receive(p, src, m):
+            if p.id == 0:
+                p.pings = p.pings + 1
+
+    with pytest.raises(SpecError, match="declared symmetric, but its steps are not"):
+        TypedModel(build_program(Leader, {}), "leader", symmetry=True)
+
+    class FixedLeader(Leader):
+        Process = Range(3, symmetric=True, fixed=(0,))
+
+    full = check(TypedModel(build_program(FixedLeader, {}), "leader"), Options(deadlock=False))
+    reduced = check(TypedModel(build_program(FixedLeader, {}), "leader", symmetry=True), Options(deadlock=False))
+    assert (full.verdict, reduced.verdict) == ("holds", "holds")
+    assert (full.distinct, reduced.distinct) == (64, 36)
+
+
+def test_byzantine_and_partly_crashable_processes_are_fixed():
+    """A symmetric Process range also fixes the Byzantine ids and, when only some may crash, the crashable ones."""
+    relay = load_model("bracha_byzantine_relay", {"f": 1}).prog.system.proc
+    assert (relay.fixed, relay.movable) == ((0, 3), (1, 2))
+    honest = load_model("bracha", {"f": 1}).prog.system.proc
+    assert (honest.fixed, honest.movable) == ((0,), (1, 2, 3))
+
+    class Crashy(ActorSpec):
+        Process = Range(4, symmetric=True, fixed=(0,))
+        Message = Ping
+        max_crashes = 1
+        crashable = (1, 2)
+        x = Local(Int(0, 1), init=0)
+
+        @on_message
+        def receive(p, src, m):
+            p.x = 1
+
+    assert build_program(Crashy, {}).system.proc.fixed == (0, 1, 2)
+    assert build_program(Crashy, {"crashes": 0}).system.proc.fixed == (0,)
 
 
 # ----------------------------------------------------------------------------- the local steps

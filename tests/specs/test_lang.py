@@ -151,6 +151,50 @@ def test_parameters_and_their_errors():
         build_program(Params, {"n": 9})
 
 
+def test_fixed_ids_of_a_symmetric_range():
+    F = Param("f", default=1, lo=0)
+    N = 3 * F + 1
+    Proc = Range(N, symmetric=True, fixed=(0, N - 1))
+
+    class Fixed(Spec):
+        up = Map(Proc, Bool, init=False)
+
+        @action
+        def wake(s):
+            s.up[0] = True
+
+    proc = build_program(Fixed, {"f": 2}).symmetric[0]
+    assert (proc.fixed, proc.movable) == ((0, 6), (1, 2, 3, 4, 5))
+    with pytest.raises(SpecError, match="fixed names id 0 twice under the spec's parameters") as e:
+        build_program(Fixed, {"f": 0})  # N - 1 = 0 = the other fixed id
+    assert e.value.location.line == line("fixed=(0, N - 1))")
+    Late = Range(3, symmetric=True, fixed=(N,))
+
+    class TooFar(Spec):
+        up = Map(Late, Bool, init=False)
+
+        @action
+        def wake(s):
+            s.up[0] = True
+
+    with pytest.raises(SpecError, match=r"fixed id \(\(3 \* f\) \+ 1\) is 4 under the spec's parameters, which is not one"):
+        build_program(TooFar, {"f": 1})
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"fixed": (0,)}, "without symmetric=True"),
+    ({"symmetric": True, "fixed": (3,)}, r"3 is not one of its ids \(0..2\)"),
+    ({"symmetric": True, "fixed": (-1,)}, "-1 is not one of its ids"),
+    ({"symmetric": True, "fixed": (1, 1)}, "names id 1 twice"),
+    ({"symmetric": True, "fixed": ("0",)}, "'0' is not an id"),
+    ({"symmetric": True, "fixed": 0.5}, "fixed takes a tuple of ids"),
+])
+def test_bad_fixed_ids_name_the_line(args, message):
+    with pytest.raises(SpecError, match=message) as e:
+        Range(3, **args)  # marker:bad-fixed
+    assert e.value.location.line == line("marker:bad-fixed")
+
+
 def test_forall_exists_over_products():
     class Grid(Spec):
         cell = Map(P, Map(P, Bool, init=False))

@@ -581,6 +581,15 @@ class _ActorBuilder(_Builder):
         self.byz = frozenset(self._pid(x, "byzantine") for x in cls.byzantine)
         crashable = cls.crashable(dict(v)) if callable(cls.crashable) else cls.crashable
         self.crashable = frozenset(pids if crashable is None else (self._pid(x, "crashable") for x in crashable))
+        if self.proc.symmetric:
+            self.proc.fix(self._singled_out())
+
+    def _singled_out(self) -> frozenset[int]:
+        """Ids a symmetric Process range must also fix: the Byzantine processes (they run other handlers),
+        and the crashable ones when only some of the interchangeable processes may crash."""
+        movable = set(self.proc.movable) - self.byz
+        crash = self.crashable & movable if self.crashes and not movable <= self.crashable else frozenset()
+        return self.byz | crash
 
     def _assemble(self, pids: list[int]) -> tuple[ActorProgram, list[LocalStep], ActorSystem]:
         """The global program's fields, the local steps of `pids`, and the `ActorSystem` over them."""
