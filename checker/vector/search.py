@@ -305,7 +305,8 @@ class VectorSearch:
 
     def path_fingerprints(self, level: int, index: int) -> list[int]:
         """The fingerprints of the path from an initial state to state `index` of `level`: the parent
-        links give each step's transition, which the compiled program re-runs on one state at a time."""
+        links give each step's transition, which the compiled program re-runs on one state at a time
+        (under symmetry reduction, on the representative each step stored)."""
         steps = []
         mask = (1 << self.tbits) - 1
         while level > 0 and level >= self.fp_levels:
@@ -325,6 +326,7 @@ class VectorSearch:
             for word, d in enumerate(deltas):
                 if d is not None:
                     w[word] ^= d
+            w = np.ascontiguousarray(self.vm.canonical(w))  # the state stored: its orbit's representative
             fps.append(int(self.layout.fingerprints(w)[0]))
         return fps
 
