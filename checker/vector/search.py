@@ -493,7 +493,7 @@ class VectorSearch:
             self._keep_fps(np.zeros(0, np.uint64), new_level=True)
             self.expected = self.expect(level)
             self._use_native(len(frontier))
-            self.table.reserve(self.expected)
+            self.table.reserve(self.expected, self.insert_pool)
             if self.por is not None:
                 self.por.new_level()
             for b in self._prepared(frontier):
@@ -732,10 +732,7 @@ class VectorSearch:
             m0 = self._insert_part(b, 0, progress_of_level)
             m1 = other.result()
             o0, o1 = self.outputs
-            k = np.concatenate([o0.k[:m0], o1.k[:m1]])
-            serial = np.argsort(k)
-            pos = k[serial]
-            fps = np.concatenate([o0.fp[:m0], o1.fp[:m1]])[serial]
+            pos, fps = self.k.merge_runs(o0.k[:m0], o0.fp[:m0], o1.k[:m1], o1.fp[:m1])
         return pos, fps
 
     def _insert_part(self, b: Prepared, part: int, progress_of_level: float) -> int:
@@ -769,7 +766,8 @@ class VectorSearch:
         T1 = self.vm.ntrans + 1
         js, nfps = self.insert_new(b, (base + n) / level_size)
         if b.order is None:  # fused: the candidates are in serial order, keyed by row and transition
-            nwords, new_links, ukeys = self.k.gather_new(c.cand, c.keys, js, T1, base, self.tbits)
+            nwords, new_links, ukeys = self.k.gather_new(c.cand, c.keys, js, T1, base, self.tbits,
+                                                         self.insert_pool if self.split else None)
             rows = tids = None
         else:
             rows, tids = c.row_of(b.order[js]), b.tids[js]

@@ -11,6 +11,7 @@ by slice as their keys move: growing needs little more than the new table.
 from __future__ import annotations
 
 import mmap
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +39,11 @@ class FingerprintTable:
         if capacity * 8 < GROW_SLICE * 8:
             return np.zeros(capacity, dtype=np.uint64), None
         mm = mmap.mmap(-1, capacity * 8, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        if hasattr(mmap, "MADV_HUGEPAGE"):  # huge pages: far fewer page faults and TLB misses on random probes
+            try:
+                mm.madvise(mmap.MADV_HUGEPAGE)
+            except OSError:
+                pass
         return np.frombuffer(mm, dtype=np.uint64), mm
 
     @property
@@ -127,8 +133,16 @@ class VisitedSet:
             return self.parts[0].add(keys)
         return sum(t.add(keys[sel]) for t, sel in zip(self.parts, self._route(keys)))
 
-    def reserve(self, expected: int) -> None:
-        """Make room for `expected` more keys in all (a little more than its share in each)."""
+    def reserve(self, expected: int, pool: Any = None) -> None:
+        """Make room for `expected` more keys in all (a little more than its share in each); with a thread
+        pool, the tables grow at once."""
         n = len(self.parts)
-        for t in self.parts:
-            t.reserve(expected if n == 1 else int(expected / n * 1.05) + 64)
+        share = expected if n == 1 else int(expected / n * 1.05) + 64
+        if pool is None or n == 1:
+            for t in self.parts:
+                t.reserve(share)
+            return
+        others = [pool.submit(t.reserve, share) for t in self.parts[1:]]
+        self.parts[0].reserve(share)
+        for f in others:
+            f.result()

@@ -10,6 +10,8 @@ is read and extended by the other.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 _Z = np.uint64(0)
@@ -124,13 +126,20 @@ def keep_allowed(fps: np.ndarray, ks: np.ndarray, n: int, order: np.ndarray, all
 
 
 def gather_new(cand: np.ndarray, keys: np.ndarray, pos: np.ndarray, T1: int, base: int,  # noqa: N803
-               tbits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               tbits: int, pool: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For the fused kernel's new candidates `pos`: their words, parent links (parent's index in the level,
     shifted, or the transition) and serial keys within the level."""
     k = keys[pos]
     rows, tids = np.divmod(k, T1)
     links = ((base + rows).astype(np.uint64) << np.uint64(tbits)) | tids.astype(np.uint64)
     return cand[:, pos], links, (base + rows) * T1 + tids
+
+
+def merge_runs(k0: np.ndarray, f0: np.ndarray, k1: np.ndarray, f1: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Two tables' new states, each in serial order, merged by position: (positions, fingerprints)."""
+    k = np.concatenate([k0, k1])
+    serial = np.argsort(k, kind="stable")
+    return k[serial], np.concatenate([f0, f1])[serial]
 
 
 def insert_serial(table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None, n: int,

@@ -12,6 +12,7 @@ a uint64 array, 0 marking an empty slot, home slot `(key >> 32) * capacity >> 32
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import numpy as np
 
@@ -126,9 +127,10 @@ int64_t keep_allowed(uint64_t *fps, int64_t *ks, int64_t n, const int64_t *order
     return m;
 }
 
-void gather_new(const uint64_t *cand, int64_t ldc, int64_t nw, const int64_t *keys, const int64_t *pos, int64_t m,
-                int64_t T1, int64_t base, int64_t tbits, uint64_t *out_words, uint64_t *links, int64_t *ukeys) {
-    for (int64_t i = 0; i < m; i++) {
+void gather_new(const uint64_t *cand, int64_t ldc, int64_t nw, const int64_t *keys, const int64_t *pos, int64_t lo,
+                int64_t hi, int64_t m, int64_t T1, int64_t base, int64_t tbits, uint64_t *out_words, uint64_t *links,
+                int64_t *ukeys) {
+    for (int64_t i = lo; i < hi; i++) {
         int64_t j = pos[i], k = keys[j], r = k / T1, t = k % T1;
         for (int64_t w = 0; w < nw; w++) out_words[w * m + i] = cand[w * ldc + j];
         links[i] = ((uint64_t)(base + r) << tbits) | (uint64_t)t;
@@ -136,22 +138,43 @@ void gather_new(const uint64_t *cand, int64_t ldc, int64_t nw, const int64_t *ke
     }
 }
 
+void merge_runs(const int64_t *k0, const uint64_t *f0, int64_t m0, const int64_t *k1, const uint64_t *f1, int64_t m1,
+                int64_t *pos, uint64_t *fps) {
+    int64_t a = 0, b = 0, o = 0;
+    while (a < m0 && b < m1) {
+        if (k0[a] < k1[b]) { pos[o] = k0[a]; fps[o++] = f0[a++]; }
+        else { pos[o] = k1[b]; fps[o++] = f1[b++]; }
+    }
+    while (a < m0) { pos[o] = k0[a]; fps[o++] = f0[a++]; }
+    while (b < m1) { pos[o] = k1[b]; fps[o++] = f1[b++]; }
+}
+
 int64_t insert_serial(uint64_t *table, int64_t cap, int64_t *size, int64_t limit, const uint64_t *fps,
                       const int64_t *ks, int64_t n, int64_t start, uint64_t parts_mask, uint64_t part,
                       int64_t *out_k, uint64_t *out_fp, int64_t *m) {
-    int64_t s = *size, j = *m;
-    for (int64_t i = start; i < n; i++) {
-        if (i + PREFETCH < n) {
+    /* The positions of this table's keys are gathered first, without branches, so that the insertion
+       loop takes only its own keys and prefetches exactly the slots it is about to probe. */
+    int64_t s = *size, j = *m, c = 0, total = n > start ? n - start : 0;
+    int64_t *mine = NULL;
+    if (parts_mask) {
+        mine = malloc((size_t)(total ? total : 1) * sizeof(int64_t));
+        if (!mine) return -1;
+        for (int64_t i = start; i < n; i++) { mine[c] = i; c += (fps[i] & parts_mask) == part; }
+    } else {
+        c = total;
+    }
+    for (int64_t q = 0; q < c; q++) {
+        int64_t i = mine ? mine[q] : start + q;
 #if defined(__GNUC__) || defined(__clang__)
-            __builtin_prefetch(&table[home(fps[i + PREFETCH], (uint64_t)cap)], 1);
+        if (q + PREFETCH < c)
+            __builtin_prefetch(&table[home(fps[mine ? mine[q + PREFETCH] : start + q + PREFETCH], (uint64_t)cap)], 1);
 #endif
-        }
         uint64_t h = fps[i];
-        if ((h & parts_mask) != part) continue;
-        if (s >= limit) { *size = s; *m = j; return i; }
+        if (s >= limit) { *size = s; *m = j; free(mine); return i; }
         if (add_key(table, (uint64_t)cap, h)) { s++; out_k[j] = ks ? ks[i] : i; out_fp[j] = h; j++; }
     }
     *size = s; *m = j;
+    free(mine);
     return n;
 }
 """
@@ -167,7 +190,8 @@ _SIGS = {
     "serial_order": ([_P, _I, _P, _P, _I, _I, _P, _P], None),
     "candidate_fps": ([_P, _I, _I, _P, _P, _I, _P, _I, _P, ctypes.c_uint64, ctypes.c_int, _P, _P], _I),
     "keep_allowed": ([_P, _P, _I, _P, _P], _I),
-    "gather_new": ([_P, _I, _I, _P, _P, _I, _I, _I, _I, _P, _P, _P], None),
+    "gather_new": ([_P, _I, _I, _P, _P, _I, _I, _I, _I, _I, _I, _P, _P, _P], None),
+    "merge_runs": ([_P, _P, _I, _P, _P, _I, _P, _P], None),
     "insert_serial": ([_P, _I, _IP, _I, _P, _P, _I, _I, ctypes.c_uint64, ctypes.c_uint64, _P, _P, _IP], _I),
 }
 
@@ -225,15 +249,31 @@ class Runtime:
         return int(self.lib.keep_allowed(_ptr(fps), _ptr(ks), n, _ptr(order), _ptr(allow)))
 
     def gather_new(self, cand: np.ndarray, keys: np.ndarray, pos: np.ndarray, T1: int, base: int,  # noqa: N803
-                   tbits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   tbits: int, pool: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         pos = np.ascontiguousarray(pos, dtype=np.int64)
         m, nw = pos.size, cand.shape[0]
         words = np.empty((nw, m), dtype=np.uint64)
         links = np.empty(m, dtype=np.uint64)
         ukeys = np.empty(m, dtype=np.int64)
-        self.lib.gather_new(_ptr(cand), cand.shape[1], nw, _ptr(keys), _ptr(pos), m, T1, base, tbits, _ptr(words),
-                            _ptr(links), _ptr(ukeys))
+
+        def part(lo: int, hi: int) -> None:
+            self.lib.gather_new(_ptr(cand), cand.shape[1], nw, _ptr(keys), _ptr(pos), lo, hi, m, T1, base, tbits,
+                                _ptr(words), _ptr(links), _ptr(ukeys))
+
+        if pool is not None and m > 1 << 12:  # two threads: each gathers half
+            other = pool.submit(part, m // 2, m)
+            part(0, m // 2)
+            other.result()
+        else:
+            part(0, m)
         return words, links, ukeys
+
+    def merge_runs(self, k0: np.ndarray, f0: np.ndarray, k1: np.ndarray, f1: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Two tables' new states, each in serial order, merged by position: (positions, fingerprints)."""
+        pos = np.empty(k0.size + k1.size, dtype=np.int64)
+        fps = np.empty(pos.size, dtype=np.uint64)
+        self.lib.merge_runs(_ptr(k0), _ptr(f0), k0.size, _ptr(k1), _ptr(f1), k1.size, _ptr(pos), _ptr(fps))
+        return pos, fps
 
     def insert_serial(self, table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None, n: int,
                       start: int, parts_mask: int, part: int, out_k: np.ndarray, out_fp: np.ndarray,
@@ -242,6 +282,8 @@ class Runtime:
         i = self.lib.insert_serial(_ptr(table), table.size, ctypes.byref(sz), limit, _ptr(fps),
                                    None if ks is None else _ptr(ks), n, start,
                                    parts_mask, part, _ptr(out_k), _ptr(out_fp), ctypes.byref(mm))
+        if i < 0:
+            raise MemoryError("no memory for the positions of a batch's candidates")
         return int(i), sz.value, mm.value
 
 
