@@ -19,9 +19,8 @@ import traceback
 from lockstep import __version__
 from lockstep.specs.lang.errors import SpecError
 
-from .errors import UsageError
+from .errors import TraceError, UsageError
 from .loader import LoadError
-from .trace import TraceError
 
 COMMANDS = [
     "lockstep.checker.commands.list_specs",

@@ -3,3 +3,7 @@
 
 class UsageError(Exception):
     """A command-line argument is wrong in a way argparse cannot see."""
+
+
+class TraceError(Exception):
+    """A trace file is malformed or does not belong to the spec it names."""

@@ -15,14 +15,16 @@ import os
 import sys
 import traceback
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lockstep.specs.lang.errors import SpecError
-from lockstep.specs.lang.population import Population
 from lockstep.specs.lang.spec import Spec, build_program, param_defaults
 from lockstep.specs.registry import SPECS
 
 from .model import Model
+
+if TYPE_CHECKING:  # population protocols are imported when one is loaded (`lockstep check` starts faster)
+    from lockstep.specs.lang.population import Population
 
 
 class LoadError(Exception):
@@ -233,6 +235,8 @@ def spec_summary(ref: str) -> tuple[str, dict[str, int]]:
 
 def load_protocol(ref: str, params: dict[str, int]) -> Population:
     """The population protocol named by `ref`, built for `params` (LoadError for any other spec)."""
+    from lockstep.specs.lang.population import Population
+
     obj, _ = resolve(ref)
     if inspect.isclass(obj) and issubclass(obj, Population):
         return obj(**params)
@@ -243,6 +247,8 @@ def load_protocol(ref: str, params: dict[str, int]) -> Population:
 
 def is_protocol(ref: str) -> bool:
     """Whether `ref` names a population protocol (without building it)."""
+    from lockstep.specs.lang.population import Population
+
     obj, _ = resolve(ref)
     return (inspect.isclass(obj) and issubclass(obj, Population)) or isinstance(obj, Population)
 

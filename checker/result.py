@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .trace import Trace
+if TYPE_CHECKING:  # a trace's module is imported when a violation is built (`lockstep check` starts faster)
+    from .trace import Trace
 
 HOLDS, VIOLATION, INCONCLUSIVE = "holds", "violation", "inconclusive"
 EXIT_CODES = {HOLDS: 0, VIOLATION: 1, INCONCLUSIVE: 3}

@@ -19,6 +19,7 @@ from typing import Any
 
 from lockstep.specs.registry import SPECS
 
+from .errors import TraceError
 from .itf import UNIT, infer_type, normalize, type_string, variant
 from .model import Model
 from .safejson import JSONInputError, loads, read_text
@@ -27,10 +28,6 @@ ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 FORMAT_VERSION = 2
 ACTION_TAKEN, NONDET_PICKS = "mbt::actionTaken", "mbt::nondetPicks"
 PROPERTY_KINDS = ("invariant", "deadlock", "step", "induction", "temporal", "run", "conformance", "witness")
-
-
-class TraceError(Exception):
-    """A trace file is malformed or does not belong to the spec it names."""
 
 
 def trusted_spec(named: Any, given: str | None, origin: str | None) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from itertools import product
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lockstep.specs.lang.errors import SpecError
 from lockstep.specs.lang.program import Program, Transition
@@ -12,7 +12,9 @@ from . import interpret
 from .codegen import compile_program
 from .itf import decode_typed, encode_typed, show
 from .model import Model, StepFailure
-from .symmetry import Symmetry
+
+if TYPE_CHECKING:  # symmetry reduction is imported when asked for
+    from .symmetry import Symmetry
 
 
 class TypedModel(Model):
@@ -37,6 +39,8 @@ class TypedModel(Model):
             if not prog.symmetric:
                 raise SpecError(f"spec {self.name} declares no symmetric Range, so --symmetry has nothing to reduce",
                                 None, "declare process ids as Range(..., symmetric=True)")
+            from .symmetry import Symmetry
+
             self.sym = Symmetry(prog)
             self.symmetry = True
             self.canonical = self.sym.canonical  # type: ignore[method-assign]

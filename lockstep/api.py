@@ -11,7 +11,8 @@ plan is unusable), `TraceError` (a trace) or `UsageError` (options that do not f
 from __future__ import annotations
 
 import inspect
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 from lockstep.checker.errors import UsageError
 from lockstep.checker.explicit import Options
@@ -19,7 +20,20 @@ from lockstep.checker.loader import LoadError, load_model, model_of, reference
 from lockstep.checker.model import Model
 from lockstep.checker.progress import NoProgress, Progress
 from lockstep.checker.result import CheckResult
-from lockstep.runs import RunResult, ValidationResult, run, validate
+
+if TYPE_CHECKING:
+    from lockstep.runs import RunResult, ValidationResult, run, validate
+
+_RUNS = ("RunResult", "ValidationResult", "run", "validate")  # from `lockstep.runs`, imported on first use
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RUNS:
+        import lockstep.runs
+
+        return getattr(lockstep.runs, name)
+    raise AttributeError(f"module 'lockstep.api' has no attribute {name!r}")
+
 
 __all__ = ["CheckResult", "RunResult", "ValidationResult", "bmc", "check", "model", "prove", "replay", "run",
            "simulate", "validate"]
@@ -116,16 +130,23 @@ def add_notes(res: CheckResult, asked: str, chosen: str, why: str | None, por_no
         res.notes.append(por_note)
 
 
+def _actor_program(prog: Any) -> bool:
+    """Whether a program comes from an actor spec; the actor model is not imported to say no (a program
+    built by it means it was)."""
+    actors = sys.modules.get("lockstep.specs.lang.actors.spec")
+    return prog is not None and actors is not None and isinstance(prog, actors.ActorProgram)
+
+
 def por_choice(m: Model, por: bool | None, blockers: list[tuple[bool, str, str]],
                asked: str = "--por") -> tuple[bool, str | None]:
     """(use partial-order reduction, a note why it is off) for `por` True (required: a UsageError where it
     cannot apply), False (off) or None (on for actor specs where it applies). `blockers` are (given, option,
     why it excludes the reduction) for the options of the search that exclude it."""
+    prog = getattr(m, "prog", None)
+    if por is False or (por is None and not _actor_program(prog)):
+        return False, None
     from lockstep.checker.reduction.actors import PorUnsupported, is_actor_program
 
-    prog = getattr(m, "prog", None)
-    if por is False or (por is None and (prog is None or not is_actor_program(prog))):
-        return False, None
     for on, option, why in blockers:
         if on:
             if por:

@@ -11,7 +11,7 @@ from ..errors import UsageError
 from ..explicit import Options
 from ..loader import load_model, parse_params
 from ..progress import NoProgress, Progress, stderr_say
-from ..rounds.sweep import FORCE_LIMIT, sweep, table, tree_arguments, tree_spec
+from ..rounds import FORCE_LIMIT
 from ..vector import choice
 from .common import add_full_argument, add_spec_arguments, load_typed, natural, output_file, positive, print_violation, report
 from .scaling import (
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError(f"{option} is not available with --property: {reason}; drop {option}")
     if args.property and args.engine == "vector":
         raise UsageError("--property: temporal properties are checked by the scalar engine; drop --engine vector")
-    params = tree_arguments(args, parse_params(args.param))
+    params = _tree_params(args, parse_params(args.param))
     if not args.quiet:  # building a large instance takes a while: say what is being built first
         print(f"progress: building {args.spec}" + "".join(f" {k}={v}" for k, v in params.items()), file=sys.stderr,
               flush=True)
@@ -236,7 +236,7 @@ def check_smt(args: argparse.Namespace) -> int:
     given = [flag for flag, on in explicit_only.items() if on]
     if given:
         raise UsageError(f"{', '.join(given)}: only for the explicit engine; the SMT engine's bound is --depth K")
-    model = load_typed(args.spec, tree_arguments(args, parse_params(args.param)), "--engine smt",
+    model = load_typed(args.spec, _tree_params(args, parse_params(args.param)), "--engine smt",
                        invariants=args.invariant or None)
     depth = SMT_DEPTH if args.depth is None else args.depth
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
@@ -291,6 +291,8 @@ def check_all_trees(args: argparse.Namespace) -> int:
     params = parse_params(args.param)
     if "n" in params or "tree" in params:
         raise UsageError("--all-trees chooses n and tree itself; drop --param n and --param tree")
+    from ..rounds.sweep import sweep, table, tree_spec
+
     cls = tree_spec(args.spec)
     print(f"Checking {cls.__name__} on every tree with 2..{args.all_trees} nodes, every initiator "
           f"(explicit engine, all invariants)")
@@ -308,3 +310,12 @@ def check_all_trees(args: argparse.Namespace) -> int:
           f"colours used = Δ+1 in {sum(r.optimal_colourings for r in res.rows)} runs, more in "
           f"{sum(r.over for r in res.rows)}")
     return 0
+
+
+def _tree_params(args: argparse.Namespace, params: dict[str, int]) -> dict[str, int]:
+    """The parameters with `--tree` applied (the rounds model is imported only for a tree)."""
+    if not getattr(args, "tree", None):
+        return params
+    from ..rounds.sweep import tree_arguments
+
+    return tree_arguments(args, params)

@@ -22,7 +22,6 @@ from ..typed_model import TypedModel
 if TYPE_CHECKING:  # networkx and the rounds model are imported when a tree spec is used (`lockstep check` starts faster)
     import networkx as nx
 
-FORCE_LIMIT = 12  # larger sweeps need --force (13 nodes: 1,301 trees; 16 nodes: 19,320)
 
 
 @dataclass

@@ -17,7 +17,6 @@ from ..progress import NoProgress, Progress
 from ..result import CheckResult
 from .layout import VectorUnsupported
 from .search import VectorModel, VectorOptions, VectorSearch
-from .workers import check_workers
 
 __all__ = ["VectorModel", "VectorOptions", "VectorUnsupported", "check_vector"]
 
@@ -31,6 +30,8 @@ def check_vector(model: Any, opts: Options, progress: Progress | None = None,
     progress = progress or NoProgress()
     vopts = vopts or VectorOptions()
     if opts.workers > 2:
+        from .workers import check_workers
+
         return check_workers(vm, opts, progress, vopts)
     search = VectorSearch(vm, opts, progress, vopts)
     search.use_threads(opts.workers)

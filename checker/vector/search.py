@@ -32,7 +32,6 @@ from . import kernels
 from .compile import VectorProgram
 from .layout import Layout, VectorUnsupported
 from .spool import Budget, Spool
-from .symmetry import BatchSymmetry
 from .visited import VisitedSet
 
 TARGET_CANDIDATES = 1 << 22  # successors per batch the default batch size aims at
@@ -62,7 +61,11 @@ class VectorModel:
         self.layout = Layout(model.prog)
         self.program = VectorProgram(model.prog, self.layout)
         self.ntrans = len(model.prog.transitions)
-        self.symmetry = BatchSymmetry(model.sym, self.layout) if model.symmetry else None
+        self.symmetry = None
+        if model.symmetry:
+            from .symmetry import BatchSymmetry
+
+            self.symmetry = BatchSymmetry(model.sym, self.layout)
 
     def canonical(self, words: np.ndarray) -> np.ndarray:
         """The packed canonical forms of a batch's rows (the rows themselves without symmetry reduction)."""
