@@ -272,14 +272,13 @@ class VectorSearch:
         self.resumed_frontier: Spool | None = None  # the frontier a resumed search started from
 
     def use_threads(self, threads: int, threaded_level: int = THREADED_LEVEL) -> None:
-        """Search with two threads (more do not pay on this design): the visited set split in two
-        tables, inserted into at once, and each batch's successors prepared while the one before it is
-        inserted; levels below `threaded_level` states use one thread. Call before `run`."""
+        """Search with two threads (more do not pay on this design): from the first level of `threaded_level`
+        states on, the visited set is two tables, inserted into at once, and each batch is generated in
+        halves (or, without the fused kernel, prepared while the one before it is inserted); before, the
+        search is the one-thread search. Call before `run`."""
         if threads < 2:
             return
         self.threads, self.threaded_level = 2, threaded_level
-        self.table = VisitedSet(2)
-        self.outputs = [_Outputs(), _Outputs()]
         self.insert_pool = ThreadPoolExecutor(1, thread_name_prefix="lockstep-insert")
 
     def _use_native(self, level_size: int) -> None:
@@ -496,6 +495,10 @@ class VectorSearch:
             self._keep_fps(np.zeros(0, np.uint64), new_level=True)
             self.expected = self.expect(level)
             self._use_native(len(frontier))
+            self.split = self.threads == 2 and len(frontier) >= self.threaded_level
+            if self.split and len(self.table.parts) == 1:  # from here on the visited set is two tables
+                self.table = self.table.split()
+                self.outputs = [self.outputs[0], _Outputs()]
             self.table.reserve(self.expected, self.insert_pool)
             if self.por is not None:
                 self.por.new_level()
@@ -514,7 +517,7 @@ class VectorSearch:
     def _prepared(self, frontier: Spool) -> Iterator[Prepared]:
         """The level's batches, prepared; with two threads, each batch is prepared while the one before
         it is inserted (numpy and the kernels release the GIL, so the two overlap)."""
-        self.split = self.threads == 2 and len(frontier) >= self.threaded_level
+
         if not self.split or self.fused is not None:  # fused on two threads: both run each phase of a batch
             base = 0
             for words in frontier.batches(self.batch):
@@ -730,10 +733,10 @@ class VectorSearch:
             m = self._insert_part(b, 0, progress_of_level)
             k, fps = self.outputs[0].k[:m], self.outputs[0].fp[:m]
             pos = k  # already in serial order
-        else:
-            other = self.insert_pool.submit(self._insert_part, b, 1, progress_of_level)
+        else:  # a level too small for two threads inserts the two tables one after the other
+            other = self.insert_pool.submit(self._insert_part, b, 1, progress_of_level) if self.split else None
             m0 = self._insert_part(b, 0, progress_of_level)
-            m1 = other.result()
+            m1 = other.result() if other is not None else self._insert_part(b, 1, progress_of_level)
             o0, o1 = self.outputs
             pos, fps = self.k.merge_runs(o0.k[:m0], o0.fp[:m0], o1.k[:m1], o1.fp[:m1])
         return pos, fps

@@ -110,6 +110,22 @@ class VisitedSet:
     def size(self) -> int:
         return sum(t.size for t in self.parts)
 
+    def split(self) -> VisitedSet:
+        """This one-table set as two tables (its keys moved a slice at a time, releasing the old table)."""
+        assert len(self.parts) == 1
+        two = VisitedSet(2)
+        old = self.parts[0]
+        for t in two.parts:
+            t.reserve(old.size // 2 + old.size // 16 + 64)
+        for start in range(0, len(old.table), GROW_SLICE):
+            keys = old.table[start:start + GROW_SLICE]
+            keys = keys[keys != 0]
+            for p, t in enumerate(two.parts):
+                mine = keys[(keys & two.mask) == np.uint64(p)]
+                t.size += backend().insert(t.table, mine)
+        self.parts = []
+        return two
+
     @property
     def nbytes(self) -> int:
         return sum(t.nbytes for t in self.parts)
