@@ -191,6 +191,8 @@ class ActorStructure:
             self.env_strides = elem.strides
         elif not self.fifo:
             raise PorUnsupported(f"network {type(net).__name__} is not known to partial-order reduction")
+        elif self.forged_slot is not None:  # an ordered network's forged envelopes: a set of envelopes
+            self.env_strides = prog.field("forged").dom.elem.strides
 
     def _env(self, src: int, dst: int, msg: Any) -> tuple:
         return (src, dst, self.msg_index[msg])

@@ -50,7 +50,8 @@ VARIANTS = [("two_phase_commit", {"rm": 3}), ("two_phase_commit", {"ordered": 1,
             ("two_phase_commit", {"lossy": 1}), ("two_phase_commit", {"crashes": 0}),
             ("two_phase_commit", {"ordered": 1}), ("two_phase_commit_eager", {"rm": 3}),
             ("token_ring", {"n": 4, "laps": 2}), ("two_phase_commit", {"duplicating": 1}),
-            ("psmr", {"commands": 2}), ("psmr_no_acyclic_order", {"commands": 2})]
+            ("psmr", {"commands": 2}), ("psmr_no_acyclic_order", {"commands": 2}),
+            (model_path("actor_gossip.py") + ":GossipWithForger", {"ordered": 1})]
 
 
 def _same(spec: str, params: dict, deadlock: bool, limit: int | None = SMALL) -> None:
