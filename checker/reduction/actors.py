@@ -52,14 +52,14 @@ class PorUnsupported(Exception):
 
 @dataclass
 class Send:
-    """An envelope an event may send, the kill literals after which it never does, and whether it
-    still can only while the envelope it consumes is in flight (nothing else sends that one)."""
+    """An envelope an event may send, the kill literals after which it never does, and the literals one of
+    which must hold for it still to send (its input is in flight: nothing else sends that one)."""
 
     env: tuple
     key: tuple  # the envelope, or (ordered) its channel (src, dst, None)
     kills: tuple[Literal, ...]
     reads: frozenset[int]  # local slots its condition reads
-    needs: Literal | None = None
+    inputs: tuple[Literal, ...] = ()  # empty: no such condition
 
 
 @dataclass
@@ -214,6 +214,12 @@ class ActorStructure:
         if isinstance(self.net, BagNetwork):
             return ("pos", self.net_base + self.env_index(env))
         return ("eq", self.head(env[0], env[1]), 1 + env[2])
+
+    def in_flight(self, env: tuple) -> tuple[Literal, ...]:
+        """Literals one of which holds while the envelope is in flight (ordered: at any position of its channel)."""
+        if self.fifo:
+            return tuple(("eq", self.head(env[0], env[1], pos), 1 + env[2]) for pos in range(self.cap))
+        return (self.deliverable(env),)
 
     def full(self, env: tuple) -> Literal:
         """The envelope has no room for one more copy."""
@@ -377,12 +383,13 @@ class ActorStructure:
         return out
 
     def _dead_inputs(self) -> None:
-        """A step consuming an envelope nothing sends (after start) can send only while that one is in flight."""
+        """A step consuming an envelope nothing sends (after start) can send only while that one is in flight
+        (on an ordered network, anywhere in its channel: it reaches the head by the receiver's own steps)."""
         sent = {s.env for ev in self.events for s in ev.sends}
         for ev in self.events:
             if ev.kind == "deliver" and ev.consumes not in sent:
                 for s in ev.sends:
-                    s.needs = self.deliverable(ev.consumes)
+                    s.inputs = self.in_flight(ev.consumes)
 
     # -- conflicts -----------------------------------------------------------------------------------
     def _reasons(self, tids: list[int]) -> dict[tuple[int, int], list[frozenset]]:

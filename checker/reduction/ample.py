@@ -6,8 +6,10 @@ closed under conflicts (`ActorStructure`), and across processes only the crash b
 enabled events (failing sends aside: below), so what remains is enabling: a delivery of envelope e
 is disabled at s because its process crashed (for ever), a local guard fails (only its own unit
 changes that), or e is not in flight — then the units of the events that may still send e must be
-in the set, and an event may not once a kill literal holds. The enabled events of a stubborn set
-form a persistent set (Valmari 1991; Godefroid 1996, Thm. 4.3), so every deadlock is kept.
+in the set, and an event may not once a kill literal holds, nor once its own input, which nothing
+else sends, is no longer in flight (on an ordered network: anywhere in its channel, not only at the
+head). The enabled events of a stubborn set form a persistent set (Valmari 1991; Godefroid 1996,
+Thm. 4.3), so every deadlock is kept.
 
 A send that does not fit fails its step, and the search reports a failing step where it is enabled.
 Take each send's failing variant as a transition of its own, enabled while its channel (ordered) or
@@ -235,8 +237,8 @@ class Reducer:
             hit = np.ones(rows, dtype=bool)
             for k in send.kills:
                 hit &= ~lit(k)
-            if send.needs is not None:
-                hit &= lit(send.needs)
+            if send.inputs:
+                hit &= np.logical_or.reduce([lit(x) for x in send.inputs])
             cache[id(send)] = hit
         return hit
 

@@ -267,3 +267,20 @@ def test_an_overflowing_send_is_found_with_reduction_and_deadlocks_unchecked():
     model = TypedModel(build_program(build(desc), {}), "random")
     assert check(model, Options(deadlock=False)).verdict == "violation"
     assert check(model, Options(deadlock=False, por=True)).verdict == "violation"
+
+
+def test_a_message_behind_another_in_its_ordered_channel_still_enables_its_handler():
+    """Process 0's start messages wait in one ordered channel to process 1; only the second makes process 1 send
+    to process 2, whose two handlers set its counter to different values. Until process 1 has consumed the first,
+    that send is still to come: process 2's handlers must not be ordered as if it never would, or one of the two
+    final states is lost."""
+    desc = Desc(n=3, ntags=2, start=(((1, 0, 0), (1, 1, 0)), ((1, 0, 0),), ((2, 1, 0),)),
+                ops=((0, 0, ()), (0, 1, ()), (1, 0, (("set", 0),)), (1, 1, (("send", 2, 0, 1, ("true",)),)),
+                     (2, 0, (("set", 2),)), (2, 1, (("set", 1),))),
+                timer_ops=(None, None, None), invariant=("pair", 0, 0, 0), ordered=True, capacity=2)
+    model = TypedModel(build_program(build(desc), {}), "random")
+    states, _found = _full_graph(model, 1000)
+    kept = _reduced_graph(model, Reducer(ActorStructure(model.prog), set()))
+    dead = lambda ss: {s for s in ss if not model.successors(s)}  # noqa: E731
+    assert len(dead(states)) == 2
+    assert dead(kept) == dead(states)
