@@ -16,8 +16,9 @@ Take each send's failing variant as a transition of its own, enabled while its c
 envelope is full: the sends on it enable it, its consumers (deliveries, drops) disable it. Sends on
 one channel (or envelope) conflict, so they share a unit; but a consumer and a send commute while
 the send fits, even in one process (a message to oneself): no conflict. So an enabled consumer
-needs every unit that may still send on its channel, its own process's too (`overflows`). The set
-is then stubborn for the failing variants as well; they are visible events, never in a reduced set
+needs every unit that may still send on its channel, its own process's too (`overflows`), and a
+forge disabled by a full channel needs its consumers, whichever process they belong to. The set is
+then stubborn for the failing variants as well; they are visible events, never in a reduced set
 while enabled, and the cycle proviso keeps them from being ignored.
 
 The set chosen must also be *invisible* (C2 of Peled 1993): no event in it changes, at s, a slot the
@@ -122,7 +123,7 @@ class Reducer:
         for tid, ev in enumerate(s.events):
             if ev.kind == "forge":
                 send = ev.sends[0]
-                consumers = [c for c in s.consumers.get(send.env, []) if s.events[c].owner != ev.owner]
+                consumers = s.consumers.get(send.env, [])
                 if consumers:
                     self.forges.append((tid, consumers, send.kills[0], s.full(send.env)))
         # consuming an envelope disables the failure of a send that would overflow it: an enabled consumer
