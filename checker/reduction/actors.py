@@ -5,9 +5,10 @@ p, the crash of p, a drop of a message to p, a message forged by Byzantine p; ea
 one process. The builder's traces say what each reads and writes (checked here on the terms):
 an event of p reads and writes only p's local slots, consumes its envelope and adds the envelopes
 it sends. So events of different processes commute and never disable one another — a send only
-adds (the exception, a send that overflows the network, is a failing step, which the search
-reports at the state where it is enabled) — except for the crash budget (a crash may disable
-another crash). Two events of one process *conflict* (may disable each other or not commute)
+adds — except for the crash budget (a crash may disable another crash) and two cases `ample`
+handles: a send that overflows the network fails (its consumers disable the failure), and on a
+duplicating network a send of a message in flight changes nothing, so it does not commute with
+a drop of that message. Two events of one process *conflict* (may disable each other or not commute)
 when one writes a local slot the other reads or writes (two additions of constants to one set
 commute), when both consume one envelope or both send one (ordered networks: use one channel),
 and always with the process's crash; a forge conflicts with its process's sends of its envelope.

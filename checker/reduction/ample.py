@@ -3,13 +3,13 @@
 A set of units is *stubborn* at a state s (Valmari's strong stubborn sets) when no event outside it
 conflicts with an enabled event in it and no event outside it can enable a disabled one. Units are
 closed under conflicts (`ActorStructure`), and across processes only the crash budget couples
-enabled events (failing sends aside: below), so what remains is enabling: a delivery of envelope e
-is disabled at s because its process crashed (for ever), a local guard fails (only its own unit
-changes that), or e is not in flight — then the units of the events that may still send e must be
-in the set, and an event may not once a kill literal holds, nor once its own input, which nothing
-else sends, is no longer in flight (on an ordered network: anywhere in its channel, not only at the
-head). The enabled events of a stubborn set form a persistent set (Valmari 1991; Godefroid 1996,
-Thm. 4.3), so every deadlock is kept.
+enabled events (failing sends and duplicating networks aside: below), so what remains is enabling:
+a delivery of envelope e is disabled at s because its process crashed (for ever), a local guard
+fails (only its own unit changes that), or e is not in flight — then the units of the events that
+may still send e must be in the set, and an event may not once a kill literal holds, nor once its
+own input, which nothing else sends, is no longer in flight (on an ordered network: anywhere in its
+channel, not only at the head). The enabled events of a stubborn set form a persistent set (Valmari
+1991; Godefroid 1996, Thm. 4.3), so every deadlock is kept.
 
 A send that does not fit fails its step, and the search reports a failing step where it is enabled.
 Take each send's failing variant as a transition of its own, enabled while its channel (ordered) or
@@ -19,7 +19,9 @@ the send fits, even in one process (a message to oneself): no conflict. So an en
 needs every unit that may still send on its channel, its own process's too (`overflows`), and a
 forge disabled by a full channel needs its consumers, whichever process they belong to. The set is
 then stubborn for the failing variants as well; they are visible events, never in a reduced set
-while enabled, and the cycle proviso keeps them from being ignored.
+while enabled, and the cycle proviso keeps them from being ignored. On a duplicating network no
+send fails, but a drop and a send of one envelope in flight do not commute (the send adds nothing):
+while the drop is enabled, each needs the other's unit (`redrops`).
 
 The set chosen must also be *invisible* (C2 of Peled 1993): no event in it changes, at s, a slot the
 checked invariants read, or loops on s. Each process offers one seed, its enabled
@@ -138,6 +140,12 @@ class Reducer:
                 envs = [e for e in envs if e in s.producers]
                 if envs:
                     self.overflows.append((tid, envs))
+        # a duplicating network keeps a delivered message, and a send of a message in flight changes nothing:
+        # only a drop removes one, and a drop and a send of one envelope do not commute (either way round)
+        self.redrops: list[tuple[int, tuple]] = []
+        if isinstance(s.net, SetNetwork) and s.net.duplicating:
+            self.redrops = [(tid, ev.consumes) for tid, ev in enumerate(s.events)
+                            if ev.kind == "drop" and ev.consumes in s.producers]
 
     def units(self, lit: _Literals, rows: int) -> np.ndarray:
         """(transitions, rows): each event's unit at each row, under the frozen values the row holds."""
@@ -220,6 +228,13 @@ class Reducer:
             for env in envs:
                 for p, send in s.producers.get(env, ()):
                     _mark(needs, unit[c], unit[p], cond & self._alive(lit, alive, send, rows))
+        for d, env in self.redrops:
+            if not enabled[d].any():
+                continue
+            for p, send in s.producers[env]:
+                both = enabled[d] & self._alive(lit, alive, send, rows)
+                _mark(needs, unit[d], unit[p], both)
+                _mark(needs, unit[p], unit[d], both & enabled[p])
         for tid, consumers, forged, full in self.forges:
             cond = ~lit(forged) & lit(full)
             if cond.any():
