@@ -5,9 +5,10 @@ p, the crash of p, a drop of a message to p, a message forged by Byzantine p; ea
 one process. The builder's traces say what each reads and writes (checked here on the terms):
 an event of p reads and writes only p's local slots, consumes its envelope and adds the envelopes
 it sends. So events of different processes commute and never disable one another — a send only
-adds (the exception, a send that overflows the network, is a failing step, which the search
-reports at the state where it is enabled) — except for the crash budget (a crash may disable
-another crash). Two events of one process *conflict* (may disable each other or not commute)
+adds — except for the crash budget (a crash may disable another crash) and two cases `ample`
+handles: a send that overflows the network fails (its consumers disable the failure), and on a
+duplicating network a send of a message in flight changes nothing, so it does not commute with
+a drop of that message. Two events of one process *conflict* (may disable each other or not commute)
 when one writes a local slot the other reads or writes (two additions of constants to one set
 commute), when both consume one envelope or both send one (ordered networks: use one channel),
 and always with the process's crash; a forge conflicts with its process's sends of its envelope.
@@ -52,14 +53,14 @@ class PorUnsupported(Exception):
 
 @dataclass
 class Send:
-    """An envelope an event may send, the kill literals after which it never does, and whether it
-    still can only while the envelope it consumes is in flight (nothing else sends that one)."""
+    """An envelope an event may send, the kill literals after which it never does, and the literals one of
+    which must hold for it still to send (its input is in flight: nothing else sends that one)."""
 
     env: tuple
     key: tuple  # the envelope, or (ordered) its channel (src, dst, None)
     kills: tuple[Literal, ...]
     reads: frozenset[int]  # local slots its condition reads
-    needs: Literal | None = None
+    inputs: tuple[Literal, ...] = ()  # empty: no such condition
 
 
 @dataclass
@@ -191,6 +192,8 @@ class ActorStructure:
             self.env_strides = elem.strides
         elif not self.fifo:
             raise PorUnsupported(f"network {type(net).__name__} is not known to partial-order reduction")
+        elif self.forged_slot is not None:  # an ordered network's forged envelopes: a set of envelopes
+            self.env_strides = prog.field("forged").dom.elem.strides
 
     def _env(self, src: int, dst: int, msg: Any) -> tuple:
         return (src, dst, self.msg_index[msg])
@@ -212,6 +215,12 @@ class ActorStructure:
         if isinstance(self.net, BagNetwork):
             return ("pos", self.net_base + self.env_index(env))
         return ("eq", self.head(env[0], env[1]), 1 + env[2])
+
+    def in_flight(self, env: tuple) -> tuple[Literal, ...]:
+        """Literals one of which holds while the envelope is in flight (ordered: at any position of its channel)."""
+        if self.fifo:
+            return tuple(("eq", self.head(env[0], env[1], pos), 1 + env[2]) for pos in range(self.cap))
+        return (self.deliverable(env),)
 
     def full(self, env: tuple) -> Literal:
         """The envelope has no room for one more copy."""
@@ -375,12 +384,13 @@ class ActorStructure:
         return out
 
     def _dead_inputs(self) -> None:
-        """A step consuming an envelope nothing sends (after start) can send only while that one is in flight."""
+        """A step consuming an envelope nothing sends (after start) can send only while that one is in flight
+        (on an ordered network, anywhere in its channel: it reaches the head by the receiver's own steps)."""
         sent = {s.env for ev in self.events for s in ev.sends}
         for ev in self.events:
             if ev.kind == "deliver" and ev.consumes not in sent:
                 for s in ev.sends:
-                    s.needs = self.deliverable(ev.consumes)
+                    s.inputs = self.in_flight(ev.consumes)
 
     # -- conflicts -----------------------------------------------------------------------------------
     def _reasons(self, tids: list[int]) -> dict[tuple[int, int], list[frozenset]]:

@@ -1,13 +1,27 @@
 """Reduced sets of actor events for a batch of states: stubborn sets of units, with the visibility proviso.
 
-A set of units is *stubborn* at a state s (Valmari's strong stubborn sets) when no event outside
-it conflicts with an enabled event in it and no event outside it can enable a disabled one. Units
-are closed under conflicts (`ActorStructure`), and across processes only the crash budget
-couples enabled events, so what remains is enabling: a delivery of envelope e is disabled at s
-because its process crashed (for ever), a local guard fails (only its own unit changes that), or
-e is not in flight — then the units of the events that may still send e must be in the set, and
-an event may not once a kill literal holds. The enabled events of a stubborn set form a persistent
-set (Valmari 1991; Godefroid 1996, Thm. 4.3), so every deadlock is kept.
+A set of units is *stubborn* at a state s (Valmari's strong stubborn sets) when no event outside it
+conflicts with an enabled event in it and no event outside it can enable a disabled one. Units are
+closed under conflicts (`ActorStructure`), and across processes only the crash budget couples
+enabled events (failing sends and duplicating networks aside: below), so what remains is enabling:
+a delivery of envelope e is disabled at s because its process crashed (for ever), a local guard
+fails (only its own unit changes that), or e is not in flight — then the units of the events that
+may still send e must be in the set, and an event may not once a kill literal holds, nor once its
+own input, which nothing else sends, is no longer in flight (on an ordered network: anywhere in its
+channel, not only at the head). The enabled events of a stubborn set form a persistent set (Valmari
+1991; Godefroid 1996, Thm. 4.3), so every deadlock is kept.
+
+A send that does not fit fails its step, and the search reports a failing step where it is enabled.
+Take each send's failing variant as a transition of its own, enabled while its channel (ordered) or
+envelope is full: the sends on it enable it, its consumers (deliveries, drops) disable it. Sends on
+one channel (or envelope) conflict, so they share a unit; but a consumer and a send commute while
+the send fits, even in one process (a message to oneself): no conflict. So an enabled consumer
+needs every unit that may still send on its channel, its own process's too (`overflows`), and a
+forge disabled by a full channel needs its consumers, whichever process they belong to. The set is
+then stubborn for the failing variants as well; they are visible events, never in a reduced set
+while enabled, and the cycle proviso keeps them from being ignored. On a duplicating network no
+send fails, but a drop and a send of one envelope in flight do not commute (the send adds nothing):
+while the drop is enabled, each needs the other's unit (`redrops`).
 
 The set chosen must also be *invisible* (C2 of Peled 1993): no event in it changes, at s, a slot the
 checked invariants read, or loops on s. Each process offers one seed, its enabled
@@ -111,11 +125,11 @@ class Reducer:
         for tid, ev in enumerate(s.events):
             if ev.kind == "forge":
                 send = ev.sends[0]
-                consumers = [c for c in s.consumers.get(send.env, []) if s.events[c].owner != ev.owner]
+                consumers = s.consumers.get(send.env, [])
                 if consumers:
                     self.forges.append((tid, consumers, send.kills[0], s.full(send.env)))
         # consuming an envelope disables the failure of a send that would overflow it: an enabled consumer
-        # needs the units that may still send it (or, ordered, anything on its channel)
+        # needs the units that may still send it (or, ordered, anything on its channel), its own process's too
         self.overflows: list[tuple[int, list[tuple]]] = []
         if not (isinstance(s.net, SetNetwork) and s.net.duplicating):
             for tid, ev in enumerate(s.events):
@@ -123,9 +137,15 @@ class Reducer:
                     continue
                 src, dst, mi = ev.consumes
                 envs = [(src, dst, i) for i in range(len(s.msgs))] if s.fifo or mi is None else [ev.consumes]
-                envs = [e for e in envs if any(s.events[p].owner != ev.owner for p, _ in s.producers.get(e, ()))]
+                envs = [e for e in envs if e in s.producers]
                 if envs:
                     self.overflows.append((tid, envs))
+        # a duplicating network keeps a delivered message, and a send of a message in flight changes nothing:
+        # only a drop removes one, and a drop and a send of one envelope do not commute (either way round)
+        self.redrops: list[tuple[int, tuple]] = []
+        if isinstance(s.net, SetNetwork) and s.net.duplicating:
+            self.redrops = [(tid, ev.consumes) for tid, ev in enumerate(s.events)
+                            if ev.kind == "drop" and ev.consumes in s.producers]
 
     def units(self, lit: _Literals, rows: int) -> np.ndarray:
         """(transitions, rows): each event's unit at each row, under the frozen values the row holds."""
@@ -208,6 +228,13 @@ class Reducer:
             for env in envs:
                 for p, send in s.producers.get(env, ()):
                     _mark(needs, unit[c], unit[p], cond & self._alive(lit, alive, send, rows))
+        for d, env in self.redrops:
+            if not enabled[d].any():
+                continue
+            for p, send in s.producers[env]:
+                both = enabled[d] & self._alive(lit, alive, send, rows)
+                _mark(needs, unit[d], unit[p], both)
+                _mark(needs, unit[p], unit[d], both & enabled[p])
         for tid, consumers, forged, full in self.forges:
             cond = ~lit(forged) & lit(full)
             if cond.any():
@@ -226,8 +253,8 @@ class Reducer:
             hit = np.ones(rows, dtype=bool)
             for k in send.kills:
                 hit &= ~lit(k)
-            if send.needs is not None:
-                hit &= lit(send.needs)
+            if send.inputs:
+                hit &= np.logical_or.reduce([lit(x) for x in send.inputs])
             cache[id(send)] = hit
         return hit
 

@@ -4,7 +4,8 @@ hypothesis can draw and shrink it) and the ActorSpec class it stands for.
 Each process has a counter `x`, a write-once `flag` and a set `heard`; it starts by sending a few
 messages; each (process, message tag) has a list of operations run in order: guards on x, updates
 of x, flag and heard, and sends whose destination, value and condition may depend on the state.
-A timer may fire once per arming and run its own operations.
+A timer may fire once per arming and run its own operations. With `forger`, the last process is
+Byzantine: it runs the same handlers and may also forge any message once.
 """
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ class Desc:
     start: tuple  # per process: ((dst, tag, v), ...)
     ops: tuple  # ((pid, tag) -> op tuple) as ((pid, tag, (op, ...)), ...)
     timer_ops: tuple  # per process: (op, ...) or None (no timer)
-    invariant: tuple  # (kind, a, b, c)
+    invariant: tuple  # (kind, a, b, c); kind "none": a property that always holds
     ordered: bool = False
     capacity: int = 1
     crashes: int = 0
     lossy: bool = False
     duplicating: bool = False
     symmetric: bool = False
+    forger: bool = False
 
 
 def _cond(p: Any, kind: tuple) -> Any:
@@ -98,6 +100,8 @@ def build(desc: Desc) -> type:
     def inv(s):
         if kind == "pair":
             return Not(And(s.x[a % n] == c, s.x[b % n] == (c + 1) % 3))
+        if kind == "none":
+            return True
         if kind == "agree":
             fa, fb = s.flag[a % n], s.flag[b % n]
             return Implies(And(fa.is_some(), fb.is_some()), fa == fb)
@@ -107,9 +111,12 @@ def build(desc: Desc) -> type:
         "Process": proc, "Message": Union(*tags) if len(tags) > 1 else tags[0], "Timer": Enum("t"),
         "network": Network(ordered=desc.ordered, capacity=desc.capacity, lossy=desc.lossy,
                            duplicating=desc.duplicating),
-        "max_crashes": desc.crashes,
+        "max_crashes": desc.crashes, "byzantine": (n - 1,) if desc.forger else (), "forge": desc.forger,
         "x": Local(Int(0, 2), init=0), "flag": Local(Option(Int(0, 1))), "heard": Local(Set(proc)),
         "start": on_start(start), "receive": on_message(receive), "timeout": on_timeout(timeout),
+        "byzantine_start": on_start(lambda p: start(p), byzantine=True),
+        "byzantine_receive": on_message(lambda p, src, m: receive(p, src, m), byzantine=True),
+        "byzantine_timeout": on_timeout(lambda p, timer: timeout(p, timer), byzantine=True),
         "prop": invariant(inv),
     }
     return type(f"Random{next(_serial)}", (ActorSpec,), ns)
