@@ -109,33 +109,38 @@ class _Expr:
     def share(self, roots: list[Any], indent: str) -> list[str]:
         """Bind every subterm of `roots` that the code would repeat, and that cannot fail, to a local
         (children first); later uses of it read the local. Returns the binding lines."""
-        refs: dict[int, int] = {}
-        memo: dict[int, bool] = {}  # per call: the terms are alive while it runs, so their ids are theirs
-        order: list[Term] = []
-        stack = [(r, False) for r in roots if isinstance(r, Term)]
-        while stack:  # post-order over the DAG, counting the edges into each node
-            t, done = stack.pop()
-            if done:
-                order.append(t)
-                continue
-            refs[id(t)] = refs.get(id(t), 0) + 1
-            if refs[id(t)] > 1 or t.op in ("const", "slot"):
-                continue
-            stack.append((t, True))
-            stack.extend((x, False) for x in reversed(t.args) if isinstance(x, Term))
         lines = []
-        for t in order:
-            if refs[id(t)] > 1 and id(t) not in self.temps and _total(t, memo):
-                code = self(t)
-                self._ntemps += 1
-                name = f"e{self._ntemps}"
-                lines.append(f"{indent}{name} = {code}")
-                self.temps[id(t)] = name
+        for t in repeated_subterms(roots, self.temps):
+            code = self(t)
+            self._ntemps += 1
+            name = f"e{self._ntemps}"
+            lines.append(f"{indent}{name} = {code}")
+            self.temps[id(t)] = name
         return lines
 
     def forget(self) -> None:
         """Drop the shared locals (they belong to one transition or predicate)."""
         self.temps.clear()
+
+
+def repeated_subterms(roots: list[Any], bound: dict[int, Any]) -> list[Term]:
+    """The subterms of `roots` (a DAG) reached more than once, not yet in `bound` and that cannot fail,
+    children before parents: the ones generated code binds to locals."""
+    refs: dict[int, int] = {}
+    memo: dict[int, bool] = {}  # per call: the terms are alive while it runs, so their ids are theirs
+    order: list[Term] = []
+    stack = [(r, False) for r in roots if isinstance(r, Term)]
+    while stack:  # post-order over the DAG, counting the edges into each node
+        t, done = stack.pop()
+        if done:
+            order.append(t)
+            continue
+        refs[id(t)] = refs.get(id(t), 0) + 1
+        if refs[id(t)] > 1 or t.op in ("const", "slot"):
+            continue
+        stack.append((t, True))
+        stack.extend((x, False) for x in reversed(t.args) if isinstance(x, Term))
+    return [t for t in order if refs[id(t)] > 1 and id(t) not in bound and _total(t, memo)]
 
 
 def _total(t: Term, memo: dict[int, bool]) -> bool:

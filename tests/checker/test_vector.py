@@ -30,6 +30,13 @@ def outcome(res) -> tuple:
     return res.verdict, res.distinct, res.generated, res.depth, res.queued, res.cut, trace
 
 
+@functools.cache
+def scalar_outcome(ref: str, deadlock: bool) -> tuple:
+    """The scalar engine's outcome on a typed spec at its default parameters, up to the agreement bound
+    (several tests compare against it)."""
+    return outcome(check(load_model(ref, {}), Options(deadlock=deadlock, max_states=AGREEMENT_BOUND)))
+
+
 def both(ref: str, params: dict | None = None, vopts: VectorOptions | None = None, **opts):
     model = load_model(ref, params or {})
     return check(model, Options(**opts)), check_vector(model, Options(**opts), vopts=vopts)
@@ -40,7 +47,7 @@ def both(ref: str, params: dict | None = None, vopts: VectorOptions | None = Non
 def test_agrees_with_the_scalar_engine(ref, deadlock):
     model = load_model(ref, {})
     opts = Options(deadlock=deadlock, max_states=AGREEMENT_BOUND)
-    assert outcome(check_vector(model, opts, vopts=VectorOptions(native="never"))) == outcome(check(model, opts))
+    assert outcome(check_vector(model, opts, vopts=VectorOptions(native="never"))) == scalar_outcome(ref, deadlock)
 
 
 @pytest.mark.parametrize("ref", typed_spec_refs())
@@ -48,7 +55,7 @@ def test_the_c_kernels_agree_with_the_scalar_engine(ref):
     """Every typed spec through the C loops and (where it suits one) its fused successor function."""
     model = load_model(ref, {})
     opts = Options(deadlock=True, max_states=AGREEMENT_BOUND)
-    assert outcome(check_vector(model, opts, vopts=VectorOptions(native="always"))) == outcome(check(model, opts))
+    assert outcome(check_vector(model, opts, vopts=VectorOptions(native="always"))) == scalar_outcome(ref, True)
 
 
 def threaded(ref: str, params: dict | None = None, vopts: VectorOptions | None = None, **opts):
@@ -70,7 +77,7 @@ def test_two_threads_agree_with_the_scalar_engine(ref):
     opts = {"deadlock": True, "max_states": AGREEMENT_BOUND}
     two = threaded(ref, vopts=VectorOptions(batch=256, native="always"), **opts)
     assert two.workers == 2
-    assert outcome(two) == outcome(check(load_model(ref, {}), Options(**opts)))
+    assert outcome(two) == scalar_outcome(ref, True)
 
 
 @pytest.mark.parametrize("native", NATIVE)
@@ -380,7 +387,8 @@ def test_reduced_search_in_small_batches_agrees_with_the_scalar_engine(spec, par
 def _actor_cases() -> list[tuple[str, dict]]:
     from tests.checker.test_por import EXTRA, LARGE, SMALL_SPECS, VARIANTS
 
-    return [(s, {}) for s in SMALL_SPECS + EXTRA + sorted(LARGE)] + VARIANTS + [("psmr", {})]
+    default_psmr = pytest.param("psmr", {}, marks=pytest.mark.slow)  # its default size: 7 s of the bound's states
+    return [(s, {}) for s in SMALL_SPECS + EXTRA + sorted(LARGE)] + VARIANTS + [default_psmr]
 
 
 @pytest.mark.parametrize("deadlock", [True, False])

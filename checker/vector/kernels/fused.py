@@ -31,7 +31,7 @@ from lockstep.specs.lang.program import Program, Transition
 from lockstep.specs.lang.terms import Term
 from lockstep.specs.lang.types import SetDomain
 
-from ...codegen import _range_check, _total
+from ...codegen import _range_check, repeated_subterms
 from ..layout import CHUNK, Layout
 from .cbuild import Library
 from .runtime import PRELUDE
@@ -247,33 +247,18 @@ class _Expr:
     def share(self, roots: list, indent: str) -> list[str]:
         """Bind every subterm of `roots` that the code would repeat, and that cannot fail, to a local (children
         first); later uses read the local. Returns the binding lines."""
-        refs: dict[int, int] = {}
-        memo: dict[int, bool] = {}
-        order: list[Term] = []
-        stack = [(r, False) for r in roots if isinstance(r, Term)]
-        while stack:  # post-order over the DAG, counting the edges into each node
-            t, done = stack.pop()
-            if done:
-                order.append(t)
-                continue
-            refs[id(t)] = refs.get(id(t), 0) + 1
-            if refs[id(t)] > 1 or t.op in ("const", "slot"):
-                continue
-            stack.append((t, True))
-            stack.extend((x, False) for x in reversed(t.args) if isinstance(x, Term))
         lines = []
-        for t in order:
-            if refs[id(t)] > 1 and id(t) not in self.temps and _total(t, memo):
-                code = self.value(t)
-                self._ntemps += 1
-                name = f"e{self._ntemps}"
-                if isinstance(code, tuple):  # a chunk that is already a name or a constant is not copied
-                    names = tuple(x if _IDENT.fullmatch(x) else f"{name}_{c}" for c, x in enumerate(code))
-                    lines += [f"{indent}const int64_t {n} = {x};" for n, x in zip(names, code) if n != x]
-                    self.temps[id(t)] = names
-                else:
-                    lines.append(f"{indent}const int64_t {name} = {code};")
-                    self.temps[id(t)] = name
+        for t in repeated_subterms(roots, self.temps):
+            code = self.value(t)
+            self._ntemps += 1
+            name = f"e{self._ntemps}"
+            if isinstance(code, tuple):  # a chunk that is already a name or a constant is not copied
+                names = tuple(x if _IDENT.fullmatch(x) else f"{name}_{c}" for c, x in enumerate(code))
+                lines += [f"{indent}const int64_t {n} = {x};" for n, x in zip(names, code) if n != x]
+                self.temps[id(t)] = names
+            else:
+                lines.append(f"{indent}const int64_t {name} = {code};")
+                self.temps[id(t)] = name
         return lines
 
     def forget(self) -> None:
@@ -459,12 +444,7 @@ class _Source:
                 break
             if p.term is True:
                 continue
-            ex = _Expr(self.chunks)
-            lines = ex.share([p.term], "    ")
-            test = ex(p.term)
-            body = lines + [f"    return !{test} || err;", "}"]
-            out += [f"static int inv{i}(const uint64_t *w) {{", "    int err = 0;"] + self._unpack(ex.used, "    ", body)
-            out += body
+            out += self._predicate(f"inv{i}", p.term, lambda v: [f"    return !{v} || err;"])
             tests.append(f"inv{i}(w)")
         out += ["int64_t bad(const uint64_t *W, int64_t ld, int64_t start, int64_t stop) {",
                 f"    uint64_t w[{self.layout.words}];",
@@ -473,6 +453,14 @@ class _Source:
         out += [f"        if ({' || '.join(tests)}) return r;" if tests else "        (void)w;",
                 "    }", "    return -1;", "}"]
         return "\n".join(out)
+
+    def _predicate(self, name: str, term: Term, tail) -> list[str]:
+        """A static function `name(w)` of one state's words: evaluates `term` (sharing its repeated subterms)
+        and ends with the lines `tail` makes of the value's C expression."""
+        ex = _Expr(self.chunks)
+        body = ex.share([term], "    ")
+        body += tail(ex(term)) + ["}"]
+        return [f"static int {name}(const uint64_t *w) {{", "    int err = 0;"] + self._unpack(ex.used, "    ", body) + body
 
     def _outside(self) -> str:
         """`outside(W, ld, start, stop, out)`: out[r] = 1 where state r violates a state constraint, as the
@@ -488,11 +476,8 @@ class _Source:
                 break
             if p.term is True:
                 continue
-            ex = _Expr(self.chunks)
-            lines = ex.share([p.term], "    ")
-            body = lines + [f"    const int v = {ex(p.term)};", "    if (err) return 2;", "    return !v;", "}"]
-            out += [f"static int con{i}(const uint64_t *w) {{", "    int err = 0;"] + self._unpack(ex.used, "    ", body)
-            out += body
+            tail = lambda v: [f"    const int v = {v};", "    if (err) return 2;", "    return !v;"]  # noqa: E731
+            out += self._predicate(f"con{i}", p.term, tail)
             tests.append(f"con{i}(w)")
         out += ["void outside(const uint64_t *W, int64_t ld, int64_t start, int64_t stop, uint8_t *out) {",
                 f"    uint64_t w[{self.layout.words}];",
