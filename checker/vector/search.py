@@ -175,6 +175,7 @@ class _Scratch:
         self.cand = np.zeros((0, 0), dtype=np.uint64)  # the fused kernel's outputs
         self.fps = np.zeros(0, dtype=np.uint64)
         self.keys = np.zeros(0, dtype=np.int64)
+        self.routes = [[np.zeros(0, dtype=np.int64)] * 2] * 2  # per half of the rows, per table: positions
 
     def fit(self, m: int) -> None:
         if len(self.order) < m:
@@ -187,6 +188,7 @@ class _Scratch:
             self.cand = np.zeros((words, m), dtype=np.uint64)
             self.fps = np.zeros(m, dtype=np.uint64)
             self.keys = np.zeros(m, dtype=np.int64)
+            self.routes = [[np.zeros(m, dtype=np.int64) for _p in range(2)] for _h in range(2)]
 
 
 class _Outputs:
@@ -195,12 +197,14 @@ class _Outputs:
     def __init__(self) -> None:
         self.k = np.zeros(0, dtype=np.int64)
         self.fp = np.zeros(0, dtype=np.uint64)
+        self.mine = np.zeros(0, dtype=np.int64)  # the positions of the table's own candidates (two tables)
 
     def fit(self, m: int) -> None:
         if len(self.k) < m:
             m = max(m, int(1.25 * len(self.k)))
             self.k = np.zeros(m, dtype=np.int64)
             self.fp = np.zeros(m, dtype=np.uint64)
+            self.mine = np.zeros(m, dtype=np.int64)
 
 
 @dataclass
@@ -221,6 +225,7 @@ class Prepared:
     fingerprints: tuple  # (fingerprints, serial positions or None for 0.., count) of the allowed candidates that moved
     por: tuple | None = None  # (ample, reduced, enabled) of the partial-order reduction, before its proviso
     segments: tuple | None = None  # fused on two threads: the (start, stop) stretches of the outputs, in order
+    routes: list | None = None  # two tables: per table, (positions, count) of its candidates in each stretch
 
 NO_FILTER = np.zeros(0, dtype=np.bool_)
 NO_HIDDEN = np.zeros(0, dtype=np.int64)
@@ -499,7 +504,7 @@ class VectorSearch:
             if self.split and len(self.table.parts) == 1:  # from here on the visited set is two tables
                 self.table = self.table.split()
                 self.outputs = [self.outputs[0], _Outputs()]
-            self.table.reserve(self.expected, self.insert_pool)
+            self.table.reserve(self.expected, self.insert_pool, self.expect_after(level))
             if self.por is not None:
                 self.por.new_level()
             for b in self._prepared(frontier):
@@ -542,9 +547,16 @@ class VectorSearch:
 
     def expect(self, level: int) -> int:
         """New states expected from expanding `level`: its size times its growth over the level before."""
+        return int(len(self.levels[level]) * self._growth(level))
+
+    def expect_after(self, level: int) -> int:
+        """New states expected from expanding the level after `level`, at the same growth."""
+        return int(self.expect(level) * self._growth(level))
+
+    def _growth(self, level: int) -> float:
         now = len(self.levels[level])
         before = len(self.levels[level - 1]) if level else 1
-        return int(now * min(now / max(before, 1), 2.0))
+        return min(now / max(before, 1), 2.0)
 
     # -- one batch ----------------------------------------------------------------------------------
     def successors(self, words: np.ndarray) -> Candidates:
@@ -612,10 +624,18 @@ class VectorSearch:
         if self.por is not None:
             marks = (np.zeros((nt, n), dtype=np.uint8), np.zeros((nt, n), dtype=np.uint8), self.por.vmask_array)
 
+        # two tables, candidates stored as generated: each thread sorts its half's out by table
+        routed = len(halves) == 2 and marks is None and self.vm.symmetry is None and not self.constrained
+        routes: list[list] = [[], []]
+
         def gen(k: int) -> int:
             lo, hi = halves[k]
-            return fused.gen(words, lo, hi, deadlock, scratch.cand, scratch.fps, scratch.keys, infos[k], offsets[k],
-                             marks)
+            m = fused.gen(words, lo, hi, deadlock, scratch.cand, scratch.fps, scratch.keys, infos[k], offsets[k], marks)
+            if routed:
+                pos = scratch.routes[k]
+                c0 = self.k.route(scratch.fps, offsets[k], offsets[k] + m, int(self.table.mask), pos[0], pos[1])
+                routes[k] = [(pos[0], c0), (pos[1], m - c0)]
+            return m
 
         if len(halves) == 2:
             other = self.insert_pool.submit(gen, 1)
@@ -645,7 +665,7 @@ class VectorSearch:
             ample, reduced = self.por.red.choose(PackedColumns(self.layout, words), enabled, marks[1].view(np.bool_))
             por = (ample, reduced, enabled)
         return Prepared(words, base, c, None, None, NO_FILTER, stops, int(sum(i[3] for i in infos)), None, NO_HIDDEN,
-                        fingerprints, por, segments)
+                        fingerprints, por, segments, [[r[p] for r in routes] for p in range(2)] if routed else None)
 
     def _canonical_fused(self, scratch: _Scratch, segments: tuple) -> None:
         """Replace the fused kernel's candidates by their orbits' representatives, and their fingerprints."""
@@ -748,15 +768,29 @@ class VectorSearch:
         fps, ks, count = b.fingerprints
         out.fit(count)
         m = 0
+
+        def grow() -> None:
+            done = len(self.levels[-1]) // n + m  # this table's new states in this level so far
+            table.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
+
+        if b.routes is not None:  # the positions of this table's candidates, stretch by stretch
+            for pos, c in b.routes[part]:
+                q = 0
+                while True:
+                    q, table.size, m = self.k.insert_at(table.table, table.size, table.limit, fps, ks, pos, q, c,
+                                                        out.k, out.fp, m)
+                    if q == c:
+                        break
+                    grow()
+            return m
         for lo, hi in b.segments or ((0, count),):
             i = lo
             while True:
                 i, table.size, m = self.k.insert_serial(table.table, table.size, table.limit, fps, ks, hi, i, n - 1,
-                                                         part, out.k, out.fp, m)
+                                                         part, out.k, out.fp, m, out.mine)
                 if i == hi:
                     break
-                done = len(self.levels[-1]) // n + m  # this table's new states in this level so far
-                table.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
+                grow()
         return m
 
     def _expand(self, b: Prepared, level: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:

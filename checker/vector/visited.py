@@ -67,11 +67,12 @@ class FingerprintTable:
         self.size += added
         return added
 
-    def reserve(self, expected: int) -> None:
-        """Make room for `expected` more keys, rebuilding once if they would pass `MAX_LOAD`."""
+    def reserve(self, expected: int, then: int = 0) -> None:
+        """Make room for `expected` more keys, rebuilding once if they would pass `MAX_LOAD`; a rebuild
+        makes room for the `then` keys expected after those as well, so that it need not rebuild again."""
         need = self.size + max(expected, 0)
         if need > self.limit:
-            self._grow(max(int(need / TARGET_LOAD), MIN_CAPACITY))
+            self._grow(max(int((need + max(then, 0)) / TARGET_LOAD), MIN_CAPACITY))
 
     def grow_for(self, expected: int) -> None:
         """Grow now (the table is at its limit) for `expected` more keys, by at least a quarter."""
@@ -149,16 +150,18 @@ class VisitedSet:
             return self.parts[0].add(keys)
         return sum(t.add(keys[sel]) for t, sel in zip(self.parts, self._route(keys)))
 
-    def reserve(self, expected: int, pool: Any = None) -> None:
-        """Make room for `expected` more keys in all (a little more than its share in each); with a thread
-        pool, the tables grow at once."""
+    def reserve(self, expected: int, pool: Any = None, then: int = 0) -> None:
+        """Make room for `expected` more keys in all (a little more than its share in each), and in a
+        table that must grow for them, for `then` more after those; with a thread pool, the tables grow
+        at once."""
         n = len(self.parts)
         share = expected if n == 1 else int(expected / n * 1.05) + 64
+        later = then // n
         if pool is None or n == 1:
             for t in self.parts:
-                t.reserve(share)
+                t.reserve(share, later)
             return
-        others = [pool.submit(t.reserve, share) for t in self.parts[1:]]
-        self.parts[0].reserve(share)
+        others = [pool.submit(t.reserve, share, later) for t in self.parts[1:]]
+        self.parts[0].reserve(share, later)
         for f in others:
             f.result()

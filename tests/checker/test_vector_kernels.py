@@ -148,3 +148,29 @@ def test_the_cache_directory_is_private(monkeypatch, tmp_path):
     os.chmod(shared, 0o777)
     monkeypatch.setenv("LOCKSTEP_CACHE", str(shared))
     assert cbuild.cache_dir() is None  # another user could plant a library there: not used
+
+
+@settings(max_examples=40, deadline=None)
+@given(keys_st, st.lists(st.integers(1, 40), max_size=300), st.integers(0, 300))
+def test_routed_insertion_agrees_with_serial_insertion(native, present, candidates, room):
+    """Positions routed to each table, then inserted, give what each table's serial insertion gives."""
+    fps = np.array(candidates, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    n = len(candidates)
+    for loops in (portable, native):
+        pos = [np.zeros(max(n, 1), np.int64), np.zeros(max(n, 1), np.int64)]
+        c0 = loops.route(fps, 0, n, 1, pos[0], pos[1])
+        assert pos[0][:c0].tolist() == [i for i in range(n) if not int(fps[i]) & 1]
+        assert pos[1][:n - c0].tolist() == [i for i in range(n) if int(fps[i]) & 1]
+        for part, c in ((0, c0), (1, n - c0)):
+            want_t, got_t = _table(present), _table(present)
+            size = int(np.count_nonzero(want_t))
+            outs = []
+            for t, routed in ((want_t, False), (got_t, True)):
+                out_k, out_fp = np.zeros(max(n, 1), np.int64), np.zeros(max(n, 1), np.uint64)
+                if routed:
+                    q, s2, m = loops.insert_at(t, size, size + room, fps, None, pos[part], 0, c, out_k, out_fp, 0)
+                    stop = int(pos[part][q]) if q < c else n
+                else:
+                    stop, s2, m = loops.insert_serial(t, size, size + room, fps, None, n, 0, 1, part, out_k, out_fp, 0)
+                outs.append((stop, s2, out_k[:m].tolist(), out_fp[:m].tolist()))
+            assert outs[0] == outs[1]

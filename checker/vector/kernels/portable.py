@@ -144,10 +144,11 @@ def merge_runs(k0: np.ndarray, f0: np.ndarray, k1: np.ndarray, f1: np.ndarray) -
 
 def insert_serial(table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None, n: int,
                   start: int, parts_mask: int, part: int, out_k: np.ndarray, out_fp: np.ndarray,
-                  m: int) -> tuple[int, int, int]:
+                  m: int, scratch: np.ndarray | None = None) -> tuple[int, int, int]:
     """Insert the keys of table `part` (`key & parts_mask == part`) among `fps[start:n]`, in order, each if
     absent, appending (position `ks[i]`, or i without `ks`, and fingerprint) of the new ones to the outputs at
-    `m`; stops before the table holds more than `limit` keys. Returns (next i, size, m)."""
+    `m`; stops before the table holds more than `limit` keys. Returns (next i, size, m). `scratch`, int64
+    room for n - start positions that the C loop reuses, is not needed here."""
     if ks is None:
         ks = np.arange(n, dtype=np.int64)
     rest = fps[start:n]
@@ -164,3 +165,34 @@ def insert_serial(table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks:
     out_k[m:m + c] = ks[start:n][fresh]
     out_fp[m:m + c] = rest[fresh]
     return nxt, size + c, m + c
+
+
+def insert_at(table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None, pos: np.ndarray,
+              q: int, c: int, out_k: np.ndarray, out_fp: np.ndarray, m: int) -> tuple[int, int, int]:
+    """Insert the keys at positions `pos[q:c]` in order, each if absent, appending (position `ks[i]`, or i
+    without `ks`, and fingerprint) of the new ones to the outputs at `m`; stops before the table holds
+    more than `limit` keys. Returns (the q to go on from, size, m)."""
+    at = pos[q:c]
+    keys = fps[at]
+    fresh = _fresh_firsts(table, keys)
+    room = max(limit - size, 0)
+    nxt = c
+    if fresh.size > room:
+        nxt = q + int(fresh[room])
+        fresh = fresh[:room]
+    _place(table, keys[fresh])
+    n = fresh.size
+    out_k[m:m + n] = at[fresh] if ks is None else ks[at[fresh]]
+    out_fp[m:m + n] = keys[fresh]
+    return nxt, size + n, m + n
+
+
+def route(fps: np.ndarray, lo: int, hi: int, mask: int, pos0: np.ndarray, pos1: np.ndarray) -> int:
+    """The positions lo..hi of table 0's keys (`key & mask` zero) into `pos0` and of table 1's into `pos1`,
+    in order; how many are table 0's."""
+    one = (fps[lo:hi] & np.uint64(mask)) != 0
+    at = np.arange(lo, hi, dtype=np.int64)
+    c0 = int(np.count_nonzero(~one))
+    pos0[:c0] = at[~one]
+    pos1[:at.size - c0] = at[one]
+    return c0

@@ -149,33 +149,50 @@ void merge_runs(const int64_t *k0, const uint64_t *f0, int64_t m0, const int64_t
     while (b < m1) { pos[o] = k1[b]; fps[o++] = f1[b++]; }
 }
 
-int64_t insert_serial(uint64_t *table, int64_t cap, int64_t *size, int64_t limit, const uint64_t *fps,
-                      const int64_t *ks, int64_t n, int64_t start, uint64_t parts_mask, uint64_t part,
-                      int64_t *out_k, uint64_t *out_fp, int64_t *m) {
-    /* The positions of this table's keys are gathered first, without branches, so that the insertion
-       loop takes only its own keys and prefetches exactly the slots it is about to probe. */
-    int64_t s = *size, j = *m, c = 0, total = n > start ? n - start : 0;
-    int64_t *mine = NULL;
-    if (parts_mask) {
-        mine = malloc((size_t)(total ? total : 1) * sizeof(int64_t));
-        if (!mine) return -1;
-        for (int64_t i = start; i < n; i++) { mine[c] = i; c += (fps[i] & parts_mask) == part; }
-    } else {
-        c = total;
-    }
-    for (int64_t q = 0; q < c; q++) {
-        int64_t i = mine ? mine[q] : start + q;
+int64_t insert_at(uint64_t *table, int64_t cap, int64_t *size, int64_t limit, const uint64_t *fps,
+                  const int64_t *ks, const int64_t *pos, int64_t q, int64_t c, int64_t *out_k, uint64_t *out_fp,
+                  int64_t *m) {
+    /* Insert the keys at positions pos[q..c) (positions q..c without `pos`) in order, each if absent,
+       prefetching the slots about to be probed; stops before the table holds more than `limit` keys.
+       Returns the q to go on from. */
+    int64_t s = *size, j = *m;
+    for (; q < c; q++) {
+        const int64_t i = pos ? pos[q] : q;
 #if defined(__GNUC__) || defined(__clang__)
         if (q + PREFETCH < c)
-            __builtin_prefetch(&table[home(fps[mine ? mine[q + PREFETCH] : start + q + PREFETCH], (uint64_t)cap)], 1);
+            __builtin_prefetch(&table[home(fps[pos ? pos[q + PREFETCH] : q + PREFETCH], (uint64_t)cap)], 1);
 #endif
-        uint64_t h = fps[i];
-        if (s >= limit) { *size = s; *m = j; free(mine); return i; }
+        const uint64_t h = fps[i];
+        if (s >= limit) break;
         if (add_key(table, (uint64_t)cap, h)) { s++; out_k[j] = ks ? ks[i] : i; out_fp[j] = h; j++; }
     }
     *size = s; *m = j;
-    free(mine);
-    return n;
+    return q;
+}
+
+int64_t route(const uint64_t *fps, int64_t lo, int64_t hi, uint64_t mask, int64_t *pos0, int64_t *pos1) {
+    /* The positions lo..hi of table 0's keys (`key & mask` zero) and of table 1's, in order, without
+       branches; returns how many are table 0's. */
+    int64_t c0 = 0, c1 = 0;
+    for (int64_t i = lo; i < hi; i++) {
+        const int64_t b = (fps[i] & mask) != 0;
+        pos0[c0] = i; pos1[c1] = i; c0 += 1 - b; c1 += b;
+    }
+    return c0;
+}
+
+int64_t insert_serial(uint64_t *table, int64_t cap, int64_t *size, int64_t limit, const uint64_t *fps,
+                      const int64_t *ks, int64_t n, int64_t start, uint64_t parts_mask, uint64_t part,
+                      int64_t *out_k, uint64_t *out_fp, int64_t *m, int64_t *mine) {
+    /* `insert_at` over this table's keys among fps[start..n): their positions are gathered first (into
+       `mine`, room for n - start, reused by the caller: a fresh buffer would cost page faults and, freed,
+       other threads' TLBs), without branches, so that the insertion takes only its own keys. Returns the
+       position to go on from. */
+    if (!parts_mask) return insert_at(table, cap, size, limit, fps, ks, NULL, start, n > start ? n : start, out_k, out_fp, m);
+    int64_t c = 0;
+    for (int64_t i = start; i < n; i++) { mine[c] = i; c += (fps[i] & parts_mask) == part; }
+    const int64_t q = insert_at(table, cap, size, limit, fps, ks, mine, 0, c, out_k, out_fp, m);
+    return q < c ? mine[q] : n;
 }
 """
 
@@ -192,7 +209,9 @@ _SIGS = {
     "keep_allowed": ([_P, _P, _I, _P, _P], _I),
     "gather_new": ([_P, _I, _I, _P, _P, _I, _I, _I, _I, _I, _I, _P, _P, _P], None),
     "merge_runs": ([_P, _P, _I, _P, _P, _I, _P, _P], None),
-    "insert_serial": ([_P, _I, _IP, _I, _P, _P, _I, _I, ctypes.c_uint64, ctypes.c_uint64, _P, _P, _IP], _I),
+    "insert_serial": ([_P, _I, _IP, _I, _P, _P, _I, _I, ctypes.c_uint64, ctypes.c_uint64, _P, _P, _IP, _P], _I),
+    "insert_at": ([_P, _I, _IP, _I, _P, _P, _P, _I, _I, _P, _P, _IP], _I),
+    "route": ([_P, _I, _I, ctypes.c_uint64, _P, _P], _I),
 }
 
 
@@ -277,14 +296,29 @@ class Runtime:
 
     def insert_serial(self, table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None, n: int,
                       start: int, parts_mask: int, part: int, out_k: np.ndarray, out_fp: np.ndarray,
-                      m: int) -> tuple[int, int, int]:
+                      m: int, scratch: np.ndarray | None = None) -> tuple[int, int, int]:
         sz, mm = ctypes.c_int64(size), ctypes.c_int64(m)
+        mine = None
+        if parts_mask:
+            if scratch is None or scratch.size < n - start:
+                scratch = np.empty(max(n - start, 1), dtype=np.int64)
+            mine = _ptr(scratch)
         i = self.lib.insert_serial(_ptr(table), table.size, ctypes.byref(sz), limit, _ptr(fps),
                                    None if ks is None else _ptr(ks), n, start,
-                                   parts_mask, part, _ptr(out_k), _ptr(out_fp), ctypes.byref(mm))
-        if i < 0:
-            raise MemoryError("no memory for the positions of a batch's candidates")
+                                   parts_mask, part, _ptr(out_k), _ptr(out_fp), ctypes.byref(mm), mine)
         return int(i), sz.value, mm.value
+
+    def insert_at(self, table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None,
+                  pos: np.ndarray, q: int, c: int, out_k: np.ndarray, out_fp: np.ndarray,
+                  m: int) -> tuple[int, int, int]:
+        sz, mm = ctypes.c_int64(size), ctypes.c_int64(m)
+        q = self.lib.insert_at(_ptr(table), table.size, ctypes.byref(sz), limit, _ptr(fps),
+                               None if ks is None else _ptr(ks), _ptr(pos), q, c, _ptr(out_k), _ptr(out_fp),
+                               ctypes.byref(mm))
+        return int(q), sz.value, mm.value
+
+    def route(self, fps: np.ndarray, lo: int, hi: int, mask: int, pos0: np.ndarray, pos1: np.ndarray) -> int:
+        return int(self.lib.route(_ptr(fps), lo, hi, mask, _ptr(pos0), _ptr(pos1)))
 
 
 def library() -> Library:
