@@ -391,10 +391,12 @@ class VectorSearch:
         return False, None
 
     def _keep_fps(self, fps: np.ndarray, new_level: bool = False) -> None:
+        """Keep a batch's new fingerprints for the level (a copy: the batch's arrays are scratch, reused by
+        the next batch), when a checkpoint or a handoff will need them."""
         if self.handoff is not None or self.checkpoint is not None:
             if new_level:
                 self.level_fps.append([])
-            self.level_fps[-1].append(fps)
+            self.level_fps[-1].append(fps.copy())
 
     def parents_on_path(self) -> dict[int, int | None]:
         """The parent fingerprint of each state on the path to `self.at` (for `rebuild_path`)."""

@@ -403,6 +403,25 @@ def test_reduced_search_in_c_agrees_with_the_scalar_engine(spec, params, deadloc
     assert not [n for n in vector.notes if "numpy passes" in n]
 
 
+@pytest.mark.parametrize("native", ["never", "always"])
+def test_checkpoint_links_do_not_depend_on_the_batch_size(tmp_path, native):
+    """A level searched in many batches writes the same (fingerprint, parent fingerprint) links as one
+    searched in one batch: each batch's fingerprints are kept, not the scratch they were computed in."""
+    from lockstep.checker.vector.checkpoint import Checkpoint
+
+    vm = VectorModel(load_model("filter_lock", {}))
+
+    def links(d: str, batch: int) -> list[np.ndarray]:
+        ck = Checkpoint(d, 0, resume=False, deadlock=True)
+        ck.bind(vm)
+        check_vector(vm, Options(max_depth=9), vopts=VectorOptions(checkpoint=ck, native=native, batch=batch))
+        return [np.load(f"{d}/links-{lv}.npy") for lv in range(10)]
+
+    small, whole = links(str(tmp_path / "small"), 4), links(str(tmp_path / "whole"), 1 << 16)
+    assert [a.shape[1] for a in whole] == [1, 3, 6, 10, 15, 21, 31, 39, 44, 45]
+    assert all(np.array_equal(a, b) for a, b in zip(small, whole))
+
+
 def test_a_search_resumed_twice_writes_the_links_of_an_uninterrupted_one(tmp_path):
     """Checkpoints hold (fingerprint, parent fingerprint) links: one written after resuming holds the same
     links as one never interrupted, and its counterexample runs through the levels of both checkpoints."""
