@@ -747,21 +747,50 @@ class VectorSearch:
 
     def insert_new(self, b: Prepared, progress_of_level: float) -> tuple[np.ndarray, ...]:
         """Insert the candidates' fingerprints, each if absent, the first occurrence of a state winning:
-        (positions, fingerprints) of the new states, in serial order. With two
-        tables, two threads insert at once, each the keys of its own table; merging their new states
-        by position gives the one-table result."""
-        parts = self.table.parts
-        if len(parts) == 1:
-            m = self._insert_part(b, 0, progress_of_level)
-            k, fps = self.outputs[0].k[:m], self.outputs[0].fp[:m]
-            pos = k  # already in serial order
+        (positions, fingerprints) of the new states, in serial order (with two tables, their runs merged
+        by position, which gives the one-table result)."""
+        runs = self._insert_runs(b, progress_of_level)
+        return runs[0] if len(runs) == 1 else self.k.merge_runs(*runs[0], *runs[1])
+
+    def _insert_runs(self, b: Prepared, progress_of_level: float) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Insert the candidates into each table: per table, (positions, fingerprints) of its new states in
+        serial order. On two threads, each inserts the keys of its own table."""
+        if len(self.table.parts) == 1:
+            counts = [self._insert_part(b, 0, progress_of_level)]
         else:  # a level too small for two threads inserts the two tables one after the other
             other = self.insert_pool.submit(self._insert_part, b, 1, progress_of_level) if self.split else None
             m0 = self._insert_part(b, 0, progress_of_level)
-            m1 = other.result() if other is not None else self._insert_part(b, 1, progress_of_level)
-            o0, o1 = self.outputs
-            pos, fps = self.k.merge_runs(o0.k[:m0], o0.fp[:m0], o1.k[:m1], o1.fp[:m1])
-        return pos, fps
+            counts = [m0, other.result() if other is not None else self._insert_part(b, 1, progress_of_level)]
+        return [(out.k[:m], out.fp[:m]) for out, m in zip(self.outputs, counts)]
+
+    def _new_fused(self, b: Prepared, progress_of_level: float) -> tuple[np.ndarray, ...]:
+        """The fused kernel's new states, inserted: (fingerprints, words, parent links, serial keys, index of
+        the first that violates an invariant or -1). With two tables, each thread then merges the two runs
+        into one half of the outputs, gathers that half's states and tests its invariants: one hand-off."""
+        runs = self._insert_runs(b, progress_of_level)
+        m = sum(len(k) for k, _f in runs)
+        T1 = self.vm.ntrans + 1
+        if len(runs) == 1:
+            pos, fps = runs[0]
+        else:
+            pos, fps = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.uint64)
+        words = np.empty((self.layout.words, m), dtype=np.uint64)
+        links, ukeys = np.empty(m, dtype=np.uint64), np.empty(m, dtype=np.int64)
+        c, bad = b.c, self.fused.bad if self.checks_invariants else None
+
+        def part(lo: int, hi: int) -> int:
+            if len(runs) == 2:
+                self.k.merge_range(*runs[0], *runs[1], lo, hi, pos, fps)
+            self.k.gather_range(c.cand, c.keys, pos, lo, hi, T1, b.base, self.tbits, words, links, ukeys)
+            return bad(words, lo, hi) if bad is not None and hi > lo else -1
+
+        if self.split and m > 1 << 12:
+            other = self.insert_pool.submit(part, m // 2, m)
+            first, second = part(0, m // 2), other.result()
+            first_bad = first if first >= 0 else second
+        else:
+            first_bad = part(0, m)
+        return fps, words, links, ukeys, first_bad
 
     def _insert_part(self, b: Prepared, part: int, progress_of_level: float) -> int:
         """Insert the candidates of table `part` in serial order, growing it when full; how many were new."""
@@ -806,20 +835,19 @@ class VectorSearch:
         enabled = b.enabled
         n = words.shape[1]
         T1 = self.vm.ntrans + 1
-        js, nfps = self.insert_new(b, (base + n) / level_size)
         if b.order is None:  # fused: the candidates are in serial order, keyed by row and transition
-            nwords, new_links, ukeys = self.k.gather_new(c.cand, c.keys, js, T1, base, self.tbits,
-                                                         self.insert_pool if self.split else None)
+            nfps, nwords, new_links, ukeys, first_bad = self._new_fused(b, (base + n) / level_size)
             rows = tids = None
         else:
+            js, nfps = self.insert_new(b, (base + n) / level_size)
             rows, tids = c.row_of(b.order[js]), b.tids[js]
             nwords, ukeys = c.states(b.order[js]), (base + rows) * T1 + tids
             new_links = None
-        m = len(js)
+            first_bad = self._first_bad(nwords, len(js)) if self.checks_invariants and len(js) else -1
+        m = len(nfps)
         room = cap - self.distinct
         if m > max(room, 0):
             stops.append((int(ukeys[max(room, 0)]), "cut", None))
-        first_bad = self._first_bad(nwords, m) if self.checks_invariants and m else -1
         if first_bad >= 0:
             stops.append((int(ukeys[first_bad]), "invariant", first_bad))
         if stops:
@@ -840,17 +868,8 @@ class VectorSearch:
             self.progress.report(Stats(self.distinct, self.generated, level_size - base - n + len(nxt), self.depth))
 
     def _first_bad(self, words: np.ndarray, m: int) -> int:
-        """The index of the first of `m` packed states that violates an invariant, or -1 (on two threads, each
-        tests half of them)."""
-        if self.fused is not None:
-            words = np.ascontiguousarray(words)
-            if not self.split or m < 2:
-                return self.fused.bad(words, 0, m)
-            h = m // 2
-            other = self.insert_pool.submit(self.fused.bad, words, h, m)
-            first = self.fused.bad(words, 0, h)
-            second = other.result()
-            return first if first >= 0 else second
+        """The index of the first of `m` packed states that violates an invariant, or -1 (the numpy passes;
+        the fused kernel's states are tested by `_new_fused`)."""
         hit = self.program.bad(words, m).nonzero()[0]
         return int(hit[0]) if hit.size else -1
 

@@ -174,3 +174,23 @@ def test_routed_insertion_agrees_with_serial_insertion(native, present, candidat
                     stop, s2, m = loops.insert_serial(t, size, size + room, fps, None, n, 0, 1, part, out_k, out_fp, 0)
                 outs.append((stop, s2, out_k[:m].tolist(), out_fp[:m].tolist()))
             assert outs[0] == outs[1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(keys=st.lists(st.integers(0, 500), unique=True, max_size=60), split=st.randoms(use_true_random=False),
+       cut=st.integers(0, 60))
+def test_merging_two_runs_in_two_ranges_gives_the_whole_merge(native, keys, split, cut):
+    """Each of two threads merges one range of the outputs (starting mid-merge, found by bisection); together
+    they give the sorted union of the two runs, fingerprints following their positions."""
+    runs = [sorted(k for k in keys if split.random() < 0.5)]
+    runs.append(sorted(set(keys) - set(runs[0])))
+    k0, k1 = (np.array(r, dtype=np.int64) for r in runs)
+    f0, f1 = (k.astype(np.uint64) * np.uint64(3) + np.uint64(1) for k in (k0, k1))
+    m = len(keys)
+    lo = min(cut, m)
+    for loops in (portable, native):
+        pos, fps = np.full(m, -1, np.int64), np.zeros(m, np.uint64)
+        loops.merge_range(k0, f0, k1, f1, lo, m, pos, fps)
+        loops.merge_range(k0, f0, k1, f1, 0, lo, pos, fps)
+        assert pos.tolist() == sorted(keys)
+        assert fps.tolist() == [3 * k + 1 for k in sorted(keys)]

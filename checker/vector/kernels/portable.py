@@ -10,8 +10,6 @@ is read and extended by the other.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 _Z = np.uint64(0)
@@ -125,14 +123,14 @@ def keep_allowed(fps: np.ndarray, ks: np.ndarray, n: int, order: np.ndarray, all
     return m
 
 
-def gather_new(cand: np.ndarray, keys: np.ndarray, pos: np.ndarray, T1: int, base: int,  # noqa: N803
-               tbits: int, pool: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For the fused kernel's new candidates `pos`: their words, parent links (parent's index in the level,
-    shifted, or the transition) and serial keys within the level."""
-    k = keys[pos]
-    rows, tids = np.divmod(k, T1)
-    links = ((base + rows).astype(np.uint64) << np.uint64(tbits)) | tids.astype(np.uint64)
-    return cand[:, pos], links, (base + rows) * T1 + tids
+def gather_range(cand: np.ndarray, keys: np.ndarray, pos: np.ndarray, lo: int, hi: int, T1: int, base: int,  # noqa: N803
+                 tbits: int, words: np.ndarray, links: np.ndarray, ukeys: np.ndarray) -> None:
+    """For the fused kernel's new candidates `pos[lo:hi]`: their words, parent links (parent's index in the
+    level, shifted, or the transition) and serial keys within the level, written at lo..hi of the outputs."""
+    rows, tids = np.divmod(keys[pos[lo:hi]], T1)
+    words[:, lo:hi] = cand[:, pos[lo:hi]]
+    links[lo:hi] = ((base + rows).astype(np.uint64) << np.uint64(tbits)) | tids.astype(np.uint64)
+    ukeys[lo:hi] = (base + rows) * T1 + tids
 
 
 def merge_runs(k0: np.ndarray, f0: np.ndarray, k1: np.ndarray, f1: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -140,6 +138,13 @@ def merge_runs(k0: np.ndarray, f0: np.ndarray, k1: np.ndarray, f1: np.ndarray) -
     k = np.concatenate([k0, k1])
     serial = np.argsort(k, kind="stable")
     return k[serial], np.concatenate([f0, f1])[serial]
+
+
+def merge_range(k0: np.ndarray, f0: np.ndarray, k1: np.ndarray, f1: np.ndarray, lo: int, hi: int,
+                pos: np.ndarray, fps: np.ndarray) -> None:
+    """Outputs lo..hi of `merge_runs`, written at lo..hi of `pos` and `fps`."""
+    k, f = merge_runs(k0, f0, k1, f1)
+    pos[lo:hi], fps[lo:hi] = k[lo:hi], f[lo:hi]
 
 
 def insert_serial(table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None, n: int,

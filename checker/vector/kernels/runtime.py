@@ -12,7 +12,6 @@ a uint64 array, 0 marking an empty slot, home slot `(key >> 32) * capacity >> 32
 from __future__ import annotations
 
 import ctypes
-from typing import Any
 
 import numpy as np
 
@@ -127,9 +126,9 @@ int64_t keep_allowed(uint64_t *fps, int64_t *ks, int64_t n, const int64_t *order
     return m;
 }
 
-void gather_new(const uint64_t *cand, int64_t ldc, int64_t nw, const int64_t *keys, const int64_t *pos, int64_t lo,
-                int64_t hi, int64_t m, int64_t T1, int64_t base, int64_t tbits, uint64_t *out_words, uint64_t *links,
-                int64_t *ukeys) {
+void gather_range(const uint64_t *cand, int64_t ldc, int64_t nw, const int64_t *keys, const int64_t *pos, int64_t lo,
+                  int64_t hi, int64_t m, int64_t T1, int64_t base, int64_t tbits, uint64_t *out_words, uint64_t *links,
+                  int64_t *ukeys) {
     for (int64_t i = lo; i < hi; i++) {
         int64_t j = pos[i], k = keys[j], r = k / T1, t = k % T1;
         for (int64_t w = 0; w < nw; w++) out_words[w * m + i] = cand[w * ldc + j];
@@ -138,15 +137,21 @@ void gather_new(const uint64_t *cand, int64_t ldc, int64_t nw, const int64_t *ke
     }
 }
 
-void merge_runs(const int64_t *k0, const uint64_t *f0, int64_t m0, const int64_t *k1, const uint64_t *f1, int64_t m1,
-                int64_t *pos, uint64_t *fps) {
-    int64_t a = 0, b = 0, o = 0;
-    while (a < m0 && b < m1) {
-        if (k0[a] < k1[b]) { pos[o] = k0[a]; fps[o++] = f0[a++]; }
-        else { pos[o] = k1[b]; fps[o++] = f1[b++]; }
+void merge_range(const int64_t *k0, const uint64_t *f0, int64_t m0, const int64_t *k1, const uint64_t *f1, int64_t m1,
+                 int64_t lo, int64_t hi, int64_t *pos, uint64_t *fps) {
+    /* Outputs lo..hi of the merge of two ascending runs of distinct keys: how many of run 0 come before
+       output lo (the least a whose next key follows run 1's key lo - a - 1) by bisection, then a merge from
+       there; two threads each merge half of the outputs. */
+    int64_t a = lo > m1 ? lo - m1 : 0, top = lo < m0 ? lo : m0;
+    while (a < top) {
+        const int64_t mid = (a + top) / 2;
+        if (k0[mid] < k1[lo - mid - 1]) a = mid + 1; else top = mid;
     }
-    while (a < m0) { pos[o] = k0[a]; fps[o++] = f0[a++]; }
-    while (b < m1) { pos[o] = k1[b]; fps[o++] = f1[b++]; }
+    int64_t b = lo - a;
+    for (int64_t o = lo; o < hi; o++) {
+        if (b >= m1 || (a < m0 && k0[a] < k1[b])) { pos[o] = k0[a]; fps[o] = f0[a++]; }
+        else { pos[o] = k1[b]; fps[o] = f1[b++]; }
+    }
 }
 
 int64_t insert_at(uint64_t *table, int64_t cap, int64_t *size, int64_t limit, const uint64_t *fps,
@@ -207,8 +212,8 @@ _SIGS = {
     "serial_order": ([_P, _I, _P, _P, _I, _I, _P, _P], None),
     "candidate_fps": ([_P, _I, _I, _P, _P, _I, _P, _I, _P, ctypes.c_uint64, ctypes.c_int, _P, _P], _I),
     "keep_allowed": ([_P, _P, _I, _P, _P], _I),
-    "gather_new": ([_P, _I, _I, _P, _P, _I, _I, _I, _I, _I, _I, _P, _P, _P], None),
-    "merge_runs": ([_P, _P, _I, _P, _P, _I, _P, _P], None),
+    "gather_range": ([_P, _I, _I, _P, _P, _I, _I, _I, _I, _I, _I, _P, _P, _P], None),
+    "merge_range": ([_P, _P, _I, _P, _P, _I, _I, _I, _P, _P], None),
     "insert_serial": ([_P, _I, _IP, _I, _P, _P, _I, _I, ctypes.c_uint64, ctypes.c_uint64, _P, _P, _IP, _P], _I),
     "insert_at": ([_P, _I, _IP, _I, _P, _P, _P, _I, _I, _P, _P, _IP], _I),
     "route": ([_P, _I, _I, ctypes.c_uint64, _P, _P], _I),
@@ -267,31 +272,20 @@ class Runtime:
     def keep_allowed(self, fps: np.ndarray, ks: np.ndarray, n: int, order: np.ndarray, allow: np.ndarray) -> int:
         return int(self.lib.keep_allowed(_ptr(fps), _ptr(ks), n, _ptr(order), _ptr(allow)))
 
-    def gather_new(self, cand: np.ndarray, keys: np.ndarray, pos: np.ndarray, T1: int, base: int,  # noqa: N803
-                   tbits: int, pool: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        pos = np.ascontiguousarray(pos, dtype=np.int64)
-        m, nw = pos.size, cand.shape[0]
-        words = np.empty((nw, m), dtype=np.uint64)
-        links = np.empty(m, dtype=np.uint64)
-        ukeys = np.empty(m, dtype=np.int64)
+    def gather_range(self, cand: np.ndarray, keys: np.ndarray, pos: np.ndarray, lo: int, hi: int, T1: int,  # noqa: N803
+                     base: int, tbits: int, words: np.ndarray, links: np.ndarray, ukeys: np.ndarray) -> None:
+        self.lib.gather_range(_ptr(cand), cand.shape[1], cand.shape[0], _ptr(keys), _ptr(pos), lo, hi, words.shape[1], T1,
+                              base, tbits, _ptr(words), _ptr(links), _ptr(ukeys))
 
-        def part(lo: int, hi: int) -> None:
-            self.lib.gather_new(_ptr(cand), cand.shape[1], nw, _ptr(keys), _ptr(pos), lo, hi, m, T1, base, tbits,
-                                _ptr(words), _ptr(links), _ptr(ukeys))
-
-        if pool is not None and m > 1 << 12:  # two threads: each gathers half
-            other = pool.submit(part, m // 2, m)
-            part(0, m // 2)
-            other.result()
-        else:
-            part(0, m)
-        return words, links, ukeys
+    def merge_range(self, k0: np.ndarray, f0: np.ndarray, k1: np.ndarray, f1: np.ndarray, lo: int, hi: int,
+                    pos: np.ndarray, fps: np.ndarray) -> None:
+        self.lib.merge_range(_ptr(k0), _ptr(f0), k0.size, _ptr(k1), _ptr(f1), k1.size, lo, hi, _ptr(pos), _ptr(fps))
 
     def merge_runs(self, k0: np.ndarray, f0: np.ndarray, k1: np.ndarray, f1: np.ndarray) -> tuple[np.ndarray, ...]:
         """Two tables' new states, each in serial order, merged by position: (positions, fingerprints)."""
         pos = np.empty(k0.size + k1.size, dtype=np.int64)
         fps = np.empty(pos.size, dtype=np.uint64)
-        self.lib.merge_runs(_ptr(k0), _ptr(f0), k0.size, _ptr(k1), _ptr(f1), k1.size, _ptr(pos), _ptr(fps))
+        self.merge_range(k0, f0, k1, f1, 0, pos.size, pos, fps)
         return pos, fps
 
     def insert_serial(self, table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None, n: int,
