@@ -27,12 +27,13 @@ MADV_POPULATE_WRITE = 23  # Linux 5.14 and later: fault a range's pages in at on
 _LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
 
 
-def _populate(table: np.ndarray) -> None:
-    """Fault a new table's pages in with one system call (which releases the GIL, so two tables grow at
-    once), rather than one fault per page as the rebuild first writes each; where the call is not
-    supported the pages fault in as before."""
-    if _LIBC is not None:
-        _LIBC.madvise(ctypes.c_void_p(table.ctypes.data), ctypes.c_size_t(table.nbytes), MADV_POPULATE_WRITE)
+def _populate(table: np.ndarray, start: int, stop: int) -> None:
+    """Fault in the pages of slots start..stop of a new table with one system call (which releases the GIL,
+    so two tables grow at once), rather than one fault per page as the rebuild first writes each; where the
+    call is not supported the pages fault in as before."""
+    lo, hi = start * 8 // mmap.PAGESIZE * mmap.PAGESIZE, stop * 8 // mmap.PAGESIZE * mmap.PAGESIZE
+    if _LIBC is not None and hi > lo:
+        _LIBC.madvise(ctypes.c_void_p(table.ctypes.data + lo), ctypes.c_size_t(hi - lo), MADV_POPULATE_WRITE)
 
 
 class FingerprintTable:
@@ -56,9 +57,7 @@ class FingerprintTable:
                 mm.madvise(mmap.MADV_HUGEPAGE)
             except OSError:
                 pass
-        table = np.frombuffer(mm, dtype=np.uint64)
-        _populate(table)
-        return table, mm
+        return np.frombuffer(mm, dtype=np.uint64), mm
 
     @property
     def nbytes(self) -> int:
@@ -94,13 +93,19 @@ class FingerprintTable:
 
     def _grow(self, capacity: int) -> None:
         """Move every key into a table of `capacity` slots, a slice at a time, releasing each slice
-        of the old table once its keys have moved."""
+        of the old table once its keys have moved. Home slots are monotone in the key, so a slice's keys
+        land in the matching stretch of the new table: each stretch is faulted in just before."""
         old, release = self.table, self.mm
         k = backend()
         new, self.mm = self._allocate(capacity)
         released = 0  # bytes of the old table given back (whole pages)
+        populated = 0  # slots of the new table faulted in
         for start in range(0, len(old), GROW_SLICE):
             stop = min(start + GROW_SLICE, len(old))
+            if self.mm is not None:
+                upto = len(new) if stop == len(old) else min(len(new), stop * len(new) // len(old) + GROW_SLICE // 8)
+                _populate(new, populated, upto)
+                populated = max(populated, upto)
             k.rehash(old, new, start, stop)
             upto = stop * 8 // mmap.PAGESIZE * mmap.PAGESIZE
             if release is not None and upto > released:
