@@ -626,17 +626,18 @@ class VectorSearch:
         if self.por is not None:
             marks = (np.zeros((nt, n), dtype=np.uint8), np.zeros((nt, n), dtype=np.uint8), self.por.vmask_array)
 
-        # two tables, candidates stored as generated: each thread sorts its half's out by table
+        # two tables, candidates stored as generated: each thread's kernel sorts its half's out by table
         routed = len(halves) == 2 and marks is None and self.vm.symmetry is None and not self.constrained
         routes: list[list] = [[], []]
 
         def gen(k: int) -> int:
             lo, hi = halves[k]
-            m = fused.gen(words, lo, hi, deadlock, scratch.cand, scratch.fps, scratch.keys, infos[k], offsets[k], marks)
+            pos, counts = scratch.routes[k], np.zeros(2, dtype=np.int64)
+            route = (pos[0], pos[1], counts, int(self.table.mask)) if routed else None
+            m = fused.gen(words, lo, hi, deadlock, scratch.cand, scratch.fps, scratch.keys, infos[k], offsets[k], marks,
+                          route)
             if routed:
-                pos = scratch.routes[k]
-                c0 = self.k.route(scratch.fps, offsets[k], offsets[k] + m, int(self.table.mask), pos[0], pos[1])
-                routes[k] = [(pos[0], c0), (pos[1], m - c0)]
+                routes[k] = [(pos[0], int(counts[0])), (pos[1], int(counts[1]))]
             return m
 
         if len(halves) == 2:

@@ -190,14 +190,3 @@ def insert_at(table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.
     out_k[m:m + n] = at[fresh] if ks is None else ks[at[fresh]]
     out_fp[m:m + n] = keys[fresh]
     return nxt, size + n, m + n
-
-
-def route(fps: np.ndarray, lo: int, hi: int, mask: int, pos0: np.ndarray, pos1: np.ndarray) -> int:
-    """The positions lo..hi of table 0's keys (`key & mask` zero) into `pos0` and of table 1's into `pos1`,
-    in order; how many are table 0's."""
-    one = (fps[lo:hi] & np.uint64(mask)) != 0
-    at = np.arange(lo, hi, dtype=np.int64)
-    c0 = int(np.count_nonzero(~one))
-    pos0[:c0] = at[~one]
-    pos1[:at.size - c0] = at[one]
-    return c0

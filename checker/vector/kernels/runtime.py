@@ -175,17 +175,6 @@ int64_t insert_at(uint64_t *table, int64_t cap, int64_t *size, int64_t limit, co
     return q;
 }
 
-int64_t route(const uint64_t *fps, int64_t lo, int64_t hi, uint64_t mask, int64_t *pos0, int64_t *pos1) {
-    /* The positions lo..hi of table 0's keys (`key & mask` zero) and of table 1's, in order, without
-       branches; returns how many are table 0's. */
-    int64_t c0 = 0, c1 = 0;
-    for (int64_t i = lo; i < hi; i++) {
-        const int64_t b = (fps[i] & mask) != 0;
-        pos0[c0] = i; pos1[c1] = i; c0 += 1 - b; c1 += b;
-    }
-    return c0;
-}
-
 int64_t insert_serial(uint64_t *table, int64_t cap, int64_t *size, int64_t limit, const uint64_t *fps,
                       const int64_t *ks, int64_t n, int64_t start, uint64_t parts_mask, uint64_t part,
                       int64_t *out_k, uint64_t *out_fp, int64_t *m, int64_t *mine) {
@@ -216,7 +205,6 @@ _SIGS = {
     "merge_range": ([_P, _P, _I, _P, _P, _I, _I, _I, _P, _P], None),
     "insert_serial": ([_P, _I, _IP, _I, _P, _P, _I, _I, ctypes.c_uint64, ctypes.c_uint64, _P, _P, _IP, _P], _I),
     "insert_at": ([_P, _I, _IP, _I, _P, _P, _P, _I, _I, _P, _P, _IP], _I),
-    "route": ([_P, _I, _I, ctypes.c_uint64, _P, _P], _I),
 }
 
 
@@ -310,9 +298,6 @@ class Runtime:
                                None if ks is None else _ptr(ks), _ptr(pos), q, c, _ptr(out_k), _ptr(out_fp),
                                ctypes.byref(mm))
         return int(q), sz.value, mm.value
-
-    def route(self, fps: np.ndarray, lo: int, hi: int, mask: int, pos0: np.ndarray, pos1: np.ndarray) -> int:
-        return int(self.lib.route(_ptr(fps), lo, hi, mask, _ptr(pos0), _ptr(pos1)))
 
 
 def library() -> Library:
