@@ -562,6 +562,8 @@ def mk(op: str, args: tuple, dom: Domain | None, lo: int = 0, hi: int = 0) -> Te
         except Exception:
             pass  # keep the term: the error belongs to the states that reach it
         else:
+            for a in args:
+                a.used = True  # folded into the constant, not discarded
             return const(v, dom)
     if dom is BOOL or isinstance(dom, BoolDomain):
         lo, hi = 0, 1

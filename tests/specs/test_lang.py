@@ -328,6 +328,22 @@ def test_set_add_used_as_a_statement_is_caught():
     assert e.value.location.line == line("marker:add")
 
 
+def test_a_set_add_folded_into_a_constant_comparison_counts_as_used():
+    """`s.xs == s.xs.add(p)` on a field just set to a constant folds to a constant Bool: the .add() was
+    used by the comparison, not dropped."""
+    class Good(Spec):
+        xs = Set(P)
+        same = Var(Bool, init=True)
+
+        @action
+        def a(s):
+            s.xs = frozenset()
+            s.same = s.xs == s.xs.add(0)
+
+    prog = build(Good)
+    assert len(prog.transitions) == 1
+
+
 def test_unbounded_action_parameter_is_refused():
     class Bad(Spec):
         x = Var(Int(0, 3), init=0)
