@@ -632,12 +632,13 @@ class VectorSearch:
 
         def gen(k: int) -> int:
             lo, hi = halves[k]
+            if not routed:
+                return fused.gen(words, lo, hi, deadlock, scratch.cand, scratch.fps, scratch.keys, infos[k], offsets[k],
+                                 marks)
             pos, counts = scratch.routes[k], np.zeros(2, dtype=np.int64)
-            route = (pos[0], pos[1], counts, int(self.table.mask)) if routed else None
             m = fused.gen(words, lo, hi, deadlock, scratch.cand, scratch.fps, scratch.keys, infos[k], offsets[k], marks,
-                          route)
-            if routed:
-                routes[k] = [(pos[0], int(counts[0])), (pos[1], int(counts[1]))]
+                          (pos[0], pos[1], counts, int(self.table.mask)))
+            routes[k] = [(pos[0], int(counts[0])), (pos[1], int(counts[1]))]
             return m
 
         if len(halves) == 2:

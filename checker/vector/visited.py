@@ -27,11 +27,16 @@ MADV_POPULATE_WRITE = 23  # Linux 5.14 and later: fault a range's pages in at on
 _LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
 
 
+def _whole_pages(slots: int) -> int:
+    """The bytes of the whole pages among a table's first `slots` slots."""
+    return slots * 8 // mmap.PAGESIZE * mmap.PAGESIZE
+
+
 def _populate(table: np.ndarray, start: int, stop: int) -> None:
     """Fault in the pages of slots start..stop of a new table with one system call (which releases the GIL,
     so two tables grow at once), rather than one fault per page as the rebuild first writes each; where the
     call is not supported the pages fault in as before."""
-    lo, hi = start * 8 // mmap.PAGESIZE * mmap.PAGESIZE, stop * 8 // mmap.PAGESIZE * mmap.PAGESIZE
+    lo, hi = _whole_pages(start), _whole_pages(stop)
     if _LIBC is not None and hi > lo:
         _LIBC.madvise(ctypes.c_void_p(table.ctypes.data + lo), ctypes.c_size_t(hi - lo), MADV_POPULATE_WRITE)
 
@@ -102,12 +107,12 @@ class FingerprintTable:
         populated = 0  # slots of the new table faulted in
         for start in range(0, len(old), GROW_SLICE):
             stop = min(start + GROW_SLICE, len(old))
-            if self.mm is not None:
-                upto = len(new) if stop == len(old) else min(len(new), stop * len(new) // len(old) + GROW_SLICE // 8)
-                _populate(new, populated, upto)
-                populated = max(populated, upto)
+            if self.mm is not None:  # this slice's keys land below `reach` in the new table (a few probe past it)
+                reach = len(new) if stop == len(old) else min(len(new), stop * len(new) // len(old) + GROW_SLICE // 8)
+                _populate(new, populated, reach)
+                populated = max(populated, reach)
             k.rehash(old, new, start, stop)
-            upto = stop * 8 // mmap.PAGESIZE * mmap.PAGESIZE
+            upto = _whole_pages(stop)
             if release is not None and upto > released:
                 release.madvise(mmap.MADV_DONTNEED, released, upto - released)
                 released = upto
