@@ -9,10 +9,10 @@ trace to that step is printed and saved like a counterexample).
 from __future__ import annotations
 
 import argparse
-import ast
 import importlib
 import importlib.util
 import os
+import re
 import sys
 import traceback
 
@@ -45,13 +45,18 @@ INPUT_ERRORS = (SpecError, LoadError, TraceError)
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser of every command; given the command line, only the module of the command it names is imported
-    (the others' NAME and HELP are read from their source), so a command does not pay for the others' imports."""
+    (the others' NAME and HELP are read from their source), so a command does not pay for the others' imports.
+    A command line that names a command needs only the others' names (their help is never shown then)."""
     parser = argparse.ArgumentParser(prog="lockstep", description="Specify, model-check and run synchronization protocols.")
     parser.add_argument("--version", action="version", version=f"lockstep {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    heads = [(name, _declared(name)) for name in COMMANDS]
     chosen = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
+    names = {name: _named(name) for name in COMMANDS}
+    if chosen is not None and chosen in names.values() and "-h" not in argv and "--help" not in argv:
+        heads = [(name, None if named is None else (named, "")) for name, named in names.items()]
+    else:
+        heads = [(name, _declared(name)) for name in COMMANDS]
     for name, head in heads:
         if head is None or argv is None or head[0] == chosen:
             mod = importlib.import_module(name)
@@ -63,14 +68,31 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _declared(module: str) -> tuple[str, str] | None:
-    """A command module's NAME and HELP, read from its source without importing it (None if they are not
-    plain string constants there)."""
+def _source(module: str) -> str | None:
+    """A module's source text, without importing it (None if it cannot be read)."""
     try:
         spec = importlib.util.find_spec(module)
         with open(spec.origin, encoding="utf-8") as f:  # type: ignore[union-attr, arg-type]
-            tree = ast.parse(f.read())
-    except (ImportError, AttributeError, OSError, SyntaxError, TypeError):
+            return f.read()
+    except (ImportError, AttributeError, OSError, TypeError):
+        return None
+
+
+def _named(module: str) -> str | None:
+    """A command module's NAME, when its source sets it on one line to a plain string (else None)."""
+    found = re.search(r'^NAME = "([\w-]+)"$', _source(module) or "", re.MULTILINE)
+    return found.group(1) if found else None
+
+
+def _declared(module: str) -> tuple[str, str] | None:
+    """A command module's NAME and HELP, read from its source without importing it (None if they are not
+    plain string constants there)."""
+    import ast
+
+    source = _source(module)
+    try:
+        tree = ast.parse(source)  # type: ignore[arg-type]
+    except (SyntaxError, TypeError, ValueError):
         return None
     found: dict[str, str] = {}
     for node in tree.body:

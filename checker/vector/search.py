@@ -18,9 +18,8 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +32,9 @@ from .compile import VectorProgram
 from .layout import Layout, VectorUnsupported
 from .spool import Budget, Spool
 from .visited import VisitedSet
+
+if TYPE_CHECKING:  # the thread pools are imported when a search uses two threads (logging comes with them)
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 TARGET_CANDIDATES = 1 << 22  # successors per batch the default batch size aims at
 LINKS_IN_MEMORY = 1 << 28  # bytes of parent links kept in memory (32 million states)
@@ -284,6 +286,8 @@ class VectorSearch:
         if threads < 2:
             return
         self.threads, self.threaded_level = 2, threaded_level
+        from concurrent.futures import ThreadPoolExecutor
+
         self.insert_pool = ThreadPoolExecutor(1, thread_name_prefix="lockstep-insert")
 
     def _use_native(self, level_size: int) -> None:
@@ -533,6 +537,8 @@ class VectorSearch:
             return
         size = int(np.clip(len(frontier) // 4, 1 << 10, self.batch))  # several batches, so that they overlap
         base, i = 0, 0
+        from concurrent.futures import ThreadPoolExecutor
+
         pending: Future | None = None
         with ThreadPoolExecutor(1, thread_name_prefix="lockstep-prepare") as pool:
             try:

@@ -9,6 +9,7 @@ parameters on a tracing view of the state, which yields the `Program` that engin
 from __future__ import annotations
 
 import inspect
+import linecache
 import sys
 import traceback
 from collections.abc import Callable
@@ -32,6 +33,8 @@ from .terms import (
 )
 from .tracing import Disabled, TraceState, current_tracer, tracing
 from .types import ANY, Map, MapDomain, Range, Seq, Set, Type, Var, domain_values
+
+MAX_DECORATOR_LINES = 200  # lines from a function's first decorator to its `def` that are searched
 
 
 def action(fn: Callable | None = None, **meta: Any):
@@ -190,16 +193,18 @@ def _annotations(cls: type, fn: Callable) -> dict[str, Any]:
 
 
 def _def_location(fn: Callable) -> Location | None:
-    """Where `def fn` is (after its decorators)."""
+    """Where `def fn` is: the first `def` line from the function's first line (its first decorator's) on,
+    read from the cached source lines (no tokenizing of the whole block, which every spec load would pay
+    for each action and predicate); its first line when the source is not at hand."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return None
-    try:
-        lines, start = inspect.getsourcelines(fn)
-    except (OSError, TypeError):
-        return Location(code.co_filename, code.co_firstlineno)
-    offset = next((i for i, text in enumerate(lines) if text.lstrip().startswith(("def ", "async def "))), 0)
-    return Location(code.co_filename, start + offset)
+    start = code.co_firstlineno
+    lines = linecache.getlines(code.co_filename, getattr(fn, "__globals__", None))
+    for i in range(start - 1, min(len(lines), start - 1 + MAX_DECORATOR_LINES)):
+        if lines[i].lstrip().startswith(("def ", "async def ")):
+            return Location(code.co_filename, i + 1)
+    return Location(code.co_filename, start)
 
 
 def bind_params(cls: type, values: dict[str, Any]) -> Binding:
