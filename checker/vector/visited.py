@@ -41,6 +41,17 @@ def _populate(table: np.ndarray, start: int, stop: int) -> None:
         _LIBC.madvise(ctypes.c_void_p(table.ctypes.data + lo), ctypes.c_size_t(hi - lo), MADV_POPULATE_WRITE)
 
 
+def _first_empty(table: np.ndarray) -> int:
+    """The first empty slot of a table (its size if it has none)."""
+    start, step = 0, 64
+    while start < table.size:
+        empty = np.flatnonzero(table[start:start + step] == 0)
+        if empty.size:
+            return start + int(empty[0])
+        start, step = start + step, step * 4
+    return table.size
+
+
 class FingerprintTable:
     """A set of non-zero uint64 fingerprints."""
 
@@ -99,10 +110,15 @@ class FingerprintTable:
     def _grow(self, capacity: int) -> None:
         """Move every key into a table of `capacity` slots, a slice at a time, releasing each slice
         of the old table once its keys have moved. Home slots are monotone in the key, so a slice's keys
-        land in the matching stretch of the new table: each stretch is faulted in just before."""
+        land in the matching stretch of the new table: each stretch is faulted in just before. The old
+        table's first run of keys (up to its first empty slot) may hold keys that wrapped around from its
+        end: it is kept aside and moved last, so that the rest arrives almost in order of home slot."""
         old, release = self.table, self.mm
         k = backend()
         new, self.mm = self._allocate(capacity)
+        first = _first_empty(old)
+        head = old[:first].copy()
+        state = np.array([-1, 0], dtype=np.int64)  # the rehash's place in the new table (see `runtime`)
         released = 0  # bytes of the old table given back (whole pages)
         populated = 0  # slots of the new table faulted in
         for start in range(0, len(old), GROW_SLICE):
@@ -111,11 +127,12 @@ class FingerprintTable:
                 reach = len(new) if stop == len(old) else min(len(new), stop * len(new) // len(old) + GROW_SLICE // 8)
                 _populate(new, populated, reach)
                 populated = max(populated, reach)
-            k.rehash(old, new, start, stop)
+            k.rehash(old, new, max(start, first), stop, state)
             upto = _whole_pages(stop)
             if release is not None and upto > released:
                 release.madvise(mmap.MADV_DONTNEED, released, upto - released)
                 released = upto
+        k.insert(new, head)
         self.table = new
         self.rebuilds += 1
 

@@ -44,9 +44,47 @@ def test_table_operations_agree(native, inserted, probed):
     assert portable.contains(a, keys).tolist() == native.contains(b, keys).tolist() == \
         [k in set(inserted) for k in probed + inserted]
     big_a, big_b = np.zeros(1024, dtype=np.uint64), np.zeros(1024, dtype=np.uint64)
-    portable.rehash(a, big_a, 0, a.size)
-    native.rehash(b, big_b, 0, b.size)
+    portable.rehash(a, big_a, 0, a.size, np.array([-1, 0]))
+    native.rehash(b, big_b, 0, b.size, np.array([-1, 0]))
     assert native.contains(big_b, keys).tolist() == portable.contains(big_a, keys).tolist()
+
+
+def _probe_chains_unbroken(table: np.ndarray) -> bool:
+    """Every key sits at its home slot or after an unbroken run of keys from it (wrapping at the end)."""
+    cap = table.size
+    for slot in np.flatnonzero(table):
+        h = int((int(table[slot]) >> 32) * cap >> 32)
+        if not all(table[i % cap] for i in range(h, slot if slot >= h else slot + cap)):
+            return False
+    return True
+
+
+# keys spread over the table (small integers would all have home 0), and keys near 2^64, whose homes are at
+# the table's end: their runs wrap around to its first slots
+spread_st = st.integers(1, 2**64 - 1).map(lambda x: x * 0x9E3779B97F4A7C15 % 2**64 or 1)
+crowded_st = st.lists(st.one_of(spread_st, st.integers(2**64 - 2**58, 2**64 - 1)), max_size=400)
+
+
+@settings(max_examples=80, deadline=None)
+@given(crowded_st, st.integers(1, 9), st.integers(0, 600), st.sampled_from([1, 7, 64, 1000]))
+def test_a_table_moved_in_slices_keeps_every_key_on_its_probe_chain(native, inserted, tenths, more, slice_):
+    """Rehashing a slice at a time, the old table's first run (with the keys wrapped around from its end)
+    kept aside and moved last, as `FingerprintTable._grow` does: the same keys, each found by probing from
+    its home slot, in C (ordered placement) and in numpy."""
+    keys = np.array(sorted(set(inserted)), dtype=np.uint64)
+    cap = max(int(len(keys) / 0.8) + 1, 8)
+    old = np.zeros(cap, dtype=np.uint64)
+    portable.insert(old, keys)
+    new_cap = max(cap * tenths // 10, len(keys) + 1) + more
+    first = int(np.argmax(old == 0))
+    for loops in (native, portable):
+        new, state = np.zeros(new_cap, dtype=np.uint64), np.array([-1, 0], dtype=np.int64)
+        for start in range(0, cap, slice_):
+            loops.rehash(old, new, max(start, first), min(start + slice_, cap), state)
+        loops.insert(new, old[:first].copy())
+        assert np.array_equal(np.sort(new[new != 0]), keys)
+        assert _probe_chains_unbroken(new)
+        assert loops.contains(new, keys).all()
 
 
 @settings(max_examples=60, deadline=None)

@@ -85,8 +85,9 @@ def insert(table: np.ndarray, keys: np.ndarray) -> int:
     return int(fresh.size)
 
 
-def rehash(old: np.ndarray, new: np.ndarray, start: int, stop: int) -> None:
-    """Move the keys of `old[start:stop]` into `new`."""
+def rehash(old: np.ndarray, new: np.ndarray, start: int, stop: int, state: np.ndarray) -> None:
+    """Move the keys of `old[start:stop]` into `new` (`state`, which the C loop keeps between slices, is not
+    needed here)."""
     keys = old[start:stop]
     _place(new, keys[keys != _Z])
 

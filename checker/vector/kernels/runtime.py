@@ -69,17 +69,39 @@ int64_t insert(uint64_t *table, int64_t cap, const uint64_t *keys, int64_t n) {
     return added;
 }
 
-void rehash(const uint64_t *old, uint64_t *table, int64_t cap, int64_t start, int64_t stop) {
-    for (int64_t i = start; i < stop; i++) {
-        uint64_t k = old[i];
-#if defined(__GNUC__) || defined(__clang__)
-        if (i + PREFETCH < stop && old[i + PREFETCH]) __builtin_prefetch(&table[home(old[i + PREFETCH], (uint64_t)cap)], 1);
-#endif
-        if (!k) continue;
-        int64_t p = home(k, (uint64_t)cap);
-        while (table[p]) if (++p == cap) p = 0;
-        table[p] = k;
+void rehash(const uint64_t *old, uint64_t *table, int64_t cap, int64_t start, int64_t stop, int64_t *state) {
+    /* Move old[start..stop) into `table`, as inserting each key (first empty slot from its home on) would.
+       An old table read in slot order gives keys almost in order of home, so `state` follows the placing:
+       the highest slot written (every slot above it is empty) and the start of the run of occupied slots
+       that ends there. A key whose home is in that run or above it goes right after the run or to its home,
+       with no probing and no unpredictable branch; any other key (its home before the run, or the run
+       reaching the table's end) is probed for. Keys are first packed out of each block of slots without
+       branches. State (-1, 0) is an empty table; the caller moves the old table's first run (which may hold
+       keys wrapped around from its end) last. */
+    int64_t last = state[0], run = state[1];
+    uint64_t keys[256];
+    for (int64_t i = start; i < stop; i += 256) {
+        const int64_t end = i + 256 < stop ? i + 256 : stop;
+        int64_t n = 0;
+        for (int64_t j = i; j < end; j++) { const uint64_t k = old[j]; keys[n] = k; n += k != 0; }
+        for (int64_t q = 0; q < n; q++) {
+            const uint64_t k = keys[q];
+            const int64_t h = home(k, (uint64_t)cap);
+            int64_t p = h > last ? h : last + 1;
+            if (h < run || p >= cap) {
+                p = h;
+                while (table[p]) if (++p == cap) p = 0;
+                table[p] = k;
+                if (p > last) last = p;  /* then p == last + 1: the run grows */
+                continue;
+            }
+            table[p] = k;
+            run = h > last + 1 ? h : run;
+            last = p;
+        }
     }
+    state[0] = last;
+    state[1] = run;
 }
 
 void serial_order(const int64_t *rows, int64_t total, const int64_t *seg_start, const int64_t *seg_tid,
@@ -197,7 +219,7 @@ _SIGS = {
     "fingerprints": ([_P, _I, _I, _I, ctypes.c_uint64, ctypes.c_int, _P], None),
     "contains": ([_P, _I, _P, _I, _P], None),
     "insert": ([_P, _I, _P, _I], _I),
-    "rehash": ([_P, _P, _I, _I, _I], None),
+    "rehash": ([_P, _P, _I, _I, _I, _P], None),
     "serial_order": ([_P, _I, _P, _P, _I, _I, _P, _P], None),
     "candidate_fps": ([_P, _I, _I, _P, _P, _I, _P, _I, _P, ctypes.c_uint64, ctypes.c_int, _P, _P], _I),
     "keep_allowed": ([_P, _P, _I, _P, _P], _I),
@@ -239,8 +261,9 @@ class Runtime:
         keys = np.ascontiguousarray(keys, dtype=np.uint64)
         return int(self.lib.insert(_ptr(table), table.size, _ptr(keys), keys.size))
 
-    def rehash(self, old: np.ndarray, new: np.ndarray, start: int, stop: int) -> None:
-        self.lib.rehash(_ptr(old), _ptr(new), new.size, start, stop)
+    def rehash(self, old: np.ndarray, new: np.ndarray, start: int, stop: int, state: np.ndarray) -> None:
+        assert state.dtype == np.int64 and state.size == 2
+        self.lib.rehash(_ptr(old), _ptr(new), new.size, start, stop, _ptr(state))
 
     def serial_order(self, rows: np.ndarray, seg_start: np.ndarray, seg_tid: np.ndarray, n: int,
                      order: np.ndarray, tids: np.ndarray) -> None:
