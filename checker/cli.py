@@ -52,11 +52,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     chosen = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
-    names = {name: _named(name) for name in COMMANDS}
+    sources = {name: _source(name) for name in COMMANDS}
+    names = {name: _named(source) for name, source in sources.items()}
     if chosen is not None and chosen in names.values() and "-h" not in argv and "--help" not in argv:
         heads = [(name, None if named is None else (named, "")) for name, named in names.items()]
     else:
-        heads = [(name, _declared(name)) for name in COMMANDS]
+        heads = [(name, _declared(source)) for name, source in sources.items()]
     for name, head in heads:
         if head is None or argv is None or head[0] == chosen:
             mod = importlib.import_module(name)
@@ -78,18 +79,17 @@ def _source(module: str) -> str | None:
         return None
 
 
-def _named(module: str) -> str | None:
+def _named(source: str | None) -> str | None:
     """A command module's NAME, when its source sets it on one line to a plain string (else None)."""
-    found = re.search(r'^NAME = "([\w-]+)"$', _source(module) or "", re.MULTILINE)
+    found = re.search(r'^NAME = "([\w-]+)"$', source or "", re.MULTILINE)
     return found.group(1) if found else None
 
 
-def _declared(module: str) -> tuple[str, str] | None:
-    """A command module's NAME and HELP, read from its source without importing it (None if they are not
-    plain string constants there)."""
+def _declared(source: str | None) -> tuple[str, str] | None:
+    """A command module's NAME and HELP, read from its source (None if they are not plain string constants
+    there, or the source could not be read)."""
     import ast
 
-    source = _source(module)
     try:
         tree = ast.parse(source)  # type: ignore[arg-type]
     except (SyntaxError, TypeError, ValueError):

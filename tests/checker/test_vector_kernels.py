@@ -17,6 +17,7 @@ from lockstep.checker.vector.kernels import Native, cbuild, fused, portable
 from lockstep.checker.vector.kernels.runtime import Runtime
 from lockstep.checker.vector.kernels.runtime import library as runtime_library
 from lockstep.checker.vector.layout import Layout
+from lockstep.checker.vector.visited import _first_empty
 from tests.conftest import model_path
 
 
@@ -44,8 +45,8 @@ def test_table_operations_agree(native, inserted, probed):
     assert portable.contains(a, keys).tolist() == native.contains(b, keys).tolist() == \
         [k in set(inserted) for k in probed + inserted]
     big_a, big_b = np.zeros(1024, dtype=np.uint64), np.zeros(1024, dtype=np.uint64)
-    portable.rehash(a, big_a, 0, a.size, np.array([-1, 0]))
-    native.rehash(b, big_b, 0, b.size, np.array([-1, 0]))
+    portable.rehash(a, big_a, 0, a.size, np.array([-1, 0], dtype=np.int64))
+    native.rehash(b, big_b, 0, b.size, np.array([-1, 0], dtype=np.int64))
     assert native.contains(big_b, keys).tolist() == portable.contains(big_a, keys).tolist()
 
 
@@ -76,7 +77,7 @@ def test_a_table_moved_in_slices_keeps_every_key_on_its_probe_chain(native, inse
     old = np.zeros(cap, dtype=np.uint64)
     portable.insert(old, keys)
     new_cap = max(cap * tenths // 10, len(keys) + 1) + more
-    first = int(np.argmax(old == 0))
+    first = _first_empty(old)
     for loops in (native, portable):
         new, state = np.zeros(new_cap, dtype=np.uint64), np.array([-1, 0], dtype=np.int64)
         for start in range(0, cap, slice_):
