@@ -15,6 +15,7 @@ step the successor whose vector fingerprint is the recorded one.
 
 from __future__ import annotations
 
+import mmap
 import sys
 import time
 from collections.abc import Iterator
@@ -30,6 +31,7 @@ from ..typed_model import TypedModel
 from . import kernels
 from .compile import VectorProgram
 from .layout import Layout, VectorUnsupported
+from .pipeline import LevelPipeline
 from .spool import Budget, Spool
 from .visited import VisitedSet
 
@@ -168,6 +170,15 @@ class FusedCandidates:
         return self.cand if sel is None else self.cand[:, sel]
 
 
+def _buffer(shape: int | tuple[int, int], dtype: type) -> np.ndarray:
+    """A zeroed array reused from batch to batch, in ordinary pages: it is written in order, so huge pages
+    would not save TLB misses, and faulting in a huge page can cost far more (it needs 2 MiB at once)."""
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if size < 1 << 20:
+        return np.zeros(shape, dtype=dtype)
+    return np.frombuffer(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS), dtype=dtype).reshape(shape)
+
+
 class _Scratch:
     """Arrays reused from batch to batch (fresh large arrays cost a page fault per page)."""
 
@@ -178,19 +189,22 @@ class _Scratch:
         self.fps = np.zeros(0, dtype=np.uint64)
         self.keys = np.zeros(0, dtype=np.int64)
         self.routes = [[np.zeros(0, dtype=np.int64)] * 2] * 2  # per half of the rows, per table: positions
+        # per half, the kernel's counts of those positions, a cache line apart: the two threads' kernels
+        # update them for every candidate
+        self.counts = np.zeros((2, 8), dtype=np.int64)[:, :2]
 
     def fit(self, m: int) -> None:
         if len(self.order) < m:
             m = max(m, int(1.25 * len(self.order)))
-            self.order = np.zeros(m, dtype=np.int64)
-            self.tids = np.zeros(m, dtype=np.int64)
+            self.order = _buffer(m, np.int64)
+            self.tids = _buffer(m, np.int64)
 
     def fit_fused(self, m: int, words: int) -> None:
         if self.cand.shape[1] < m:
-            self.cand = np.zeros((words, m), dtype=np.uint64)
-            self.fps = np.zeros(m, dtype=np.uint64)
-            self.keys = np.zeros(m, dtype=np.int64)
-            self.routes = [[np.zeros(m, dtype=np.int64) for _p in range(2)] for _h in range(2)]
+            self.cand = _buffer((words, m), np.uint64)
+            self.fps = _buffer(m, np.uint64)
+            self.keys = _buffer(m, np.int64)
+            self.routes = [[_buffer(m, np.int64) for _p in range(2)] for _h in range(2)]
 
 
 class _Outputs:
@@ -204,9 +218,9 @@ class _Outputs:
     def fit(self, m: int) -> None:
         if len(self.k) < m:
             m = max(m, int(1.25 * len(self.k)))
-            self.k = np.zeros(m, dtype=np.int64)
-            self.fp = np.zeros(m, dtype=np.uint64)
-            self.mine = np.zeros(m, dtype=np.int64)
+            self.k = _buffer(m, np.int64)
+            self.fp = _buffer(m, np.uint64)
+            self.mine = _buffer(m, np.int64)
 
 
 @dataclass
@@ -250,6 +264,7 @@ class VectorSearch:
         self.fused = self.native.fused if self.native.loaded else None  # the spec's C successor function
         self.scratch = (_Scratch(), _Scratch())  # two, so that the next batch is prepared while one is inserted
         self.outputs = [_Outputs()]
+        self.spare_outputs: list[_Outputs] = []  # two tables, pipelined: the outputs of every other batch
         self.threads = 1
         self.threaded_level = THREADED_LEVEL
         self.insert_pool: ThreadPoolExecutor | None = None
@@ -281,8 +296,9 @@ class VectorSearch:
     def use_threads(self, threads: int, threaded_level: int = THREADED_LEVEL) -> None:
         """Search with two threads (more do not pay on this design): from the first level of `threaded_level`
         states on, the visited set is two tables, inserted into at once, and each batch is generated in
-        halves (or, without the fused kernel, prepared while the one before it is inserted); before, the
-        search is the one-thread search. Call before `run`."""
+        halves, the batches pipelined across the threads where every candidate is stored (`pipeline`), or,
+        without the fused kernel, prepared while the one before it is inserted; before, the search is the
+        one-thread search. Call before `run`."""
         if threads < 2:
             return
         self.threads, self.threaded_level = 2, threaded_level
@@ -510,11 +526,15 @@ class VectorSearch:
             if self.split and len(self.table.parts) == 1:  # from here on the visited set is two tables
                 self.table = self.table.split()
                 self.outputs = [self.outputs[0], _Outputs()]
+                self.spare_outputs = [_Outputs(), _Outputs()]
             self.table.reserve(self.expected, self.insert_pool, self.expect_after(level))
             if self.por is not None:
                 self.por.new_level()
-            for b in self._prepared(frontier):
-                self._expand(b, level, nxt, links, cap, len(frontier))
+            if self.split and self.routed():
+                LevelPipeline(self, frontier, level, nxt, links, cap, [self.outputs, self.spare_outputs]).run()
+            else:
+                for b in self._prepared(frontier):
+                    self._expand(b, level, nxt, links, cap, len(frontier))
             if frontier is not self.resumed_frontier:
                 frontier.close()
             frontier = nxt
@@ -621,37 +641,53 @@ class VectorSearch:
         and the kernel stops at the batch's first failing step or deadlock. On two threads each runs it on
         half of the rows, into its own stretch of the outputs. With a reduction the kernel also marks each
         row's enabled and unsafe steps, from which the reduced sets are chosen."""
-        n, T1, nt = words.shape[1], self.vm.ntrans + 1, self.vm.ntrans
+        n, nt = words.shape[1], self.vm.ntrans
         scratch.fit_fused(max(n, self.batch) * nt, self.layout.words)
         words = np.ascontiguousarray(words)
-        fused, deadlock = self.fused, self.opts.deadlock
         halves = [(0, n)] if not self.split or n < 2 else [(0, n // 2), (n // 2, n)]
         infos = [np.zeros(4, dtype=np.int64) for _ in halves]
-        offsets = [lo * nt for lo, _hi in halves]
         marks = None
         if self.por is not None:
             marks = (np.zeros((nt, n), dtype=np.uint8), np.zeros((nt, n), dtype=np.uint8), self.por.vmask_array)
-
         # two tables, candidates stored as generated: each thread's kernel sorts its half's out by table
-        routed = len(halves) == 2 and marks is None and self.vm.symmetry is None and not self.constrained
-        routes: list[list] = [[], []]
+        routes: list | None = [[], []] if len(halves) == 2 and self.routed() else None
 
         def gen(k: int) -> int:
-            lo, hi = halves[k]
-            if not routed:
-                return fused.gen(words, lo, hi, deadlock, scratch.cand, scratch.fps, scratch.keys, infos[k], offsets[k],
-                                 marks)
-            pos, counts = scratch.routes[k], np.zeros(2, dtype=np.int64)
-            m = fused.gen(words, lo, hi, deadlock, scratch.cand, scratch.fps, scratch.keys, infos[k], offsets[k], marks,
-                          (pos[0], pos[1], counts, int(self.table.mask)))
-            routes[k] = [(pos[0], int(counts[0])), (pos[1], int(counts[1]))]
-            return m
+            return self.gen_rows(words, *halves[k], k, scratch, infos[k], marks, routes)
 
         if len(halves) == 2:
             other = self.insert_pool.submit(gen, 1)
             counts = [gen(0), other.result()]
         else:
             counts = [gen(0)]
+        return self.fused_prepared(words, base, scratch, halves, infos, counts, marks, routes)
+
+    def routed(self) -> bool:
+        """Whether the fused kernel sorts each batch's candidates by table as it generates them (two tables,
+        every candidate stored: no reduction, no symmetry, no constraints)."""
+        return self.fused is not None and self.por is None and self.vm.symmetry is None and not self.constrained
+
+    def gen_rows(self, words: np.ndarray, lo: int, hi: int, k: int, scratch: _Scratch, info: np.ndarray,
+                 marks: tuple | None, routes: list | None) -> int:
+        """The fused kernel over rows lo..hi-1 of a batch, into their stretch of the scratch outputs (from
+        `lo * transitions`); routed, the positions of each table's candidates go to `routes[k]`."""
+        nt = self.vm.ntrans
+        if routes is None:
+            return self.fused.gen(words, lo, hi, self.opts.deadlock, scratch.cand, scratch.fps, scratch.keys, info,
+                                  lo * nt, marks)
+        pos, counts = scratch.routes[k], scratch.counts[k]
+        counts[:] = 0
+        m = 0
+        if hi > lo:
+            m = self.fused.gen(words, lo, hi, self.opts.deadlock, scratch.cand, scratch.fps, scratch.keys, info,
+                               lo * nt, marks, (pos[0], pos[1], counts, int(self.table.mask)))
+        routes[k] = [(pos[0], int(counts[0])), (pos[1], int(counts[1]))]
+        return m
+
+    def fused_prepared(self, words: np.ndarray, base: int, scratch: _Scratch, halves: list, infos: list,
+                       counts: list, marks: tuple | None, routes: list | None) -> Prepared:
+        """A batch the fused kernel has generated (in `halves` of its rows), prepared for insertion."""
+        T1, nt = self.vm.ntrans + 1, self.vm.ntrans
         stops: list[tuple[int, str, Any]] = []
         for info in infos:  # a reduced search stops at a failing or deadlocked row before any of its steps
             if info[0] == 1:
@@ -660,7 +696,7 @@ class VectorSearch:
                 stops.append(((base + int(info[1])) * T1 + (-1 if marks else T1 - 1), "deadlock", int(info[1])))
             if stops:
                 break  # the first half's stop comes before anything of the second
-        segments = tuple((off, off + m) for off, m in zip(offsets, counts))
+        segments = tuple((lo * nt, lo * nt + m) for (lo, _hi), m in zip(halves, counts))
         c = FusedCandidates(words, scratch.cand, scratch.keys, T1)
         if self.vm.symmetry is not None:
             self._canonical_fused(scratch, segments)
@@ -675,7 +711,7 @@ class VectorSearch:
             ample, reduced = self.por.red.choose(PackedColumns(self.layout, words), enabled, marks[1].view(np.bool_))
             por = (ample, reduced, enabled)
         return Prepared(words, base, c, None, None, NO_FILTER, stops, int(sum(i[3] for i in infos)), None, NO_HIDDEN,
-                        fingerprints, por, segments, [[r[p] for r in routes] for p in range(2)] if routed else None)
+                        fingerprints, por, segments, [[r[p] for r in routes] for p in range(2)] if routes else None)
 
     def _canonical_fused(self, scratch: _Scratch, segments: tuple) -> None:
         """Replace the fused kernel's candidates by their orbits' representatives, and their fingerprints."""
@@ -764,11 +800,13 @@ class VectorSearch:
         """Insert the candidates into each table: per table, (positions, fingerprints) of its new states in
         serial order. On two threads, each inserts the keys of its own table."""
         if len(self.table.parts) == 1:
-            counts = [self._insert_part(b, 0, progress_of_level)]
+            counts = [self.insert_part(b, 0, progress_of_level, self.outputs)]
         else:  # a level too small for two threads inserts the two tables one after the other
-            other = self.insert_pool.submit(self._insert_part, b, 1, progress_of_level) if self.split else None
-            m0 = self._insert_part(b, 0, progress_of_level)
-            counts = [m0, other.result() if other is not None else self._insert_part(b, 1, progress_of_level)]
+            other = self.insert_pool.submit(self.insert_part, b, 1, progress_of_level, self.outputs) if self.split \
+                else None
+            m0 = self.insert_part(b, 0, progress_of_level, self.outputs)
+            counts = [m0, other.result() if other is not None else self.insert_part(b, 1, progress_of_level,
+                                                                                    self.outputs)]
         return [(out.k[:m], out.fp[:m]) for out, m in zip(self.outputs, counts)]
 
     def _new_fused(self, b: Prepared, progress_of_level: float) -> tuple[np.ndarray, ...]:
@@ -776,36 +814,45 @@ class VectorSearch:
         the first that violates an invariant or -1). With two tables, each thread then merges the two runs
         into one half of the outputs, gathers that half's states and tests its invariants: one hand-off."""
         runs = self._insert_runs(b, progress_of_level)
+        new = self.new_states(runs)
+        ranges = self.halves_of_new(len(new[0]))
+        if len(ranges) == 2:
+            other = self.insert_pool.submit(self.merge_part, b, runs, *ranges[1], new)
+            first, second = self.merge_part(b, runs, *ranges[0], new), other.result()
+        else:
+            first, second = self.merge_part(b, runs, *ranges[0], new), -1
+        return (*new[:4], first if first >= 0 else second)
+
+    def halves_of_new(self, m: int) -> list[tuple[int, int]]:
+        """The ranges of a batch's `m` new states that the threads merge and gather (one range: one thread)."""
+        return [(0, m // 2), (m // 2, m)] if self.split and m > 1 << 12 else [(0, m)]
+
+    def new_states(self, runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, ...]:
+        """Arrays for a batch's new states, from the tables' runs: (fingerprints, words, parent links, serial
+        keys, positions among the candidates); with one table, the fingerprints and positions are its run's."""
         m = sum(len(k) for k, _f in runs)
-        T1 = self.vm.ntrans + 1
-        if len(runs) == 1:
-            pos, fps = runs[0]
-        else:
-            pos, fps = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.uint64)
+        pos, fps = runs[0] if len(runs) == 1 else (np.empty(m, dtype=np.int64), np.empty(m, dtype=np.uint64))
         words = np.empty((self.layout.words, m), dtype=np.uint64)
-        links, ukeys = np.empty(m, dtype=np.uint64), np.empty(m, dtype=np.int64)
+        return fps, words, np.empty(m, dtype=np.uint64), np.empty(m, dtype=np.int64), pos
+
+    def merge_part(self, b: Prepared, runs: list[tuple[np.ndarray, np.ndarray]], lo: int, hi: int,
+                   new: tuple[np.ndarray, ...]) -> int:
+        """New states lo..hi-1 of a batch: their positions and fingerprints merged from the tables' runs (two
+        tables), their words and parent links gathered; the first of them that violates an invariant, or -1."""
+        fps, words, links, ukeys, pos = new
+        if len(runs) == 2:
+            self.k.merge_range(*runs[0], *runs[1], lo, hi, pos, fps)
         c, bad = b.c, self.fused.bad if self.checks_invariants else None
+        self.k.gather_range(c.cand, c.keys, pos, lo, hi, self.vm.ntrans + 1, b.base, self.tbits, words, links, ukeys)
+        return bad(words, lo, hi) if bad is not None and hi > lo else -1
 
-        def part(lo: int, hi: int) -> int:
-            if len(runs) == 2:
-                self.k.merge_range(*runs[0], *runs[1], lo, hi, pos, fps)
-            self.k.gather_range(c.cand, c.keys, pos, lo, hi, T1, b.base, self.tbits, words, links, ukeys)
-            return bad(words, lo, hi) if bad is not None and hi > lo else -1
-
-        if self.split and m > 1 << 12:
-            other = self.insert_pool.submit(part, m // 2, m)
-            first, second = part(0, m // 2), other.result()
-            first_bad = first if first >= 0 else second
-        else:
-            first_bad = part(0, m)
-        return fps, words, links, ukeys, first_bad
-
-    def _insert_part(self, b: Prepared, part: int, progress_of_level: float) -> int:
-        """Insert the candidates of table `part` in serial order, growing it when full; how many were new."""
+    def insert_part(self, b: Prepared, part: int, progress_of_level: float, outputs: list[_Outputs]) -> int:
+        """Insert the candidates of table `part` in serial order, growing it when full, its new states into
+        `outputs[part]`; how many were new."""
         n = len(self.table.parts)
-        table, out = self.table.parts[part], self.outputs[part]
+        table, out = self.table.parts[part], outputs[part]
         fps, ks, count = b.fingerprints
-        out.fit(count)
+        out.fit(count if b.routes is None else sum(c for _p, c in b.routes[part]))
         m = 0
 
         def grow() -> None:
@@ -839,10 +886,7 @@ class VectorSearch:
             self._proviso(b)
             fps, ks, count = b.fingerprints
             b.fingerprints = (fps, ks, self.k.keep_allowed(fps, ks, count, b.order, b.allow))
-        words, base, c, stops = b.words, b.base, b.c, b.stops
-        enabled = b.enabled
-        n = words.shape[1]
-        T1 = self.vm.ntrans + 1
+        base, c, n, T1 = b.base, b.c, b.words.shape[1], self.vm.ntrans + 1
         if b.order is None:  # fused: the candidates are in serial order, keyed by row and transition
             nfps, nwords, new_links, ukeys, first_bad = self._new_fused(b, (base + n) / level_size)
             rows = tids = None
@@ -852,6 +896,16 @@ class VectorSearch:
             nwords, ukeys = c.states(b.order[js]), (base + rows) * T1 + tids
             new_links = None
             first_bad = self._first_bad(nwords, len(js)) if self.checks_invariants and len(js) else -1
+        self.commit(b, level, nxt, links, cap, level_size, nfps, nwords, new_links, ukeys, first_bad, rows, tids)
+
+    def commit(self, b: Prepared, level: int, nxt: Spool, links: Spool, cap: int, level_size: int, nfps: np.ndarray,
+               nwords: np.ndarray, new_links: np.ndarray | None, ukeys: np.ndarray, first_bad: int,
+               rows: np.ndarray | None = None, tids: np.ndarray | None = None) -> None:
+        """Add a batch's new states to the next frontier, the parent links and the counts; at its first stop
+        (a violation or the state bound, in serial order) settle the counts there and raise."""
+        words, base, c, stops = b.words, b.base, b.c, b.stops
+        n = words.shape[1]
+        T1 = self.vm.ntrans + 1
         m = len(nfps)
         room = cap - self.distinct
         if m > max(room, 0):
@@ -865,7 +919,7 @@ class VectorSearch:
             explored = b.explored if b.explored is not None else [o[0] for o in self.program.batch(words, n)]
             self._stop(min(stops, key=lambda s: s[0]), words, explored, base, level, ukeys, rows, tids, nwords, c,
                        links, level_size)
-        self.generated += enabled
+        self.generated += b.enabled
         self.distinct += m
         links.append((self.link(base + rows, tids) if new_links is None else new_links)[None, :])
         self._keep_fps(nfps)

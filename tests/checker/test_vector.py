@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 
 import numpy as np
 import pytest
@@ -94,6 +95,35 @@ def test_tables_that_fill_inside_a_batch_give_the_same_result(ref, params, threa
     else:
         got = threaded(ref, params, vopts, deadlock=True)
     assert outcome(got) == want
+
+
+@pytest.mark.parametrize("table", [0, 1])
+def test_an_error_on_either_thread_of_a_pipelined_level_ends_the_search(table, monkeypatch):
+    """The error of the thread that fails is the one raised; the other thread leaves the level at its next
+    wait rather than waiting for ever."""
+    real, calls = VectorSearch.insert_part, [0, 0]
+
+    def insert_part(self, b, part, progress_of_level, outputs):
+        calls[part] += 1
+        if part == table and calls[part] == 40:
+            raise MemoryError(f"table {part} is out of room")
+        return real(self, b, part, progress_of_level, outputs)
+
+    monkeypatch.setattr(VectorSearch, "insert_part", insert_part)
+    raised: list[BaseException] = []
+
+    def search() -> None:
+        try:
+            threaded("two_phase", {"rm": 5}, VectorOptions(batch=256, native="always"))
+        except BaseException as e:
+            raised.append(e)
+
+    runner = threading.Thread(target=search, daemon=True)
+    runner.start()
+    runner.join(120)
+    assert not runner.is_alive(), "the search hung"
+    assert [str(e) for e in raised if isinstance(e, MemoryError)] == [f"table {table} is out of room"]
+    assert calls[table] == 40
 
 
 def test_workers_two_is_one_process_with_two_threads():
