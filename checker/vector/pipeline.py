@@ -83,7 +83,7 @@ class LevelPipeline:
                 raise _Abandoned
 
     def _read(self) -> bool:
-        """Read the frontier's next batch; whether there was one."""
+        """Read the frontier's next batch (if any is left); whether there was one."""
         words = next(self.source, None)
         with self.cv:
             if words is None:
@@ -108,6 +108,7 @@ class LevelPipeline:
         s = self.s
         if not self._read():
             return
+        self._read()  # the first thread reads two batches ahead, so the second never waits for one
         for scratch in s.scratch:  # both sets, before the threads write into them
             scratch.fit_fused(s.batch * s.vm.ntrans, s.layout.words)
         other = s.insert_pool.submit(self._lane, 1)
@@ -129,7 +130,9 @@ class LevelPipeline:
             self._generate(k, 0)
             i = 0
             while True:
-                more = self._read() if k == 0 else self._has(i + 1)
+                if k == 0:
+                    self._read()  # batch i + 2
+                more = self._has(i + 1)
                 self._insert(k, i)
                 if k == 0 and i:
                     self._commit(i - 1)
