@@ -12,10 +12,11 @@ so a thread that finishes inserting early generates the next batch while the oth
 a phase waits only for what it reads. Batch i + 1 is generated into the second of two sets of
 scratch arrays while batch i is gathered from the first.
 
-The first thread also adds each batch's new states to the search, in order, after inserting the
-next one. A batch with a stop (a violation or the state bound) raises there, as the one-thread
-search does; the next batch's keys may already be in the visited tables, which nothing reads after
-a stop. Only searches whose candidates are all stored (`VectorSearch.routed`) run this way.
+The first thread also reads the frontier two batches ahead, and adds each batch's new states to
+the search, in order, after inserting the next one. A batch with a stop (a violation or the state
+bound) raises there, as in the one-thread search; the next batch's keys may already be in the
+visited tables, which after a stop only the reported table size can show. Only searches whose
+candidates are all stored (`VectorSearch.routed`) run this way.
 """
 
 from __future__ import annotations
