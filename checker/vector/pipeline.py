@@ -22,15 +22,41 @@ candidates are all stored (`VectorSearch.routed`) run this way.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from collections.abc import Iterator
+from .spool import Spool
 
-    from .search import Prepared, VectorSearch, _Outputs
-    from .spool import Spool
+
+class Stages(Protocol):
+    """What the pipeline needs of a search (`search.VectorSearch`): its batch's steps, each on part of
+    the rows, one table or one range of new states."""
+
+    batch: int
+    scratch: tuple
+    vm: Any
+    layout: Any
+    insert_pool: Any
+
+    def gen_rows(self, words: np.ndarray, lo: int, hi: int, k: int, scratch: Any, info: np.ndarray,
+                 marks: tuple | None, routes: list | None) -> int: ...
+
+    def fused_prepared(self, words: np.ndarray, base: int, scratch: Any, halves: list, infos: list,
+                       counts: list, marks: tuple | None, routes: list | None) -> Any: ...
+
+    def insert_part(self, b: Any, part: int, progress_of_level: float, outputs: list) -> int: ...
+
+    def new_states(self, runs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, ...]: ...
+
+    def halves_of_new(self, m: int) -> list[tuple[int, int]]: ...
+
+    def merge_part(self, b: Any, runs: list[tuple[np.ndarray, np.ndarray]], lo: int, hi: int,
+                   new: tuple[np.ndarray, ...]) -> int: ...
+
+    def commit(self, b: Any, level: int, nxt: Spool, links: Spool, cap: int, level_size: int, nfps: np.ndarray,
+               nwords: np.ndarray, new_links: np.ndarray | None, ukeys: np.ndarray, first_bad: int) -> None: ...
 
 
 class _Abandoned(Exception):
@@ -47,7 +73,7 @@ class _Batch:
         self.infos = [np.zeros(4, dtype=np.int64) for _ in range(2)]
         self.stored = [0, 0]  # candidates stored, per half of the rows
         self.routes: list = [[], []]
-        self.prepared: Prepared | None = None
+        self.prepared: Any = None  # the search's prepared batch, once both halves are generated
         self.runs: list = [None, None]  # per table: (positions, fingerprints) of its new states
         self.new: tuple | None = None  # the new states' arrays (`VectorSearch.new_states`)
         self.first_bad = [-1, -1]
@@ -56,8 +82,8 @@ class _Batch:
 class LevelPipeline:
     """Expands one level's frontier on two threads (this one and the search's second)."""
 
-    def __init__(self, search: VectorSearch, frontier: Spool, level: int, nxt: Spool, links: Spool, cap: int,
-                 outputs: list[list[_Outputs]]):
+    def __init__(self, search: Stages, frontier: Spool, level: int, nxt: Spool, links: Spool, cap: int,
+                 outputs: list[list[Any]]):
         self.s, self.level, self.nxt, self.links, self.cap = search, level, nxt, links, cap
         self.size = len(frontier)
         self.source: Iterator[np.ndarray] = frontier.batches(search.batch)
@@ -158,7 +184,7 @@ class LevelPipeline:
         b.stored[k] = s.gen_rows(b.words, *b.halves[k], k, s.scratch[b.slot], b.infos[k], None, b.routes)
         self._finish("gen", k, i)
 
-    def _prepared(self, i: int) -> Prepared:
+    def _prepared(self, i: int) -> Any:
         """Batch i, prepared for insertion once both halves are generated (by whichever thread asks first)."""
         b = self.batches[i]
         self._await("gen", 1, i)
