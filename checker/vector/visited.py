@@ -4,9 +4,8 @@ Linear probing over a uint64 array (0 marks an empty slot; no valid state has fi
 `layout`); the loops are `kernels.backend()`'s (C once loaded, numpy before).
 The search sizes the table once per level, from the previous level's growth (`reserve`), so it is
 rebuilt at most once per level; it grows past `MAX_LOAD` only when a level outgrows its estimate.
-The array is an anonymous memory map, which a rebuild grows in place (`mremap`): only the new slots
-are faulted in, and no second table is needed. Where a map cannot grow, the keys move to a new table
-slice by slice, each slice of the old table returned to the system once its keys have moved.
+The array is an anonymous memory map, so a rebuild returns the old table's pages to the system slice
+by slice as their keys move: growing needs little more than the new table.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ MAX_LOAD = 0.8  # the table never holds more than this fraction of its slots
 TARGET_LOAD = 0.6  # load after a rebuild, once the expected new keys are in
 MIN_CAPACITY = 1 << 8
 GROW_SLICE = 1 << 20  # old slots moved at a time when growing (a multiple of the page size in bytes)
-TAIL = 1 << 16  # the old slots at the end of a table grown in place whose keys are moved last
 MADV_POPULATE_WRITE = 23  # Linux 5.14 and later: fault a range's pages in at once
 _LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
 
@@ -52,34 +50,6 @@ def _first_empty(table: np.ndarray) -> int:
             return start + int(empty[0])
         start, step = start + step, step * 4
     return table.size
-
-
-def rehash_in_place(table: np.ndarray, old: int, loops: Any = None, tail: int = TAIL) -> None:
-    """Rebuild in place a table of `old` slots grown to `len(table)` (its first `old` slots hold the old table,
-    the rest is empty). The old slots are moved to the top, keeping their order; then each is read, cleared
-    and its key placed, in slot order, below the slots not yet read (`runtime.rehash_in_place`). The old
-    table's first run (which may hold keys wrapped around from its end), its last `tail` slots (whose keys
-    would land close to slots not yet read) and any key whose probe would reach a slot not yet read are
-    inserted last."""
-    loops = loops or backend()
-    off = len(table) - old
-    first = _first_empty(table[:old])
-    tail_from = max(first, old - tail)
-    head = table[:first].copy()
-    rest = table[tail_from:old]
-    rest = rest[rest != 0].copy()
-    ctypes.memmove(table.ctypes.data + off * 8, table.ctypes.data, old * 8)
-    table[:off + first] = 0
-    table[off + tail_from:] = 0
-    state = np.array([-1, 0, 0], dtype=np.int64)  # the placing's (last, run), as `rehash`, and keys put aside
-    aside = np.empty(1 << 12, dtype=np.uint64)
-    i = first
-    while i < tail_from:
-        i = loops.rehash_in_place(table, off, i, tail_from, state, aside)
-        if i < tail_from:
-            aside = np.concatenate([aside, np.empty_like(aside)])
-    for keys in (aside[:state[2]], rest, head):
-        loops.insert(table, keys)
 
 
 class FingerprintTable:
@@ -138,35 +108,7 @@ class FingerprintTable:
         self._grow(max(int((self.size + max(expected, 0)) / TARGET_LOAD), len(self.table) * 5 // 4))
 
     def _grow(self, capacity: int) -> None:
-        """Move every key into a table of `capacity` slots: in place when the table is a memory map that can
-        grow (`_grow_in_place`), else into a new table (`_grow_into_new`)."""
-        if self.mm is not None and capacity > len(self.table) and self._grow_in_place(capacity):
-            self.rebuilds += 1
-            return
-        self._grow_into_new(capacity)
-        self.rebuilds += 1
-
-    def _grow_in_place(self, capacity: int) -> bool:
-        """Grow the table's own mapping to `capacity` slots and rebuild it there (`rehash_in_place`): only the
-        new slots are faulted in, and no second table is needed. False if the mapping cannot grow (no
-        `mremap`), the table unchanged."""
-        if capacity >= 1 << 32:
-            raise MemoryError(f"a visited table of {capacity:,} slots is beyond this engine's limit (2^32)")
-        assert self.mm is not None
-        old = len(self.table)
-        self.table = None  # type: ignore[assignment]  # a mapping moves only with no array over it
-        try:
-            self.mm.resize(capacity * 8)
-        except (BufferError, OSError, SystemError, ValueError):
-            self.table = np.frombuffer(self.mm, dtype=np.uint64)
-            return False
-        self.table = np.frombuffer(self.mm, dtype=np.uint64)
-        _populate(self.table, old, capacity)
-        rehash_in_place(self.table, old)
-        return True
-
-    def _grow_into_new(self, capacity: int) -> None:
-        """Move every key into a new table of `capacity` slots, a slice at a time, releasing each slice
+        """Move every key into a table of `capacity` slots, a slice at a time, releasing each slice
         of the old table once its keys have moved. Home slots are monotone in the key, so a slice's keys
         land in the matching stretch of the new table: each stretch is faulted in just before. The old
         table's first run of keys (up to its first empty slot) may hold keys that wrapped around from its
@@ -192,6 +134,7 @@ class FingerprintTable:
                 released = upto
         k.insert(new, head)
         self.table = new
+        self.rebuilds += 1
 
 
 class VisitedSet:

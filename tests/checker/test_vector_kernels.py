@@ -17,7 +17,7 @@ from lockstep.checker.vector.kernels import Native, cbuild, fused, portable
 from lockstep.checker.vector.kernels.runtime import Runtime
 from lockstep.checker.vector.kernels.runtime import library as runtime_library
 from lockstep.checker.vector.layout import Layout
-from lockstep.checker.vector.visited import FingerprintTable, _first_empty, rehash_in_place
+from lockstep.checker.vector.visited import _first_empty
 from tests.conftest import model_path
 
 
@@ -86,52 +86,6 @@ def test_a_table_moved_in_slices_keeps_every_key_on_its_probe_chain(native, inse
         assert np.array_equal(np.sort(new[new != 0]), keys)
         assert _probe_chains_unbroken(new)
         assert loops.contains(new, keys).all()
-
-
-@settings(max_examples=80, deadline=None)
-@given(crowded_st, st.integers(11, 30), st.integers(0, 600), st.integers(0, 40))
-def test_a_table_rebuilt_in_place_keeps_every_key_on_its_probe_chain(native, inserted, tenths, more, tail):
-    """A table grown in place: its slots moved to the top, then read, cleared and placed below the slots not
-    yet read, its first run, its last `tail` slots and the keys whose probe would reach an unread slot
-    inserted last. Short tails (even none) put keys aside; the same keys, each found by probing from its
-    home slot, in C and in numpy."""
-    keys = np.array(sorted(set(inserted)), dtype=np.uint64)
-    cap = max(int(len(keys) / 0.8) + 1, 8)
-    old = np.zeros(cap, dtype=np.uint64)
-    portable.insert(old, keys)
-    for loops in (native, portable):
-        table = np.zeros(max(cap * tenths // 10, cap + 1) + more, dtype=np.uint64)
-        table[:cap] = old
-        rehash_in_place(table, cap, loops, tail)
-        assert np.array_equal(np.sort(table[table != 0]), keys)
-        assert _probe_chains_unbroken(table)
-        assert loops.contains(table, keys).all()
-
-
-def test_keys_whose_places_are_not_read_yet_are_put_aside(native):
-    """A table of 1024 slots grown from 512: the old slots sit at 512.., and keys read from old slots 0..9
-    whose home is slot 800 (old slot 288, not yet read while the first block of 256 is placed) are put
-    aside, not written over unread slots; the loop stops before a block that might not fit aside."""
-    table = np.zeros(1024, dtype=np.uint64)
-    keys = (np.uint64(800 << 54) + np.arange(1, 11, dtype=np.uint64))  # home: (key >> 32) * 1024 >> 32 == 800
-    table[512:522] = keys
-    table[512 + 300] = 99  # an unread old slot
-    state, aside = np.array([-1, 0, 0], dtype=np.int64), np.zeros(256 + 9, dtype=np.uint64)
-    assert native.rehash_in_place(table, 512, 0, 512, state, aside) == 256  # no room for another block
-    assert state[2] == 10 and aside[:10].tolist() == keys.tolist()
-    assert table[800:810].tolist() == [0] * 10 and table[812] == 99 and not table[512:768].any()
-
-
-def test_a_large_table_grows_in_place():
-    """Past a few MiB the table is a memory map, which a rebuild grows where it is."""
-    t = FingerprintTable(1 << 20)
-    keys = (np.arange(1, 700_001, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    t.add(keys)
-    mm = t.mm
-    t.grow_for(500_000)
-    assert t.mm is mm and len(t.table) > 1 << 20
-    assert t.contains(keys).all() and not t.contains(keys + np.uint64(1)).any()
-    assert int(np.count_nonzero(t.table)) == t.size == 700_000
 
 
 @settings(max_examples=60, deadline=None)

@@ -92,18 +92,6 @@ def rehash(old: np.ndarray, new: np.ndarray, start: int, stop: int, state: np.nd
     _place(new, keys[keys != _Z])
 
 
-def rehash_in_place(table: np.ndarray, off: int, start: int, stop: int, state: np.ndarray,
-                    aside: np.ndarray) -> int:
-    """Move the keys of old slots `start:stop`, which sit at `off + start:off + stop` of a table grown in place,
-    into the table's new slots; the old slots from `stop` on must be empty. Returns `stop` (the C loop may
-    stop early, and puts keys aside in `aside`, counted in `state[2]`; here none are)."""
-    keys = table[off + start:off + stop]
-    keys = keys[keys != _Z].copy()
-    table[off + start:off + stop] = _Z
-    _place(table, keys)
-    return stop
-
-
 def serial_order(rows: np.ndarray, seg_start: np.ndarray, seg_tid: np.ndarray, n: int,
                  order: np.ndarray, tids: np.ndarray) -> None:
     """Transition-major candidates put in serial order (row, then transition): `order[k]` is the k-th

@@ -104,45 +104,6 @@ void rehash(const uint64_t *old, uint64_t *table, int64_t cap, int64_t start, in
     state[1] = run;
 }
 
-int64_t rehash_in_place(uint64_t *table, int64_t cap, int64_t off, int64_t start, int64_t stop, int64_t *state,
-                        uint64_t *aside, int64_t room) {
-    /* `rehash` within one table grown in place: the old table's slot j now sits at off + j, above the new
-       slots being filled. Each block of old slots is read and cleared before its keys are placed, and no key
-       is placed at or past the first slot not yet read: a key whose probe reaches it is put aside (from
-       aside[state[2]] on) to be inserted once every key has moved. Stops before a block that might not
-       fit in the `room` left aside; returns the old slot reached. state: (last, run, keys put aside). */
-    int64_t last = state[0], run = state[1], na = state[2];
-    uint64_t keys[256];
-    uint64_t *src = table + off;
-    int64_t i = start;
-    for (; i < stop && na + 256 <= room; i += 256) {
-        const int64_t end = i + 256 < stop ? i + 256 : stop;
-        const int64_t bound = off + end;
-        int64_t n = 0;
-        for (int64_t j = i; j < end; j++) { const uint64_t k = src[j]; keys[n] = k; n += k != 0; src[j] = 0; }
-        for (int64_t q = 0; q < n; q++) {
-            const uint64_t k = keys[q];
-            const int64_t h = home(k, (uint64_t)cap);
-            int64_t p = h > last ? h : last + 1;
-            if (h < run || p >= bound) {
-                p = h;
-                while (p < bound && table[p]) p++;
-                if (p >= bound) { aside[na++] = k; continue; }  /* its place is not read yet */
-                table[p] = k;
-                if (p > last) last = p;
-                continue;
-            }
-            table[p] = k;
-            run = h > last + 1 ? h : run;
-            last = p;
-        }
-    }
-    state[0] = last;
-    state[1] = run;
-    state[2] = na;
-    return i < stop ? i : stop;
-}
-
 void serial_order(const int64_t *rows, int64_t total, const int64_t *seg_start, const int64_t *seg_tid,
                   int64_t nseg, int64_t n, int64_t *order, int64_t *tids) {
     int64_t *count = calloc((size_t)n + 1, sizeof(int64_t));
@@ -259,7 +220,6 @@ _SIGS = {
     "contains": ([_P, _I, _P, _I, _P], None),
     "insert": ([_P, _I, _P, _I], _I),
     "rehash": ([_P, _P, _I, _I, _I, _P], None),
-    "rehash_in_place": ([_P, _I, _I, _I, _I, _P, _P, _I], _I),
     "serial_order": ([_P, _I, _P, _P, _I, _I, _P, _P], None),
     "candidate_fps": ([_P, _I, _I, _P, _P, _I, _P, _I, _P, ctypes.c_uint64, ctypes.c_int, _P, _P], _I),
     "keep_allowed": ([_P, _P, _I, _P, _P], _I),
@@ -304,12 +264,6 @@ class Runtime:
     def rehash(self, old: np.ndarray, new: np.ndarray, start: int, stop: int, state: np.ndarray) -> None:
         assert state.dtype == np.int64 and state.size == 2
         self.lib.rehash(_ptr(old), _ptr(new), new.size, start, stop, _ptr(state))
-
-    def rehash_in_place(self, table: np.ndarray, off: int, start: int, stop: int, state: np.ndarray,
-                        aside: np.ndarray) -> int:
-        assert state.dtype == np.int64 and state.size == 3 and aside.dtype == np.uint64
-        return int(self.lib.rehash_in_place(_ptr(table), table.size, off, start, stop, _ptr(state), _ptr(aside),
-                                            aside.size))
 
     def serial_order(self, rows: np.ndarray, seg_start: np.ndarray, seg_tid: np.ndarray, n: int,
                      order: np.ndarray, tids: np.ndarray) -> None:
