@@ -799,15 +799,14 @@ class VectorSearch:
     def _insert_runs(self, b: Prepared, progress_of_level: float) -> list[tuple[np.ndarray, np.ndarray]]:
         """Insert the candidates into each table: per table, (positions, fingerprints) of its new states in
         serial order. On two threads, each inserts the keys of its own table."""
+        outs = self.outputs
         if len(self.table.parts) == 1:
-            counts = [self.insert_part(b, 0, progress_of_level, self.outputs)]
+            counts = [self.insert_part(b, 0, progress_of_level, outs)]
         else:  # a level too small for two threads inserts the two tables one after the other
-            other = self.insert_pool.submit(self.insert_part, b, 1, progress_of_level, self.outputs) if self.split \
-                else None
-            m0 = self.insert_part(b, 0, progress_of_level, self.outputs)
-            counts = [m0, other.result() if other is not None else self.insert_part(b, 1, progress_of_level,
-                                                                                    self.outputs)]
-        return [(out.k[:m], out.fp[:m]) for out, m in zip(self.outputs, counts)]
+            other = self.insert_pool.submit(self.insert_part, b, 1, progress_of_level, outs) if self.split else None
+            m0 = self.insert_part(b, 0, progress_of_level, outs)
+            counts = [m0, other.result() if other is not None else self.insert_part(b, 1, progress_of_level, outs)]
+        return [(out.k[:m], out.fp[:m]) for out, m in zip(outs, counts)]
 
     def _new_fused(self, b: Prepared, progress_of_level: float) -> tuple[np.ndarray, ...]:
         """The fused kernel's new states, inserted: (fingerprints, words, parent links, serial keys, index of
