@@ -176,6 +176,7 @@ def main() -> None:
             subprocess.run(warm, check=True, cwd=ROOT, env=user_env(cache))
             expected = first["distinct"]
             runs = run_rounds(tools, model, n, args, cache, work, expected, have_spin)
+            spin = statistics.median(x["seconds"] for x in runs["spin"]) if runs.get("spin") else None
             for tool in tools:
                 if not runs[tool]:
                     why = "spin or gcc not installed" if tool.startswith("spin") else "not installed; see --peers-python"
@@ -189,7 +190,6 @@ def main() -> None:
                     r["paired"] = [a["seconds"] / b["seconds"] for a, b in zip(runs["vector"], runs[tool])
                                    if b["seconds"] > 0]
                 rows[tool] = r
-                spin = rows.get("spin", {}).get("seconds")
                 ratio = f"{spin / r['seconds']:.2f}x" if spin and r["seconds"] else "-"
                 same = "" if r["distinct"] == expected else "  (different count!)"
                 rate = f"{r['distinct'] / r['seconds']:>12,.0f}" if r["seconds"] > 0 else f"{'-':>12}"

@@ -212,6 +212,11 @@ def test_small_batches_give_the_same_result():
     assert outcome(vector) == outcome(scalar)
 
 
+def test_a_batch_too_large_to_number_its_candidates_is_refused():
+    with pytest.raises(ValueError, match="32 bits: use a smaller batch"):
+        check_vector(load_model("two_phase"), Options(), vopts=VectorOptions(batch=1 << 30))
+
+
 def test_fingerprints_are_exact_when_a_state_fits_a_word():
     one = check_vector(load_model("two_phase"), Options())
     assert one.exact_fingerprints and one.collision_probability == 0.0

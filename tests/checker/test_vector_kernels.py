@@ -189,6 +189,22 @@ def test_the_cache_directory_is_private(monkeypatch, tmp_path):
     assert cbuild.cache_dir() is None  # another user could plant a library there: not used
 
 
+@settings(max_examples=60, deadline=None)
+@given(keys_st, st.integers(0, 40), st.integers(0, 40), st.integers(0, 1000), st.sampled_from([1, 2, 1 << 40]))
+def test_routing_splits_positions_by_table_in_order(native, keys, start0, start1, off, rmask):
+    """Each table's list gets, after what it held, the positions of its keys in order (the C loop takes 16
+    keys at a time where it can, then one at a time)."""
+    fps = np.array(keys, dtype=np.uint64)
+    ones = (fps & np.uint64(rmask)) != 0
+    want = [list(range(start0)) + (np.flatnonzero(~ones) + off).tolist(),
+            list(range(start1)) + (np.flatnonzero(ones) + off).tolist()]
+    for loops in (portable, native):
+        lists = [np.arange(max(start, 1) + fps.size + 16, dtype=np.int32) for start in (start0, start1)]
+        counts = np.array([start0, start1], dtype=np.int64)
+        loops.route(fps, rmask, off, *lists, counts)
+        assert [lst[:c].tolist() for lst, c in zip(lists, counts)] == want
+
+
 @settings(max_examples=40, deadline=None)
 @given(keys_st, st.lists(st.integers(1, 40), max_size=300), st.integers(0, 300))
 def test_routed_insertion_agrees_with_serial_insertion(native, present, candidates, room):
@@ -196,7 +212,7 @@ def test_routed_insertion_agrees_with_serial_insertion(native, present, candidat
     fps = np.array(candidates, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     n = len(candidates)
     for loops in (portable, native):
-        pos = [np.flatnonzero(fps & np.uint64(1) == p).astype(np.int64) for p in (0, 1)]
+        pos = [np.flatnonzero(fps & np.uint64(1) == p).astype(np.int32) for p in (0, 1)]
         c0 = pos[0].size
         for part, c in ((0, c0), (1, n - c0)):
             want_t, got_t = _table(present), _table(present)

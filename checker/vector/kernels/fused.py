@@ -46,7 +46,6 @@ HELPERS = r"""
 typedef struct {
     uint64_t *w; int64_t ld; uint64_t *fp; int64_t *key; int64_t *info;  /* candidates, stop */
     uint8_t *en; uint8_t *un; int64_t lde; const uint64_t *vm;          /* enabled, unsafe (reduction) */
-    int64_t *r0; int64_t *r1; int64_t *rc; uint64_t rmask; int64_t off; /* positions per visited table */
 } Out;
 #define FAIL(t) do { o->info[0] = 1; o->info[1] = r; o->info[2] = (t); o->info[3] = g; *mp = m; *gp = g; return 1; } \
     while (0)
@@ -355,10 +354,7 @@ class _Source:
             lines += [f"{i2}h = mix(h ^ n{w});" for w in range(1, lay.words)]
         if not lay.exact:
             lines.append(f"{i2}if (!h) h = 1;")
-        lines += [f"{i2}o->fp[m] = h;", f"{i2}o->key[m] = r * {self.T1} + {tid};",
-                  f"{i2}if (o->r0) {{ const int64_t b = (h & o->rmask) != 0; o->r0[o->rc[0]] = o->off + m;"
-                  f" o->r1[o->rc[1]] = o->off + m; o->rc[0] += 1 - b; o->rc[1] += b; }}",
-                  f"{i2}m++;", f"{ind}}}"]
+        lines += [f"{i2}o->fp[m] = h;", f"{i2}o->key[m] = r * {self.T1} + {tid};", f"{i2}m++;", f"{ind}}}"]
         return lines
 
     def _transition(self, ex: _Expr, tid: int, t: Transition, ind0: str) -> list[str]:
@@ -427,9 +423,8 @@ class _Source:
         ind = "        "
         out += ["int64_t gen(const uint64_t *W, int64_t ld, int64_t start, int64_t stop, int deadlock, uint64_t *out_w,",
                 "            int64_t ldo, uint64_t *out_fp, int64_t *out_key, int64_t *info, uint8_t *en, uint8_t *un,",
-                "            int64_t lde, const uint64_t *vm, int64_t *r0, int64_t *r1, int64_t *rc, uint64_t rmask,",
-                "            int64_t off) {",
-                "    const Out o = {out_w, ldo, out_fp, out_key, info, en, un, lde, vm, r0, r1, rc, rmask, off};",
+                "            int64_t lde, const uint64_t *vm) {",
+                "    const Out o = {out_w, ldo, out_fp, out_key, info, en, un, lde, vm};",
                 "    int64_t m = 0, g = 0;",
                 f"    uint64_t w[{self.layout.words}];",
                 "    for (int64_t r = start; r < stop; r++) {"]
@@ -509,8 +504,7 @@ class Fused:
 
     def bind(self, lib: ctypes.CDLL) -> None:
         """Use the loaded library."""
-        lib.gen.argtypes = [_P, _I, _I, _I, ctypes.c_int, _P, _I, _P, _P, _P, _P, _P, _I, _P, _P, _P, _P,
-                            ctypes.c_uint64, _I]
+        lib.gen.argtypes = [_P, _I, _I, _I, ctypes.c_int, _P, _I, _P, _P, _P, _P, _P, _I, _P]
         lib.gen.restype = _I
         lib.bad.argtypes = [_P, _I, _I, _I]
         lib.bad.restype = _I
@@ -519,14 +513,11 @@ class Fused:
         self.lib = lib
 
     def gen(self, words: np.ndarray, start: int, stop: int, deadlock: bool, out_w: np.ndarray, out_fp: np.ndarray,
-            out_key: np.ndarray, info: np.ndarray, offset: int = 0, marks: tuple | None = None,
-            route: tuple | None = None) -> int:
+            out_key: np.ndarray, info: np.ndarray, offset: int = 0, marks: tuple | None = None) -> int:
         """Candidates of rows start..stop-1 of `words` into the outputs from entry `offset` (room for
         (stop - start) * transitions of them is the caller's to ensure); how many. `marks`, for a reduction,
         is (enabled, unsafe, visible): two (transitions, rows) uint8 arrays to mark each row's enabled steps
-        and those that loop or change a visible bit, and the visible bits of each word. `route`, for two
-        visited tables, is (positions 0, positions 1, counts, mask): each stored candidate's output entry is
-        appended to the positions of table `fingerprint & mask != 0`, `counts` (int64, two) counting them."""
+        and those that loop or change a visible bit, and the visible bits of each word."""
         assert self.lib is not None and words.flags.c_contiguous and out_w.flags.c_contiguous
         assert offset + (stop - start) * (self.T1 - 1) <= out_fp.size
         en = un = vm = None
@@ -535,16 +526,9 @@ class Fused:
             e, u, v = marks
             assert e.flags.c_contiguous and u.flags.c_contiguous and e.shape == u.shape == (self.T1 - 1, words.shape[1])
             en, un, vm, lde = e.ctypes.data, u.ctypes.data, v.ctypes.data, e.shape[1]
-        r0 = r1 = rc = None
-        rmask = 0
-        if route is not None:
-            p0, p1, counts, rmask = route
-            assert min(p0.size, p1.size) >= (stop - start) * (self.T1 - 1) and counts.dtype == np.int64
-            r0, r1, rc = p0.ctypes.data, p1.ctypes.data, counts.ctypes.data
         return int(self.lib.gen(words.ctypes.data, words.shape[1], start, stop, int(deadlock),
                                 out_w.ctypes.data + 8 * offset, out_w.shape[1], out_fp.ctypes.data + 8 * offset,
-                                out_key.ctypes.data + 8 * offset, info.ctypes.data, en, un, lde, vm, r0, r1, rc,
-                                rmask, offset))
+                                out_key.ctypes.data + 8 * offset, info.ctypes.data, en, un, lde, vm))
 
     def outside(self, words: np.ndarray, start: int, stop: int, out: np.ndarray) -> None:
         """Mark in `out[start:stop]` (uint8) the states start..stop-1 of `words` outside the constraints."""

@@ -173,6 +173,16 @@ def insert_serial(table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks:
     return nxt, size + c, m + c
 
 
+def route(fps: np.ndarray, rmask: int, off: int, r0: np.ndarray, r1: np.ndarray, counts: np.ndarray) -> None:
+    """Append the positions `off + i` of the keys `fps[i]` to two lists by visited table, `r0` where
+    `fps[i] & rmask` is 0 and `r1` where it is not, from `counts[0]` and `counts[1]` on (updated)."""
+    ones = (fps & np.uint64(rmask)) != 0
+    for p, (out, sel) in enumerate(((r0, ~ones), (r1, ones))):
+        at = np.flatnonzero(sel) + off
+        out[counts[p]:counts[p] + at.size] = at
+        counts[p] += at.size
+
+
 def insert_at(table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None, pos: np.ndarray,
               q: int, c: int, out_k: np.ndarray, out_fp: np.ndarray, m: int) -> tuple[int, int, int]:
     """Insert the keys at positions `pos[q:c]` in order, each if absent, appending (position `ks[i]`, or i

@@ -176,8 +176,55 @@ void merge_range(const int64_t *k0, const uint64_t *f0, int64_t m0, const int64_
     }
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define ROUTE_AVX512 1
+__attribute__((target("avx512f"))) static int64_t route_avx512(const uint64_t *fps, int64_t n, uint64_t rmask,
+                                                                int64_t off, int32_t *r0, int32_t *r1, int64_t *c) {
+    /* `route`, 16 keys at a time: each table's positions packed in a register and stored whole (the lanes past
+       the count are overwritten next), rather than packed to memory, which is slow on some processors. */
+    const __m512i mask = _mm512_set1_epi64((long long)rmask), sixteen = _mm512_set1_epi32(16);
+    __m512i at = _mm512_add_epi32(_mm512_set1_epi32((int)off),
+                                  _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    int64_t i = 0, c0 = c[0], c1 = c[1];
+    for (; i + 16 <= n; i += 16) {
+        const __mmask16 lo = _mm512_test_epi64_mask(_mm512_loadu_si512((const void *)(fps + i)), mask);
+        const __mmask16 hi = _mm512_test_epi64_mask(_mm512_loadu_si512((const void *)(fps + i + 8)), mask);
+        const __mmask16 b = (__mmask16)(lo | (hi << 8));
+        _mm512_storeu_si512((void *)(r1 + c1), _mm512_maskz_compress_epi32(b, at));
+        _mm512_storeu_si512((void *)(r0 + c0), _mm512_maskz_compress_epi32((__mmask16)~b, at));
+        const int64_t ones = __builtin_popcount((unsigned)b);
+        c1 += ones;
+        c0 += 16 - ones;
+        at = _mm512_add_epi32(at, sixteen);
+    }
+    c[0] = c0;
+    c[1] = c1;
+    return i;
+}
+#endif
+
+void route(const uint64_t *fps, int64_t n, uint64_t rmask, int64_t off, int32_t *r0, int32_t *r1, int64_t *counts) {
+    /* The positions off + i of fps[0..n) appended to two lists by visited table, r0 where fps[i] & rmask is 0
+       and r1 where it is not, from counts[0] and counts[1] on (each list has room for n more after its count):
+       without branches, and 16 at a time where the processor has AVX-512. */
+    int64_t c[2] = {counts[0], counts[1]}, i = 0;
+#ifdef ROUTE_AVX512
+    if (__builtin_cpu_supports("avx512f")) i = route_avx512(fps, n, rmask, off, r0, r1, c);
+#endif
+    for (; i < n; i++) {
+        const int64_t b = (fps[i] & rmask) != 0;
+        r0[c[0]] = (int32_t)(off + i);
+        r1[c[1]] = (int32_t)(off + i);
+        c[0] += 1 - b;
+        c[1] += b;
+    }
+    counts[0] = c[0];
+    counts[1] = c[1];
+}
+
 int64_t insert_at(uint64_t *table, int64_t cap, int64_t *size, int64_t limit, const uint64_t *fps,
-                  const int64_t *ks, const int64_t *pos, int64_t q, int64_t c, int64_t *out_k, uint64_t *out_fp,
+                  const int64_t *ks, const int32_t *pos, int64_t q, int64_t c, int64_t *out_k, uint64_t *out_fp,
                   int64_t *m) {
     /* Insert the keys at positions pos[q..c) (positions q..c without `pos`) in order, each if absent,
        prefetching the slots about to be probed; stops before the table holds more than `limit` keys.
@@ -199,14 +246,14 @@ int64_t insert_at(uint64_t *table, int64_t cap, int64_t *size, int64_t limit, co
 
 int64_t insert_serial(uint64_t *table, int64_t cap, int64_t *size, int64_t limit, const uint64_t *fps,
                       const int64_t *ks, int64_t n, int64_t start, uint64_t parts_mask, uint64_t part,
-                      int64_t *out_k, uint64_t *out_fp, int64_t *m, int64_t *mine) {
+                      int64_t *out_k, uint64_t *out_fp, int64_t *m, int32_t *mine) {
     /* `insert_at` over this table's keys among fps[start..n): their positions are gathered first (into
        `mine`, room for n - start, reused by the caller: a fresh buffer would cost page faults and, freed,
        other threads' TLBs), without branches, so that the insertion takes only its own keys. Returns the
        position to go on from. */
     if (!parts_mask) return insert_at(table, cap, size, limit, fps, ks, NULL, start, n > start ? n : start, out_k, out_fp, m);
     int64_t c = 0;
-    for (int64_t i = start; i < n; i++) { mine[c] = i; c += (fps[i] & parts_mask) == part; }
+    for (int64_t i = start; i < n; i++) { mine[c] = (int32_t)i; c += (fps[i] & parts_mask) == part; }
     const int64_t q = insert_at(table, cap, size, limit, fps, ks, mine, 0, c, out_k, out_fp, m);
     return q < c ? mine[q] : n;
 }
@@ -227,6 +274,7 @@ _SIGS = {
     "merge_range": ([_P, _P, _I, _P, _P, _I, _I, _I, _P, _P], None),
     "insert_serial": ([_P, _I, _IP, _I, _P, _P, _I, _I, ctypes.c_uint64, ctypes.c_uint64, _P, _P, _IP, _P], _I),
     "insert_at": ([_P, _I, _IP, _I, _P, _P, _P, _I, _I, _P, _P, _IP], _I),
+    "route": ([_P, _I, ctypes.c_uint64, _I, _P, _P, _P], None),
 }
 
 
@@ -305,17 +353,25 @@ class Runtime:
         sz, mm = ctypes.c_int64(size), ctypes.c_int64(m)
         mine = None
         if parts_mask:
+            assert n < 1 << 31, "a batch's candidates are numbered in 32 bits"
             if scratch is None or scratch.size < n - start:
-                scratch = np.empty(max(n - start, 1), dtype=np.int64)
+                scratch = np.empty(max(n - start, 1), dtype=np.int32)
+            assert scratch.dtype == np.int32
             mine = _ptr(scratch)
         i = self.lib.insert_serial(_ptr(table), table.size, ctypes.byref(sz), limit, _ptr(fps),
                                    None if ks is None else _ptr(ks), n, start,
                                    parts_mask, part, _ptr(out_k), _ptr(out_fp), ctypes.byref(mm), mine)
         return int(i), sz.value, mm.value
 
+    def route(self, fps: np.ndarray, rmask: int, off: int, r0: np.ndarray, r1: np.ndarray, counts: np.ndarray) -> None:
+        assert fps.flags.c_contiguous and r0.dtype == r1.dtype == np.int32 and counts.dtype == np.int64
+        assert min(r0.size - counts[0], r1.size - counts[1]) >= fps.size and off + fps.size < 1 << 31
+        self.lib.route(_ptr(fps), fps.size, rmask, off, _ptr(r0), _ptr(r1), _ptr(counts))
+
     def insert_at(self, table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None,
                   pos: np.ndarray, q: int, c: int, out_k: np.ndarray, out_fp: np.ndarray,
                   m: int) -> tuple[int, int, int]:
+        assert pos.dtype == np.int32
         sz, mm = ctypes.c_int64(size), ctypes.c_int64(m)
         q = self.lib.insert_at(_ptr(table), table.size, ctypes.byref(sz), limit, _ptr(fps),
                                None if ks is None else _ptr(ks), _ptr(pos), q, c, _ptr(out_k), _ptr(out_fp),
