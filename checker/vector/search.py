@@ -263,7 +263,8 @@ class VectorSearch:
                              f"the vector engine numbers a batch's candidates in 32 bits: use a smaller batch")
         self.table = VisitedSet()
         constrained = bool(vm.model.constraint_names)
-        self.native = kernels.Native(vm.model.prog, vm.layout, not (opts.por and constrained), vopts.native)
+        self.native = kernels.Native(vm.model.prog, vm.layout, not (opts.por and constrained), vopts.native,
+                                     marks=bool(opts.por))
         self.k = kernels.backend()  # the loops in use: C once loaded, numpy before
         self.fused = self.native.fused if self.native.loaded else None  # the spec's C successor function
         self.scratch = (_Scratch(), _Scratch())  # two, so that the next batch is prepared while one is inserted

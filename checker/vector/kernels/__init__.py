@@ -40,9 +40,9 @@ class Native:
     `mode` is "auto" (use them once built: at once if cached, else after a background build that
     `start` begins), "always" (build now and wait; a failed build raises `BuildError`) or "never"
     (numpy only); the environment variable `LOCKSTEP_NATIVE` overrides "auto". `note` says why a search
-    runs without them."""
+    runs without them. `marks`: the kernel of a search with a partial-order reduction (`fused.Fused.gen`)."""
 
-    def __init__(self, prog: Program, layout: Any, want_fused: bool, mode: str = "auto"):
+    def __init__(self, prog: Program, layout: Any, want_fused: bool, mode: str = "auto", marks: bool = False):
         if mode == "auto":
             mode = os.environ.get("LOCKSTEP_NATIVE", "auto")
         if mode not in MODES:
@@ -62,7 +62,7 @@ class Native:
         self._libs.append(runtime_library())
         if want_fused:
             try:
-                self.fused = fuse(prog, layout)
+                self.fused = fuse(prog, layout, marks)
                 self._libs.append(self.fused.library)
             except Unfusable as e:
                 self.note = f"vector engine: no fused kernel for this spec ({e}); its steps run as numpy passes"

@@ -267,10 +267,11 @@ class _Expr:
 
 
 class _Source:
-    """The generated C of one program and packing."""
+    """The generated C of one program and packing; with `marks`, its `gen` also marks each row's enabled and
+    unsafe steps for a partial-order reduction (a kernel without them is smaller, and faster)."""
 
-    def __init__(self, prog: Program, layout: Layout):
-        self.prog, self.layout = prog, layout
+    def __init__(self, prog: Program, layout: Layout, marks: bool = False):
+        self.prog, self.layout, self.marks = prog, layout, marks
         for i, dom in enumerate(prog.slot_doms):
             if dom.kind not in ("bool", "set") and not (-_I64 < dom.lo and dom.hi < _I64):
                 raise Unfusable(f"{prog.slot_names[i]} does not fit a 64-bit integer")
@@ -330,16 +331,17 @@ class _Source:
 
     # -- gen -------------------------------------------------------------------------------------
     def _emit(self, tid: int, values: dict[int, tuple], ind: str) -> list[str]:
-        """An enabled step: counted; with a reduction, marked enabled (and unsafe when it loops or writes a
-        visible bit); stored with its fingerprint and serial key unless it loops."""
+        """An enabled step: counted; with marks, marked enabled (and unsafe when it loops or writes a visible
+        bit); stored with its fingerprint and serial key unless it loops."""
         lay = self.layout
         lines = [f"{ind}if (err) FAIL({tid});", f"{ind}g++;"]
         packed, words = self._pack(values, ind)
         lines += packed
         moved = " || ".join(f"n{w} != w[{w}]" for w in words) or "0"
         visible = "".join(f" || ((n{w} ^ w[{w}]) & o->vm[{w}])" for w in words)
-        lines += [f"{ind}const int mv = {moved};",
-                  f"{ind}if (o->en) {{ o->en[{tid} * o->lde + r] = 1; o->un[{tid} * o->lde + r] = !mv{visible}; }}"]
+        lines.append(f"{ind}const int mv = {moved};")
+        if self.marks:
+            lines.append(f"{ind}o->en[{tid} * o->lde + r] = 1; o->un[{tid} * o->lde + r] = !mv{visible};")
         if not words:
             return lines
         lines.append(f"{ind}if (mv) {{")
@@ -495,8 +497,9 @@ _P, _I = ctypes.c_void_p, ctypes.c_int64
 class Fused:
     """A spec's kernel: its C source, built on demand (`library`), and its two functions once loaded."""
 
-    def __init__(self, prog: Program, layout: Layout):
-        self.source = _Source(prog, layout)
+    def __init__(self, prog: Program, layout: Layout, marks: bool = False):
+        self.source = _Source(prog, layout, marks)
+        self.marks = marks
         self.T1 = self.source.T1
         self.words = layout.words
         self.library = Library(self.source.text, "lockstep_kernel")
@@ -515,11 +518,12 @@ class Fused:
     def gen(self, words: np.ndarray, start: int, stop: int, deadlock: bool, out_w: np.ndarray, out_fp: np.ndarray,
             out_key: np.ndarray, info: np.ndarray, offset: int = 0, marks: tuple | None = None) -> int:
         """Candidates of rows start..stop-1 of `words` into the outputs from entry `offset` (room for
-        (stop - start) * transitions of them is the caller's to ensure); how many. `marks`, for a reduction,
+        (stop - start) * transitions of them is the caller's to ensure); how many. `marks`, for a reduction
+        (and required by a kernel built with marks, refused by one without),
         is (enabled, unsafe, visible): two (transitions, rows) uint8 arrays to mark each row's enabled steps
         and those that loop or change a visible bit, and the visible bits of each word."""
         assert self.lib is not None and words.flags.c_contiguous and out_w.flags.c_contiguous
-        assert offset + (stop - start) * (self.T1 - 1) <= out_fp.size
+        assert offset + (stop - start) * (self.T1 - 1) <= out_fp.size and (marks is not None) == self.marks
         en = un = vm = None
         lde = 0
         if marks is not None:
@@ -541,7 +545,8 @@ class Fused:
         return int(self.lib.bad(words.ctypes.data, words.shape[1], start, stop))
 
 
-def fuse(prog: Program, layout: Layout) -> Fused:
-    """The fused kernel of a program, not yet built (raises `Unfusable` when the program does not suit one)."""
-    return Fused(prog, layout)
+def fuse(prog: Program, layout: Layout, marks: bool = False) -> Fused:
+    """The fused kernel of a program, not yet built (raises `Unfusable` when the program does not suit one);
+    `marks`: one for a partial-order reduction (see `Fused.gen`)."""
+    return Fused(prog, layout, marks)
 
