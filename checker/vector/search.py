@@ -190,8 +190,7 @@ class _Scratch:
         self.fps = np.zeros(0, dtype=np.uint64)
         self.keys = np.zeros(0, dtype=np.int64)
         self.routes = [[np.zeros(0, dtype=np.int32)] * 2] * 2  # per half of the rows, per table: positions
-        # per half, the kernel's counts of those positions, a cache line apart: the two threads' kernels
-        # update them for every candidate
+        # per half, the counts of those positions, a cache line apart (each thread writes its own)
         self.counts = np.zeros((2, 8), dtype=np.int64)[:, :2]
 
     def fit(self, m: int) -> None:
