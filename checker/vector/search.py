@@ -190,8 +190,7 @@ class _Scratch:
         self.fps = np.zeros(0, dtype=np.uint64)
         self.keys = np.zeros(0, dtype=np.int64)
         self.routes = [[np.zeros(0, dtype=np.int32)] * 2] * 2  # per half of the rows, per table: positions
-        # per half, the counts of those positions, a cache line apart (each thread writes its own)
-        self.counts = np.zeros((2, 8), dtype=np.int64)[:, :2]
+        self.counts = np.zeros((2, 2), dtype=np.int64)  # per half, per table: how many positions
 
     def fit(self, m: int) -> None:
         if len(self.order) < m:
@@ -675,18 +674,14 @@ class VectorSearch:
                  marks: tuple | None, routes: list | None) -> int:
         """The fused kernel over rows lo..hi-1 of a batch, into their stretch of the scratch outputs (from
         `lo * transitions`); routed, the positions of each table's candidates then go to `routes[k]`."""
-        nt = self.vm.ntrans
-        if routes is None:
-            return self.fused.gen(words, lo, hi, self.opts.deadlock, scratch.cand, scratch.fps, scratch.keys, info,
-                                  lo * nt, marks)
-        pos, counts = scratch.routes[k], scratch.counts[k]
-        counts[:] = 0
-        m = 0
-        if hi > lo:
-            m = self.fused.gen(words, lo, hi, self.opts.deadlock, scratch.cand, scratch.fps, scratch.keys, info,
-                               lo * nt, marks)
-            self.k.route(scratch.fps[lo * nt:lo * nt + m], int(self.table.mask), lo * nt, pos[0], pos[1], counts)
-        routes[k] = [(pos[0], int(counts[0])), (pos[1], int(counts[1]))]
+        off = lo * self.vm.ntrans
+        m = self.fused.gen(words, lo, hi, self.opts.deadlock, scratch.cand, scratch.fps, scratch.keys, info, off,
+                           marks)
+        if routes is not None:
+            pos, counts = scratch.routes[k], scratch.counts[k]
+            counts[:] = 0
+            self.k.route(scratch.fps[off:off + m], int(self.table.mask), off, pos[0], pos[1], counts)
+            routes[k] = [(pos[0], int(counts[0])), (pos[1], int(counts[1]))]
         return m
 
     def fused_prepared(self, words: np.ndarray, base: int, scratch: _Scratch, halves: list, infos: list,
