@@ -3,18 +3,19 @@
 - `jepsen-log`: lines `INFO  jepsen.util - <process>	:<type>	:<f>	<value>` as in Porcupine's etcd
   test data, read as Porcupine's `parseJepsenLog` does: `:fail :read :timed-out` completes the read
   with an unknown output, `:fail :cas` completes the cas with output false, and calls with no
-  completion (`:info`) return, unknown, after everything else.
+  completion (`:info`) return, unknown, after everything else. An `:ok` line's value is the operation's.
 - `edn`: one EDN map per operation event — `{:process 0, :type :invoke, :f :cas, :value [1 2]}`, with
   an optional `:key` — at top level or inside one vector, as Jepsen's `history.edn` and Porcupine's
-  kv data. Knossos' meaning: `:ok` completes with the event's `:value` as output (for a read, the
-  value read), `:fail` certainly did not take effect (the operation is dropped), `:info` is
+  kv data. Knossos' meaning (`knossos.history/complete`): the `:ok` event's `:value` replaces the
+  invocation's — it is what the operation did (a transaction's `[[:write :x 1] [:read :x 1]]`, the
+  value a read or get returned) — `:fail` certainly did not take effect (the operation is dropped), `:info` is
   indeterminate (it may or may not take effect, at any time after its invocation). Events whose
   `:process` is not an integer (`:nemesis`) are not client operations and are skipped.
 - `json`: the same events as JSON objects, one per line (`{"process": 0, "type": "invoke", "f":
   "put", "key": "k", "value": "v", "time": 0.0012}`), as `lockstep run psmr` records them; events
-  are ordered by `time` when every event has one, else by line. An `ok` event may carry an
-  `output` (what the operation returned, e.g. the value a swap replaced); otherwise a read's or
-  get's output is the ok event's `value`, and other operations just succeed.
+  are ordered by `time` when every event has one, else by line. As in EDN, the `ok` event's `value`
+  replaces the invocation's (a read's or get's output is that value); an `ok` event may also carry an
+  `output` (what the operation returned, e.g. the value a swap replaced).
 """
 
 from __future__ import annotations
@@ -105,8 +106,10 @@ def parse_jepsen_log(text: str, path: str) -> History:
         if kind == "invoke":
             b.invoke(client, f, None if f == "read" else value, where=where)
         elif kind == "ok":
-            out = value if f == "read" else True
-            b.complete(client, out, where, f=f)
+            if f == "read":
+                b.complete(client, value, where, f=f)
+            else:
+                b.complete(client, True, where, f=f, value=value)
         elif kind == "fail":
             if f == "read" and value == Keyword("timed-out"):
                 b.complete(client, UNKNOWN, where, f=f)
@@ -180,10 +183,11 @@ def _name(v: Any, what: str, where: str, keywords: bool) -> str:
 
 
 def _hashable(v: Any) -> Any:
-    if isinstance(v, list):
+    """`v` with its sequences as tuples and its maps as frozensets of pairs, at any depth (model states are hashed)."""
+    if isinstance(v, list | tuple):
         return tuple(_hashable(x) for x in v)
     if isinstance(v, dict):
-        return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
+        return frozenset((k, _hashable(x)) for k, x in v.items())
     return v
 
 
@@ -204,10 +208,14 @@ def _build(events: list[tuple[str, dict[str, Any]]], path: str, fmt: str, keywor
         if kind == "invoke":
             b.invoke(client, f, None if f in ("read", "get") else value, key, where)
         elif kind == "ok":
-            out = value if f in ("read", "get") else True
+            reads = f in ("read", "get")
+            out = value if reads else True
             if "output" in ev:  # what the operation returned, where that is not its value (a swap)
                 out = _hashable(ev["output"])
-            b.complete(client, out, where, f=f)
+            if reads:
+                b.complete(client, out, where, f=f)  # the value read is the output; the call's argument stands
+            else:
+                b.complete(client, out, where, f=f, value=value)
         elif kind == "fail":
             b.complete(client, None, where, f=f, drop=True)
         elif kind == "info":

@@ -1,10 +1,10 @@
 """Client histories: operations with an invocation and, maybe, a completion, in real-time order.
 
-An `Operation` is one call by one client: what it asked (`f`, `key`, `value`), what it got back
-(`output`, or `UNKNOWN` when the client never learned: a timeout, a crash, Jepsen's `:info`), and
-when it was invoked and returned, as positions in one real-time order of events (`call`, `ret`).
-An operation whose outcome is unknown returns after every other event: it may take effect at any
-time after its invocation, or — linearised last — in effect never.
+An `Operation` is one call by one client: what it did (`f`, `key`, and `value` as its completion
+reports it), what it got back (`output`, or `UNKNOWN` when the client never learned: a timeout, a
+crash, Jepsen's `:info`), and when it was invoked and returned, as positions in one real-time order
+of events (`call`, `ret`). An operation whose outcome is unknown may take effect at any time after
+its invocation, or not at all; one the client gave up on returns after every other event.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ class _Unknown:
 
 
 UNKNOWN = _Unknown()
+KEEP = object()  # Builder.complete: the invocation's value stands
 
 
 class HistoryError(ValueError):
@@ -101,8 +102,9 @@ class Builder:
         self.clock += 1
 
     def complete(self, client: Any, output: Any, where: str = "", f: str | None = None, drop: bool = False,
-                 value: Any = None) -> None:
-        """The completion of `client`'s pending call (`drop`: it certainly did not take effect)."""
+                 value: Any = KEEP) -> None:
+        """The completion of `client`'s pending call (`drop`: it certainly did not take effect). A `value`
+        given replaces the invocation's, nil included: what the call turned out to do (Knossos' `complete`)."""
         i = self.open.pop(client, None)
         if i is None:
             raise HistoryError(f"{where}: client {client!r} completes an operation it never invoked")
@@ -110,7 +112,7 @@ class Builder:
         if f is not None and f != op["f"]:
             raise HistoryError(f"{where}: client {client!r} completes {f} but invoked {op['f']} at {op['where']}")
         op["ret"], op["output"], op["drop"] = self.clock, output, drop
-        if value is not None:
+        if value is not KEEP:
             op["value"] = value
         self.clock += 1
 

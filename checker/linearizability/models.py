@@ -2,7 +2,9 @@
 
 A model says, for a state and one operation with its observed output, whether the operation could
 have produced that output there and, if so, the state after it: `step(state, op) -> state | None`
-(`op.output` is `UNKNOWN` when nobody saw the outcome; the step then only applies the effect).
+(`op.output` is `UNKNOWN` when nobody saw the outcome; the step then only applies the effect, and
+where even that is impossible the search takes the operation not to have happened, as Knossos does
+with `:info`). `op.value` is what the operation did as its completion reports it (Knossos' `complete`).
 States must be hashable. `partition(ops)` splits a history into independent sub-histories (by key)
 that are checked separately (P-compositionality); the default keeps one.
 
@@ -20,6 +22,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .edn import Keyword
 from .history import Operation
 
 NIL = None
@@ -46,14 +49,23 @@ class Model:
     def partition(self, ops: list[Operation]) -> list[list[Operation]]:
         return [ops]
 
+    def is_observer(self, op: Operation) -> bool:
+        """Whether `op` only reads the state (an explanation may leave it out)."""
+        return op.f in self.observers
+
+    def malformed(self, op: Operation) -> str | None:
+        """What is wrong with `op`'s value for this model, or None."""
+        return None
+
     def check_ops(self, ops: Iterable[Operation]) -> None:
-        """Refuse operations the model does not know, naming the first (ModelError)."""
-        if not self.operations:
-            return
+        """Refuse operations the model does not know or cannot apply, naming the first (ModelError)."""
         for op in ops:
-            if op.f not in self.operations:
+            if self.operations and op.f not in self.operations:
                 raise ModelError(f"{op.where}: operation {op.f!r} is not one of the {self.name} model's "
                                  f"({', '.join(self.operations)}); choose another --model")
+            problem = self.malformed(op)
+            if problem:
+                raise ModelError(f"{op.where}: {op.f} {problem}")
 
 
 # The built-in models' states are never None, so None can mean "illegal" (user states are wrapped).
@@ -103,6 +115,11 @@ class CasRegister(Model):
             return ("v", to) if matches else state
         return ILLEGAL
 
+    def malformed(self, op: Operation) -> str | None:
+        if op.f == "cas" and not (isinstance(op.value, tuple) and len(op.value) == 2):
+            return f"needs a value [from to], not {op.value!r}"
+        return None
+
 
 class KeyValue(Model):
     """A map from keys to strings, each initially "" (Porcupine's kv model): get, put, append.
@@ -126,6 +143,11 @@ class KeyValue(Model):
 
     def partition(self, ops: list[Operation]) -> list[list[Operation]]:
         return _by_key(ops, lambda op: op.key)
+
+    def malformed(self, op: Operation) -> str | None:
+        if op.f != "get" and not isinstance(op.value, str):
+            return f"needs a string value, not {op.value!r}"
+        return None
 
 
 class KeyValueWhole(KeyValue):
@@ -183,7 +205,8 @@ class SwapKeyValue(Model):
 
 
 class Mutex(Model):
-    """A lock: `acquire` succeeds only when free, `release` only when held (by anyone, as in Knossos)."""
+    """A lock, initially free (Knossos' mutex): `acquire` succeeds only when free, `release` only when held
+    (by anyone); values are not looked at."""
 
     name = "mutex"
     operations = ("acquire", "release")
@@ -195,6 +218,49 @@ class Mutex(Model):
         if op.f == "acquire":
             return True if not state else ILLEGAL
         return False if state else ILLEGAL
+
+
+class MultiRegister(Model):
+    """Registers named by keys, each initially nil, under transactions (Knossos' multi-register): the only
+    operation is `txn`, whose value is a sequence of micro-operations `[f k v]` applied in order, `f` being
+    `read` (legal when `v` is nil — the value is not known — or equals k's current value) or `write`
+    (k := v). One transaction may touch many keys, so the history is not partitioned.
+
+    A state is the frozenset of (key, value) pairs of the keys whose value is not nil."""
+
+    name = "multi-register"
+    operations = ("txn",)
+
+    def init(self) -> Any:
+        return frozenset()
+
+    def step(self, state: Any, op: Operation) -> Any:
+        cur = dict(state)
+        for f, k, v in op.value:
+            if _micro(f) == "read":
+                if v is not None and v != cur.get(k):
+                    return ILLEGAL
+            elif v is None:
+                cur.pop(k, None)
+            else:
+                cur[k] = v
+        return frozenset(cur.items())
+
+    def is_observer(self, op: Operation) -> bool:
+        return all(_micro(m[0]) == "read" for m in op.value)
+
+    def malformed(self, op: Operation) -> str | None:
+        if not isinstance(op.value, tuple):
+            return f"needs a value [[f k v] ...] (micro-operations), not {op.value!r}"
+        for m in op.value:
+            if not (isinstance(m, tuple) and len(m) == 3 and _micro(m[0]) in ("read", "write")):
+                return f"has a micro-operation {m!r} that is not [read k v] or [write k v]"
+        return None
+
+
+def _micro(f: Any) -> Any:
+    """A micro-operation's name: `:read` in EDN, "read" in JSON."""
+    return f.name if isinstance(f, Keyword) else f
 
 
 class _UserModel(Model):
@@ -255,6 +321,7 @@ MODELS: dict[str, type[Model]] = {
     "kv": KeyValue,
     "kv-whole": KeyValueWhole,
     "mutex": Mutex,
+    "multi-register": MultiRegister,
     "psmr-kv": SwapKeyValue,
 }
 

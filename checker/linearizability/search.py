@@ -13,7 +13,7 @@ partitions do.
 For a history that is not linearizable, `check` also finds the shortest illegal prefix of the
 failing part (illegality is monotone in the prefix: operations pending at the cut may or may not
 have taken effect) and, within it, the operations involved: every operation that changes the state,
-and the fewest reads (the model's `observers`) without which the prefix would be linearizable,
+and the fewest reads (operations the model's `is_observer` names) without which the prefix would be linearizable,
 found by removing reads one at a time. (Removing a write could make a read illegal on its own, so
 writes are never removed: the explanation stays about the history as it happened.)
 """
@@ -116,6 +116,8 @@ def _wgl(ops: list[Operation], model: Model, counter: list[int]) -> Generator[No
         if is_call[entry]:
             i = op_of[entry]
             new = step(state, ops[i])
+            if new is ILLEGAL and ops[i].unknown:
+                new = state  # an operation whose outcome is unknown may not have happened
             if new is not ILLEGAL:
                 lin = linearized | (1 << i)
                 key = (lin, new)
@@ -248,7 +250,7 @@ def _drop_reads(ops: list[Operation], last: Operation, model: Model, deadline: f
     search, so removing many reads at once saves most of the time. On Timeout, its argument is the
     smallest illegal history found so far."""
     core = list(ops)
-    removable = [op.id for op in core if op.id != last.id and op.f in model.observers]
+    removable = [op.id for op in core if op.id != last.id and model.is_observer(op)]
     chunk = max(1, len(removable) // 2)
     while removable:
         kept = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -13,6 +14,7 @@ from lockstep.checker.linearizability import (
     UNKNOWN,
     History,
     HistoryError,
+    ModelError,
     Operation,
     check,
     linearizable,
@@ -254,3 +256,161 @@ def test_cli_input_errors(cli, tmp_path):
     assert r.code == 2 and "unknown model 'nosuch'" in r.err
     r = cli("linearizable", write(tmp_path, "h2.edn", "{:process 0 :type :invoke :f :read}"), "-m", "kv")
     assert r.code == 2 and "not one of the kv model's" in r.err
+
+
+# ------------------------------------------------------------- transactions and mutexes (Knossos' models)
+
+
+def edn_value(v) -> str:
+    """A test value in EDN: strings as keywords (micro-operation names and keys), lists as vectors."""
+    if v is None:
+        return "nil"
+    if isinstance(v, list):
+        return "[" + " ".join(edn_value(x) for x in v) + "]"
+    return f":{v}" if isinstance(v, str) else str(v)
+
+
+def history_file(tmp_path, name, fmt, events) -> str:
+    """`events` — (process, type, f, value) — written as Knossos EDN (one map per line) or as JSON lines."""
+    if fmt == "edn":
+        lines = [f"{{:process {p}, :type :{t}, :f :{f}, :value {edn_value(v)}}}" for p, t, f, v in events]
+    else:
+        lines = [json.dumps({"process": p, "type": t, "f": f, "value": v}) for p, t, f, v in events]
+    return write(tmp_path, f"{name}.{'edn' if fmt == 'edn' else 'jsonl'}", "\n".join(lines) + "\n")
+
+
+def txn(*micro):
+    return [list(m) for m in micro]
+
+
+W00 = txn(("write", "x", 0), ("write", "y", 0))
+W11 = txn(("write", "x", 1), ("write", "y", 1))
+R = txn(("read", "x", None), ("read", "y", None))
+
+# x and y are written together; readers overlapping the second write see both old or both new values,
+# and a txn's reads are only known from its completion (the invocation's are nil).
+TXN_GOOD = [(0, "invoke", "txn", W00), (0, "ok", "txn", W00),
+            (0, "invoke", "txn", W11), (1, "invoke", "txn", R), (2, "invoke", "txn", R),
+            (1, "ok", "txn", txn(("read", "x", 0), ("read", "y", 0))),
+            (2, "ok", "txn", txn(("read", "x", 1), ("read", "y", 1))),
+            (0, "ok", "txn", W11),
+            (3, "invoke", "txn", txn(("write", "x", 2), ("read", "x", None))),
+            (3, "ok", "txn", txn(("write", "x", 2), ("read", "x", 2))),
+            (4, "invoke", "txn", txn(("read", "y", None))), (4, "ok", "txn", txn(("read", "y", None))),  # nil: unknown
+            (5, "invoke", "txn", txn(("write", "y", 7))), (5, "fail", "txn", txn(("write", "y", 7))),  # never happened
+            (6, "invoke", "txn", txn(("write", "x", 9))), (6, "info", "txn", txn(("write", "x", 9))),  # may have
+            (7, "invoke", "txn", txn(("read", "x", None))), (7, "ok", "txn", txn(("read", "x", 9)))]
+TXN_TORN = [*TXN_GOOD[:5], (1, "ok", "txn", txn(("read", "x", 1), ("read", "y", 0))), *TXN_GOOD[6:]]
+TXN_OWN_WRITE = [(0, "invoke", "txn", txn(("write", "x", 1), ("read", "x", None))),
+                 (0, "ok", "txn", txn(("write", "x", 1), ("read", "x", 5)))]
+TXN_FAILED_WRITE_SEEN = [*TXN_GOOD[:12], (5, "invoke", "txn", txn(("write", "y", 7))), (5, "fail", "txn", txn(("write", "y", 7))),
+                         (4, "invoke", "txn", txn(("read", "y", None))), (4, "ok", "txn", txn(("read", "y", 7)))]
+
+MUTEX_GOOD = [(0, "invoke", "acquire", None), (0, "ok", "acquire", None),
+              (1, "invoke", "acquire", None), (0, "invoke", "release", None), (0, "ok", "release", None),
+              (1, "ok", "acquire", None),
+              (2, "invoke", "acquire", None), (2, "info", "acquire", None),  # may never have happened
+              (1, "invoke", "release", None), (1, "ok", "release", None),
+              (3, "invoke", "acquire", None), (3, "fail", "acquire", None),  # did not happen
+              (4, "invoke", "acquire", None), (4, "ok", "acquire", None)]
+MUTEX_DOUBLE = [*MUTEX_GOOD[:3], (1, "ok", "acquire", None), (0, "invoke", "release", None), (0, "ok", "release", None)]
+MUTEX_FREE_RELEASE = [*MUTEX_GOOD[:2], (0, "invoke", "release", None), (0, "ok", "release", None),
+                      (1, "invoke", "release", None), (1, "ok", "release", None)]
+
+
+@pytest.mark.parametrize("fmt", ["edn", "json"])
+def test_transactions_use_the_completed_values(tmp_path, fmt):
+    h = read_history(history_file(tmp_path, "good", fmt, TXN_GOOD))
+    assert len(h) == 8  # the failed write is dropped, the indeterminate one kept with an unknown outcome
+    assert h.operations[2].value[0][2] == 0  # a read's value comes from the completion, not the invocation
+    assert check(h, load_model("multi-register")).verdict == "linearizable"
+    for name, events in [("own", TXN_OWN_WRITE), ("torn", TXN_TORN), ("failed", TXN_FAILED_WRITE_SEEN)]:
+        v = check(read_history(history_file(tmp_path, name, fmt, events)), load_model("multi-register"))
+        assert v.verdict == "not linearizable", name
+
+
+@pytest.mark.parametrize("fmt", ["edn", "json"])
+def test_torn_transaction_read_window(cli, tmp_path, fmt):
+    """The failing window: the prefix ends at the torn read; the involved operations are the two writes and it."""
+    good = history_file(tmp_path, "good", fmt, TXN_GOOD)
+    assert cli("linearizable", good, "-m", "multi-register").code == 0
+    bad, out = history_file(tmp_path, "torn", fmt, TXN_TORN), str(tmp_path / "v.json")
+    r = cli("linearizable", bad, "-m", "multi-register", "--out", out)
+    assert r.code == 1 and "Not linearizable" in r.out and "Shortest illegal prefix: 4 operations" in r.out
+    torn = "client 1: txn [[:read :x 1] [:read :y 0]] -> ok" if fmt == "edn" else \
+        "client 1: txn [['read' 'x' 1] ['read' 'y' 0]] -> ok"
+    assert f"made illegal by the completion of\n  {torn}" in r.out
+    j = json.loads(open(out).read())
+    assert [(op["client"], op["f"]) for op in j["involved"]] == [(0, "txn"), (0, "txn"), (1, "txn")]
+    rd, x, y = ("read", "x", "y") if fmt == "json" else (":read", ":x", ":y")
+    assert j["involved_minimal"] and j["completes_prefix"]["value"] == [[rd, x, 1], [rd, y, 0]]
+    assert [op["unknown"] for op in j["illegal_prefix"]] == [False, True, False, True]  # the writer and reader 2 pend
+
+
+@pytest.mark.parametrize("fmt", ["edn", "json"])
+def test_transaction_that_misreads_its_own_write(cli, tmp_path, fmt):
+    r = cli("linearizable", history_file(tmp_path, "own", fmt, TXN_OWN_WRITE), "-m", "multi-register")
+    assert r.code == 1 and "Shortest illegal prefix: 1 operations" in r.out
+    assert "txn [[:write :x 1] [:read :x 5]] -> ok" in r.out or "txn [['write' 'x' 1] ['read' 'x' 5]] -> ok" in r.out
+
+
+@pytest.mark.parametrize("fmt", ["edn", "json"])
+def test_mutex_histories(cli, tmp_path, fmt):
+    """An indeterminate acquire that could not have succeeded did not happen; a failed one never did."""
+    assert cli("linearizable", history_file(tmp_path, "good", fmt, MUTEX_GOOD), "-m", "mutex").code == 0
+    for name, events, window in [
+            ("double", MUTEX_DOUBLE, ["client 0: acquire -> ok", "client 1: acquire -> ok"]),
+            ("free", MUTEX_FREE_RELEASE, ["client 0: acquire -> ok", "client 0: release -> ok", "client 1: release -> ok"])]:
+        r = cli("linearizable", history_file(tmp_path, name, fmt, events), "-m", "mutex")
+        assert r.code == 1 and "Not linearizable" in r.out, name
+        assert f"Shortest illegal prefix: {len(window)} operations, made illegal by the completion of\n  {window[-1]}" in r.out
+        involved = r.out.split("in invocation order; ? = outcome unknown:\n")[1].splitlines()
+        assert [ln.split("[")[0].strip() for ln in involved] == window, name
+
+
+def test_indeterminate_operations_may_not_have_happened():
+    """Knossos' `:info`: a pending acquire (a crashed client) neither blocks later acquires nor must fit anywhere."""
+    ops = [Operation(0, 0, "acquire", None, UNKNOWN, 0, 4), Operation(1, 1, "acquire", None, True, 1, 2),
+           Operation(2, 2, "acquire", None, UNKNOWN, 3, 4)]
+    assert check(History(ops), load_model("mutex")).verdict == "linearizable"
+    t = (("write", "x", 1),)
+    ops = [Operation(0, 0, "txn", (("read", "x", 3),), UNKNOWN, 0, 3), Operation(1, 1, "txn", t, True, 1, 2)]
+    assert check(History(ops), load_model("multi-register")).verdict == "linearizable"
+
+
+@pytest.mark.parametrize("events, message", [
+    ([(0, "invoke", "txn", txn(("incr", "x", 1))), (0, "ok", "txn", txn(("incr", "x", 1)))],
+     r"txn has a micro-operation .* that is not \[read k v\] or \[write k v\]"),
+    ([(0, "invoke", "txn", 5), (0, "ok", "txn", 5)], r"txn needs a value \[\[f k v\] \.\.\.\]"),
+    ([(0, "invoke", "txn", txn(("read", "x"))), (0, "ok", "txn", txn(("read", "x")))], "micro-operation"),
+])
+def test_malformed_transactions_are_refused(cli, tmp_path, events, message):
+    for fmt in ("edn", "json"):
+        r = cli("linearizable", history_file(tmp_path, "m", fmt, events), "-m", "multi-register")
+        assert r.code == 2 and r.out == "" and "Traceback" not in r.err
+        assert f"m.{'edn' if fmt == 'edn' else 'jsonl'}:1: txn" in r.err and re.search(message, r.err), r.err
+
+
+def test_completion_values_of_every_model(tmp_path):
+    """The ok event's value is what the operation did: a write, cas, put or append completed with another
+    value than it was invoked with did that; a value the model cannot apply is refused with its place."""
+    events = [(0, "invoke", "write", 1), (0, "ok", "write", 2), (1, "invoke", "read", None), (1, "ok", "read", 2)]
+    h = read_history(history_file(tmp_path, "w", "json", events))
+    assert check(h, load_model("register")).verdict == "linearizable"
+    events = [(0, "invoke", "cas", [None, 1]), (0, "ok", "cas", [None, 3]), (1, "invoke", "read", None), (1, "ok", "read", 3)]
+    assert check(read_history(history_file(tmp_path, "c", "json", events)), load_model("cas-register")).verdict == "linearizable"
+    events[1] = (0, "ok", "cas", None)
+    with pytest.raises(ModelError, match=r"c\.jsonl:1: cas needs a value \[from to\], not None"):
+        check(read_history(history_file(tmp_path, "c", "json", events)), load_model("cas-register"))
+    lines = [{"process": 0, "type": "invoke", "f": "append", "key": "k", "value": "a"},
+             {"process": 0, "type": "ok", "f": "append", "key": "k", "value": "b"},
+             {"process": 1, "type": "invoke", "f": "get", "key": "k"},
+             {"process": 1, "type": "ok", "f": "get", "key": "k", "value": "b"}]
+    h = read_history(write(tmp_path, "kv.jsonl", "\n".join(map(json.dumps, lines))))
+    assert check(h, load_model("kv")).verdict == "linearizable"
+    lines[1]["value"] = 5
+    with pytest.raises(ModelError, match=r"kv\.jsonl:1: append needs a string value, not 5"):
+        check(read_history(write(tmp_path, "kv.jsonl", "\n".join(map(json.dumps, lines)))), load_model("kv"))
+    h = read_history(write(tmp_path, "n.edn", "{:process 0 :type :invoke :f :write :value [{:a 1} #{2}]}\n"
+                                              "{:process 0 :type :ok :f :write :value [{:a 1} #{2}]}"))
+    assert check(h, load_model("register")).verdict == "linearizable"  # nested maps are hashable values
