@@ -73,10 +73,10 @@ class Cluster:
 
     async def start(self, choices: dict[int, dict[str, Any] | None] | None = None) -> None:
         """Spawn every process, connect them to each other and tell them to start (with these start choices)."""
-        self.server, self.control_port = await serve(self.creds, on_frame=self._on_control, on_rejected=self._reject,
-                                                     accept=self._may_connect, on_lost=self._lost)
+        self.server, self.control_port = await serve(self.creds, self.nproc, on_frame=self._on_control,
+                                                     on_rejected=self._reject, accept=self._may_connect, on_lost=self._lost)
         if self.relay is not None:
-            await self.relay.start(self.creds.as_member(RELAY))
+            await self.relay.start(self.creds.as_member(RELAY), self.nproc)
         for pid in range(self.nproc):
             self._spawn(pid, restore=False)
         await self._await_hellos(list(range(self.nproc)))

@@ -39,9 +39,10 @@ class Relay:
         self.t0 = time.monotonic()
         self.port = 0
 
-    async def start(self, creds: Credentials) -> int:
+    async def start(self, creds: Credentials, peers: int = 0) -> int:
+        """Listen for the run's `peers` processes; the port."""
         self.creds = creds
-        self.server, self.port = await serve(creds, on_frame=self.on_frame, on_rejected=self._rejected,
+        self.server, self.port = await serve(creds, peers, on_frame=self.on_frame, on_rejected=self._rejected,
                                              accept=lambda peer: peer != RUNNER)
         return self.port
 

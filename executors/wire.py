@@ -7,6 +7,11 @@ the relay's — is an authenticated session:
 2. The connecting side answers with its opening frame: its member id, the id of the member it means
    to reach, and HMAC-SHA256(run secret, "open" | challenge | ids). Only a process given the run's
    secret at spawn can produce it; a wrong one is rejected and the connection closed.
+   The accepting side buffers nothing beyond that hello until it is authenticated (a longer one is
+   refused at its length), closes a connection that has not presented it within the run's handshake
+   timeout, and keeps at most a bounded number of connections waiting to authenticate: one more
+   is closed at once, so a flood of idle or slow connections costs a node a few bytes each, for a
+   few seconds.
 3. Every later frame, in both directions, is `length | tag | body` with tag = HMAC-SHA256 over the
    body and the frame's position in its direction of the session, under a key derived from the
    secret, the challenge and both ids. A forged, altered, replayed, reordered or dropped frame fails
@@ -29,7 +34,7 @@ import json
 import os
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lockstep.checker.safejson import JSONInputError
@@ -41,8 +46,11 @@ LENGTH = struct.Struct(">I")
 IDS = struct.Struct(">II")
 COUNTER = struct.Struct(">Q")
 MAX_FRAME = 1 << 20  # bytes of one frame's tag and body
+HANDSHAKE_TIMEOUT = 5.0  # seconds an accepted connection has to present its hello
+MAX_PENDING = 64  # connections waiting to authenticate on one listening socket, beyond the members expected there
 MAX_DEPTH = 32  # nesting of a frame's JSON
 TAG = 32  # HMAC-SHA256
+HELLO = IDS.size + TAG  # bytes of the opening frame's body: the two member ids and their tag
 CHALLENGE = 16
 RUNNER = 0xFFFFFFFF  # member ids beyond the processes': the runner and the relay
 RELAY = 0xFFFFFFFE
@@ -61,14 +69,20 @@ def member_name(mid: int | None) -> str:
 
 @dataclass(frozen=True)
 class Credentials:
-    """A member's credentials for one run: the run's secret and its own id."""
+    """A member's credentials for one run: the run's secret and its own id; and how its listening sockets
+    admit peers that have not authenticated yet (`handshake` seconds each, `pending` of them at once beyond
+    the members expected there)."""
 
     secret: bytes = field(repr=False)
     me: int
+    handshake: float = HANDSHAKE_TIMEOUT
+    pending: int = MAX_PENDING
 
     def __post_init__(self) -> None:
         if not isinstance(self.secret, bytes) or len(self.secret) < 16:
             raise ValueError("a run secret is at least 16 random bytes")
+        if not (self.handshake > 0 and self.pending >= 1):
+            raise ValueError("a handshake takes a positive time, and at least one connection may wait for it")
 
     @staticmethod
     def fresh(me: int) -> Credentials:
@@ -76,7 +90,7 @@ class Credentials:
         return Credentials(os.urandom(32), me)
 
     def as_member(self, me: int) -> Credentials:
-        return Credentials(self.secret, me)
+        return replace(self, me=me)
 
 
 _mine: list[Credentials] = []
@@ -181,19 +195,29 @@ def opening_tag(secret: bytes, challenge: bytes, client: int, server: int) -> by
 # -- authenticated connections ---------------------------------------------------------------------------
 
 
+class Gate:
+    """The connections of one listening socket that have not authenticated yet: at most `limit` at once,
+    each for at most `timeout` seconds."""
+
+    def __init__(self, limit: int, timeout: float) -> None:
+        self.limit, self.timeout = limit, timeout
+        self.waiting: set[Endpoint] = set()
+
+
 class Endpoint(asyncio.Protocol):
     """One side of an authenticated connection (see the module docstring).
 
     `on_frame(endpoint, body)` gets each authenticated body (`endpoint.peer` is the sender's member id); without it, bodies
     wait in a queue for `read()`. `on_rejected(reason)` hears of a connection that failed to authenticate
     or broke the framing (it is then closed). `accept(peer)` may refuse an authenticated peer. `after()`
-    runs once the frames of each read are handled."""
+    runs once the frames of each read are handled. An accepting endpoint waits for its peer's hello at its
+    listening socket's `gate` (see `serve`)."""
 
     def __init__(self, creds: Credentials, server_id: int | None = None,
                  on_frame: Callable[[Endpoint, bytes], None] | None = None,
                  on_rejected: Callable[[str], None] | None = None,
                  accept: Callable[[int], bool] | None = None, after: Callable[[], None] | None = None,
-                 on_lost: Callable[[Endpoint], None] | None = None):
+                 on_lost: Callable[[Endpoint], None] | None = None, gate: Gate | None = None):
         self.creds = creds
         self.client = server_id is not None  # the connecting side names whom it means to reach
         self.peer: int | None = server_id
@@ -202,6 +226,9 @@ class Endpoint(asyncio.Protocol):
         self.reader = FrameReader()
         self.session: Session | None = None
         self.challenge = b""
+        self.hello = bytearray()  # the accepting side's: the opening frame as it arrives (never more)
+        self.gate = gate
+        self.timer: asyncio.TimerHandle | None = None
         self.pending: list[bytes] = []  # bodies sent before the session is open
         self.queue: asyncio.Queue | None = None if on_frame is not None else asyncio.Queue()
         self.ready = asyncio.get_running_loop().create_future()  # resolved when the session opens (or fails)
@@ -211,28 +238,34 @@ class Endpoint(asyncio.Protocol):
     # -- asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
-        if not self.client:
-            self.challenge = os.urandom(CHALLENGE)
-            self.transport.write(self.challenge)  # type: ignore[union-attr]
+        if self.client:
+            return
+        gate = self.gate
+        if gate is not None:
+            if len(gate.waiting) >= gate.limit:
+                self._reject(f"a connection beyond the {gate.limit} waiting to authenticate (closed at once)")
+                return
+            gate.waiting.add(self)
+            self.timer = asyncio.get_running_loop().call_later(gate.timeout, self._expire)
+        self.challenge = os.urandom(CHALLENGE)
+        self.transport.write(self.challenge)  # type: ignore[union-attr]
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
-        if self.client and self.session is None:
-            need = CHALLENGE - len(self.challenge)
-            self.challenge += data[:need]
-            data = data[need:]
-            if len(self.challenge) < CHALLENGE:
+        if self.session is None:
+            try:
+                data = self._take_challenge(data) if self.client else self._take_hello(data)
+            except FrameError as e:
+                self._reject(f"{e} from {member_name(self.peer)}")
                 return
-            self._open_as_client()
+            if self.session is None:
+                return
         for payload in self.reader.feed(data):
             if self.closed:
                 return
             try:
-                if self.session is None:
-                    self._open_as_server(payload)
-                    continue
-                body = self.session.open(payload)
+                body = self.session.open(payload)  # type: ignore[union-attr]
             except FrameError as e:
                 self._reject(f"{e} from {member_name(self.peer)}")
                 return
@@ -248,6 +281,7 @@ class Endpoint(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self._admitted()
         if self.queue is not None:
             self.queue.put_nowait(None)
         if not self.ready.done():
@@ -256,6 +290,44 @@ class Endpoint(asyncio.Protocol):
             self.on_lost(self)
 
     # -- the handshake
+    def _take_challenge(self, data: bytes) -> bytes:
+        """Keep the server's challenge; once it is whole, open the session. What follows it is returned."""
+        need = CHALLENGE - len(self.challenge)
+        self.challenge += data[:need]
+        if len(self.challenge) == CHALLENGE:
+            self._open_as_client()
+        return data[need:]
+
+    def _take_hello(self, data: bytes) -> bytes:
+        """Keep the client's opening frame, and nothing beyond it, until it is whole; then authenticate it
+        (FrameError if it is not a hello of this run). What follows it is returned."""
+        need = LENGTH.size + HELLO - len(self.hello)
+        self.hello += data[:need]
+        if len(self.hello) >= LENGTH.size:
+            (n,) = LENGTH.unpack_from(self.hello)
+            if n != HELLO:
+                more = f", more than the limit of {HELLO} before authentication" if n > HELLO else ""
+                raise FrameError(f"a connection that does not open with an authenticated hello (no run secret?): "
+                                 f"its first frame announces {n:,} bytes{more}")
+        if len(self.hello) < LENGTH.size + HELLO:
+            return b""
+        hello, self.hello = bytes(self.hello[LENGTH.size:]), bytearray()
+        self._open_as_server(hello)
+        return data[need:]
+
+    def _expire(self) -> None:
+        if self.session is None and not self.closed:
+            self._reject(f"{member_name(None)} did not authenticate within {self.gate.timeout:g} s "  # type: ignore[union-attr]
+                         "(connection closed)")
+
+    def _admitted(self) -> None:
+        """This connection no longer waits at its gate (authenticated, refused or closed)."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.gate is not None:
+            self.gate.waiting.discard(self)
+
     def _open_as_client(self) -> None:
         me, server = self.creds.me, self.peer
         assert server is not None
@@ -269,8 +341,6 @@ class Endpoint(asyncio.Protocol):
             self.ready.set_result(self)
 
     def _open_as_server(self, payload: bytes) -> None:
-        if len(payload) != IDS.size + TAG:
-            raise FrameError("a connection that does not open with an authenticated hello (no run secret?)")
         client, server = IDS.unpack_from(payload)
         if server != self.creds.me:
             raise FrameError(f"an opening frame for {member_name(server)} reached {member_name(self.creds.me)}")
@@ -281,11 +351,13 @@ class Endpoint(asyncio.Protocol):
             raise FrameError(f"{member_name(client)} may not connect here")
         self.peer = client
         self.session = Session(self.creds.secret, self.challenge, client, server, False)
+        self._admitted()
         if not self.ready.done():
             self.ready.set_result(self)
 
     def _reject(self, reason: str) -> None:
         self.closed = True
+        self._admitted()
         if self.on_rejected is not None:
             self.on_rejected(reason)
         if self.transport is not None:
@@ -347,12 +419,15 @@ async def connect(port: int, creds: Credentials, server_id: int, **handlers: Any
     return ep
 
 
-async def serve(creds: Credentials, **handlers: Any) -> tuple[asyncio.AbstractServer, int]:
+async def serve(creds: Credentials, peers: int = 0, **handlers: Any) -> tuple[asyncio.AbstractServer, int]:
     """A listening socket on 127.0.0.1 whose connections are authenticated `Endpoint`s; (server, port).
 
-    The handlers are those of `Endpoint`; `on_frame` is required (frames of every peer arrive there)."""
+    The handlers are those of `Endpoint`; `on_frame` is required (frames of every peer arrive there).
+    `peers` members of the run may connect here at once: besides them, `creds.pending` connections may
+    wait to authenticate (each at most `creds.handshake` seconds); more are closed as they arrive."""
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: Endpoint(creds, None, **handlers), "127.0.0.1", 0)
+    gate = Gate(creds.pending + peers, creds.handshake)
+    server = await loop.create_server(lambda: Endpoint(creds, None, gate=gate, **handlers), "127.0.0.1", 0)
     return server, server.sockets[0].getsockname()[1]
 
 

@@ -87,7 +87,7 @@ class Node:
     # -- control ---------------------------------------------------------------------------------
     async def run(self) -> None:
         creds = credentials()
-        server, port = await serve(creds, on_frame=self.on_frame, on_rejected=self.broken_stream,
+        server, port = await serve(creds, self.system.proc.size, on_frame=self.on_frame, on_rejected=self.broken_stream,
                                    accept=lambda peer: peer != RUNNER)
         self.ctl = await connect(self.cfg.control_port, creds, RUNNER)
         if self.trace is not None and not self.cfg.restore:

@@ -59,7 +59,7 @@ class Client:
 
     async def run(self) -> None:
         creds = credentials()
-        server, port = await serve(creds, on_frame=self.on_frame, on_rejected=self.on_rejected,
+        server, port = await serve(creds, self.cfg.n, on_frame=self.on_frame, on_rejected=self.on_rejected,
                                    accept=lambda peer: 0 <= peer < self.cfg.n)
         ctl = await connect(self.cfg.control_port, creds, RUNNER)
         ctl.send({"op": "hello", "port": port})

@@ -163,7 +163,7 @@ class Replica:
     # -- the process -----------------------------------------------------------------------------
     async def run(self) -> None:
         creds = credentials()
-        server, port = await serve(creds, on_frame=self.on_frame, on_rejected=self.unauthenticated,
+        server, port = await serve(creds, self.n + 1, on_frame=self.on_frame, on_rejected=self.unauthenticated,
                                    accept=lambda peer: peer != self.me and 0 <= peer <= self.n)
         self.ctl = await connect(self.cfg.control_port, creds, RUNNER)
         self.record({"ev": "header", "pid": self.me, "n": self.n, "f": self.f, "byzantine": self.cfg.byzantine})

@@ -150,7 +150,7 @@ class Worker:
     # -- control ----------------------------------------------------------------------------------
     async def run(self) -> None:
         creds = credentials()
-        server, port = await serve(creds, on_frame=self._frame, on_rejected=self.broken,
+        server, port = await serve(creds, self.W, on_frame=self._frame, on_rejected=self.broken,
                                    accept=lambda peer: peer != RUNNER and 0 <= peer < self.W and peer != self.pid)
         self.ctl = await connect(self.cfg.control_port, creds, RUNNER)
         if self.trace is not None:

@@ -99,7 +99,7 @@ class Agent:
     # -- control ---------------------------------------------------------------------------------
     async def run(self) -> None:
         creds = credentials()
-        server, port = await serve(creds, on_frame=self.on_frame, on_rejected=self._broken, after=self.pump,
+        server, port = await serve(creds, self.n + 1, on_frame=self.on_frame, on_rejected=self._broken, after=self.pump,
                                    accept=lambda peer: 0 <= peer < self.n and peer != self.pid)
         self.ctl = await connect(self.cfg.control_port, creds, RUNNER)
         self._log(json.dumps({"kind": "header", "spec": self.cfg.spec, "pid": self.pid}))

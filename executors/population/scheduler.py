@@ -59,7 +59,7 @@ class Scheduler:
 
     async def run(self) -> None:
         creds = credentials()
-        server, port = await serve(creds, on_frame=self.on_ack, on_rejected=self._rejected,
+        server, port = await serve(creds, self.n, on_frame=self.on_ack, on_rejected=self._rejected,
                                    accept=lambda peer: 0 <= peer < self.n)
         self.ctl = await connect(self.cfg.control_port, creds, RUNNER)
         self.ctl.send({"op": "hello", "port": port})

@@ -107,7 +107,7 @@ class Member:
 
     async def run(self) -> None:
         creds = credentials()
-        server, port = await serve(creds, on_frame=self._frame, on_rejected=self._broken,
+        server, port = await serve(creds, self.layout.size, on_frame=self._frame, on_rejected=self._broken,
                                    accept=lambda peer: peer != RUNNER)
         self.ctl = await connect(self.cfg["control_port"], creds, RUNNER)
         self.log({"k": "header", "pid": self.pid, "role": self.role[0], "at": list(self.role[1:]),

@@ -102,7 +102,7 @@ class RoundsNode:
     async def run(self) -> None:
         creds = credentials()
         nbrs = set(self.nbrs)
-        server, port = await serve(creds, on_frame=self.on_frame, on_rejected=self.broken_stream,
+        server, port = await serve(creds, len(nbrs), on_frame=self.on_frame, on_rejected=self.broken_stream,
                                    accept=lambda peer: peer in nbrs)
         self.ctl = await connect(self.cfg.control_port, creds, RUNNER)
         self.ctl.send({"op": "hello", "port": port})

@@ -15,6 +15,9 @@ from lockstep.executors.actors.run import ActorCluster, actor_program
 from lockstep.executors.cluster import Cluster, Member
 from lockstep.executors.relay import Relay
 from lockstep.executors.wire import (
+    CHALLENGE,
+    HELLO,
+    IDS,
     LENGTH,
     MAX_FRAME,
     RELAY,
@@ -29,7 +32,7 @@ from lockstep.executors.wire import (
     read_frame,
     serve,
 )
-from tests.executors.wire_helpers import forged_opening, insider, raw, stranger
+from tests.executors.wire_helpers import forged_opening, insider, raw, stranger, trace_lines, until
 
 SECRET = Credentials.fresh(0).secret
 
@@ -91,7 +94,7 @@ def test_endpoints_authenticate_both_ways():
         ep = await connect(port, Credentials(SECRET, 2), 7, on_frame=lambda _ep, _b: None)
         ep.send({"hello": 1})
         ep.send({"hello": 2})
-        await asyncio.sleep(0.1)
+        await until(lambda: len(got) == 2, "the member's frames")
         assert got == [(2, b'{"hello":1}'), (2, b'{"hello":2}')]
         strangers = [
             await connect(port, Credentials(Credentials.fresh(0).secret, 2), 7),  # another run's secret
@@ -102,7 +105,7 @@ def test_endpoints_authenticate_both_ways():
             s.send({"evil": True})
         _, w, _ = await stranger(port)
         w.write(forged_opening(2, 7) + raw(b'{"evil": true}'))
-        await asyncio.sleep(0.2)
+        await until(lambda: len(rejected) == 4, "the strangers' rejections")
         assert len(got) == 2
         assert len(rejected) == 4
         assert any("without the run's secret" in r for r in rejected)
@@ -124,7 +127,7 @@ def test_the_relay_refuses_strangers_and_impostors():
         ep = await insider(creds, 1, relay.port, RELAY)
         ep.send({"src": 2, "dst": 0, "clock": 1, "msg": {"tag": "Token"}})  # process 1 speaking for process 2
         ep.send({"src": 1, "dst": 0, "clock": 1, "msg": {"tag": "Token"}})
-        await asyncio.sleep(0.2)
+        await until(lambda: relay.stats["rejected"] == 2 and len(relay.held) == 1, "the relay's verdicts")
         assert relay.stats["rejected"] == 2 and len(relay.held) == 1 and relay.held[0][0] == 1
         assert any("claiming src 2" in r for r in relay.rejections)
         relay.close()
@@ -157,7 +160,7 @@ def test_real_processes_reject_what_is_not_from_the_run(tmp_path):
 
     async def scenario() -> Cluster:
         prog = actor_program("two_phase_commit", {"timeout_ms": 5000})
-        cluster = ActorCluster("two_phase_commit", dict(prog.params), 3, str(tmp_path))
+        cluster = ActorCluster("two_phase_commit", dict(prog.params), 3, str(tmp_path), durable=True)
         try:
             await cluster.start()
             port1 = cluster.members[1].port
@@ -183,7 +186,11 @@ def test_real_processes_reject_what_is_not_from_the_run(tmp_path):
             flooder.send_many([dumps({"src": 0, "dst": 1, "clock": 1, "msg": {"tag": "Prepared"}})] * flood)
             for writer in (w, w2, w3, w4, w5):
                 await writer.drain()
-            await asyncio.sleep(1.0)
+
+            def handled() -> bool:  # process 1 has refused the four forgeries and dropped the flood's overflow
+                kinds = [e["kind"] for e in trace_lines(str(tmp_path / "process-1.jsonl"))]
+                return kinds.count("rejected") == 4 and kinds.count("overflow") == flood + 1 - MAX_DEFERRED
+            await until(lambda: cluster.rejected == 2 and handled(), "the refusals")
             await cluster.stop()
         finally:
             cluster.close()
@@ -212,3 +219,95 @@ def test_real_processes_reject_what_is_not_from_the_run(tmp_path):
     res = validate(load(str(out)))
     assert res.violation is None and res.incomplete is None and res.overflow == flood + 1 - MAX_DEFERRED
     assert json.loads(out.read_text().splitlines()[-1])["kind"] == "end"
+
+
+async def _challenge_or_eof(reader: asyncio.StreamReader) -> bytes:
+    """What a node sends a new connection first: its challenge, or nothing (b"") if it closes it at once."""
+    return await asyncio.wait_for(reader.read(CHALLENGE), 60)
+
+
+def test_connections_beyond_the_pending_cap_are_closed_at_once():
+    """40 idle connections to a socket that lets 8 wait (and each for a minute): 8 are challenged, 32 closed
+    at once; once those 8 go away, a member of the run authenticates."""
+    async def scenario() -> None:
+        rejected: list[str] = []
+        lost: list[object] = []
+        creds = Credentials(SECRET, 7, handshake=60.0, pending=8)
+        server, port = await serve(creds, on_frame=lambda ep, body: None, on_rejected=rejected.append,
+                                   on_lost=lost.append)
+        conns = [await asyncio.open_connection("127.0.0.1", port) for _ in range(40)]
+        first = [await _challenge_or_eof(r) for r, _ in conns]
+        assert sum(len(b) == CHALLENGE for b in first) == 8 and first.count(b"") == 32
+        assert len(rejected) == 32 and all("beyond the 8 waiting to authenticate" in r for r in rejected)
+        for _, w in conns:
+            w.close()
+        await until(lambda: len(lost) == 40, "the node sees every connection go")
+        ep = await insider(Credentials(SECRET, 2), 2, port, 7)
+        ep.close()
+        server.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_connection_that_does_not_authenticate_in_time_is_dropped():
+    """Idle connections and half-sent hellos are closed after the handshake timeout; a hello announcing more
+    than a hello's bytes is refused at its length, before anything more is buffered."""
+    async def scenario() -> None:
+        rejected: list[str] = []
+        creds = Credentials(SECRET, 7, handshake=0.3)
+        server, port = await serve(creds, on_frame=lambda ep, body: None, on_rejected=rejected.append)
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        idle = [await stranger(port) for _ in range(2)]
+        half = [await stranger(port) for _ in range(3)]
+        for _, w, _ in half:
+            w.write(LENGTH.pack(HELLO) + IDS.pack(2, 7) + b"\x00" * 8)  # 16 of the 44 bytes of a hello
+        big = await stranger(port)
+        big[1].write(LENGTH.pack(MAX_FRAME) + b"x" * 4096)
+        for r, _, _ in idle + half + [big]:
+            assert await asyncio.wait_for(r.read(), 60) == b""  # closed by the node
+        assert loop.time() - t0 >= 0.3
+        assert sum("did not authenticate within 0.3 s" in r for r in rejected) == 5
+        assert sum(f"announces {MAX_FRAME:,} bytes, more than the limit of {HELLO}" in r for r in rejected) == 1
+        server.close()
+
+    asyncio.run(scenario())
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+def test_a_flood_of_unauthenticated_connections_leaves_a_node_bounded(tmp_path):
+    """200 slow connections to a process of a real run, each announcing a frame of the largest size and sending
+    half of it: the process refuses each at its length, its memory stays put, and the run goes on."""
+    async def scenario() -> tuple[int, int, Cluster]:
+        prog = actor_program("two_phase_commit", {"timeout_ms": 5000})
+        cluster = ActorCluster("two_phase_commit", dict(prog.params), 3, str(tmp_path))
+        try:
+            await cluster.start()
+            node = cluster.members[1]
+            before = _rss_kib(node.process.pid)
+            conns = await asyncio.gather(*(asyncio.open_connection("127.0.0.1", node.port) for _ in range(200)))
+            junk = LENGTH.pack(MAX_FRAME) + b"x" * (MAX_FRAME // 2)
+            for _, w in conns:
+                w.write(junk)
+            for r, w in conns:
+                try:  # closed by the node (reset, as it leaves what was sent unread)
+                    assert len(await asyncio.wait_for(r.read(), 60)) <= CHALLENGE
+                except ConnectionError:
+                    pass
+                w.close()
+            after = _rss_kib(node.process.pid)
+            ep = await insider(cluster.creds, 2, node.port, 1)  # the run's own members still get in
+            ep.close()
+            await cluster.stop()
+        finally:
+            cluster.close()
+        return before, after, cluster
+
+    before, after, cluster = asyncio.run(scenario())
+    assert after - before < 16 * 1024, f"the node grew by {after - before} KiB"
+    assert all(m.bye is not None for m in cluster.members.values())
+    assert cluster.members[1].bye["stats"]["rejected"] == 200

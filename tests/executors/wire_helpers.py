@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from lockstep.executors.wire import CHALLENGE, IDS, LENGTH, TAG, Credentials, Endpoint, connect
@@ -21,6 +23,22 @@ async def stranger(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWrite
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     challenge = await asyncio.wait_for(reader.readexactly(CHALLENGE), 5)
     return reader, writer, challenge
+
+
+async def until(happened: Callable[[], bool], what: str, deadline: float = 120.0) -> None:
+    """Wait for something a node does (checked every few milliseconds), failing with `what` after a deadline that
+    only a broken run reaches."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline
+    while not happened():
+        assert loop.time() < end, f"{what}: not within {deadline:g} s"
+        await asyncio.sleep(0.005)
+
+
+def trace_lines(path: str) -> list[dict]:
+    """The events a process has written so far (a run with `durable` traces writes each through)."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.endswith("\n")]
 
 
 def forged_opening(client: int, server: int) -> bytes:
