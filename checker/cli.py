@@ -137,7 +137,9 @@ def entry() -> None:
         code = main()
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. `lockstep list | head -1`: stop quietly, as a closed pipe stops other tools
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):  # what either still buffers is dropped, not an error at exit
+            os.dup2(devnull, stream.fileno())
         sys.exit(128 + 13)  # SIGPIPE
     sys.exit(code)
 

@@ -29,10 +29,11 @@ class Progress:
         self.next_report = self.start + interval
         self._live = None
         if enabled and self.stream.isatty():
-            from rich.console import Console
             from rich.live import Live
 
-            self._live = Live(console=Console(file=self.stream), refresh_per_second=2, transient=True)
+            from .render.text import PipeConsole
+
+            self._live = Live(console=PipeConsole(file=self.stream), refresh_per_second=2, transient=True)
             self._live.start()
 
     def due(self) -> bool:
@@ -80,7 +81,10 @@ class Heartbeat:
     def _beat(self) -> None:
         start = time.monotonic()
         while not self._stop.wait(self.interval):
-            self.say(f"{self.what}, {time.monotonic() - start:.0f}s")  # type: ignore[misc]
+            try:
+                self.say(f"{self.what}, {time.monotonic() - start:.0f}s")  # type: ignore[misc]
+            except BrokenPipeError:  # nobody reads the progress any more: the command itself ends at its next output
+                return
 
 
 def stderr_say(quiet: bool) -> Callable[[str], None] | None:

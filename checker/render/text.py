@@ -9,6 +9,8 @@ action that closes its loop. Colour (rich) is used only on a terminal.
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
@@ -163,9 +165,18 @@ def lasso_lines(trace: Trace) -> list[Text]:
     return [t]
 
 
+class PipeConsole(Console):
+    """A rich console whose closed pipe is an ordinary `BrokenPipeError` (rich's own exits the process with
+    status 1, which would read as a verdict or as a spec that called sys.exit)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
 def console(file: TextIO | None = None) -> Console:
     """A console that colours only a terminal (and honours NO_COLOR), and never wraps lines."""
-    return Console(file=file or sys.stdout, highlight=False, soft_wrap=True, emoji=False)
+    return PipeConsole(file=file or sys.stdout, highlight=False, soft_wrap=True, emoji=False)
 
 
 def printer(file: TextIO | None = None) -> Callable[[Any], None]:
