@@ -27,7 +27,7 @@ from ..explicit.search import Options, _Found, _Search, safe_predicates
 from ..progress import Progress, Stats
 from ..result import HOLDS, INCONCLUSIVE, VIOLATION, CheckResult
 from ..vector.search import VectorModel, _VectorFingerprints
-from .connect import ClusterError, check_address, connect
+from .connect import ClusterError, check_address, connect, disconnect
 from .partition import DEADLOCK, NONE, STEP, Partition
 
 INVARIANT_LAST, CUT, INVARIANT = 2, 3, 4  # after STEP and DEADLOCK: the order one process breaks ties in
@@ -145,7 +145,7 @@ class ClusterSearch:
         finally:
             self._kill()
             if self.started_ray:
-                self.ray.shutdown()
+                disconnect(self.ray)
 
     def _note(self) -> str:
         rows = sum(e[1] for e in self.exchanged)

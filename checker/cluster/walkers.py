@@ -22,7 +22,7 @@ from ..loader import load_model
 from ..model import Model
 from ..simulation import Merge, SimResult, Tally, blocks, tally
 from ..simulation.block import ENDINGS
-from .connect import ClusterError, check_address, connect
+from .connect import ClusterError, check_address, connect, disconnect
 from .driver import RECOVERIES
 
 IN_FLIGHT = 2  # blocks queued per actor, so an actor never waits for the driver
@@ -105,7 +105,7 @@ class ClusterSimulation:
                 except Exception:
                     pass
             if started:
-                ray.shutdown()
+                disconnect(ray)
 
     def _spawn(self) -> Any:
         m = self.model

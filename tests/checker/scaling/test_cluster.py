@@ -4,13 +4,18 @@ and after one of its actors is killed mid-run."""
 
 from __future__ import annotations
 
+import importlib.util
+import ipaddress
 import json
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 
 from lockstep.checker.cluster import ClusterSearch
+from lockstep.checker.cluster.connect import connect, disconnect
 from lockstep.checker.explicit import Options
 from lockstep.checker.loader import load_model
 from lockstep.checker.progress import NoProgress
@@ -18,15 +23,91 @@ from lockstep.checker.vector import VectorModel, check_vector
 from tests.checker.scaling.test_checkpoint import summary
 from tests.conftest import model_path
 
-ray = pytest.importorskip("ray")
+if importlib.util.find_spec("ray") is None:
+    pytest.skip("the cluster tests need Ray", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
 def local_ray():
-    """One local Ray instance for the module (starting Ray takes seconds); the searches reuse it."""
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    yield
-    ray.shutdown()
+    """One local Ray instance for the module, as `--cluster local` starts one (starting Ray takes seconds); the
+    searches reuse it. The ray module."""
+    ray, _, started = connect("local", 2)
+    assert started
+    yield ray
+    disconnect(ray)
+
+
+def listening(root: int) -> list[tuple[str, str]]:
+    """(process name, address) of every TCP socket listening in process `root` or its descendants."""
+    addresses = {}
+    for table, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
+        with open(table, encoding="ascii") as f:
+            for row in f.readlines()[1:]:
+                cols = row.split()
+                if cols[3] == "0A":  # LISTEN
+                    h = cols[1].split(":")[0]
+                    raw = b"".join(bytes.fromhex(h[i:i + 8])[::-1] for i in range(0, len(h), 8))
+                    ip = ipaddress.IPv6Address(raw) if v6 else ipaddress.IPv4Address(raw)
+                    addresses[cols[9]] = getattr(ip, "ipv4_mapped", None) or ip
+    parent = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+                parent[int(pid)] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    family, grew = {root}, True
+    while grew:
+        more = {p for p, pp in parent.items() if pp in family} - family
+        family |= more
+        grew = bool(more)
+    out = []
+    for pid in family:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+            with open(f"/proc/{pid}/comm", encoding="utf-8") as f:
+                name = f.read().strip()
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            inode = link[len("socket:["):-1] if link.startswith("socket:[") else None
+            if inode in addresses:
+                out.append((name, str(addresses[inode])))
+    return out
+
+
+PROBE = """
+import json, os, stat, sys
+from tests.checker.scaling.test_cluster import listening
+from lockstep.checker.cluster import connect as c
+ray, n, started = c.connect("local", 1)
+private = c._private[0]
+st = os.stat(private)
+seen = {"listening": listening(os.getpid()), "mode": stat.S_IMODE(st.st_mode), "owner": st.st_uid,
+        "session": os.path.isdir(os.path.join(private, "ray", "session_latest")), "actors": n}
+c.disconnect(ray)
+seen["removed"] = not os.path.exists(private)
+print(json.dumps(seen))
+"""
+
+
+def test_a_local_instance_listens_on_loopback_only_and_keeps_its_files_private():
+    """`--cluster local` in a fresh process: every server of its Ray instance listens on 127.0.0.1, its files are in
+    a directory of mode 0700 owned by the user (not the world-writable /tmp/ray), removed when it stops."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    run = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=600, cwd=root)
+    assert run.returncode == 0, run.stderr[-3000:]
+    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    names = {name for name, _ in seen["listening"]}
+    assert {"gcs_server", "raylet"} <= names, seen["listening"]  # Ray's servers were seen
+    outside = [(name, addr) for name, addr in seen["listening"] if not ipaddress.ip_address(addr).is_loopback]
+    assert outside == [], f"listening beyond the loopback interface: {outside}"
+    assert seen["mode"] == 0o700 and seen["owner"] == os.getuid() and seen["session"]
+    assert seen["removed"] and seen["actors"] == 1
 
 
 def both(spec: str, params: dict | None = None, on_level=None, say=None, **bounds):
@@ -84,7 +165,7 @@ def test_a_killed_actor_is_reported_and_the_run_resumes_from_the_last_level(loca
 
     def kill_one(search, level):
         if level == 5 and not search.recovered:
-            os.kill(ray.get(search.actors[1].pid.remote()), signal.SIGKILL)
+            os.kill(local_ray.get(search.actors[1].pid.remote()), signal.SIGKILL)
 
     one, many, search = both("filter_lock_buggy", on_level=kill_one, say=said.append)
     assert search.recovered == 1
@@ -170,7 +251,7 @@ def test_a_killed_walker_is_replaced_and_its_blocks_run_again(local_ray):
 
     def kill_one(sim, block):
         if not sim.recovered and block == 0:
-            os.kill(ray.get(sim.actors[1].pid.remote()), signal.SIGKILL)
+            os.kill(local_ray.get(sim.actors[1].pid.remote()), signal.SIGKILL)
 
     model, one, many, sim = both_walks("tcommit", 160, 50, 1, False, on_block=kill_one, say=said.append)
     from tests.checker.test_simulate import summary as walk_summary
