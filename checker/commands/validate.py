@@ -5,17 +5,20 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from ..errors import UsageError
+from ..loader import parse_params
 from ..trace import TraceError, trusted_spec
 from ..validation.actors import Validation
 from ..validation.population import PopulationValidation, configuration_trace, is_population_run
 from ..validation.runtrace import MergedRun, load
-from .common import output_file
+from .common import natural, output_file, positive
 
 if TYPE_CHECKING:
     from lockstep.runs import ValidationResult
 
 NAME = "validate"
-HELP = "check a run trace (from `lockstep run --trace`) against its spec, event by event"
+HELP = ("check a run trace (from `lockstep run --trace`) against its spec, event by event; or implementation logs "
+        "in the event schema (LOG... --spec SPEC [--map MAPPING.py]), by a search over the spec's behaviours")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,11 +29,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--configurations", type=output_file, metavar="FILE",
                    help="population runs: save the configurations passed through as an ITF trace of the "
                         "counting-abstraction spec (`lockstep replay FILE` re-checks it)")
+    p.add_argument("logs", nargs="*", metavar="LOG",
+                   help="more logs: implementation logs in the event schema, one per node (docs/conformance.md)")
+    p.add_argument("--map", metavar="MAPPING.py",
+                   help="logs: the refinement mapping from the logs' events and variables to the spec's (a Python file)")
+    p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
+                   help="logs: a parameter of the spec (repeatable)")
+    p.add_argument("--max-internal", type=natural, default=0, metavar="K",
+                   help="logs: unlogged internal steps of the spec allowed before each event (default 0)")
+    p.add_argument("--max-frontier", type=positive, default=None, metavar="N",
+                   help="logs: give up (inconclusive, exit 3) when more than N spec states match (default 100,000)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="logs: the outcome as text or JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     from lockstep.runs import validate_merged
 
+    from ..validation.conformance.run import is_log, run_command
+
+    if args.logs or args.map or is_log(args.file):
+        if args.configurations:
+            raise UsageError("--configurations applies to run traces of population protocols, not to logs")
+        return run_command([args.file, *args.logs], args.spec, parse_params(args.param), args.map, args.max_internal,
+                           args.max_frontier, args.format == "json")
+    given = [o for o, v in (("--param", args.param), ("--max-internal", args.max_internal),
+                            ("--max-frontier", args.max_frontier), ("--format json", args.format == "json")) if v]
+    if given:
+        raise UsageError(f"{given[0]} applies to implementation logs; {args.file} is a run trace of `lockstep run` "
+                         "(validated against the spec and parameters it records)")
     merged = load(args.file)
     recorded = merged.header["spec"]
     merged.header["spec"] = trusted_spec(recorded, args.spec, args.file)

@@ -1,0 +1,148 @@
+"""Causal merge of per-node logs: events in an order consistent with happens-before, never by wall clock.
+
+Each event gets a vector clock: the one it logged, or one derived from the message ids it sent and
+received (the receiver's clock is the maximum of its previous clock and the sender's clock at the send).
+An event is *ready* once every event it depends on has been taken; of the ready events the merge takes the
+one logged earliest by its node's wall clock (when the logs give times), then the one with the smallest
+clock sum, then the first node: whatever the clocks say, the order is a linear extension of happens-before
+(wall clocks only choose among events that happens-before leaves unordered). Memory holds one pending event
+per node (and, for logs with message ids, the clock of each message sent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ...errors import TraceError
+from .schema import Event, LogReader, first_node
+
+
+class CausalGap(Exception):
+    """No event can be taken next: some event depends on one that no log holds. `cut_short` says whether a
+    log the missing event would be in lacks its end record (the log may have been cut short)."""
+
+    def __init__(self, event: Event, reason: str, cut_short: bool):
+        super().__init__(reason)
+        self.event, self.reason, self.cut_short = event, reason, cut_short
+
+
+def _order(node: str) -> tuple:
+    return (0, int(node), "") if node.isdigit() else (1, 0, node)
+
+
+@dataclass
+class Logs:
+    """The logs of one run: a path per node, the nodes in their merge order."""
+
+    paths: dict[str, str]
+
+    @classmethod
+    def open(cls, paths: list[str]) -> Logs:
+        by_node: dict[str, str] = {}
+        for p in paths:
+            node = first_node(p)
+            if node in by_node:
+                raise TraceError(f"{p} and {by_node[node]} are both logs of node {node}: give one log per node")
+            by_node[node] = p
+        return cls({n: by_node[n] for n in sorted(by_node, key=_order)})
+
+    @property
+    def nodes(self) -> list[str]:
+        return list(self.paths)
+
+
+class CausalMerge:
+    """The events of `logs` in a linear extension of happens-before, each with its vector clock (`vc`, in the
+    order of `logs.nodes`). Raises CausalGap where no event can be taken though some remain."""
+
+    def __init__(self, logs: Logs):
+        self.logs = logs
+        self.nodes = logs.nodes
+        self.index = {n: i for i, n in enumerate(self.nodes)}
+        self.readers = [LogReader(logs.paths[n]) for n in self.nodes]
+        self.taken = [0] * len(self.nodes)
+
+    def __iter__(self) -> Iterator[Event]:
+        n = len(self.nodes)
+        index, taken = self.index, self.taken
+        its = [iter(r) for r in self.readers]
+        heads: list[Event | None] = [next(it, None) for it in its]
+        prev: list[tuple[int, ...]] = [(0,) * n for _ in range(n)]
+        sent: dict[str, tuple[int, ...]] = {}
+        live = [i for i in range(n) if heads[i] is not None]
+        while live:
+            best = -1
+            best_key: tuple = ()
+            for i in live:
+                e = heads[i]
+                assert e is not None
+                vc = e.vc or self._clock(e, i, prev[i], sent)
+                if vc is None:
+                    continue
+                e.vc = vc
+                key = (e.time if e.time is not None else 0.0, sum(vc), i)
+                if best < 0 or key < best_key:
+                    best, best_key = i, key
+            if best < 0:
+                raise self._gap([heads[i] for i in live], sent)  # type: ignore[misc]
+            e = heads[best]
+            assert e is not None
+            taken[best] += 1
+            prev[best] = e.vc
+            if e.sent:
+                for m in e.sent:
+                    if m in sent:
+                        raise TraceError(f"{e.where}: message id {m!r} is sent twice (message ids must be unique)")
+                    sent[m] = e.vc
+            heads[best] = nxt = next(its[best], None)
+            if nxt is None:
+                live.remove(best)
+            yield e
+        _ = index
+
+    def _clock(self, e: Event, i: int, prev: tuple[int, ...], sent: dict[str, tuple[int, ...]]) -> tuple[int, ...] | None:
+        """The event's vector clock if it is ready (every event it depends on taken), else None."""
+        taken = self.taken
+        if e.clock is not None:
+            vc = [0] * len(self.nodes)
+            for k, c in e.clock.items():
+                j = self.index.get(k)
+                if j is None:
+                    raise TraceError(f"{e.where}: the vector clock names node {k!r}, which has no log here "
+                                     f"(logs of: {', '.join(self.nodes)})")
+                if j != i and c > taken[j]:
+                    return None
+                vc[j] = c
+            out = tuple(vc)
+            if any(a < b for a, b in zip(out, prev)):
+                raise TraceError(f"{e.where}: the vector clock {e.clock} is behind the node's previous one: a node's "
+                                 "clock never goes back")
+        else:
+            out = prev
+            if e.recv:
+                for m in e.recv:
+                    got = sent.get(m)
+                    if got is None:
+                        return None
+                    out = tuple(max(a, b) for a, b in zip(out, got))
+            out = out[:i] + (e.seq,) + out[i + 1:]
+        return out
+
+    def _gap(self, heads: list[Event], sent: dict[str, tuple[int, ...]]) -> CausalGap:
+        e = heads[0]
+        infos = {n: r.info for n, r in zip(self.nodes, self.readers)}
+        if e.clock is not None:
+            for k, c in e.clock.items():
+                j = self.index[k]
+                if k != e.node and c > self.taken[j]:
+                    reason = (f"event {e.seq} of node {e.node} ({e.where}) happens after event {c} of node {k}, but "
+                              f"node {k}'s log has {self.taken[j]} events before an event that itself waits")
+                    if all(h.node != k for h in heads):
+                        reason = (f"event {e.seq} of node {e.node} ({e.where}) happens after event {c} of node {k}, "
+                                  f"which node {k}'s log does not have (it has {self.taken[j]} events)")
+                    return CausalGap(e, reason, not infos[k].ended)
+        missing = [m for m in e.recv or [] if m not in sent]
+        cut = any(not info.ended for info in infos.values())
+        return CausalGap(e, f"event {e.seq} of node {e.node} ({e.where}) receives message {missing[0]!r}, which no "
+                            "event of the logs sends before it", cut)

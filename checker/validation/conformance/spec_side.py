@@ -1,0 +1,288 @@
+"""The spec side of conformance: a typed spec's transitions indexed by action and arguments, logged
+variables resolved to slots, and events turned into plans of candidate transitions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lockstep.specs.lang.actors import ActorProgram
+from lockstep.specs.lang.errors import SpecError
+from lockstep.specs.lang.program import Program, Transition
+from lockstep.specs.lang.types import Domain, MapDomain
+
+from ...codegen import compile_transitions
+from ...errors import TraceError
+from ...loader import LoadError, load_model
+from ...typed_model import TypedModel
+from .mapping import _NODE, ANY, Mapping, MappingError, Step, as_value, hashable, load_mapping, parse_path
+from .schema import Event
+
+MEMO_LIMIT = 200_000  # entries of each memo table (cleared when full: memory stays bounded)
+
+
+class StepFails(Exception):
+    """A spec step fails (an assertion, a value outside its type) where the implementation went on."""
+
+    def __init__(self, transition: Transition, state: tuple, why: str):
+        super().__init__(why)
+        self.transition, self.state, self.why = transition, state, why
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """A step of an event's plan: one of `tids`, taken between `lo` and `hi` times."""
+
+    step: Step
+    tids: tuple[int, ...]
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What an event stands for: its steps, then the logged variables as (slot, representation) checks."""
+
+    steps: tuple[PlanStep, ...]
+    checks: tuple[tuple[int, Any], ...]
+    shown: tuple[tuple[str, Any], ...]  # (spec variable, value) as the log gives them, for explanations
+
+
+class SpecSide:
+    """A typed spec for conformance checking, with the mapping that relates a log to it."""
+
+    def __init__(self, ref: str, params: dict[str, int], mapping: str | None = None):
+        try:
+            model = load_model(ref, params)
+        except (LoadError, SpecError) as e:
+            raise TraceError(f"spec {ref!r} cannot be loaded with parameters {params}: {e}") from None
+        if not isinstance(model, TypedModel):
+            raise TraceError(f"spec {ref!r} is a plain spec (init/next): conformance checking needs a typed spec, whose "
+                             "actions and variables a mapping can name")
+        self.model = model
+        self.prog: Program = model.prog
+        self.actors = isinstance(self.prog, ActorProgram)
+        self.mapping: Mapping = load_mapping(mapping, self.actors)
+        ts = self.prog.transitions
+        self.transitions = ts
+        self.fns: list[Callable[[tuple], list]] = compile_transitions(self.prog, ts)
+        self.by_action: dict[str, list[int]] = {}
+        self.by_args: dict[tuple, int] = {}
+        for i, t in enumerate(ts):
+            self.by_action.setdefault(t.action, []).append(i)
+            self.by_args[(t.action, tuple(v for _, v in t.args))] = i
+        self.fields = {f.name: f for f in self.prog.fields}
+        names = self.mapping.internal
+        if names is not None:
+            unknown = [a for a in names if a not in self.by_action]
+            if unknown:
+                raise MappingError(f"the mapping's INTERNAL names {unknown[0]!r}, which is not an action of "
+                                   f"{self.prog.name} (its actions: {', '.join(self.by_action)})")
+            self.internal = [i for a in names for i in self.by_action[a]]
+        else:
+            self.internal = list(range(len(ts)))
+        self._succ: dict[tuple[int, tuple], tuple | None] = {}
+        self._tids: dict[tuple, tuple[int, ...]] = {}
+        self._vars: dict[Any, tuple] = {}
+        self._plans: dict[Any, Plan] = {}
+        self._bad: dict[tuple, int] = {}
+
+    # -- transitions ------------------------------------------------------------------------------
+    def successor(self, tid: int, st: tuple) -> tuple | None:
+        """The state after transition `tid` from `st` (None where it is not enabled); StepFails where it fails."""
+        key = (tid, st)
+        memo = self._succ
+        if key in memo:
+            return memo[key]
+        try:
+            out = self.fns[tid](st)
+        except Exception:
+            t = self.transitions[tid]
+            why = self.model._diagnose_with([t], st).describe()
+            raise StepFails(t, st, why) from None
+        nxt = out[0][1] if out else None
+        if len(memo) >= MEMO_LIMIT:
+            memo.clear()
+        memo[key] = nxt
+        return nxt
+
+    def violated(self, st: tuple) -> int:
+        """The index of an invariant `st` violates, or -1."""
+        bad = self._bad.get(st)
+        if bad is None:
+            if len(self._bad) >= MEMO_LIMIT:
+                self._bad.clear()
+            bad = self._bad[st] = self.model.violated(st)
+        return bad
+
+    def tids(self, s: Step, where: str) -> tuple[int, ...]:
+        """The transitions a mapped step may be (several where an argument is ANY)."""
+        try:
+            key = (s.action, tuple((k, hashable(v)) for k, v in s.args))
+        except TypeError:
+            key = None
+        if key is not None:
+            hit = self._tids.get(key)
+            if hit is not None:
+                return hit
+        out = self._resolve(s, where)
+        if key is not None:
+            if len(self._tids) >= MEMO_LIMIT:
+                self._tids.clear()
+            self._tids[key] = out
+        return out
+
+    def _resolve(self, s: Step, where: str) -> tuple[int, ...]:
+        tids = self.by_action.get(s.action)
+        if tids is None:
+            raise MappingError(f"{where}: the event stands for {s.action!r}, which is not an action of "
+                               f"{self.prog.name} (its actions: {', '.join(self.by_action)}); map it to one in a "
+                               f"mapping (--map MAPPING.py, with `def {s.action}(e): return step(...)`)")
+        t0 = self.transitions[tids[0]]
+        names = [n for n, _ in t0.args]
+        given = dict(s.args)
+        extra = [k for k in given if k not in names]
+        if extra:
+            raise MappingError(f"{where}: {s.action} has no parameter {extra[0]!r} (its parameters: "
+                               f"{', '.join(names) or 'none'})")
+        want: list[Any] = []
+        for name, dom in zip(names, t0.arg_doms):
+            if name not in given or given[name] is ANY:
+                want.append(ANY)
+                continue
+            try:
+                want.append(as_value(dom, given[name], f"{s.action}({name})"))
+            except ValueError as e:
+                raise TraceError(f"{where}: the mapped step {s.label()}: {e}") from None
+        if all(w is not ANY for w in want):
+            hit = self.by_args.get((s.action, tuple(want)))
+            return (hit,) if hit is not None else ()
+        return tuple(i for i in tids if all(w is ANY or w == v for w, (_, v) in zip(want, self.transitions[i].args)))
+
+    # -- variables --------------------------------------------------------------------------------
+    def slots_of(self, path: tuple, where: str) -> list[tuple[int, Domain, tuple]]:
+        """(slot, leaf domain, key path below the given one) of every slot a variable path covers."""
+        name, keys = path[0], path[1:]
+        f = self.fields.get(name) if isinstance(name, str) else None
+        if f is None:
+            raise MappingError(f"{where}: {name!r} is not a variable of {self.prog.name} (its variables: "
+                               f"{', '.join(self.fields)}); map the logged variables in the mapping's variables()")
+        leaves = f.leaves()
+        dom = f.dom
+        for k in keys:
+            if not isinstance(dom, MapDomain):
+                raise MappingError(f"{where}: {name} has no key {k!r}: it is not a map at that point")
+            vals = dom.key.values()
+            if k not in vals:
+                raise MappingError(f"{where}: {k!r} is not a key of {name} (keys: {', '.join(map(repr, vals[:8]))})")
+            dom = dom.val
+        out = []
+        for i, (kp, d) in enumerate(leaves):
+            if kp[:len(keys)] == tuple(keys):
+                out.append((f.base + i, d, kp[len(keys):]))
+        return out
+
+    def checks(self, e: Event) -> tuple[tuple[tuple[int, Any], ...], tuple[tuple[str, Any], ...]]:
+        """The (slot, representation) pairs the event's logged variables fix, and how to show them."""
+        vs = self.mapping.variables(e)
+        out: list[tuple[int, Any]] = []
+        shown: list[tuple[str, Any]] = []
+        node = None
+        for key, value in vs.items():
+            path = parse_path(key, e.where) if not (isinstance(key, tuple) and key[1:] == (_NODE,)) else key
+            if len(path) == 2 and path[1] is _NODE:
+                f = self.fields.get(path[0])
+                if f is None:
+                    self.slots_of(path[:1], e.where)  # raises: not a variable
+                if node is None:
+                    node = self.mapping.node(e)
+                keyed = isinstance(f.dom, MapDomain) and node in f.dom.key.values()  # type: ignore[union-attr]
+                path = (path[0], node) if keyed else path[:1]
+            leaves = self.slots_of(path, e.where)
+            text = path[0] + "".join(f"[{k!r}]" for k in path[1:])
+            shown.append((text, value))
+            for slot, dom, below in leaves:
+                v = value
+                for k in below:
+                    v = v.get(str(k)) if isinstance(v, dict) else None
+                try:
+                    rep = dom.rep(as_value(dom, v, text))
+                except (ValueError, SpecError) as x:
+                    raise TraceError(f"{e.where}: logged variable {text}: {x}") from None
+                out.append((slot, rep))
+        return tuple(out), tuple(shown)
+
+    def plan(self, e: Event) -> Plan:
+        """The event's plan: the candidate transitions of each step it stands for, and its variable checks."""
+        cache_key = None
+        if self.mapping.actors:
+            try:
+                cache_key = (e.node, e.action, tuple((k, hashable(v)) for k, v in e.args.items()),
+                             tuple((k, hashable(v)) for k, v in e.vars.items()))
+            except TypeError:
+                cache_key = None
+            if cache_key is not None:
+                hit = self._plans.get(cache_key)
+                if hit is not None:
+                    return hit
+        steps = []
+        for s in self.mapping.steps(e):
+            tids = self.tids(s, e.where)
+            steps.append(PlanStep(s, tids, 0 if s.optional else 1, s.repeat))
+        checks, shown = self.checks(e) if (e.vars or self.mapping.variables_fn) else ((), ())
+        p = Plan(tuple(steps), checks, shown)
+        if cache_key is not None:
+            if len(self._plans) >= MEMO_LIMIT:
+                self._plans.clear()
+            self._plans[cache_key] = p
+        return p
+
+    # -- applying ---------------------------------------------------------------------------------
+    def internal_closure(self, st: tuple, k: int) -> list[tuple]:
+        """`st` and every state within `k` internal steps of it."""
+        seen = {st: None}
+        layer = [st]
+        for _ in range(k):
+            nxt = []
+            for s in layer:
+                for tid in self.internal:
+                    try:
+                        s2 = self.successor(tid, s)
+                    except StepFails:
+                        continue
+                    if s2 is not None and s2 not in seen:
+                        seen[s2] = None
+                        nxt.append(s2)
+            if not nxt:
+                break
+            layer = nxt
+        return list(seen)
+
+    def apply(self, plan: Plan, st: tuple) -> list[tuple]:
+        """The states the plan's steps reach from `st` that agree with its logged variables."""
+        states = [st]
+        for ps in plan.steps:
+            out: dict[tuple, None] = {}
+            layer = states
+            if ps.lo == 0:
+                out.update(dict.fromkeys(states))
+            for n in range(1, ps.hi + 1):
+                nxt: dict[tuple, None] = {}
+                for s in layer:
+                    for tid in ps.tids:
+                        s2 = self.successor(tid, s)
+                        if s2 is not None:
+                            nxt[s2] = None
+                if n >= ps.lo:
+                    out.update(nxt)
+                layer = list(nxt)
+                if not layer:
+                    break
+            states = list(out)
+            if not states:
+                return []
+        checks = plan.checks
+        if not checks:
+            return states
+        return [s for s in states if all(s[slot] == rep for slot, rep in checks)]
