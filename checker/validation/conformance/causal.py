@@ -11,6 +11,7 @@ per node (and, for logs with message ids, the clock of each message sent).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -62,72 +63,80 @@ class CausalMerge:
         self.index = {n: i for i, n in enumerate(self.nodes)}
         self.readers = [LogReader(logs.paths[n]) for n in self.nodes]
         self.taken = [0] * len(self.nodes)
+        self._keys = self.index.keys()
 
     def __iter__(self) -> Iterator[Event]:
         n = len(self.nodes)
-        index, taken = self.index, self.taken
+        taken = self.taken
         its = [iter(r) for r in self.readers]
-        heads: list[Event | None] = [next(it, None) for it in its]
         prev: list[tuple[int, ...]] = [(0,) * n for _ in range(n)]
         sent: dict[str, tuple[int, ...]] = {}
-        live = [i for i in range(n) if heads[i] is not None]
-        while live:
-            best = -1
-            best_key: tuple = ()
-            for i in live:
-                e = heads[i]
-                assert e is not None
-                vc = e.vc or self._clock(e, i, prev[i], sent)
-                if vc is None:
-                    continue
+        clock = self._clock
+        ready: list[tuple] = []  # a heap of (wall time or 0, clock sum, node, event) of the heads that are ready
+        waiting: dict[int, Event] = {}  # the heads that are not
+        push, pop = heapq.heappush, heapq.heappop
+
+        def offer(i: int, e: Event) -> None:
+            vc = clock(e, i, prev[i], sent)
+            if vc is None:
+                waiting[i] = e
+            else:
                 e.vc = vc
-                key = (e.time if e.time is not None else 0.0, sum(vc), i)
-                if best < 0 or key < best_key:
-                    best, best_key = i, key
-            if best < 0:
-                raise self._gap([heads[i] for i in live], sent)  # type: ignore[misc]
-            e = heads[best]
-            assert e is not None
-            taken[best] += 1
-            prev[best] = e.vc
+                t = e.time
+                push(ready, (0.0 if t is None else t, sum(vc), i, e))
+
+        for i, it in enumerate(its):
+            e = next(it, None)
+            if e is not None:
+                offer(i, e)
+        while ready or waiting:
+            if not ready:
+                raise self._gap(list(waiting.values()), sent)
+            *_, i, e = pop(ready)
+            vc = e.vc
+            if e.clock is not None and any(a < b for a, b in zip(vc, prev[i])):
+                raise TraceError(f"{e.where}: the vector clock {e.clock} is behind the node's previous one: a node's "
+                                 "clock never goes back")
+            taken[i] += 1
+            prev[i] = vc
             if e.sent:
                 for m in e.sent:
                     if m in sent:
                         raise TraceError(f"{e.where}: message id {m!r} is sent twice (message ids must be unique)")
-                    sent[m] = e.vc
-            heads[best] = nxt = next(its[best], None)
-            if nxt is None:
-                live.remove(best)
+                    sent[m] = vc
+            nxt = next(its[i], None)
+            if nxt is not None:
+                offer(i, nxt)
+            if waiting:
+                for j, w in list(waiting.items()):
+                    if j != i:
+                        del waiting[j]
+                        offer(j, w)
             yield e
-        _ = index
 
     def _clock(self, e: Event, i: int, prev: tuple[int, ...], sent: dict[str, tuple[int, ...]]) -> tuple[int, ...] | None:
         """The event's vector clock if it is ready (every event it depends on taken), else None."""
         taken = self.taken
-        if e.clock is not None:
-            vc = [0] * len(self.nodes)
-            for k, c in e.clock.items():
-                j = self.index.get(k)
-                if j is None:
-                    raise TraceError(f"{e.where}: the vector clock names node {k!r}, which has no log here "
-                                     f"(logs of: {', '.join(self.nodes)})")
-                if j != i and c > taken[j]:
+        clock = e.clock
+        if clock is not None:
+            if not self._keys >= clock.keys():
+                k = next(k for k in clock if k not in self.index)
+                raise TraceError(f"{e.where}: the vector clock names node {k!r}, which has no log here "
+                                 f"(logs of: {', '.join(self.nodes)})")
+            get = clock.get
+            vc = tuple([get(n, 0) for n in self.nodes])
+            for j, c in enumerate(vc):
+                if c > taken[j] and j != i:
                     return None
-                vc[j] = c
-            out = tuple(vc)
-            if any(a < b for a, b in zip(out, prev)):
-                raise TraceError(f"{e.where}: the vector clock {e.clock} is behind the node's previous one: a node's "
-                                 "clock never goes back")
-        else:
-            out = prev
-            if e.recv:
-                for m in e.recv:
-                    got = sent.get(m)
-                    if got is None:
-                        return None
-                    out = tuple(max(a, b) for a, b in zip(out, got))
-            out = out[:i] + (e.seq,) + out[i + 1:]
-        return out
+            return vc
+        out = prev
+        if e.recv:
+            for m in e.recv:
+                got = sent.get(m)
+                if got is None:
+                    return None
+                out = tuple(max(a, b) for a, b in zip(out, got))
+        return out[:i] + (e.seq,) + out[i + 1:]
 
     def _gap(self, heads: list[Event], sent: dict[str, tuple[int, ...]]) -> CausalGap:
         e = heads[0]

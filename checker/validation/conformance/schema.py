@@ -29,6 +29,7 @@ from ...safeio import open_input
 
 SCHEMA = "lockstep-trace/1"
 MAX_LINE = 1 << 20  # bytes in one line of a log
+CHUNK = 1 << 18  # bytes of lines read (and parsed as one JSON array) at a time
 MAX_LOG_BYTES = 1 << 34  # bytes of one log file
 EVENT_KEYS = frozenset({"node", "seq", "action", "args", "vars", "vc", "sent", "recv", "time"})
 
@@ -42,14 +43,20 @@ class Event:
     action: str
     args: dict[str, Any]
     vars: dict[str, Any]
-    where: str  # file:line
+    path: str
+    line: int
     raw_node: Any = None  # the node id as the log wrote it (a string or an integer)
     clock: dict[str, int] | None = None  # the logged vector clock
     sent: list[str] | None = None
     recv: list[str] | None = None
     time: float | None = None
     vc: tuple[int, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] | None = None
+
+    @property
+    def where(self) -> str:
+        """file:line of the event."""
+        return f"{self.path}:{self.line}"
 
     def json(self) -> dict[str, Any]:
         """The event's JSON form (as an emitter writes it)."""
@@ -91,37 +98,47 @@ def _ids(v: Any, name: str, where: str) -> list[str] | None:
     return [str(x) for x in v]
 
 
-def parse_event(obj: Any, where: str) -> Event:
-    """An event from its JSON form; a TraceError naming `where` and the field for anything malformed."""
-    if not isinstance(obj, dict):
-        raise TraceError(f"{where}: expected a JSON object per line, got {_show(obj)}")
-    raw = obj.get("node")
-    node = node_key(raw, where)
-    seq = obj.get("seq")
-    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
-        raise TraceError(f"{where}: \"seq\" must be a positive integer (1 for a node's first event), got {_show(seq)}")
-    action = obj.get("action")
-    if not isinstance(action, str) or not action:
-        raise TraceError(f"{where}: \"action\" must be the event's action name (a string), got {_show(action)}")
-    args, vars_ = obj.get("args", {}), obj.get("vars", {})
-    if not isinstance(args, dict):
-        raise TraceError(f"{where}: \"args\" must be an object, got {_show(args)}")
-    if not isinstance(vars_, dict):
-        raise TraceError(f"{where}: \"vars\" must be an object (variable name -> value), got {_show(vars_)}")
-    clock = obj.get("vc")
+def parse_event(obj: Any, path: str, line: int) -> Event:
+    """An event from its JSON form; a TraceError naming the file, line and field for anything malformed."""
+    if type(obj) is not dict:
+        raise TraceError(f"{path}:{line}: expected a JSON object per line, got {_show(obj)}")
+    get = obj.get
+    raw, seq, action = get("node"), get("seq"), get("action")
+    node = raw if type(raw) is str and raw else str(raw) if type(raw) is int else node_key(raw, f"{path}:{line}")
+    if type(seq) is not int or seq < 1:
+        raise TraceError(f"{path}:{line}: \"seq\" must be a positive integer (1 for a node's first event), got "
+                         f"{_show(seq)}")
+    if type(action) is not str or not action:
+        raise TraceError(f"{path}:{line}: \"action\" must be the event's action name (a string), got {_show(action)}")
+    args, vars_, clock = get("args"), get("vars"), get("vc")
+    if args is None:
+        args = {}
+    if vars_ is None:
+        vars_ = {}
+    if type(args) is not dict:
+        raise TraceError(f"{path}:{line}: \"args\" must be an object, got {_show(args)}")
+    if type(vars_) is not dict:
+        raise TraceError(f"{path}:{line}: \"vars\" must be an object (variable name -> value), got {_show(vars_)}")
     if clock is not None:
-        if not isinstance(clock, dict) or not all(
-                isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in clock.values()):
-            raise TraceError(f"{where}: \"vc\" must be an object of node -> non-negative integer, got {_show(clock)}")
-        if clock.get(node, clock.get(raw)) != seq:
-            raise TraceError(f"{where}: the vector clock's entry for the event's own node must be its seq ({seq}), "
+        if type(clock) is not dict or not all(type(c) is int and c >= 0 for c in clock.values()):
+            raise TraceError(f"{path}:{line}: \"vc\" must be an object of node -> non-negative integer, got "
+                             f"{_show(clock)}")
+        if clock.get(node) != seq:
+            raise TraceError(f"{path}:{line}: the vector clock's entry for the event's own node must be its seq ({seq}), "
                              f"got {_show(clock)}")
-    t = obj.get("time")
+    sent, recv, t = get("sent"), get("recv"), get("time")
     if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))):
-        raise TraceError(f"{where}: \"time\" must be a number of seconds, got {_show(t)}")
-    extra = {k: v for k, v in obj.items() if k not in EVENT_KEYS}
-    return Event(node, seq, action, args, vars_, where, raw, clock, _ids(obj.get("sent"), "sent", where),
-                 _ids(obj.get("recv"), "recv", where), t, (), extra)
+        raise TraceError(f"{path}:{line}: \"time\" must be a number of seconds, got {_show(t)}")
+    e = Event(node, seq, action, args, vars_, path, line, raw, clock)
+    if sent is not None:
+        e.sent = _ids(sent, "sent", f"{path}:{line}")
+    if recv is not None:
+        e.recv = _ids(recv, "recv", f"{path}:{line}")
+    if t is not None:
+        e.time = t
+    if len(obj) > 4 and not EVENT_KEYS.issuperset(obj):
+        e.extra = {k: v for k, v in obj.items() if k not in EVENT_KEYS}
+    return e
 
 
 def _open(path: str) -> BinaryIO:
@@ -152,45 +169,70 @@ class LogReader:
 
     def __iter__(self) -> Iterator[Event]:
         path, info = self.path, self.info
-        loads = json.loads
         seen_bytes = 0
         expect = 1
+        line = 0
+        node: str | None = None
         with _open(path) as f:
-            for i, raw in enumerate(f, start=1):
-                seen_bytes += len(raw)
+            while True:
+                chunk = f.readlines(CHUNK)
+                if not chunk:
+                    break
+                seen_bytes += sum(map(len, chunk))
                 if seen_bytes > MAX_LOG_BYTES:
                     raise TraceError(f"{path}: more than {MAX_LOG_BYTES:,} bytes: split the log")
-                if len(raw) > MAX_LINE:
-                    raise TraceError(f"{path}:{i}: a line of {len(raw):,} bytes, more than the limit of {MAX_LINE:,}")
-                if info.ended:
-                    if raw.strip():
-                        raise TraceError(f"{path}:{i}: a line after the log's end record")
-                    continue
-                try:
-                    obj = loads(raw)
-                except (ValueError, RecursionError) as e:
-                    if not raw.strip():
+                for i, obj in enumerate(self._parse(chunk, line), start=line + 1):
+                    if obj is None:
                         continue
-                    if not raw.endswith(b"\n"):
-                        raise TraceError(f"{path}:{i}: the last line is cut short (the writer was stopped while "
-                                         "writing it)") from None
-                    raise TraceError(f"{path}:{i}: not a JSON object: {str(e) or 'nested too deeply'}") from None
-                where = f"{path}:{i}"
-                if type(obj) is dict and "schema" in obj and i == 1:
-                    self._header(obj, where)
-                    continue
-                if type(obj) is dict and obj.get("end") is True and "action" not in obj:
-                    self._node(node_key(obj.get("node"), where), where)
-                    info.ended = True
-                    continue
-                e = parse_event(obj, where)
-                self._node(e.node, where)
-                if e.seq != expect:
-                    raise TraceError(f"{where}: event seq {e.seq} of node {e.node}, expected {expect}: a node's events "
-                                     "are numbered 1, 2, 3, ... in the order it logged them (is a line missing?)")
-                expect += 1
-                info.events += 1
-                yield e
+                    if info.ended:
+                        raise TraceError(f"{path}:{i}: a line after the log's end record")
+                    if type(obj) is dict and "action" in obj:
+                        e = parse_event(obj, path, i)
+                        if e.node != node:
+                            self._node(e.node, f"{path}:{i}")
+                            node = e.node
+                        if e.seq != expect:
+                            raise TraceError(f"{path}:{i}: event seq {e.seq} of node {e.node}, expected {expect}: a node's "
+                                             "events are numbered 1, 2, 3, ... in the order it logged them (is a line "
+                                             "missing?)")
+                        expect += 1
+                        info.events += 1
+                        yield e
+                    elif type(obj) is dict and "schema" in obj and i == 1:
+                        self._header(obj, f"{path}:1")
+                        node = info.node
+                    elif type(obj) is dict and obj.get("end") is True:
+                        self._node(node_key(obj.get("node"), f"{path}:{i}"), f"{path}:{i}")
+                        info.ended = True
+                    else:
+                        parse_event(obj, path, i)  # raises: says what is missing
+                line += len(chunk)
+
+    def _parse(self, chunk: list[bytes], line: int) -> list[Any]:
+        """The object of each line of a chunk (None for a blank line): parsed as one JSON array when every
+        line is whole, line by line otherwise (so that an error names its line)."""
+        if all(len(r) <= MAX_LINE for r in chunk) and chunk[-1].endswith(b"\n") and not any(r.isspace() for r in chunk):
+            try:
+                objs = json.loads(b"[" + b",".join(chunk) + b"]")
+            except (ValueError, RecursionError):
+                objs = None
+            if objs is not None and len(objs) == len(chunk):
+                return objs
+        out: list[Any] = []
+        for i, raw in enumerate(chunk, start=line + 1):
+            if len(raw) > MAX_LINE:
+                raise TraceError(f"{self.path}:{i}: a line of {len(raw):,} bytes, more than the limit of {MAX_LINE:,}")
+            if not raw.strip():
+                out.append(None)
+                continue
+            try:
+                out.append(json.loads(raw))
+            except (ValueError, RecursionError) as e:
+                if not raw.endswith(b"\n"):
+                    raise TraceError(f"{self.path}:{i}: the last line is cut short (the writer was stopped while "
+                                     "writing it)") from None
+                raise TraceError(f"{self.path}:{i}: not a JSON object: {str(e) or 'nested too deeply'}") from None
+        return out
 
     def _header(self, obj: dict[str, Any], where: str) -> None:
         if obj["schema"] != SCHEMA:

@@ -216,16 +216,12 @@ class SpecSide:
     def plan(self, e: Event) -> Plan:
         """The event's plan: the candidate transitions of each step it stands for, and its variable checks."""
         cache_key = None
-        if self.mapping.actors:
-            try:
-                cache_key = (e.node, e.action, tuple((k, hashable(v)) for k, v in e.args.items()),
-                             tuple((k, hashable(v)) for k, v in e.vars.items()))
-            except TypeError:
-                cache_key = None
-            if cache_key is not None:
-                hit = self._plans.get(cache_key)
-                if hit is not None:
-                    return hit
+        if self.mapping.actors:  # the default mapping is a function of the event's node, action, args and vars
+            cache_key = (e.node, e.action, tuple([(k, _key(v)) for k, v in e.args.items()]),
+                         tuple([(k, _key(v)) for k, v in e.vars.items()]))
+            hit = self._plans.get(cache_key)
+            if hit is not None:
+                return hit
         steps = []
         for s in self.mapping.steps(e):
             tids = self.tids(s, e.where)
@@ -286,3 +282,18 @@ class SpecSide:
         if not checks:
             return states
         return [s for s in states if all(s[slot] == rep for slot, rep in checks)]
+
+
+def _key(v: Any) -> Any:
+    """A hashable key of a JSON value (a flat object as its items, in order; others by `hashable`)."""
+    t = type(v)
+    if t is dict:
+        items = tuple(v.items())
+        try:
+            hash(items)
+            return items
+        except TypeError:
+            return hashable(v)
+    if t is list:
+        return hashable(v)
+    return v
