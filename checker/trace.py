@@ -14,6 +14,7 @@ variables, and the actions in `mbt::actionTaken`, are matched to a spec the user
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +45,19 @@ def trusted_spec(named: Any, given: str | None, origin: str | None) -> str:
                          "Lockstep): name the spec with --spec SPEC")
     raise TraceError(f"{where} names spec {named!r}, which is not a registered spec name (see `lockstep list`): "
                      "a trace file does not choose the code that checks it; name the spec yourself with "
-                     f"--spec SPEC (e.g. --spec {named}, if that is the code you mean to run)")
+                     f"--spec SPEC (e.g. --spec {shell_word(str(named))}, if that is the code you mean to run)")
+
+
+def follow_up(command: str, path: str, spec: str) -> str:
+    """The command line that reads back a file a command wrote of spec `spec` (`lockstep replay cex.json`): with
+    `--spec` unless the file records a registered name, which `trusted_spec` takes from the file itself."""
+    line = f"lockstep {command} {shell_word(path)}"
+    return line if registered_name(spec) in SPECS else f"{line} --spec {shell_word(spec)}"
+
+
+def shell_word(text: str) -> str:
+    """`text` as one shell word that no command reads as an option (a path starting with `-` is given as ./-...)."""
+    return shlex.quote("./" + text if text.startswith("-") else text)
 
 
 def registered_name(ref: str) -> str:

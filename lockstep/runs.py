@@ -12,7 +12,7 @@ from typing import Any
 
 from lockstep.checker.errors import UsageError
 from lockstep.checker.loader import LoadError, reference, resolve
-from lockstep.checker.trace import TraceError, trusted_spec
+from lockstep.checker.trace import TraceError, shell_word, trusted_spec
 from lockstep.checker.validation.runtrace import MergedRun, Mismatch
 
 VALID, VIOLATION, INVALID, INCOMPLETE, NOT_VALIDATED = "valid", "violation", "invalid", "incomplete", "not validated"
@@ -254,7 +254,8 @@ def _refuse_own_runners(ref: str) -> None:
     from lockstep.specs.datalog.catalog import is_program_ref
 
     if is_psmr(ref) or is_autobahn(ref) or is_program_ref(ref):
-        raise UsageError(f"{ref} runs on its own executor (replicas, clients or SSP workers): use `lockstep run {ref}`")
+        raise UsageError(f"{ref} runs on its own executor (replicas, clients or SSP workers): use "
+                         f"`lockstep run {shell_word(ref)}`")
 
 
 def _validated(res: RunResult, merged: MergedRun | None, began: float) -> RunResult:

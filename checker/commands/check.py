@@ -12,6 +12,7 @@ from ..explicit import Options
 from ..loader import load_model, parse_params
 from ..progress import NoProgress, Progress, stderr_say
 from ..rounds import FORCE_LIMIT
+from ..trace import follow_up
 from ..vector import choice
 from .common import add_full_argument, add_spec_arguments, load_typed, natural, output_file, positive, print_violation, report
 from .scaling import (
@@ -164,7 +165,7 @@ def _check_witnesses(args: argparse.Namespace, res, model, engine: str, opts: Op
             if args.out:
                 out = args.out if len(reached) == 1 else witness_file(args.out, w.name)
                 w.trace.save(out)
-                print(f"  Trace written to {out} (replay it: lockstep replay {out})")
+                print(f"  Trace written to {out} (replay it: {follow_up('replay', out, w.trace.spec)})")
         elif w.found is False:
             print(f"  witness {w.name} is unreachable: no reachable state satisfies it "
                   f"({w.result.distinct:,} states) — the spec may check less than it seems")

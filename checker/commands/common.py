@@ -11,7 +11,7 @@ from ..errors import UsageError
 from ..loader import LoadError, load_model
 from ..model import Model
 from ..result import CheckResult, Violation
-from ..trace import Trace, TraceError, trusted_spec
+from ..trace import Trace, TraceError, follow_up, trusted_spec
 from ..typed_model import TypedModel
 
 
@@ -127,7 +127,7 @@ def print_violation(v: Violation, out: str | None, model: Model | None = None, f
     print_trace(v.trace, model, full)
     if out:
         v.trace.save(out)
-        print(f"Trace written to {out} (replay it: lockstep replay {out})")
+        print(f"Trace written to {out} (replay it: {follow_up('replay', out, v.trace.spec)})")
 
 
 def report(res: CheckResult, out: str | None, model: Model | None = None, full: bool = False) -> None:

@@ -7,6 +7,7 @@ import sys
 
 from ..loader import parse_params
 from ..progress import stderr_say
+from ..trace import follow_up
 from .common import add_full_argument, add_spec_arguments, load_typed, output_file, positive, print_trace
 
 NAME = "prove"
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         print_trace(res.trace, model, args.full)
         if args.out:
             res.trace.save(args.out)
-            print(f"Trace written to {args.out} (replay it: lockstep replay {args.out})")
+            print(f"Trace written to {args.out} (replay it: {follow_up('replay', args.out, res.trace.spec)})")
     print(f"  {res.seconds:.2f} s")
     sys.stdout.flush()
     return res.exit_code

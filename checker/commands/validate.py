@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from ..loader import parse_params
-from ..trace import TraceError, trusted_spec
+from ..trace import TraceError, follow_up, trusted_spec
 from ..validation.actors import Validation
 from ..validation.population import PopulationValidation, configuration_trace, is_population_run
 from ..validation.runtrace import MergedRun, load
@@ -75,8 +75,10 @@ def run(args: argparse.Namespace) -> int:
     res = validate_merged(merged, keep_path=args.configurations is not None)
     code = print_validation(res)
     if args.configurations and res.verdict != "invalid":
-        configuration_trace(res.result, merged.header["spec"]).save(args.configurations)
-        print(f"Configurations written to {args.configurations} (re-check them: lockstep replay {args.configurations})")
+        saved = configuration_trace(res.result, merged.header["spec"])
+        saved.save(args.configurations)
+        print(f"Configurations written to {args.configurations} "
+              f"(re-check them: {follow_up('replay', args.configurations, saved.spec)})")
     return code
 
 

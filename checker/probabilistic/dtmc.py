@@ -17,6 +17,7 @@ import numpy as np
 from lockstep.specs.lang.population import ALL, Population
 
 from ..loader import LoadError
+from ..trace import shell_word
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -90,7 +91,7 @@ def build(protocol: Population, start: str | None = None, limit: int = DEFAULT_L
             starts_rows = configs
         else:
             starts_rows = np.array(init, dtype=counts)
-            configs = _explore(starts_rows, moves, r, limit, protocol, ref)
+            configs = _explore(starts_rows, moves, r, limit, protocol, ref, start)
         keys = linear_keys(configs, r)
         order = np.argsort(keys, kind="stable")
         skeys = keys[order]
@@ -107,10 +108,11 @@ def build(protocol: Population, start: str | None = None, limit: int = DEFAULT_L
     return chain
 
 
-def _too_many(protocol: Population, what: str, limit: int, ref: str) -> str:
-    ps = " ".join(f"-p {k}={v}" for k, v in protocol.params.items())
+def _too_many(protocol: Population, what: str, limit: int, ref: str, start: str | None = None) -> str:
+    """The refusal of a chain too large, with the command that simulates the same protocol from the same start."""
+    ps = "".join(f" -p {k}={v}" for k, v in protocol.params.items()) + (f" --start {shell_word(start)}" if start else "")
     return (f"{protocol.name} with n={protocol.n} {what}, more than the exact analysis's limit of {limit:,}; "
-            f"estimate it by simulation instead (lockstep simulate {ref} {ps}), or raise --max-configs")
+            f"estimate it by simulation instead (lockstep simulate {shell_word(ref)}{ps}), or raise --max-configs")
 
 
 class _Moves:
@@ -200,7 +202,7 @@ def compositions(n: int, q: int) -> np.ndarray:
 
 
 def _explore(starts: np.ndarray, moves: _Moves, r: np.ndarray, limit: int, protocol: Population,
-             ref: str) -> np.ndarray:
+             ref: str, start: str | None) -> np.ndarray:
     """Breadth-first exploration of the configurations reachable from `starts`, level by level."""
     keys = linear_keys(starts, r)
     _, first = np.unique(keys, return_index=True)
@@ -225,7 +227,8 @@ def _explore(starts: np.ndarray, moves: _Moves, r: np.ndarray, limit: int, proto
             found.append(frontier)
             seen = np.sort(np.concatenate([seen, k]))
             if len(seen) > limit:
-                raise TooManyConfigurations(_too_many(protocol, f"reaches more than {limit:,} configurations", limit, ref))
+                raise TooManyConfigurations(_too_many(protocol, f"reaches more than {limit:,} configurations", limit, ref,
+                                                      start))
     return np.vstack(found)
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from lockstep.checker.commands.validate import print_validation
-from lockstep.checker.trace import TraceError
+from lockstep.checker.trace import TraceError, follow_up
 from lockstep.runs import fault_plan, validate_merged
 
 from .run import RunReport, actor_program
@@ -50,5 +50,5 @@ def show(rep: RunReport) -> None:
     for note in rep.notes:
         print(f"  note: {note}")
     if rep.trace:
-        print(f"Trace written to {rep.trace} (validate it: lockstep validate {rep.trace})")
+        print(f"Trace written to {rep.trace} (validate it: {follow_up('validate', rep.trace, rep.spec)})")
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from lockstep.checker.commands.validate import validate_population_run
-from lockstep.checker.trace import TraceError
+from lockstep.checker.trace import TraceError, follow_up
 from lockstep.runs import fault_plan
 
 from .run import PopulationRunReport, run_population
@@ -53,4 +53,4 @@ def show(rep: PopulationRunReport) -> None:
     for note in rep.notes:
         print(f"  note: {note}")
     if rep.trace:
-        print(f"Trace written to {rep.trace} (validate it: lockstep validate {rep.trace})")
+        print(f"Trace written to {rep.trace} (validate it: {follow_up('validate', rep.trace, rep.spec)})")

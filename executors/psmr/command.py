@@ -11,6 +11,7 @@ import tempfile
 import time
 
 from lockstep.checker.errors import UsageError
+from lockstep.checker.trace import shell_word
 
 from .layout import ServiceConfig
 
@@ -93,7 +94,7 @@ def run_psmr_command(args: argparse.Namespace) -> int:
             print(f"  note: {note}")
         hist = merge_history(rep, args.history or os.path.join(tmp, "history.jsonl"))
         if args.history:
-            print(f"History written to {hist} (check it: lockstep linearizable {hist} --model psmr-kv)")
+            print(f"History written to {hist} (check it: lockstep linearizable {shell_word(hist)} --model psmr-kv)")
         code = 0
         if args.no_validate:
             return 0
