@@ -22,9 +22,19 @@ from typing import Any
 from .relay import Relay
 from .wire import RELAY, RUNNER, Credentials, Endpoint, FrameError, member_main, member_name, parse, serve
 
-START_TIMEOUT = 60.0  # seconds for a spawned process to import Lockstep, build the spec and say hello
+START_TIMEOUT = 60.0  # seconds in which some spawned process says hello (per CPU's share of those still starting)
 STOP_TIMEOUT = 10.0
 MAX_REJECTION_NOTES = 20  # rejected connections and frames described in the run's notes (all are counted)
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """The CPU time a process has used so far (Linux; None where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def default_trace_path(name: str) -> str:
@@ -65,6 +75,7 @@ class Cluster:
         self.ctx = multiprocessing.get_context("spawn")
         self.loop_time0 = 0.0
         self.creds = Credentials.fresh(RUNNER)  # the run's secret: only this run's processes get it
+        self.start_timeout = START_TIMEOUT
         self.rejected = 0
         self.rejections: list[str] = []
 
@@ -109,18 +120,39 @@ class Cluster:
         self.members[pid] = Member(pid, proc, hello=asyncio.get_running_loop().create_future())
 
     async def _await_hellos(self, pids: list[int]) -> None:
+        """Wait until the processes `pids` have said hello. Starting (importing Lockstep, building the spec) is slow
+        on a loaded machine, so the bound is on progress: the run gives up only when no process has said hello
+        for `start_timeout` seconds times the number still starting per CPU, and then says what is slow."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + START_TIMEOUT
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        starting, since = len(pids) + 1, loop.time()
         while True:
             late = [p for p in pids if not self.members[p].hello.done()]
             if not late:
                 return
+            if len(late) < starting:
+                starting, since = len(late), loop.time()
             dead = [p for p in late if not self.members[p].process.is_alive()]
-            if dead or loop.time() > deadline:
-                why = f"exited with code {self.members[dead[0]].process.exitcode}" if dead \
-                    else f"did not start within {START_TIMEOUT:.0f} s"
-                raise RuntimeError(f"process {(dead or late)[0]} {why} before connecting to the runner")
+            if dead:
+                raise RuntimeError(f"process {dead[0]} exited with code {self.members[dead[0]].process.exitcode} "
+                                   "before connecting to the runner")
+            bound = self.start_timeout * max(1.0, len(late) / cpus)
+            if loop.time() - since > bound:
+                raise RuntimeError(self._slow_start(late, len(pids), bound, cpus))
             await asyncio.sleep(0.02)
+
+    def _slow_start(self, late: list[int], total: int, waited: float, cpus: int) -> str:
+        """Why start-up gave up: how many started, what the others did meanwhile, how busy the machine is."""
+        used = [t for t in (cpu_seconds(self.members[p].process.pid) for p in late) if t is not None]
+        cpu = f", using {sum(used) / len(used):.1f} s of CPU each on average" if used else ""
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+        if load > cpus:
+            why = (f"the machine is busy (load average {load:.1f} on {cpus} CPUs): run again when it is less loaded, "
+                   "or with fewer processes")
+        else:
+            why = f"load average {load:.1f} on {cpus} CPUs: a process may be stuck importing or building the spec"
+        return (f"process {late[0]} did not start: no process said hello for {waited:.3g} s ({total - len(late)} of "
+                f"{total} started; {len(late)} still starting{cpu}); {why}")
 
     # -- control connections ---------------------------------------------------------------------------
     def _may_connect(self, peer: int) -> bool:

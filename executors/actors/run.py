@@ -96,8 +96,8 @@ async def run_async(spec: str, params: dict[str, int], duration: float, faults: 
 
 async def _schedule(cluster: Cluster, faults: Faults, duration: float, notes: list[str],
                     progress: Callable[[float], None] | None) -> None:
-    """Let the processes run for `duration` seconds, killing and restarting them as planned
-    (`progress(elapsed)` is called about every PROGRESS_EVERY seconds)."""
+    """Let the processes run for `duration` seconds, killing and restarting them as planned (the time a restarted
+    process takes to start is added to the run); `progress(elapsed)` is called about every PROGRESS_EVERY seconds."""
     plan: list[tuple[float, str, int]] = []
     for c in faults.crashes:
         plan.append((c.at, "kill", c.pid))
@@ -109,7 +109,7 @@ async def _schedule(cluster: Cluster, faults: Faults, duration: float, notes: li
     next_report = loop.time() + PROGRESS_EVERY
     for at, what, pid in plan + [(duration, "end", -1)]:
         while True:
-            wait = min(end, cluster.loop_time0 + at) - loop.time()
+            wait = (end if what == "end" else min(end, cluster.loop_time0 + at)) - loop.time()
             if wait <= 0:
                 break
             await asyncio.sleep(min(wait, 0.1))
@@ -122,7 +122,9 @@ async def _schedule(cluster: Cluster, faults: Faults, duration: float, notes: li
             await cluster.kill(pid)
             notes.append(f"process {pid} killed (SIGKILL) at {at:.2f} s")
         else:
+            began = loop.time()
             await cluster.restart(pid)
+            end += loop.time() - began  # its start-up (slow on a loaded machine) does not shorten the run after it
             notes.append(f"process {pid} restarted at {at:.2f} s")
 
 

@@ -79,8 +79,9 @@ class AutobahnRun:
 
 
 class AutobahnCluster(Cluster):
-    def __init__(self, n: int, trace_dir: str, plan: Plan, rate: int, seed: int, **tuning: float):
-        super().__init__("autobahn", {}, n + 1, trace_dir, seed)
+    def __init__(self, n: int, trace_dir: str, plan: Plan, rate: int, seed: int, durable: bool = False,
+                 **tuning: float):
+        super().__init__("autobahn", {}, n + 1, trace_dir, seed, durable=durable or bool(plan.faults.crashes))
         self.n, self.plan, self.rate, self.tuning = n, plan, rate, tuning
         self.private, self.public = new_keys(n)
 
@@ -90,17 +91,19 @@ class AutobahnCluster(Cluster):
                 "autobahn-client"
         parts = [[p.start, p.end, [sorted(g) for g in p.groups]] for p in self.plan.faults.partitions]
         cfg = ReplicaConfig(pid, self.n, self.control_port, self.trace_path(pid), self.private[pid], self.public,
-                            self.plan.byzantine.get(pid, ""), parts, durable=bool(self.plan.faults.crashes), **self.tuning)
+                            self.plan.byzantine.get(pid, ""), parts, durable=self.durable, **self.tuning)
         return replica.main, asdict(cfg), f"autobahn-{pid}"
 
 
 async def run_async(duration: float, trace_dir: str, plan: Plan | None = None, f: int = 1, rate: int = 20_000,
                     seed: int = 0, progress: Callable[[float], None] | None = None,
-                    during: Callable[[AutobahnCluster], Awaitable[None]] | None = None, **tuning: float) -> AutobahnRun:
-    """See `run`; `during(cluster)` runs alongside the replicas once they have started (to inject messages)."""
+                    during: Callable[[AutobahnCluster], Awaitable[None]] | None = None, durable: bool = False,
+                    **tuning: float) -> AutobahnRun:
+    """See `run`; `during(cluster)` runs alongside the replicas once they have started (to inject messages);
+    `durable`: the replicas write each event through to their traces (crash plans imply it)."""
     plan = plan or Plan()
     n = 3 * f + 1
-    cluster = AutobahnCluster(n, trace_dir, plan, rate, seed, **tuning)
+    cluster = AutobahnCluster(n, trace_dir, plan, rate, seed, durable, **tuning)
     crashed: list[int] = []
     notes: list[str] = []
     try:

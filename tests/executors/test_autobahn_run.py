@@ -22,7 +22,8 @@ from lockstep.executors.autobahn.messages import (
 from lockstep.executors.autobahn.run import parse_plan, run, run_async
 from lockstep.executors.autobahn.validate import RunInvalid, validate
 from lockstep.executors.faults import FaultsError
-from lockstep.executors.wire import MAX_FRAME, TAG, Credentials, connect, parse
+from lockstep.executors.wire import CHALLENGE, MAX_FRAME, TAG, Credentials, connect, parse
+from tests.executors.wire_helpers import closed_by_node, trace_lines, until
 
 PLANS = {
     "no faults": {},
@@ -87,7 +88,8 @@ def test_tampered_forged_replayed_stale_and_malformed_messages_are_rejected(tmp_
     messages on an authenticated channel: the signatures and certificates catch them. A stranger without
     the secret, a plain unauthenticated connection and a replayed channel frame are refused by the channel."""
     async def attack(cluster) -> None:
-        await asyncio.sleep(1.5)  # slot 1 has committed
+        path = cluster.trace_path(0)
+        await until(lambda: any(e["ev"] == "commit" and e["s"] == 1 for e in trace_lines(path)), "slot 1 committed")
         port = cluster.members[0].port
         as2 = Signer(2, cluster.private[2], cluster.public)
         as3 = Signer(3, cluster.private[3], cluster.public)
@@ -115,23 +117,20 @@ def test_tampered_forged_replayed_stale_and_malformed_messages_are_rejected(tmp_
         ep.send({"k": "Z"})
         ep.send({"k": "B", "txs": "not base64!"})
         ep.send({"k": "T", "txs": ""})  # only the client sends transactions
-        await ep.drain()
-        await asyncio.sleep(0.2)
         sealed = ep.session.seal(vote)
         ep.transport.write(sealed + sealed)  # the second copy replays a channel frame: its tag is wrong there
-        await asyncio.sleep(0.2)
-        assert ep.is_closing()  # the replica closed the connection
+        await until(ep.is_closing, "the replica closes the connection")
 
         stranger = await connect(port, Credentials.fresh(3), 0)  # claims to be replica 3, without the secret
         stranger.send_body(vote)
-        _, plain = await asyncio.open_connection("127.0.0.1", port)  # the old, unauthenticated framing
+        reader, plain = await asyncio.open_connection("127.0.0.1", port)  # the old, unauthenticated framing
         plain.write(len(vote).to_bytes(4, "big") + vote)
         await plain.drain()
-        await asyncio.sleep(0.5)
-        assert stranger.is_closing()
+        await until(stranger.is_closing, "the replica closes the stranger's connection")
+        assert len(await closed_by_node(reader)) <= CHALLENGE  # and the plain one, sent nothing but a challenge
         plain.close()
 
-    rep = asyncio.run(run_async(3.0, str(tmp_path), rate=1000, during=attack))
+    rep = asyncio.run(run_async(3.0, str(tmp_path), rate=1000, during=attack, durable=True))
     rj = rep.replicas[0]["rejections"]
     assert rj.get("bad_signature", 0) >= 1 and rj.get("out_of_view", 0) >= 1 and rj.get("replayed", 0) >= 1
     assert rj.get("forged_certificate", 0) >= 2 and rj.get("malformed", 0) >= 3 and rj.get("wrong_sender", 0) >= 1

@@ -19,7 +19,7 @@ from lockstep.executors.faults import parse_faults
 from lockstep.executors.population.run import run_population, run_population_async
 from lockstep.executors.wire import LENGTH
 from lockstep.specs.lang.population.agents import Rules, StateCodec, pairs
-from tests.executors.wire_helpers import insider, stranger
+from tests.executors.wire_helpers import closed_by_node, insider, stranger, until
 
 N, K, SEED = 4, 1500, 5
 
@@ -222,10 +222,10 @@ def test_malformed_frames_are_dropped_and_logged(tmp_path):
                      json.dumps({"k": 2, "src": 3, "state": 0}).encode(),
                      json.dumps({"k": 1, "src": 0, "state": 0, "draw": -1}).encode()):
             ep.send_body(body)
-        _, w, _ = await stranger(ports[1])
+        r, w, _ = await stranger(ports[1])
         w.write(LENGTH.pack(1 << 30))  # announces an oversized frame: the connection is closed
         await w.drain()
-        await asyncio.sleep(0.2)
+        assert await closed_by_node(r) == b""
         w.close()
 
     rep = asyncio.run(run_population_async("phase_clock", {"n": N}, 800, seed=1, trace=str(path), on_started=junk))
@@ -259,9 +259,11 @@ def test_an_agent_that_dies_unplanned_is_reported(tmp_path):
     """An agent killed from outside the runner: the run stops, says which agent died, and its prefix validates."""
     path = tmp_path / "died.jsonl"
 
-    async def kill_agent_1_soon(ports):
+    async def kill_agent_1_soon(cluster):
+        trace = cluster.trace_path(1)  # written in blocks: once the first is out, the run is well under way
+
         async def later():
-            await asyncio.sleep(0.3)
+            await until(lambda: os.path.getsize(trace) > 0, "agent 1 has written part of its trace")
             victim = next(p for p in multiprocessing.active_children() if p.name == "lockstep-agent-1")
             os.kill(victim.pid, signal.SIGKILL)
 

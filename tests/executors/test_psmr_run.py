@@ -68,7 +68,7 @@ def test_processes_reject_strangers_and_members_out_of_their_role(tmp_path):
 
     from lockstep.executors.psmr.run import PsmrCluster
     from lockstep.executors.wire import LENGTH, dumps
-    from tests.executors.wire_helpers import forged_opening, insider, raw, stranger
+    from tests.executors.wire_helpers import forged_opening, insider, raw, stranger, trace_lines, until
 
     service = ServiceConfig(workers=2, clients=1, outstanding=1, keys=4, dependent=0.3, commands=20)
 
@@ -76,7 +76,7 @@ def test_processes_reject_strangers_and_members_out_of_their_role(tmp_path):
         segs = [shared_memory.SharedMemory(create=True, size=8 * service.keys) for _ in range(service.replicas)]
         for s in segs:
             s.buf[:] = bytes(len(s.buf))
-        cluster = PsmrCluster(service, str(tmp_path), [s.name for s in segs], durable=False)
+        cluster = PsmrCluster(service, str(tmp_path), [s.name for s in segs], durable=True)
         lay = cluster.layout
         target = lay.worker(0, 0)
         try:
@@ -95,7 +95,8 @@ def test_processes_reject_strangers_and_members_out_of_their_role(tmp_path):
             sibling.send({"t": "sig", "c": 5, "w": 1, "lc": 10**30})  # a clock that would stall the order
             for writer in (w, w2):
                 await writer.drain()
-            await asyncio.sleep(1.0)
+            trace = cluster.trace_path(target)  # durable: written through, event by event
+            await until(lambda: sum(e["k"] == "rejected" for e in trace_lines(trace)) == 5, "the rejections")
             await cluster.stop()
         finally:
             cluster.close()

@@ -165,7 +165,7 @@ def test_nodes_reject_strangers_and_impostors(tmp_path):
 
     from lockstep.executors.rounds.run import RoundsCluster
     from lockstep.executors.wire import LENGTH, dumps
-    from tests.executors.wire_helpers import forged_opening, insider, raw, stranger
+    from tests.executors.wire_helpers import forged_opening, insider, raw, stranger, trace_lines, until
 
     params = tree_params(nx.path_graph(3))
 
@@ -182,7 +182,8 @@ def test_nodes_reject_strangers_and_impostors(tmp_path):
             ep.send({"src": 0, "round": 1, "msg": None})  # node 2 claiming to be node 0
             await w.drain()
             await w2.drain()
-            await asyncio.sleep(0.5)
+            trace = cluster.trace_path(1)  # nodes write their traces line by line
+            await until(lambda: sum(e["kind"] == "rejected" for e in trace_lines(trace)) == 3, "the rejections")
             await cluster.stop()
         finally:
             cluster.close()

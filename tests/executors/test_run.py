@@ -15,7 +15,7 @@ from lockstep.executors.actors.run import ActorCluster, actor_program, run
 from lockstep.executors.faults import parse_faults
 from lockstep.executors.wire import LENGTH, dumps
 from tests.conftest import model_path
-from tests.executors.wire_helpers import insider, stranger
+from tests.executors.wire_helpers import insider, stranger, trace_lines, until
 
 
 def no_processes_left() -> None:
@@ -108,7 +108,7 @@ def test_malformed_frames_are_logged_and_dropped(tmp_path):
 
     async def scenario() -> None:
         prog = actor_program("two_phase_commit", {})
-        cluster = ActorCluster("two_phase_commit", dict(prog.params), 3, str(tmp_path))
+        cluster = ActorCluster("two_phase_commit", dict(prog.params), 3, str(tmp_path), durable=True)
         try:
             await cluster.start()
             port = cluster.members[1].port
@@ -126,7 +126,8 @@ def test_malformed_frames_are_logged_and_dropped(tmp_path):
             _, w, _ = await stranger(port)
             w.write(LENGTH.pack(1 << 30) + b"xxxx")
             await w.drain()
-            await asyncio.sleep(0.3)
+            trace = str(tmp_path / "process-1.jsonl")
+            await until(lambda: sum(e["kind"] == "rejected" for e in trace_lines(trace)) == 11, "the rejections")
             await cluster.stop()
             assert cluster.members[1].bye is not None and cluster.members[1].bye["stats"]["rejected"] == 11
         finally:
@@ -263,9 +264,10 @@ def test_an_unplanned_kill_leaves_the_run_validated_up_to_it(cli, tmp_path):
         cluster = ActorCluster("token_ring", params, 3, str(tmp_path))
         try:
             await cluster.start()
-            await asyncio.sleep(0.6)
+            trace = cluster.trace_path(1)  # written in blocks: wait for the first (so a tail is left to lose)
+            await until(lambda: os.path.getsize(trace) > 0, "process 1 has written part of its trace")
             os.kill(cluster.members[1].process.pid, signal.SIGKILL)  # not through the runner: unplanned
-            await asyncio.sleep(0.4)
+            await until(lambda: not cluster.members[1].process.is_alive(), "process 1 is gone")
             await cluster.stop()
         finally:
             cluster.close()

@@ -35,6 +35,14 @@ async def until(happened: Callable[[], bool], what: str, deadline: float = 120.0
         await asyncio.sleep(0.005)
 
 
+async def closed_by_node(reader: asyncio.StreamReader) -> bytes:
+    """Wait until the node closes a connection (a reset, when it leaves bytes unread, counts); what it sent first."""
+    try:
+        return await asyncio.wait_for(reader.read(), 120)
+    except ConnectionResetError:
+        return b""
+
+
 def trace_lines(path: str) -> list[dict]:
     """The events a process has written so far (a run with `durable` traces writes each through)."""
     with open(path, encoding="utf-8") as f:
