@@ -24,6 +24,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint64
 
+from ..cache import numba_dir
+
+_CACHED = numba_dir() is not None  # machine code is kept only in the private per-user cache, else not at all
 _MASK32 = uint64(0xFFFFFFFF)
 _GOLDEN = uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing of agent labels
 
@@ -68,7 +71,7 @@ def _below_any(s: np.ndarray, n: int, mask: uint64) -> int:
     return np.int64(r)
 
 
-@njit(cache=True)
+@njit(cache=_CACHED)
 def interact(agents: np.ndarray, counts: np.ndarray, out_a: np.ndarray, out_b: np.ndarray, cum: np.ndarray,
              steps: int, state: np.ndarray) -> None:
     """Run `steps` interactions on `agents` (state indices), keeping `counts` (per state) in step.
@@ -122,7 +125,7 @@ def _block(ends: np.ndarray, guide: np.ndarray, shift: int, label: int) -> int:
     return x
 
 
-@njit(cache=True)
+@njit(cache=_CACHED)
 def batches(counts: np.ndarray, n: int, out_a: np.ndarray, out_b: np.ndarray, cum: np.ndarray, limit: int,
             until: int, cap: int, state: np.ndarray, table: np.ndarray, batch: int, touched: np.ndarray,
             track: bool) -> tuple[int, int]:

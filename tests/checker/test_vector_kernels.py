@@ -1,9 +1,12 @@
 """The vector engine's two sets of loops (numpy and C) give the same results, the fused kernel is used where
-a spec suits it, and the C toolchain's absence or an unsafe cache directory only costs speed."""
+a spec suits it, the C toolchain's absence or an unsafe cache directory only costs speed, and the cache of built
+libraries cannot be taken over by another user."""
 
 from __future__ import annotations
 
+import ctypes
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -178,15 +181,114 @@ def test_a_broken_compiler_leaves_a_background_build_to_numpy(monkeypatch, tmp_p
     assert not native.ready() and "did not build" in native.note and "no such luck" in native.note
 
 
-def test_the_cache_directory_is_private(monkeypatch, tmp_path):
+PROBE = "long probe(void) { return %d; }\n"  # a library that says who built it
+STRANGER = 65534  # another user's uid (nobody)
+
+
+def _plant(directory, name: str, value: int) -> None:
+    """Build, as another user would, a library `name` in `directory` (theirs, as its parent) whose probe returns
+    `value`."""
+    os.makedirs(directory, exist_ok=True)
+    src = os.path.join(directory, "planted.c")
+    with open(src, "w") as f:
+        f.write(PROBE % value)
+    subprocess.run([cbuild.compiler(), *cbuild.FLAGS, "-o", os.path.join(directory, name), src], check=True)
+    for d in (directory, os.path.dirname(directory)):
+        os.chown(d, STRANGER, STRANGER)
+
+
+def _probe(lib: cbuild.Library) -> int:
+    fn = lib.load().probe
+    fn.restype = ctypes.c_long
+    return fn()
+
+
+def test_the_cache_directory_is_made_private(monkeypatch, tmp_path):
     monkeypatch.setenv("LOCKSTEP_CACHE", str(tmp_path / "mine"))
-    path = cbuild.cache_dir()
-    assert path is not None and os.stat(path).st_mode & 0o777 == 0o700
-    shared = tmp_path / "shared"
-    (shared / "kernels").mkdir(parents=True)
-    os.chmod(shared, 0o777)
-    monkeypatch.setenv("LOCKSTEP_CACHE", str(shared))
-    assert cbuild.cache_dir() is None  # another user could plant a library there: not used
+    lib = cbuild.Library(PROBE % 1, "probe")
+    assert lib.refusal is None and _probe(lib) == 1
+    assert os.stat(tmp_path / "mine" / "kernels").st_mode & 0o777 == 0o700
+    assert os.listdir(tmp_path / "mine" / "kernels") == [lib.name]  # the build's own directory is gone
+    assert cbuild.Library(PROBE % 1, "probe").cached()
+
+
+@pytest.mark.parametrize("setup, why", [
+    ("link", "symbolic link owned by another user"),
+    ("foreign", "is owned by uid 65534"),
+    ("foreign_parent", "belongs to another user (uid 65534)"),
+    ("open_parent", "may be written by other users (mode 0777) and is not sticky"),
+    ("group_writable", "may be written by other users (mode 0770)"),
+])
+def test_a_cache_another_user_could_change_is_refused(monkeypatch, tmp_path, setup, why):
+    """The cache path is refused, saying why, when another user owns a component or could replace one (as ssh's
+    StrictModes); the library is then built privately for this process, and a library planted there is not loaded."""
+    evil = tmp_path / "evil"
+    name = cbuild.Library(PROBE % 1, "probe").name
+    _plant(evil / "kernels", name, 666)
+    cache = {"link": tmp_path / "shared" / "cache", "foreign": tmp_path / "theirs", "foreign_parent": evil / "sub",
+             "open_parent": tmp_path / "open" / "cache", "group_writable": tmp_path / "grp"}[setup]
+    if setup == "link":
+        (tmp_path / "shared").mkdir()
+        os.symlink(tmp_path / "mine", cache)
+        os.lchown(cache, STRANGER, STRANGER)
+        (tmp_path / "mine").mkdir(mode=0o700)
+    elif setup == "foreign":
+        (cache / "kernels").mkdir(parents=True)
+        os.chown(cache / "kernels", STRANGER, STRANGER)
+    elif setup == "open_parent":
+        (tmp_path / "open").mkdir()
+        os.chmod(tmp_path / "open", 0o777)
+    elif setup == "group_writable":
+        cache.mkdir()
+        os.chmod(cache, 0o770)
+    monkeypatch.setenv("LOCKSTEP_CACHE", str(cache))
+    lib = cbuild.Library(PROBE % 1, "probe")
+    assert lib.refusal is not None and why in lib.refusal and str(cache) in lib.refusal
+    assert not lib.cached() and _probe(lib) == 1
+    assert not (tmp_path / "mine" / "kernels").exists()  # nothing written where the link points
+
+
+def test_a_sticky_shared_parent_is_accepted(monkeypatch, tmp_path):
+    """/tmp-like: others may write the parent, but it is sticky, so they cannot replace the user's directory."""
+    (tmp_path / "tmp").mkdir()
+    os.chmod(tmp_path / "tmp", 0o1777)
+    monkeypatch.setenv("LOCKSTEP_CACHE", str(tmp_path / "tmp" / "cache"))
+    lib = cbuild.Library(PROBE % 2, "probe")
+    assert lib.refusal is None and _probe(lib) == 2 and lib.cached()
+
+
+def test_the_cache_path_swapped_after_the_check_is_not_followed(monkeypatch, tmp_path):
+    """The attack: after the ownership check, another user re-points the cache path at a directory of theirs
+    holding their library under the expected name. The cache was opened once: the build goes into it and the
+    library loaded is the one built from our source, never theirs."""
+    mine = tmp_path / "cache"
+    monkeypatch.setenv("LOCKSTEP_CACHE", str(mine))
+    lib = cbuild.Library(PROBE % 3, "probe")
+    assert lib.refusal is None
+    _plant(tmp_path / "evil" / "kernels", lib.name, 666)
+    os.rename(mine, tmp_path / "moved")
+    os.symlink(tmp_path / "evil", mine)
+    assert _probe(lib) == 3
+    assert os.listdir(tmp_path / "moved" / "kernels") == [lib.name]
+    assert sorted(os.listdir(tmp_path / "evil" / "kernels")) == sorted([lib.name, "planted.c"])
+
+
+def test_the_compiler_runs_in_a_private_directory_of_the_cache(monkeypatch, tmp_path):
+    """No predictable file name in a shared directory: the source is written, and compiled, in a new directory
+    (mode 0700) inside the private cache, removed afterwards."""
+    log = tmp_path / "cc.log"
+    fake = tmp_path / "cc"
+    fake.write_text(f"#!/bin/sh\nstat -c '%a %u' . > {log}\npwd -P >> {log}\nls >> {log}\nexec {cbuild.compiler()} \"$@\"\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("CC", str(fake))
+    monkeypatch.setenv("LOCKSTEP_CACHE", str(tmp_path / "cache"))
+    lib = cbuild.Library(PROBE % 4, "probe")
+    assert _probe(lib) == 4
+    mode, where, listing = log.read_text().split("\n", 2)
+    assert mode == f"700 {os.getuid()}"
+    assert os.path.dirname(where) == str(tmp_path / "cache" / "kernels") and not os.path.exists(where)
+    assert listing.split() == ["kernel.c"]
+    assert os.listdir(tmp_path / "cache" / "kernels") == [lib.name]
 
 
 @settings(max_examples=60, deadline=None)

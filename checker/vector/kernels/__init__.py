@@ -60,15 +60,18 @@ class Native:
             self.note = "vector engine: no C compiler (set CC to one), so every step runs as numpy passes"
             return
         self._libs.append(runtime_library())
+        if self._libs[0].refusal:
+            self.note = f"vector engine: compiled kernels are built for this run only, not cached: {self._libs[0].refusal}"
         if want_fused:
             try:
                 self.fused = fuse(prog, layout, marks)
                 self._libs.append(self.fused.library)
             except Unfusable as e:
-                self.note = f"vector engine: no fused kernel for this spec ({e}); its steps run as numpy passes"
+                why = f"vector engine: no fused kernel for this spec ({e}); its steps run as numpy passes"
+                self.note = f"{self.note}; {why}" if self.note else why
         if mode == "always":
             self._finish([lib.load() for lib in self._libs])
-        elif all(lib.path() for lib in self._libs):
+        elif all(lib.cached() for lib in self._libs):
             try:
                 self._finish([lib.load() for lib in self._libs])
             except OSError as e:

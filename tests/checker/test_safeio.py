@@ -1,0 +1,171 @@
+"""Files read and written for the user cannot be redirected by another user of the machine: inputs are regular files
+read up to a limit, outputs replace their target and never write through another user's link, and private
+directories (the cache of compiled code) are checked as ssh's StrictModes checks them and then used by descriptor."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from lockstep.checker import safeio
+
+STRANGER = 65534  # another user's uid (nobody); the tests run as root, so ownership is set, not assumed
+
+
+@pytest.fixture
+def victim(tmp_path):
+    """A file a planted link points at (root's, in a directory of its own)."""
+    path = tmp_path / "root-owned" / "passwd"
+    path.parent.mkdir()
+    path.write_text("root:x:0:0\n")
+    return path
+
+
+def test_special_files_are_refused_as_inputs_without_blocking(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # no writer: opening it for reading would block without O_NONBLOCK
+    for path, what in (("/dev/zero", "a character device"), (str(fifo), "a FIFO"), (str(tmp_path), "a directory")):
+        with pytest.raises(OSError, match=f"it is {what}, not a regular file"):
+            safeio.read_bytes(path, 100)
+
+
+def test_inputs_are_limited_by_bytes_read(tmp_path):
+    f = tmp_path / "f"
+    f.write_bytes(b"x" * 101)
+    assert safeio.read_bytes(str(f), 101) == b"x" * 101
+    with pytest.raises(OSError, match="more than the limit of 100 bytes for a trace"):
+        safeio.read_bytes(str(f), 100, "trace")
+
+
+def test_names_from_data_are_not_followed_through_links(tmp_path, victim):
+    os.symlink(victim, tmp_path / "manifest.json")
+    with pytest.raises(OSError, match="symbolic link"):
+        safeio.read_bytes(str(tmp_path / "manifest.json"), 1000, follow=False)
+    assert safeio.read_bytes(str(tmp_path / "manifest.json"), 1000) == victim.read_bytes()  # a name the user gave
+
+
+def test_an_output_through_another_users_link_is_refused(tmp_path, victim):
+    """The attack: another user plants a link at the output's name, pointing at a file of root's."""
+    link = tmp_path / "out.json"
+    os.symlink(victim, link)
+    os.lchown(link, STRANGER, STRANGER)
+    for attempt in (lambda: safeio.write_text(str(link), "pwned"), lambda: safeio.check_output(str(link)),
+                    lambda: safeio.create_fresh(str(link))):
+        with pytest.raises(OSError, match=r"symbolic link owned by another user \(uid 65534\)"):
+            attempt()
+    assert victim.read_text() == "root:x:0:0\n" and os.path.islink(link)
+
+
+def test_a_link_swapped_in_while_the_output_is_written_is_replaced(tmp_path, victim):
+    """A link planted after the check (while the file is being written) is replaced by the rename, not followed."""
+    out = tmp_path / "out.json"
+    with safeio.replacing(str(out)) as f:
+        f.write("mine")
+        os.symlink(victim, out)
+        os.lchown(out, STRANGER, STRANGER)
+    assert not os.path.islink(out) and out.read_text() == "mine" and victim.read_text() == "root:x:0:0\n"
+    assert sorted(os.listdir(tmp_path)) == ["out.json", "root-owned"]
+
+
+def test_a_hard_link_at_the_output_is_replaced_not_truncated(tmp_path, victim):
+    os.link(victim, tmp_path / "log.jsonl")
+    with safeio.create_fresh(str(tmp_path / "log.jsonl")) as f:
+        f.write("event\n")
+    assert victim.read_text() == "root:x:0:0\n" and (tmp_path / "log.jsonl").read_text() == "event\n"
+
+
+def test_outputs_the_user_owns_are_written(tmp_path):
+    target = tmp_path / "real.json"
+    target.write_text("old")
+    target.chmod(0o600)
+    os.symlink(target, tmp_path / "mine")  # the user's own link is followed
+    safeio.write_text(str(tmp_path / "mine"), "new")
+    assert target.read_text() == "new" and os.stat(target).st_mode & 0o777 == 0o600 and os.path.islink(tmp_path / "mine")
+    safeio.write_text("/dev/null", "discarded")  # root's device: written in place, not replaced
+    assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+    with pytest.raises(OSError, match="it is a directory; name a file to write"):
+        safeio.write_text(str(tmp_path), "x")
+    with pytest.raises(ValueError):
+        with safeio.replacing(str(tmp_path / "half.json")) as f:
+            f.write("half")
+            raise ValueError("the writer failed")
+    assert sorted(os.listdir(tmp_path)) == ["mine", "real.json"]  # nothing half-written left behind
+
+
+def test_files_a_run_makes_for_itself_are_new(tmp_path, victim):
+    os.symlink(victim, tmp_path / "process-0.jsonl")
+    with pytest.raises(FileExistsError):
+        safeio.create_new(str(tmp_path / "process-0.jsonl"))
+    with safeio.create_new(str(tmp_path / "process-1.jsonl")) as f:
+        f.write("x")
+    assert os.stat(tmp_path / "process-1.jsonl").st_mode & 0o777 == 0o600
+    os.symlink(victim, tmp_path / "restored.jsonl")
+    with pytest.raises(OSError):
+        safeio.open_append(str(tmp_path / "restored.jsonl"))
+    assert victim.read_text() == "root:x:0:0\n"
+
+
+@pytest.mark.parametrize("setup, path, why", [
+    ("foreign", "theirs", "is owned by uid 65534, not by you"),
+    ("foreign", "theirs/cache", "belongs to another user (uid 65534)"),
+    ("open", "open/cache", "may be written by other users (mode 0777) and is not sticky"),
+    ("link", "link/cache", "symbolic link owned by another user (uid 65534)"),
+    ("writable", "writable", "may be written by other users (mode 0775)"),
+])
+def test_private_directories_refuse_what_another_user_could_change(tmp_path, setup, path, why):
+    if setup == "foreign":
+        (tmp_path / "theirs").mkdir()
+        os.chown(tmp_path / "theirs", STRANGER, STRANGER)
+    elif setup == "open":
+        (tmp_path / "open").mkdir(mode=0o777)
+        os.chmod(tmp_path / "open", 0o777)
+    elif setup == "link":
+        (tmp_path / "mine").mkdir()
+        os.symlink(tmp_path / "mine", tmp_path / "link")
+        os.lchown(tmp_path / "link", STRANGER, STRANGER)
+    else:
+        (tmp_path / "writable").mkdir()
+        os.chmod(tmp_path / "writable", 0o775)
+    with pytest.raises(OSError, match=re.escape(why)):
+        safeio.private_directory(str(tmp_path / path))
+    assert not (tmp_path / "mine" / "cache").exists()
+
+
+def test_private_directories_are_made_0700_and_may_sit_under_a_sticky_shared_one(tmp_path):
+    (tmp_path / "tmp").mkdir()
+    os.chmod(tmp_path / "tmp", 0o1777)
+    os.symlink(tmp_path / "tmp", tmp_path / "mylink")  # the user's (root's) own link is followed
+    fd = safeio.private_directory(str(tmp_path / "mylink" / "a" / "b"))
+    try:
+        assert os.readlink(f"/proc/self/fd/{fd}") == str(tmp_path / "tmp" / "a" / "b")
+        assert os.stat(tmp_path / "tmp" / "a" / "b").st_mode & 0o777 == 0o700
+    finally:
+        os.close(fd)
+
+
+def _numba_cache(tmp_path, cache: str) -> str:
+    """Where a fresh process's population kernels keep their machine code ("none" if nowhere), with numba's own
+    setting pointing at a directory of another user's."""
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(exist_ok=True)
+    os.chown(theirs, STRANGER, STRANGER)
+    code = ("import os\nfrom lockstep.checker.probabilistic import kernels as k\n"
+            "c = k.interact._cache\nprint(os.path.realpath(c._cache_path) if k._CACHED else type(c).__name__)\n")
+    env = {**os.environ, "LOCKSTEP_CACHE": cache, "NUMBA_CACHE_DIR": str(theirs)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert os.listdir(theirs) == []
+    return out.strip()
+
+
+def test_numba_caches_only_in_the_private_cache(tmp_path):
+    where = _numba_cache(tmp_path, str(tmp_path / "cache"))
+    assert where.startswith(str(tmp_path / "cache" / "numba") + "/")
+    os.chmod(tmp_path, 0o777)  # the cache's parent is now writable by anyone: nothing is cached
+    try:
+        assert _numba_cache(tmp_path, str(tmp_path / "cache")) == "NullCache"
+    finally:
+        os.chmod(tmp_path, 0o700)
