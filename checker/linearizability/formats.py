@@ -158,17 +158,23 @@ def parse_edn(text: str, path: str) -> History:
 
 def parse_json(text: str, path: str) -> History:
     """Lockstep's JSON-lines client events."""
-    events = []
-    for n, ln in enumerate(text.splitlines(), 1):
-        if not ln.strip():
-            continue
-        try:
-            ev = json.loads(ln)
-        except json.JSONDecodeError as e:
-            raise HistoryError(f"{path}:{n}:{e.colno}: not JSON ({e.msg})") from None
+    numbered = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+    try:  # one call of the decoder for the whole file; line by line only to say where an error is
+        objs = json.loads("[" + ",".join(ln for _, ln in numbered) + "]")
+    except (json.JSONDecodeError, RecursionError):
+        objs = None
+    if objs is None or len(objs) != len(numbered):
+        objs = []
+        for n, ln in numbered:
+            try:
+                objs.append(json.loads(ln))
+            except json.JSONDecodeError as e:
+                raise HistoryError(f"{path}:{n}:{e.colno}: not JSON ({e.msg})") from None
+    events: list[tuple[str | int, dict[str, Any]]] = []
+    for (n, _), ev in zip(numbered, objs):
         if not isinstance(ev, dict):
             raise HistoryError(f"{path}:{n}: expected a JSON object per line")
-        events.append((f"{path}:{n}", ev))
+        events.append((n, ev))  # the line number: `Builder` names the place only where it needs to
     if events and all(isinstance(ev.get("time"), int | float) for _, ev in events):
         events.sort(key=lambda e: (e[1]["time"], e[1].get("type") != "invoke"))
     return _build(events, path, "json", keywords=False)
@@ -191,20 +197,27 @@ def _hashable(v: Any) -> Any:
     return v
 
 
-def _build(events: list[tuple[str, dict[str, Any]]], path: str, fmt: str, keywords: bool) -> History:
+def _build(events: list[tuple[str | int, dict[str, Any]]], path: str, fmt: str, keywords: bool) -> History:
+    """The history of `events`, each with its place: a description or a line number of `path`."""
     b = Builder(path)
     skipped = 0
     for where, ev in events:
-        for need in ("process", "type", "f"):
-            if need not in ev:
-                raise HistoryError(f"{where}: the event has no {need}")
-        client = ev["process"]
+        try:
+            client, kind, f = ev["process"], ev["type"], ev["f"]
+        except KeyError as e:
+            raise HistoryError(f"{b.at(where)}: the event has no {e.args[0]}") from None
         if isinstance(client, bool) or not isinstance(client, int):
             skipped += 1  # :nemesis and other non-client events
             continue
-        kind = _name(ev["type"], "type", where, keywords)
-        f = _name(ev["f"], "f", where, keywords)
-        value, key = _hashable(ev.get("value")), _hashable(ev.get("key"))
+        if type(kind) is not str or keywords:
+            kind = _name(kind, "type", b.at(where), keywords)
+        if type(f) is not str or keywords:
+            f = _name(f, "f", b.at(where), keywords)
+        value, key = ev.get("value"), ev.get("key")
+        if isinstance(value, list | tuple | dict):
+            value = _hashable(value)
+        if isinstance(key, list | tuple | dict):
+            key = _hashable(key)
         if kind == "invoke":
             b.invoke(client, f, None if f in ("read", "get") else value, key, where)
         elif kind == "ok":
@@ -221,7 +234,7 @@ def _build(events: list[tuple[str, dict[str, Any]]], path: str, fmt: str, keywor
         elif kind == "info":
             b.abandon(client, where)
         else:
-            raise HistoryError(f"{where}: type {kind!r} is not invoke, ok, fail or info")
+            raise HistoryError(f"{b.at(where)}: type {kind!r} is not invoke, ok, fail or info")
     h = b.history(fmt)
     if skipped:
         h.notes.append(f"{skipped} event(s) of non-client processes skipped")

@@ -10,7 +10,7 @@ its invocation, or not at all; one the client gave up on returns after every oth
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class _Unknown:
@@ -38,9 +38,9 @@ class HistoryError(ValueError):
     """A history that cannot be read; the message says where and why."""
 
 
-@dataclass(frozen=True)
-class Operation:
-    """One client operation; `call` < `ret` are positions in the history's event order."""
+class Operation(NamedTuple):
+    """One client operation; `call` < `ret` are positions in the history's event order. (An immutable tuple:
+    a history of a million operations builds them in a second.)"""
 
     id: int
     client: Any
@@ -82,56 +82,62 @@ class History:
         return len(self.operations)
 
 
+# a pending or completed call in a Builder: [client, f, value, key, call, ret, output, where, dropped]
+_CLIENT, _F, _VALUE, _KEY, _CALL, _RET, _OUTPUT, _WHERE, _DROP = range(9)
+
+
 class Builder:
     """Pairs invocations with completions, client by client, numbering events in arrival order."""
 
     def __init__(self, source: str):
         self.source = source
-        self.ops: list[dict[str, Any]] = []
-        self.open: dict[Any, int] = {}  # client -> index in ops of its pending call
+        self.ops: list[list[Any]] = []
+        self.open: dict[Any, list[Any]] = {}  # client -> its pending call
         self.clock = 0
 
-    def invoke(self, client: Any, f: str, value: Any, key: Any = None, where: str = "") -> None:
-        if client in self.open:
-            prev = self.ops[self.open[client]]
-            raise HistoryError(f"{where}: client {client!r} invokes {f} while its {prev['f']} "
-                               f"(invoked at {prev['where']}) has not completed; a client has one call at a time")
-        self.open[client] = len(self.ops)
-        self.ops.append({"client": client, "f": f, "value": value, "key": key, "call": self.clock, "ret": None,
-                         "output": UNKNOWN, "where": where, "drop": False})
+    def at(self, where: str | int) -> str:
+        """A place in the source: `where` itself, or line `where` of it."""
+        return where if isinstance(where, str) else f"{self.source}:{where}"
+
+    def invoke(self, client: Any, f: str, value: Any, key: Any = None, where: str | int = "") -> None:
+        prev = self.open.get(client)
+        if prev is not None:
+            raise HistoryError(f"{self.at(where)}: client {client!r} invokes {f} while its {prev[_F]} "
+                               f"(invoked at {prev[_WHERE]}) has not completed; a client has one call at a time")
+        op = [client, f, value, key, self.clock, None, UNKNOWN, self.at(where), False]
+        self.open[client] = op
+        self.ops.append(op)
         self.clock += 1
 
-    def complete(self, client: Any, output: Any, where: str = "", f: str | None = None, drop: bool = False,
+    def complete(self, client: Any, output: Any, where: str | int = "", f: str | None = None, drop: bool = False,
                  value: Any = KEEP) -> None:
         """The completion of `client`'s pending call (`drop`: it certainly did not take effect). A `value`
         given replaces the invocation's, nil included: what the call turned out to do (Knossos' `complete`)."""
-        i = self.open.pop(client, None)
-        if i is None:
-            raise HistoryError(f"{where}: client {client!r} completes an operation it never invoked")
-        op = self.ops[i]
-        if f is not None and f != op["f"]:
-            raise HistoryError(f"{where}: client {client!r} completes {f} but invoked {op['f']} at {op['where']}")
-        op["ret"], op["output"], op["drop"] = self.clock, output, drop
+        op = self.open.pop(client, None)
+        if op is None:
+            raise HistoryError(f"{self.at(where)}: client {client!r} completes an operation it never invoked")
+        if f is not None and f != op[_F]:
+            raise HistoryError(f"{self.at(where)}: client {client!r} completes {f} but invoked {op[_F]} at {op[_WHERE]}")
+        op[_RET], op[_OUTPUT], op[_DROP] = self.clock, output, drop
         if value is not KEEP:
-            op["value"] = value
+            op[_VALUE] = value
         self.clock += 1
 
-    def abandon(self, client: Any, where: str = "") -> None:
+    def abandon(self, client: Any, where: str | int = "") -> None:
         """The client gave up on its call without learning the outcome (Jepsen's `:info`)."""
         if self.open.pop(client, None) is None:
-            raise HistoryError(f"{where}: client {client!r} reports an indeterminate outcome of an operation "
+            raise HistoryError(f"{self.at(where)}: client {client!r} reports an indeterminate outcome of an operation "
                                "it never invoked")
 
     def history(self, fmt: str) -> History:
         """Calls still open, or abandoned, return after every other event with an unknown output."""
         end = self.clock
-        out = []
-        for op in self.ops:
-            if op["drop"]:
-                continue
-            ret = op["ret"] if op["ret"] is not None else end
-            out.append(Operation(len(out), op["client"], op["f"], op["value"], op["output"] if op["ret"] is not None
-                                 else UNKNOWN, op["call"], ret, op["key"], op["where"]))
+        make = tuple.__new__
+        out: list[Operation] = []
+        for client, f, value, key, call, ret, output, where, drop in self.ops:
+            if not drop:
+                out.append(make(Operation, (len(out), client, f, value, output if ret is not None else UNKNOWN, call,
+                                            ret if ret is not None else end, key, where)))
         return History(out, self.source, fmt)
 
 

@@ -53,6 +53,11 @@ class Model:
         """Whether `op` only reads the state (an explanation may leave it out)."""
         return op.f in self.observers
 
+    def may_float(self, op: Operation) -> bool:
+        """Whether an explanation may let `op` take effect any number of times (not where repeating it has no
+        bound, as an append's)."""
+        return True
+
     def malformed(self, op: Operation) -> str | None:
         """What is wrong with `op`'s value for this model, or None."""
         return None
@@ -143,6 +148,9 @@ class KeyValue(Model):
 
     def partition(self, ops: list[Operation]) -> list[list[Operation]]:
         return _by_key(ops, lambda op: op.key)
+
+    def may_float(self, op: Operation) -> bool:
+        return op.f != "append"
 
     def malformed(self, op: Operation) -> str | None:
         if op.f != "get" and not isinstance(op.value, str):

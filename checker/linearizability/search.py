@@ -1,39 +1,47 @@
-"""Linearizability by search: Wing & Gong's algorithm with Lowe's memoisation, as in Porcupine.
+"""Checking a whole history: its parts searched in parallel, a time budget with a partial answer, explanations.
 
-The history is a doubly linked list of call and return events in real-time order. The search
-repeatedly picks a pending call that comes before the first return, applies it to the model
-state and lifts it (with its return) out of the list; when the first remaining event is a return
-no operation can be linearised next, so it backtracks. A configuration (set of linearised
-operations, model state) already explored is never explored again (Lowe 2017, "Testing for
-linearizability"). The model's partition (by key) is checked part by part — P-compositionality
-(Herlihy & Wing 1990; Horn & Kroening 2015) — the parts in round-robin slices, so that one hard
-part cannot starve the others and the first illegal part ends the check, as Porcupine's parallel
-partitions do.
-
-For a history that is not linearizable, `check` also finds the shortest illegal prefix of the
-failing part (illegality is monotone in the prefix: operations pending at the cut may or may not
-have taken effect) and, within it, the operations involved: every operation that changes the state,
-and the fewest reads (operations the model's `is_observer` names) without which the prefix would be linearizable,
-found by removing reads one at a time. (Removing a write could make a read illegal on its own, so
-writes are never removed: the explanation stays about the history as it happened.)
+A model may partition a history by key; the history is linearizable iff every part is
+(P-compositionality: Herlihy & Wing 1990; Horn & Kroening 2015). For the built-in models each part
+is searched by the compiled kernel (`native`), parts on threads across the cores, largest first, and
+the first illegal part stops the others, as Porcupine's goroutines do. Other models run the Python
+search (`wgl`), parts in round-robin slices on one thread, so that one hard part cannot starve the
+others. Past the budget the verdict is "unknown", with each part still open and the longest prefix
+of it found linearizable (every operation invoked before some event, in an order that is legal).
+A violation is explained by `explain`: the shortest illegal prefix and a minimal window.
 """
 
 from __future__ import annotations
 
+import ctypes
+import threading
 import time
-from collections.abc import Generator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from .history import UNKNOWN, History, Operation
-from .models import ILLEGAL, Model
+from . import native, wgl
+from .engine import cores
+from .explain import explain as explain_part
+from .history import History, Operation
+from .models import Model
+from .wgl import ILLEGAL_HISTORY, LINEARIZABLE, NO_ANSWER, OUT_OF_MEMORY, STOPPED, Outcome
 
-STRIDE = 2048  # search steps per slice between looks at the clock
 EXPLAIN_SECONDS = 10.0  # at most this long is spent shortening and minimising a counterexample
+THREADS_FROM = 1000  # operations from which parts are searched on threads (below, starting them costs more)
 
 
-class Timeout(Exception):
-    """The time budget ran out."""
+@dataclass
+class OpenPart:
+    """A part whose search the budget cut short, and how far it got."""
+
+    key: Any
+    operations: int
+    linearized: list[Operation]  # the longest prefix found linearizable, in a legal order (its linearization)
+    until: Operation | None  # the operation whose event ends that prefix
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": _jsonable_key(self.key), "operations": self.operations,
+                "linearizable_prefix": len(self.linearized), "prefix_until": self.until.to_json() if self.until else None,
+                "linearization": [op.id for op in self.linearized]}
 
 
 @dataclass
@@ -46,11 +54,14 @@ class Verdict:
     partitions: int
     seconds: float
     steps: int = 0
+    engine: str = "python"  # "compiled" (kernel.c) or "python"
     failing_key: Any = None
     prefix: list[Operation] = field(default_factory=list)  # the shortest illegal prefix of the failing part
     last: Operation | None = None  # the operation whose completion makes that prefix illegal
-    involved: list[Operation] = field(default_factory=list)  # the prefix less the reads it does not need
-    minimal: bool = False  # whether `involved` was minimised to the end (not cut by the budget)
+    window: list[Operation] = field(default_factory=list)  # operations of that prefix that cannot be linearized together
+    minimal: bool = False  # whether `window` was minimised to the end (not cut by the budget)
+    finished: int = 0  # parts found linearizable
+    open: list[OpenPart] = field(default_factory=list)  # "unknown": the parts still open
     note: str = ""
 
     @property
@@ -59,213 +70,149 @@ class Verdict:
 
     def to_json(self, history: History | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"verdict": self.verdict, "model": self.model, "operations": self.operations,
-                               "partitions": self.partitions, "seconds": round(self.seconds, 4), "steps": self.steps}
+                               "partitions": self.partitions, "seconds": round(self.seconds, 4), "steps": self.steps,
+                               "engine": self.engine}
         if history is not None:
             out["history"] = history.source
             out["format"] = history.format
         if self.verdict == "not linearizable":
-            out["failing_key"] = self.failing_key if not isinstance(self.failing_key, tuple) else list(self.failing_key)
+            out["failing_key"] = _jsonable_key(self.failing_key)
             out["illegal_prefix"] = [op.to_json() for op in self.prefix]
             out["completes_prefix"] = self.last.to_json() if self.last else None
-            out["involved"] = [op.to_json() for op in self.involved]
-            out["involved_minimal"] = self.minimal
+            out["window"] = [op.to_json() for op in self.window]
+            out["window_minimal"] = self.minimal
+        if self.verdict == "unknown":
+            out["partitions_linearizable"] = self.finished
+            out["open_partitions"] = [p.to_json() for p in self.open]
         if self.note:
             out["note"] = self.note
         return out
 
 
-def _wgl(ops: list[Operation], model: Model, counter: list[int]) -> Generator[None, None, bool]:
-    """True iff `ops` is linearizable with respect to `model`; yields every STRIDE steps."""
-    n = len(ops)
-    if n == 0:
-        return True
-    events = sorted([(op.call, 0, i) for i, op in enumerate(ops)] + [(op.ret, 1, i) for i, op in enumerate(ops)])
-    size = 2 * n
-    head, tail = size, size + 1
-    nxt = [0] * (size + 2)
-    prv = [0] * (size + 2)
-    op_of = [0] * size
-    is_call = [False] * size
-    match = [0] * size
-    ret_node = [0] * n
-    order = [head] + list(range(size)) + [tail]
-    for a, b in zip(order, order[1:]):
-        nxt[a], prv[b] = b, a
-    for k, (_, kind, i) in enumerate(events):
-        op_of[k] = i
-        if kind == 0:
-            is_call[k] = True
-        else:
-            ret_node[i] = k
-    for k in range(size):
-        if is_call[k]:
-            match[k] = ret_node[op_of[k]]
-    step = model.step
-    state = model.init()
-    linearized = 0
-    seen: set[tuple[int, Any]] = set()
-    stack: list[tuple[int, Any]] = []
-    entry = nxt[head]
-    steps = 0
-    while nxt[head] != tail:
-        steps += 1
-        if steps == STRIDE:
-            counter[0] += steps
-            steps = 0
-            yield
-        if is_call[entry]:
-            i = op_of[entry]
-            new = step(state, ops[i])
-            if new is ILLEGAL and ops[i].unknown:
-                new = state  # an operation whose outcome is unknown may not have happened
-            if new is not ILLEGAL:
-                lin = linearized | (1 << i)
-                key = (lin, new)
-                if key not in seen:
-                    seen.add(key)
-                    stack.append((entry, state))
-                    state, linearized = new, lin
-                    m = match[entry]  # lift the call and its return out of the list
-                    p, q = prv[entry], nxt[entry]
-                    nxt[p], prv[q] = q, p
-                    p, q = prv[m], nxt[m]
-                    nxt[p], prv[q] = q, p
-                    entry = nxt[head]
-                    continue
-            entry = nxt[entry]
-        else:
-            if not stack:
-                counter[0] += steps
-                return False
-            entry, state = stack.pop()
-            linearized &= ~(1 << op_of[entry])
-            m = match[entry]  # put the return back, then the call
-            nxt[prv[m]] = m
-            prv[nxt[m]] = m
-            nxt[prv[entry]] = entry
-            prv[nxt[entry]] = entry
-            entry = nxt[entry]
-    counter[0] += steps
-    return True
+def _jsonable_key(key: Any) -> Any:
+    return list(key) if isinstance(key, tuple) else key
 
 
-def linearizable(ops: list[Operation], model: Model, deadline: float | None = None) -> bool:
-    """Whether one (sub-)history is linearizable; Timeout past `deadline` (time.monotonic())."""
-    gen = _wgl(ops, model, [0])
-    try:
-        while True:
-            next(gen)
-            if deadline is not None and time.monotonic() > deadline:
-                raise Timeout()
-    except StopIteration as stop:
-        return bool(stop.value)
+def check(history: History, model: Model, budget: float | None = None, explain: bool = True,
+          deadline: float | None = None, workers: int | None = None) -> Verdict:
+    """Check a whole history, stopping at the first illegal part.
 
-
-def check(history: History, model: Model, budget: float | None = None, explain: bool = True) -> Verdict:
-    """Check a whole history: partitions in round-robin slices, stopping at the first illegal one.
-
-    `budget` (seconds) bounds the search; past it the verdict is "unknown". With `explain`, a
-    non-linearizable verdict comes with the shortest illegal prefix and the operations involved,
-    found within what is left of the budget (at least 1 s, at most EXPLAIN_SECONDS)."""
+    `budget` (seconds from now), or `deadline` (time.monotonic()), bounds the search; past it the verdict is
+    "unknown" with the parts still open. With `explain`, a non-linearizable verdict comes with the shortest illegal
+    prefix and a minimal window, found within what is left of the budget (at least 1 s, at most EXPLAIN_SECONDS).
+    `workers`: threads for the compiled search (default: one per core)."""
     t0 = time.monotonic()
-    deadline = t0 + budget if budget is not None else None
-    model.check_ops(history.operations)
-    parts = [p for p in model.partition(list(history.operations)) if p]
-    counter = [0]
-    running = {k: _wgl(_renumber(p), model, counter) for k, p in enumerate(parts)}
-    failing: int | None = None
-    while running and failing is None:
-        for k in list(running):
-            try:
-                next(running[k])
-            except StopIteration as stop:
-                del running[k]
-                if not stop.value:
-                    failing = k
-                    break
-        if failing is None and running and deadline is not None and time.monotonic() > deadline:
-            done = len(parts) - len(running)
-            return Verdict("unknown", model.name, len(history), len(parts), time.monotonic() - t0, counter[0],
-                           note=f"time budget of {budget:g} s reached with {done} of {len(parts)} part(s) "
-                                "found linearizable")
-    for gen in running.values():
-        gen.close()
+    if deadline is None and budget is not None:
+        deadline = t0 + budget
+    ops = list(history.operations)
+    model.check_ops(ops)
+    parts = [p for p in model.partition(ops) if p]
+    enc = native.encoder(model, ops) if native.library() is not None else None
+    if enc is not None:
+        outcomes = _run_compiled(parts, enc, deadline, workers or cores())
+    else:
+        outcomes = _run_python(parts, model, deadline)
+    steps = sum(o.steps for o in outcomes if o is not None)
+    engine = "compiled" if enc is not None else "python"
+    failing = next((k for k, o in enumerate(outcomes) if o is not None and o.code == ILLEGAL_HISTORY), None)
     if failing is None:
-        return Verdict("linearizable", model.name, len(history), len(parts), time.monotonic() - t0, counter[0])
+        pending = [k for k, o in enumerate(outcomes) if o is None or o.code != LINEARIZABLE]
+        if not pending:
+            return Verdict("linearizable", model.name, len(history), len(parts), time.monotonic() - t0, steps, engine,
+                           finished=len(parts))
+        v = Verdict("unknown", model.name, len(history), len(parts), time.monotonic() - t0, steps, engine,
+                    finished=len(parts) - len(pending))
+        v.open = [_open_part(parts[k], outcomes[k], len(parts) > 1) for k in pending]
+        if any(o is not None and o.code == OUT_OF_MEMORY for o in outcomes):
+            v.note = f"the search ran out of memory with {v.finished} of {len(parts)} part(s) found linearizable"
+        else:
+            allowed = budget if budget is not None else deadline - t0  # type: ignore[operator]
+            v.note = f"time budget of {allowed:g} s reached with {v.finished} of {len(parts)} part(s) found linearizable"
+        return v
     part = parts[failing]
-    v = Verdict("not linearizable", model.name, len(history), len(parts), time.monotonic() - t0, counter[0],
+    v = Verdict("not linearizable", model.name, len(history), len(parts), time.monotonic() - t0, steps, engine,
                 failing_key=part[0].key if len(parts) > 1 else None)
     if explain:
         left = max(1.0, (deadline - time.monotonic()) if deadline is not None else EXPLAIN_SECONDS)
-        _explain(v, part, model, time.monotonic() + min(left, EXPLAIN_SECONDS))
+        e = explain_part(part, model, time.monotonic() + min(left, EXPLAIN_SECONDS))
+        v.prefix, v.last, v.window, v.minimal, v.note = e.prefix, e.last, e.window, e.minimal, e.note
         v.seconds = time.monotonic() - t0
     return v
 
 
-def _renumber(ops: list[Operation]) -> list[Operation]:
-    """The same operations numbered 0..n-1 (the search's bit positions)."""
-    return [op if op.id == i else replace(op, id=i) for i, op in enumerate(ops)]
+def _open_part(part: list[Operation], out: Outcome | None, keyed: bool) -> OpenPart:
+    """How far the search of a part got: the operations invoked before its best event, and the last of them."""
+    key = part[0].key if keyed else None
+    if out is None or out.best_events == 0:
+        return OpenPart(key, len(part), [], None)
+    ev = wgl.event_order(part)
+    until = part[ev[out.best_events - 1] >> 1]
+    return OpenPart(key, len(part), [part[i] for i in out.witness], until)
 
 
-def prefix(ops: list[Operation], cut: int) -> list[Operation]:
-    """The operations invoked before event position `cut`; those not returned by then are pending."""
-    end = max((op.ret for op in ops), default=0) + 1
-    out = []
-    for op in ops:
-        if op.call < cut:
-            out.append(op if op.ret < cut else replace(op, output=UNKNOWN, ret=end))
-    return out
+def _run_compiled(parts: list[list[Operation]], enc: Any, deadline: float | None, workers: int) -> list[Outcome | None]:
+    """Every part through the kernel, on up to `workers` threads, largest first; the first illegal part stops the
+    rest (their outcomes stay STOPPED, or None if never started)."""
+    order = sorted(range(len(parts)), key=lambda k: -len(parts[k]))
+    outcomes: list[Outcome | None] = [None] * len(parts)
+    stop = ctypes.c_int32(0)
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    queue = iter(order)
 
-
-def _explain(v: Verdict, ops: list[Operation], model: Model, deadline: float) -> None:
-    """Fill in the shortest illegal prefix of `ops` and the operations involved in it."""
-    cuts = sorted({op.ret + 1 for op in ops if not op.unknown})
-    lo, hi = 0, len(cuts) - 1  # the full part is illegal, so the last cut is
-    try:
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if linearizable(_renumber(prefix(ops, cuts[mid])), model, deadline):
-                lo = mid + 1
-            else:
-                hi = mid
-    except Timeout:
-        v.note = "the time budget ran out while shortening the illegal prefix"
-    cut = cuts[hi]
-    pre = prefix(ops, cut)
-    last = next(op for op in ops if op.ret + 1 == cut)
-    v.prefix, v.last = pre, last
-    core = list(pre)
-    try:
-        core = _drop_reads(core, last, model, deadline)
-        v.minimal = True
-    except Timeout as t:
-        core = t.args[0] if t.args else core
-        v.note = v.note or "the time budget ran out while removing reads not involved"
-    v.involved = core
-
-
-def _drop_reads(ops: list[Operation], last: Operation, model: Model, deadline: float) -> list[Operation]:
-    """`ops` less the reads it stays illegal without: chunks of reads first, then one by one (as ddmin).
-    Trials that turn linearizable are quick; each removal that keeps the history illegal costs a full
-    search, so removing many reads at once saves most of the time. On Timeout, its argument is the
-    smallest illegal history found so far."""
-    core = list(ops)
-    removable = [op.id for op in core if op.id != last.id and model.is_observer(op)]
-    chunk = max(1, len(removable) // 2)
-    while removable:
-        kept = []
-        for start in range(0, len(removable), chunk):
-            drop = set(removable[start:start + chunk])
-            trial = [op for op in core if op.id not in drop]
+    def work() -> None:
+        while not stop.value:
+            with lock:
+                k = next(queue, None)
+            if k is None:
+                return
             try:
-                illegal = not linearizable(_renumber(trial), model, deadline)
-            except Timeout:
-                raise Timeout(core) from None
-            if illegal:
-                core = trial
-            else:
-                kept.extend(removable[start:start + chunk])
-        if chunk == 1:
+                out = native.search(enc(parts[k]), deadline, stop)
+            except BaseException as e:  # noqa: BLE001 - handed to the calling thread
+                errors.append(e)
+                stop.value = 1
+                return
+            outcomes[k] = out
+            if out.code in (ILLEGAL_HISTORY, OUT_OF_MEMORY):
+                stop.value = 1
+            elif out.code == STOPPED:
+                return
+
+    n = min(workers, len(parts)) if sum(map(len, parts)) >= THREADS_FROM else 1
+    if n <= 1:
+        work()
+    else:
+        threads = [threading.Thread(target=work, name="lockstep-lin", daemon=True) for _ in range(n)]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.2)
+        except BaseException:
+            stop.value = 1
+            raise
+    if errors:
+        raise errors[0]
+    return outcomes
+
+
+def _run_python(parts: list[list[Operation]], model: Model, deadline: float | None) -> list[Outcome | None]:
+    """Every part through the Python search in round-robin slices; the first illegal part stops the rest."""
+    outcomes: list[Outcome | None] = [Outcome(STOPPED) for _ in parts]
+    running = {k: wgl.search(p, model, outcomes[k]) for k, p in enumerate(parts)}  # type: ignore[arg-type]
+    while running:
+        for k in list(running):
+            try:
+                next(running[k])
+            except StopIteration:
+                del running[k]
+                if outcomes[k].code in (ILLEGAL_HISTORY, NO_ANSWER):  # type: ignore[union-attr]
+                    for gen in running.values():
+                        gen.close()
+                    return outcomes
+        if running and deadline is not None and time.monotonic() > deadline:
+            for gen in running.values():
+                gen.close()
             break
-        removable, chunk = kept, max(1, chunk // 2)
-    return core
+    return outcomes
