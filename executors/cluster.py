@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import signal
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .relay import Relay
 from .wire import RELAY, RUNNER, Credentials, Endpoint, FrameError, member_main, member_name, parse, serve
@@ -25,6 +26,7 @@ from .wire import RELAY, RUNNER, Credentials, Endpoint, FrameError, member_main,
 START_TIMEOUT = 60.0  # seconds in which some spawned process says hello (per CPU's share of those still starting)
 STOP_TIMEOUT = 10.0
 MAX_REJECTION_NOTES = 20  # rejected connections and frames described in the run's notes (all are counted)
+T = TypeVar("T")
 
 
 def cpu_seconds(pid: int | None) -> float | None:
@@ -35,6 +37,11 @@ def cpu_seconds(pid: int | None) -> float | None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
+
+
+def interrupted_header(cluster: Cluster) -> dict[str, float]:
+    """The merged trace's mark of a run the user interrupted: `{"interrupted": seconds into the run}` (else nothing)."""
+    return {} if cluster.interrupted is None else {"interrupted": cluster.interrupted}
 
 
 def default_trace_path(name: str) -> str:
@@ -76,6 +83,7 @@ class Cluster:
         self.loop_time0 = 0.0
         self.creds = Credentials.fresh(RUNNER)  # the run's secret: only this run's processes get it
         self.start_timeout = START_TIMEOUT
+        self.interrupted: float | None = None  # seconds into the run when the user interrupted it (SIGINT)
         self.rejected = 0
         self.rejections: list[str] = []
 
@@ -102,6 +110,43 @@ class Cluster:
         self.loop_time0 = asyncio.get_running_loop().time()
         if self.relay is not None:
             self.relay.t0 = time.monotonic()  # partitions are timed from here
+
+    async def drive(self, work: Awaitable[T]) -> T | None:
+        """Run the run's main phase, `work`, until it ends or the user interrupts it (SIGINT, Ctrl-C): then `work` is
+        cancelled, `interrupted` says when, and None is returned; the caller stops the processes as usual, so
+        that they close their traces and what they recorded is kept. A second SIGINT aborts at once."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(work)
+        before = signal.getsignal(signal.SIGINT)
+
+        def interrupt() -> None:
+            self.interrupted = round(self.elapsed(), 3)
+            restore()
+            task.cancel()
+
+        def restore() -> None:
+            if loop.remove_signal_handler(signal.SIGINT) and before is not None:
+                signal.signal(signal.SIGINT, before)
+
+        try:
+            loop.add_signal_handler(signal.SIGINT, interrupt)
+        except (ValueError, RuntimeError, NotImplementedError):  # not the main thread: SIGINT aborts, as it did
+            pass
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if self.interrupted is None:
+                raise
+            return None
+        finally:
+            restore()
+
+    def interruption_note(self) -> list[str]:
+        """What the run's notes say of an interruption (nothing if there was none)."""
+        if self.interrupted is None:
+            return []
+        return [f"interrupted (SIGINT) {self.interrupted:.2f} s into the run: the processes were stopped there and "
+                "closed their traces, which keep what was recorded up to then"]
 
     def _peer_ports(self) -> dict[str, int]:
         if self.relay is not None:

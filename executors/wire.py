@@ -32,6 +32,7 @@ import asyncio
 import hmac
 import json
 import os
+import signal
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -110,7 +111,10 @@ def credentials() -> Credentials:
 
 
 def member_main(target: Callable[[dict[str, Any]], None], cfg: dict[str, Any], creds: Credentials) -> None:
-    """The entry point of every spawned process: install its credentials, then run `target(cfg)`."""
+    """The entry point of every spawned process: install its credentials, then run `target(cfg)`. A member ignores
+    SIGINT: a Ctrl-C reaches the whole process group, and the runner stops the members itself, so that each
+    closes its trace."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     install(creds)
     target(cfg)
 

@@ -9,6 +9,7 @@ from lockstep.checker.commands.validate import print_validation
 from lockstep.checker.trace import TraceError, follow_up
 from lockstep.runs import fault_plan, validate_merged
 
+from ..interrupted import interrupted_exit
 from .run import RunReport, actor_program
 from .run import run as run_processes
 
@@ -27,13 +28,13 @@ def run_actor_command(args: argparse.Namespace, params: dict[str, int]) -> int:
                                                  flush=True))
     show(rep)
     if rep.trace is None or args.no_validate:
-        return 0
+        return interrupted_exit(rep.interrupted, 0, rep.trace)
     try:
         res = validate_merged(rep.merged)  # type: ignore[arg-type]
     except TraceError as e:
         print(f"Not validated: {e}")
         return 1
-    return print_validation(res)
+    return interrupted_exit(rep.interrupted, print_validation(res), rep.trace)
 
 
 

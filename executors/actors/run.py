@@ -12,7 +12,7 @@ from lockstep.checker.loader import LoadError, load_model
 from lockstep.checker.validation.runtrace import MergedRun, merge
 from lockstep.specs.lang.actors import ActorProgram
 
-from ..cluster import Cluster, default_trace_path
+from ..cluster import Cluster, default_trace_path, interrupted_header
 from ..faults import Faults, check_network
 from ..relay import Relay
 from .process import NodeConfig, main
@@ -33,6 +33,7 @@ class RunReport:
     notes: list[str] = field(default_factory=list)
     trace: str | None = None
     merged: MergedRun | None = None
+    interrupted: float | None = None  # seconds into the run when SIGINT stopped it
 
     @property
     def delivered(self) -> int:
@@ -72,7 +73,7 @@ async def run_async(spec: str, params: dict[str, int], duration: float, faults: 
         notes: list[str] = []
         try:
             await cluster.start()
-            await _schedule(cluster, faults, duration, notes, progress)
+            await cluster.drive(_schedule(cluster, faults, duration, notes, progress))
             await cluster.stop()
         finally:
             cluster.close()
@@ -80,15 +81,17 @@ async def run_async(spec: str, params: dict[str, int], duration: float, faults: 
         for p, m in sorted(cluster.members.items()):
             if m.exit_note:
                 notes.append(f"process {p} {m.exit_note}")
-        notes += cluster.rejection_notes()
+        notes += cluster.rejection_notes() + cluster.interruption_note()
         if relay is not None and relay.stats["rejected"]:
             notes.append(f"the relay rejected {relay.stats['rejected']} frame(s) or connection(s): "
                          + "; ".join(relay.rejections))
-        report = RunReport(spec, prog.name, params, duration, stats, dict(relay.stats) if relay else None, notes)
+        report = RunReport(spec, prog.name, params, duration, stats, dict(relay.stats) if relay else None, notes,
+                           interrupted=cluster.interrupted)
         if tracing:
             out = trace or default_trace_path(prog.name)
             paths = {p: cluster.trace_path(p) for p in range(n)}
-            report.merged = merge(paths, out, spec, prog.name, params, notes, {"model": "actors"})  # type: ignore[arg-type]
+            report.merged = merge(paths, out, spec, prog.name, params, notes,  # type: ignore[arg-type]
+                                  {"model": "actors"} | interrupted_header(cluster))
             report.notes = report.merged.notes
             report.trace = out
         return report

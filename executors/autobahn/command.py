@@ -12,6 +12,7 @@ import tempfile
 from lockstep.checker.errors import UsageError
 from lockstep.checker.loader import parse_params
 
+from ..interrupted import interrupted_exit
 from .run import Plan, load_plan, run
 from .validate import RunInvalid, validate
 
@@ -65,7 +66,7 @@ def run_autobahn_command(args: argparse.Namespace) -> int:
                 shutil.copy(path, os.path.join(args.trace, os.path.basename(path)))
             print(f"Traces written to {args.trace}/process-P.jsonl, one per replica")
         if args.no_validate or args.no_trace:
-            return 0
+            return interrupted_exit(rep.interrupted, 0)
         try:
             val = validate(rep.traces, n, set(plan.byzantine))
         except RunInvalid as e:
@@ -74,6 +75,6 @@ def run_autobahn_command(args: argparse.Namespace) -> int:
         print(f"Valid: {val.events:,} events, {val.slots} slots, {val.commits} commits and {val.votes:,} signed votes "
               "satisfy agreement, prefix-consistent logs, authentic certificates, vote-once, the lock after a commit "
               "and k = 1")
-        return 0
+        return interrupted_exit(rep.interrupted, 0)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -72,6 +72,7 @@ class AutobahnRun:
     byzantine: dict[int, str]
     crashed: list[int]
     notes: list[str] = field(default_factory=list)
+    interrupted: float | None = None  # seconds into the run when SIGINT stopped it
 
     @property
     def throughput(self) -> float:
@@ -106,34 +107,45 @@ async def run_async(duration: float, trace_dir: str, plan: Plan | None = None, f
     cluster = AutobahnCluster(n, trace_dir, plan, rate, seed, durable, **tuning)
     crashed: list[int] = []
     notes: list[str] = []
-    try:
-        await cluster.start()
+
+    async def go_on() -> None:
+        """Let the replicas run for `duration` seconds, killing them as planned, alongside `during`."""
         loop = asyncio.get_running_loop()
         side = asyncio.ensure_future(during(cluster)) if during is not None else None
-        for c in sorted(plan.faults.crashes, key=lambda c: c.at):
-            await asyncio.sleep(max(0.0, min(c.at, duration) - cluster.elapsed()))
-            if c.at < duration:
-                await cluster.kill(c.pid)
-                crashed.append(c.pid)
-                notes.append(f"replica {c.pid} killed (SIGKILL) at {c.at:.2f} s")
-        end = loop.time() + max(0.0, duration - cluster.elapsed())
-        while (left := end - loop.time()) > 0:
-            await asyncio.sleep(min(left, 1.0))
-            if progress is not None:
-                progress(cluster.elapsed())
-        if side is not None:
-            await side
+        try:
+            for c in sorted(plan.faults.crashes, key=lambda c: c.at):
+                await asyncio.sleep(max(0.0, min(c.at, duration) - cluster.elapsed()))
+                if c.at < duration:
+                    await cluster.kill(c.pid)
+                    crashed.append(c.pid)
+                    notes.append(f"replica {c.pid} killed (SIGKILL) at {c.at:.2f} s")
+            end = loop.time() + max(0.0, duration - cluster.elapsed())
+            while (left := end - loop.time()) > 0:
+                await asyncio.sleep(min(left, 1.0))
+                if progress is not None:
+                    progress(cluster.elapsed())
+            if side is not None:
+                await side
+        finally:
+            if side is not None:
+                side.cancel()
+
+    try:
+        await cluster.start()
+        await cluster.drive(go_on())
+        seconds = cluster.elapsed()
         await cluster.stop()
     finally:
         cluster.close()
     reps = {p: (m.bye or {}) for p, m in cluster.members.items() if p < n}
-    notes.extend(cluster.rejection_notes())
+    notes.extend(cluster.rejection_notes() + cluster.interruption_note())
     for p, m in sorted(cluster.members.items()):
         if m.exit_note:
             notes.append(f"{'client' if p == n else f'replica {p}'} {m.exit_note}")
     cl = (cluster.members[n].bye or {}).get("stats", {})
     traces = {p: path for p in range(n) if (path := cluster.trace_path(p)) and os.path.exists(path)}
-    return AutobahnRun(n, duration, reps, cl, traces, dict(plan.byzantine), crashed, notes)
+    return AutobahnRun(n, duration if cluster.interrupted is None else seconds, reps, cl, traces, dict(plan.byzantine),
+                       crashed, notes, cluster.interrupted)
 
 
 def run(duration: float, trace_dir: str, plan: Plan | None = None, f: int = 1, rate: int = 20_000, seed: int = 0,

@@ -15,6 +15,7 @@ from lockstep.checker.validation.actors import validate
 from lockstep.checker.validation.runtrace import Mismatch
 
 from ..faults import Faults, Straggler, load_faults
+from ..interrupted import interrupted_exit
 from .run import run
 
 
@@ -64,7 +65,7 @@ def run_datalog_command(args: argparse.Namespace, params: dict[str, int]) -> int
     tracing = False if args.no_trace else None
     rep = run(args.spec, args.graph, workers, s, params, args.weights, args.seed, args.undirected, faults,
               args.trace, tracing, check=not args.no_check,
-              progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True) if sys.stderr.isatty() else None)
+              progress=lambda m: print(f"progress: {m}", file=sys.stderr, flush=True))
     for n in rep.notes:
         print(f"  {n}")
     for pid in sorted(rep.stats):
@@ -81,7 +82,9 @@ def run_datalog_command(args: argparse.Namespace, params: dict[str, int]) -> int
     if rep.failures:
         return 1 if any("divergence" in f for f in rep.failures) else 4
     code = 0
-    if not args.no_check:
+    if rep.interrupted is not None and not args.no_check:
+        print("  not compared with the sequential fixpoint: the run was interrupted before the workers finished")
+    elif not args.no_check:
         fix = rep.plan.fixpoint
         if fix is None:
             print("  the sequential evaluation diverges: nothing to compare with")
@@ -107,4 +110,4 @@ def run_datalog_command(args: argparse.Namespace, params: dict[str, int]) -> int
                 return 1
             print(f"  validated against {rep.spec} {rep.spec_params}")
             code = max(code, report_validation(res, time.monotonic() - t0))
-    return code
+    return interrupted_exit(rep.interrupted, code, rep.trace)

@@ -57,6 +57,7 @@ class DatalogRun:
     spec_params: dict[str, int] | None = None
     plan: LinearPlan | PairPlan | None = None
     startup: float = 0.0  # seconds to start the workers (not included in `seconds`: from go to the last stop)
+    interrupted: float | None = None  # seconds into the run when SIGINT stopped it (the result is then partial)
 
     def mapping(self) -> dict[int, int]:
         return dict(zip(self.keys.tolist(), self.vals.tolist()))
@@ -179,7 +180,7 @@ def run(ref: str, graph: str, workers: int = 2, staleness: int = 1, params: dict
                 max_clock or max(10_000, 2 * len(plan.keys) + 10), *delays.get(pid, (0.0, 1.0)), seed,
                 os.path.join(tmp, f"worker-{pid}.jsonl") if traced else None, spec, spec_params,
                 clocks_base if workers > 2 else 0, "pairs" if pairs else "linear"))
-        stats, clocks, failures, seconds, startup = asyncio.run(_drive(configs, timeout, progress))
+        stats, clocks, failures, seconds, startup, interrupted = asyncio.run(_drive(configs, timeout, progress))
         keys, vals = [], []
         for pid in range(workers):
             path = configs[pid].result
@@ -192,15 +193,19 @@ def run(ref: str, graph: str, workers: int = 2, staleness: int = 1, params: dict
         k = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
         v = np.concatenate(vals) if vals else np.zeros(0, dtype=np.int64)
         order = np.argsort(k)
+        if interrupted is not None:
+            notes.append(f"interrupted (SIGINT) {interrupted:.2f} s into the run: the workers were stopped there, so "
+                         "the result is partial; their traces keep what was recorded up to then")
         out = DatalogRun(name, workers, staleness, seconds, plan.keys[k[order]], v[order], stats, clocks, failures,
-                         notes, spec=spec, plan=plan, startup=startup)
+                         notes, spec=spec, plan=plan, startup=startup, interrupted=interrupted)
         if traced:
             out.trace = trace or os.path.join(tempfile.gettempdir(), f"lockstep-datalog-{name}-{os.getpid()}.jsonl")
             paths = {pid: configs[pid].trace for pid in range(workers)}
             if spec:
                 spec_params = _validation_params(paths, spec_params, workers)
             out.spec_params = spec_params
-            out.merged = merge(paths, out.trace, spec or name, spec or name, spec_params or {}, notes)  # type: ignore
+            out.merged = merge(paths, out.trace, spec or name, spec or name, spec_params or {}, notes,  # type: ignore
+                               {} if interrupted is None else {"interrupted": interrupted})
         return out
 
 
@@ -234,22 +239,23 @@ def _validation_params(paths: dict[int, str | None], params: dict[str, int], wor
 
 
 async def _drive(configs: list[WorkerConfig], timeout: float,
-                 progress: Callable[[str], None] | None) -> tuple[dict, dict, list[str], float, float]:
+                 progress: Callable[[str], None] | None) -> tuple[dict, dict, list[str], float, float, float | None]:
     cluster = DatalogCluster(configs)
     failures: list[str] = []
     t0 = time.perf_counter()
     seconds = startup = 0.0
-    try:
-        await cluster.start()
-        startup = time.perf_counter() - t0
-        t1 = time.perf_counter()
+
+    async def until_quiet() -> None:
+        """Wait until every worker has detected quiescence (or one fails, dies, or the run times out)."""
+        if progress:
+            progress(f"{len(configs)} workers started in {startup:.1f} s")
         pending = set(range(len(configs)))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while pending:
             if loop.time() > deadline:
                 failures.append(f"workers {sorted(pending)} did not finish within {timeout:.0f} s")
-                break
+                return
             for pid in list(pending):
                 q = cluster.members[pid].reports
                 while not q.empty():
@@ -267,8 +273,14 @@ async def _drive(configs: list[WorkerConfig], timeout: float,
             dead = cluster.dead()
             if dead:
                 failures.append(f"worker {dead[0]} exited unexpectedly")
-                break
+                return
             await asyncio.sleep(0.002)
+
+    try:
+        await cluster.start()
+        startup = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        await cluster.drive(until_quiet())
         seconds = time.perf_counter() - t1
         await cluster.stop()
     finally:
@@ -278,4 +290,4 @@ async def _drive(configs: list[WorkerConfig], timeout: float,
     for p, m in sorted(cluster.members.items()):
         if m.exit_note and m.bye is None:  # a worker that said goodbye (its result written) but exits slowly is fine
             failures.append(f"worker {p} {m.exit_note}")
-    return stats, clocks, failures, seconds, startup
+    return stats, clocks, failures, seconds, startup, cluster.interrupted

@@ -9,6 +9,7 @@ from lockstep.checker.commands.validate import validate_population_run
 from lockstep.checker.trace import TraceError, follow_up
 from lockstep.runs import fault_plan
 
+from ..interrupted import interrupted_exit
 from .run import PopulationRunReport, run_population
 
 DEFAULT_INTERACTIONS = 10_000
@@ -30,9 +31,9 @@ def run_population_command(args: argparse.Namespace, params: dict[str, int]) -> 
                                                                  file=sys.stderr, flush=True))
     show(rep)
     if rep.merged is None or args.no_validate:
-        return 0
+        return interrupted_exit(rep.interrupted, 0, rep.trace)
     try:
-        return validate_population_run(rep.merged)
+        return interrupted_exit(rep.interrupted, validate_population_run(rep.merged), rep.trace)
     except TraceError as e:
         print(f"Not validated: {e}")
         return 1

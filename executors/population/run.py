@@ -18,7 +18,7 @@ from lockstep.checker.loader import load_protocol
 from lockstep.checker.validation.runtrace import MergedRun, merge
 from lockstep.specs.lang.population.agents import StateCodec, initial_agents
 
-from ..cluster import Cluster, Member, default_trace_path
+from ..cluster import Cluster, Member, default_trace_path, interrupted_header
 from ..faults import Faults, FaultsError
 from .agent import AgentConfig
 from .agent import main as agent_main
@@ -44,6 +44,7 @@ class PopulationRunReport:
     notes: list[str] = field(default_factory=list)
     trace: str | None = None
     merged: MergedRun | None = None
+    interrupted: float | None = None  # seconds into the run when SIGINT stopped it
 
     @property
     def rate(self) -> float:
@@ -109,7 +110,11 @@ async def run_population_async(spec: str, params: dict[str, int], interactions: 
             sched = cluster.members[n]
             if on_started is not None:
                 await on_started(cluster)
-            completed, seconds = await _watch(cluster, sched, kills, notes, progress)
+            watched = await cluster.drive(_watch(cluster, sched, kills, notes, progress))
+            if watched is not None:
+                completed, seconds = watched
+            else:
+                seconds = cluster.elapsed()
             await cluster.stop()
         finally:
             cluster.close()
@@ -118,13 +123,14 @@ async def run_population_async(spec: str, params: dict[str, int], interactions: 
         for p, m in sorted(cluster.members.items()):
             if m.exit_note and not m.killed:
                 notes.append(f"{'the scheduler' if p == n else f'agent {p}'} {m.exit_note}")
-        notes += cluster.rejection_notes()
-        report = PopulationRunReport(spec, protocol.name, params, n, interactions, completed, seconds, stats, notes)
+        notes += cluster.rejection_notes() + cluster.interruption_note()
+        report = PopulationRunReport(spec, protocol.name, params, n, interactions, completed, seconds, stats, notes,
+                                     interrupted=cluster.interrupted)
         if tracing:
             out = trace or default_trace_path(protocol.name)
             paths = {p: cluster.trace_path(p) for p in range(n)}
             header = {"model": "population", "seed": seed, "agents": n, "interactions": interactions,
-                      "start": start, "complete": completed == interactions and not notes}
+                      "start": start, "complete": completed == interactions and not notes} | interrupted_header(cluster)
             report.merged = merge(paths, out, spec, protocol.name, params, notes, header)  # type: ignore[arg-type]
             report.notes = report.merged.notes
             report.trace = out

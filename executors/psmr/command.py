@@ -13,6 +13,9 @@ import time
 from lockstep.checker.errors import UsageError
 from lockstep.checker.trace import shell_word
 
+from ..faults import Crash, Faults, load_faults
+from ..interrupted import interrupted_exit
+from .faults import check_plan, network
 from .layout import ServiceConfig
 
 SPEC_NAMES = ("psmr", "lockstep.specs.psmr.spec:PSMR", "psmr_first_key_cg", "lockstep.specs.psmr.spec:PSMRFirstKeyCG")
@@ -35,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--service", choices=("io", "cpu"), help="io: a blocking wait (default); cpu: a busy loop")
     g.add_argument("--kill-replica", metavar="R@S", help="SIGKILL replica R's workers S seconds into the run")
     g.add_argument("--history", metavar="FILE", help="write the clients' history (JSON lines) to FILE")
-    g.add_argument("--budget", type=float, default=60.0, help="seconds for the linearizability check (default 60)")
+    g.add_argument("--budget", type=float, help="seconds for the linearizability check (default 60)")
 
 
 def _kill(text: str | None, replicas: int) -> tuple[int, float] | None:
@@ -51,11 +54,26 @@ def _kill(text: str | None, replicas: int) -> tuple[int, float] | None:
     return rep, sec
 
 
+def _plan(args: argparse.Namespace, replicas: int) -> Faults | None:
+    """The run's fault plan: `--faults` (its pids are replicas; see `faults.py`) and `--kill-replica`."""
+    plan = check_plan(load_faults(args.faults, replicas), args.faults) if args.faults else None
+    kill = _kill(args.kill_replica, replicas)
+    if kill is not None:
+        plan = plan or Faults()
+        plan.crashes.append(Crash(*kill))
+    return plan
+
+
 def _config(args: argparse.Namespace) -> ServiceConfig:
     d = ServiceConfig(clients=2, outstanding=2, keys=8)
+
+    def given(name: str) -> int:
+        v = getattr(args, name)
+        return getattr(d, name) if v is None else v
+
     cfg = ServiceConfig(
-        replicas=args.replicas or d.replicas, workers=args.workers or d.workers, clients=args.clients or d.clients,
-        outstanding=args.outstanding or d.outstanding, keys=args.keys or d.keys,
+        replicas=given("replicas"), workers=given("workers"), clients=given("clients"),
+        outstanding=given("outstanding"), keys=given("keys"),
         dependent=d.dependent if args.dependent is None else args.dependent,
         service_ms=d.service_ms if args.service_ms is None else args.service_ms, service=args.service or d.service,
         seed=args.seed, cg="first_key" if "first_key" in args.spec.lower() else "keys")
@@ -70,6 +88,8 @@ def _config(args: argparse.Namespace) -> ServiceConfig:
         raise UsageError(f"--service-ms {cfg.service_ms}: between 0 and 1000")
     if cfg.keys < cfg.workers:
         raise UsageError(f"--keys {cfg.keys}: at least one key per worker ({cfg.workers})")
+    if args.budget is not None and not 0 < args.budget <= 3600:
+        raise UsageError(f"--budget {args.budget}: seconds for the linearizability check, above 0 and at most 3600")
     return cfg
 
 
@@ -80,16 +100,21 @@ def run_psmr_command(args: argparse.Namespace) -> int:
     from .run import merge_history, run
 
     cfg = _config(args)
-    crash = _kill(args.kill_replica, cfg.replicas)
+    plan = _plan(args, cfg.replicas)
     duration = args.duration or 2.0
     nproc = cfg.workers + 1 + cfg.replicas * cfg.workers + cfg.clients
     print(f"Running the P-SMR key-value service: {cfg.replicas} replicas x {cfg.workers} workers, {cfg.workers} "
           f"group sequencers and a hub, {cfg.clients} clients x {cfg.outstanding} in flight ({nproc} processes) for "
-          f"{duration:g} s; {cfg.dependent:.0%} dependent commands, {cfg.service_ms:g} ms {cfg.service} service time")
+          f"{duration:g} s; {cfg.dependent:.0%} dependent commands, {cfg.service_ms:g} ms {cfg.service} service time"
+          + (f"; faults from {args.faults}" if args.faults else ""))
     tmp = tempfile.mkdtemp(prefix="lockstep-psmr-")
     try:
-        rep = run(cfg, duration, tmp, crash, progress=lambda t: print(f"progress: {t:.0f} s", file=sys.stderr, flush=True))
+        rep = run(cfg, duration, tmp, plan, progress=lambda t: print(f"progress: {t:.0f} s", file=sys.stderr, flush=True))
         print(f"  {rep.completed:,} commands completed in {rep.seconds:.2f} s: {rep.throughput:,.0f} commands/s")
+        if network(plan) is not None:
+            hit = rep.injected
+            print(f"  faults injected: {hit['dropped']:,} messages dropped, {hit['partitioned']:,} lost to partitions, "
+                  f"{hit['delayed']:,} delayed")
         for note in rep.notes:
             print(f"  note: {note}")
         hist = merge_history(rep, args.history or os.path.join(tmp, "history.jsonl"))
@@ -97,7 +122,7 @@ def run_psmr_command(args: argparse.Namespace) -> int:
             print(f"History written to {hist} (check it: lockstep linearizable {shell_word(hist)} --model psmr-kv)")
         code = 0
         if args.no_validate:
-            return 0
+            return interrupted_exit(rep.interrupted, 0)
         t0 = time.monotonic()
         try:
             val = validate_run(rep.traces)
@@ -106,7 +131,7 @@ def run_psmr_command(args: argparse.Namespace) -> int:
         except RunInvalid as e:
             print(f"Invalid: the run breaks the spec: {e}")
             code = 1
-        v = check(read_history(hist), load_model("psmr-kv"), budget=args.budget)
+        v = check(read_history(hist), load_model("psmr-kv"), budget=60.0 if args.budget is None else args.budget)
         if v.verdict == "linearizable":
             print(f"Linearizable: the clients' history of {v.operations:,} operations ({v.seconds:.2f} s)")
         elif v.verdict == "unknown":
@@ -116,6 +141,6 @@ def run_psmr_command(args: argparse.Namespace) -> int:
             print(f"Not linearizable: {v.last.describe() if v.last else ''} completes an illegal prefix of "
                   f"{len(v.prefix)} operations")
             code = 1
-        return code
+        return interrupted_exit(rep.interrupted, code)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -32,6 +32,7 @@ from typing import Any
 from lockstep.specs.psmr.commands import CG_FUNCTIONS, Command, execute
 
 from ..wire import RUNNER, Endpoint, FrameError, connect, credentials, dumps, member_name, parse, serve
+from .faults import Injector
 from .layout import Layout, ServiceConfig
 
 OPS = ("get", "put", "putall")
@@ -40,6 +41,7 @@ SENDERS = {("sequencer", "mc"): "client", ("sequencer", "fw"): "hub", ("hub", "m
            ("worker", "dl"): "sequencer", ("worker", "sig"): "worker", ("worker", "go"): "worker",
            ("client", "rep"): "worker"}
 MAX_CLOCK = 1 << 62  # a Lamport clock beyond this is refused
+MAX_REJECTIONS_LOGGED = 1_000  # rejected frames recorded one by one in a process's trace (all are counted)
 
 
 def main(cfg: dict[str, Any]) -> None:
@@ -95,6 +97,9 @@ class Member:
         path = cfg.get("trace")
         self.trace = open(path, "w", encoding="utf-8", buffering=1 << 16) if path else None
         self.t0 = time.monotonic()
+        plan = cfg.get("faults")
+        self.injector = None if plan is None else Injector(plan, self.pid, service.seed, self._replica_of, self.now,
+                                                           self._enqueue, self._lost)
 
     def groups(self, c: Command) -> frozenset[int]:
         return self.cg(c, self.service.workers, self.service.keys)
@@ -130,7 +135,8 @@ class Member:
                     self.stopped = True  # frames arriving from now on are neither served nor recorded
                     self.finish()
                     self.close_trace()
-                    self.ctl.send({"op": "bye", "stats": self.stats | {"rejected": self.rejected}})
+                    faults = self.injector.stats if self.injector is not None else {}
+                    self.ctl.send({"op": "bye", "stats": self.stats | faults | {"rejected": self.rejected}})
                     await self.ctl.drain()
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -163,18 +169,33 @@ class Member:
                                  f"sends it to a {self.role[0]}")
             self.on_frame(msg, ep.peer)
         except (FrameError, KeyError, TypeError, ValueError) as e:
-            self.rejected += 1
-            self.log({"k": "rejected", "why": str(e)[:200]})
+            self._broken(str(e)[:200])
 
     def _broken(self, why: str) -> None:
         self.rejected += 1
-        self.log({"k": "rejected", "why": why})
+        if self.rejected <= MAX_REJECTIONS_LOGGED:
+            self.log({"k": "rejected", "why": why})
 
     def on_frame(self, msg: dict[str, Any], peer: int) -> None:
         """Act on a frame from member `peer` (already parsed, its kind checked against the sender's role)."""
         raise NotImplementedError
 
     def send(self, dst: int, msg: dict[str, Any]) -> None:
+        """Send a frame to `dst`, through the fault plan if there is one."""
+        if self.injector is not None:
+            self.injector.send(dst, msg)
+        else:
+            self._enqueue(dst, msg)
+
+    def _replica_of(self, pid: int) -> int | None:
+        role, replica, _ = self.layout.role(pid)
+        return replica if role == "worker" else None
+
+    def _lost(self, dst: int, msg: dict[str, Any], why: str) -> None:
+        """A frame the fault plan lost (`why`: drop or partition), on record."""
+        self.log({"k": "fault", "what": why, "dst": dst, "t": msg.get("t"), "at": self.now()})
+
+    def _enqueue(self, dst: int, msg: dict[str, Any]) -> None:
         """Queue a frame to `dst`; the frames of one turn of the event loop leave in one write."""
         box = self.outbox.get(dst)
         if box is None:

@@ -1,17 +1,19 @@
-"""Run the P-SMR key-value service for a while: spawn its processes, load it with client proxies, crash a
-replica if asked, stop, and hand back where the traces and the client history are."""
+"""Run the P-SMR key-value service for a while: spawn its processes, load it with client proxies, inject the fault
+plan (crashes of replicas, drops, delays and partitions on their links), stop, and hand back where the traces and
+the client history are."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing import shared_memory
 from typing import Any
 
 from ..cluster import Cluster
+from ..faults import Faults
+from .faults import network
 from .layout import Layout, ServiceConfig
 from .process import main
 
@@ -28,23 +30,30 @@ class ServiceRun:
     history: list[str]
     notes: list[str] = field(default_factory=list)
     crashed: list[int] = field(default_factory=list)  # replicas killed
+    interrupted: float | None = None  # seconds into the run when SIGINT stopped it
 
     @property
     def throughput(self) -> float:
         return self.completed / self.seconds if self.seconds > 0 else 0.0
 
+    @property
+    def injected(self) -> dict[str, int]:
+        """The messages the fault plan lost or held back, over all processes: dropped, partitioned, delayed."""
+        return {k: sum(s.get(k, 0) for s in self.stats.values()) for k in ("dropped", "partitioned", "delayed")}
+
 
 class PsmrCluster(Cluster):
     """The processes of one run: what each runs is `process.main` with its role's configuration."""
 
-    def __init__(self, service: ServiceConfig, trace_dir: str, stores: list[str], durable: bool):
-        self.service, self.layout, self.stores = service, Layout(service), stores
+    def __init__(self, service: ServiceConfig, trace_dir: str, stores: list[str], durable: bool,
+                 faults: dict[str, Any] | None = None):
+        self.service, self.layout, self.stores, self.faults = service, Layout(service), stores, faults
         super().__init__("psmr", {}, self.layout.size, trace_dir, service.seed, None, durable=durable)
 
     def process_for(self, pid: int, restore: bool) -> tuple[Callable[[dict[str, Any]], None], dict[str, Any], str]:
         role, a, _ = self.layout.role(pid)
         cfg: dict[str, Any] = {"pid": pid, "control_port": self.control_port, "trace": self.trace_path(pid),
-                               "service": self.service.as_dict(), "durable": self.durable}
+                               "service": self.service.as_dict(), "durable": self.durable, "faults": self.faults}
         if role == "worker":
             cfg["store"] = self.stores[a]
         if role == "client":
@@ -52,38 +61,46 @@ class PsmrCluster(Cluster):
         return main, cfg, f"psmr-{role}-{pid}"
 
 
-async def run_async(service: ServiceConfig, duration: float, trace_dir: str, crash: tuple[int, float] | None = None,
+async def run_async(service: ServiceConfig, duration: float, trace_dir: str, faults: Faults | None = None,
                     progress: Callable[[float], None] | None = None) -> ServiceRun:
-    """Run the service for `duration` seconds (or until every client has issued its `commands`);
-    `crash` = (replica, seconds): SIGKILL that replica's workers then."""
+    """Run the service for `duration` seconds (or until every client has issued its `commands`), with the fault plan
+    `faults`, checked by `faults.check_plan` (its pids are replicas: a crash SIGKILLs that replica's workers)."""
+    crashes = sorted((c.at, c.pid) for c in faults.crashes) if faults is not None else []
     segs = [shared_memory.SharedMemory(create=True, size=8 * service.keys) for _ in range(service.replicas)]
     for s in segs:
         s.buf[:] = bytes(len(s.buf))
-    cluster = PsmrCluster(service, trace_dir, [s.name for s in segs], durable=crash is not None)
+    cluster = PsmrCluster(service, trace_dir, [s.name for s in segs], durable=bool(crashes), faults=network(faults))
     notes: list[str] = []
     crashed: list[int] = []
-    try:
-        await cluster.start()
-        t0 = time.monotonic()
+    seconds = 0.0
+
+    async def serve_for() -> None:
         loop = asyncio.get_running_loop()
         end = loop.time() + duration
         next_report = loop.time() + 2.0
         while loop.time() < end:
             await asyncio.sleep(0.05)
-            if crash is not None and not crashed and time.monotonic() - t0 >= crash[1]:
-                for pid in cluster.layout.replica_workers(crash[0]):
+            while crashes and cluster.elapsed() >= crashes[0][0]:
+                _, replica = crashes.pop(0)
+                if replica in crashed:
+                    continue
+                for pid in cluster.layout.replica_workers(replica):
                     await cluster.kill(pid)
-                crashed.append(crash[0])
-                notes.append(f"replica {crash[0]} killed (SIGKILL, its {service.workers} workers) at "
-                             f"{time.monotonic() - t0:.2f} s")
+                crashed.append(replica)
+                notes.append(f"replica {replica} killed (SIGKILL, its {service.workers} workers) at "
+                             f"{cluster.elapsed():.2f} s")
             if progress is not None and loop.time() >= next_report:
                 next_report += 2.0
-                progress(time.monotonic() - t0)
+                progress(cluster.elapsed())
             dead = cluster.dead()
             if dead:
                 notes.append(f"process {dead[0]} exited unexpectedly")
-                break
-        seconds = time.monotonic() - t0
+                return
+
+    try:
+        await cluster.start()
+        await cluster.drive(serve_for())
+        seconds = cluster.elapsed()
         await cluster.stop()
     finally:
         cluster.close()
@@ -94,17 +111,19 @@ async def run_async(service: ServiceConfig, duration: float, trace_dir: str, cra
     for p, m in sorted(cluster.members.items()):
         if m.exit_note:
             notes.append(f"process {p} {m.exit_note}")
+    notes += cluster.interruption_note()
     lay = cluster.layout
     completed = sum(stats[lay.client(i)].get("completed", 0) for i in range(service.clients))
     traces = {p: cluster.trace_path(p) for p in range(lay.size)}  # type: ignore[misc]
     history = [os.path.join(trace_dir, f"history-{i}.jsonl") for i in range(service.clients)]
-    return ServiceRun(service, seconds, completed, stats, traces, history, notes, crashed)  # type: ignore[arg-type]
+    return ServiceRun(service, seconds, completed, stats, traces, history, notes, crashed,  # type: ignore[arg-type]
+                      cluster.interrupted)
 
 
-def run(service: ServiceConfig, duration: float, trace_dir: str, crash: tuple[int, float] | None = None,
+def run(service: ServiceConfig, duration: float, trace_dir: str, faults: Faults | None = None,
         progress: Callable[[float], None] | None = None) -> ServiceRun:
     """Run the service as OS processes; see `run_async`."""
-    return asyncio.run(run_async(service, duration, trace_dir, crash, progress))
+    return asyncio.run(run_async(service, duration, trace_dir, faults, progress))
 
 
 def merge_history(run: ServiceRun, out: str) -> str:

@@ -12,6 +12,7 @@ from lockstep.checker.validation.rounds import report_rounds
 from lockstep.specs.lang import Param
 from lockstep.specs.lang.rounds.trees import parse_tree, tree_params
 
+from ..interrupted import interrupted_exit
 from .run import RoundsReport, rounds_class
 from .run import run as run_rounds
 
@@ -35,10 +36,10 @@ def run(args: argparse.Namespace) -> int:
                      progress=lambda r: print(f"progress: round {r}", file=sys.stderr, flush=True) if r % 10 == 0 else None)
     show(rep)
     if args.no_validate:
-        return 0 if rep.finished else 3
+        return interrupted_exit(rep.interrupted, 0 if rep.finished else 3, rep.trace)
     code = report_rounds(rep.merged, time.monotonic())  # type: ignore[arg-type]
     if code:
-        return code
+        return interrupted_exit(rep.interrupted, code, rep.trace)
     graph = cls.network(rep.params)
     problems = cls.check_outcome(graph, rep.final) if rep.finished else []
     for p in problems:
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if rep.finished:
         print("Outcome checked directly on the graph: " + cls.outcome_summary(graph, rep.final))
-    return 0 if rep.finished else 3
+    return interrupted_exit(rep.interrupted, 0 if rep.finished else 3, rep.trace)
 
 
 def show(rep: RoundsReport) -> None:

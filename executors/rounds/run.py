@@ -21,7 +21,7 @@ from lockstep.checker.loader import LoadError, resolve
 from lockstep.checker.validation.runtrace import MergedRun, merge
 from lockstep.specs.lang.rounds import RoundsSpec, RoundsSystem, rounds_system
 
-from ..cluster import Cluster, Member, default_trace_path
+from ..cluster import Cluster, Member, default_trace_path, interrupted_header
 from .process import RoundsNodeConfig, main
 
 ROUND_TIMEOUT = 60.0  # seconds without a node finishing its round before the run is abandoned
@@ -50,6 +50,7 @@ class RoundsReport:
     notes: list[str] = field(default_factory=list)
     trace: str | None = None
     merged: MergedRun | None = None
+    interrupted: float | None = None  # seconds into the run when SIGINT stopped it
 
 
 class RoundsCluster(Cluster):
@@ -132,9 +133,10 @@ async def run_async(spec: str, params: dict[str, int], trace: str | None = None,
         memory: dict[int, int] = {}
         t0 = time.monotonic()
         rounds, finished = 0, False
-        try:
-            await cluster.start({p: {"initiator": p == initiator} for p in range(n)})
-            t1 = time.monotonic()
+
+        async def play() -> None:
+            """Drive the rounds until every node has terminated, a round fails, or the spec's max_rounds."""
+            nonlocal rounds, finished, memory
             for r in range(1, sysm.max_rounds + 1):
                 if kill is not None and kill[1] == r:
                     await cluster.kill(kill[0])
@@ -142,16 +144,20 @@ async def run_async(spec: str, params: dict[str, int], trace: str | None = None,
                     cluster.send(p, {"op": "round", "round": r})
                 ok, finished = await _await_round(cluster, r, notes, lost, sysm.graph)
                 if not ok:
-                    break
+                    return
                 rounds = r
                 if measure_memory and r == 1:
                     memory = {p: pss_kib(m.process.pid) for p, m in cluster.members.items()}
                 if progress is not None:
                     progress(r)
                 if finished:
-                    break
-            else:
-                notes.append(f"not every node terminated within {sysm.max_rounds} rounds (the spec's max_rounds)")
+                    return
+            notes.append(f"not every node terminated within {sysm.max_rounds} rounds (the spec's max_rounds)")
+
+        try:
+            await cluster.start({p: {"initiator": p == initiator} for p in range(n)})
+            t1 = time.monotonic()
+            await cluster.drive(play())
             t2 = time.monotonic()
             await cluster.stop()
         finally:
@@ -160,16 +166,16 @@ async def run_async(spec: str, params: dict[str, int], trace: str | None = None,
         for p, m in sorted(cluster.members.items()):
             if m.exit_note:
                 notes.append(f"process {p} {m.exit_note}")
-        notes += cluster.rejection_notes()
+        notes += cluster.rejection_notes() + cluster.interruption_note()
         out = trace or default_trace_path(sysm.name)
         merged = merge({p: cluster.trace_path(p) for p in range(n)}, out, spec, sysm.name, params, notes,  # type: ignore[misc]
-                       {"model": "rounds"} | ({"lost": lost} if lost else {}))
+                       {"model": "rounds"} | ({"lost": lost} if lost else {}) | interrupted_header(cluster))
         final: dict[int, dict[str, Any]] = {}
         for e in merged.events:
             if "state" in e:
                 final[e["pid"]] = e["state"]
     return RoundsReport(spec, sysm.name, params, rounds, finished, t2 - t1, t1 - t0, stats, final, memory, merged.notes,
-                        out, merged)
+                        out, merged, cluster.interrupted)
 
 
 def pss_kib(pid: int) -> int:

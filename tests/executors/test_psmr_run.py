@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import re
 
 from lockstep.checker.linearizability import check, load_model, read_history
 from lockstep.checker.validation.psmr import RunInvalid, validate_run
-from lockstep.executors.psmr.layout import ServiceConfig
+from lockstep.executors.faults import parse_faults
+from lockstep.executors.psmr.faults import check_plan
+from lockstep.executors.psmr.layout import Layout, ServiceConfig
 from lockstep.executors.psmr.run import merge_history, run
 
 
@@ -25,6 +28,47 @@ def test_round_trip_with_a_replica_crash(cli, tmp_path):
     r = cli("linearizable", hist, "--model", "psmr-kv")
     assert r.code == 0, r.out
     assert multiprocessing.active_children() == []
+
+
+def test_a_fault_plan_is_applied_and_the_run_validates(cli, tmp_path):
+    """`--faults`: every message to or from a replica is delayed, replica 1 is cut off from the service for the whole
+    run and killed at 0.3 s; replica 0 serves; what was injected is counted; the run validates."""
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"delay_ms": [1, 3], "partitions": [{"start": 0, "end": 3600, "groups": [[0], [1]]}],
+                                "crashes": [{"pid": 1, "at": 0.3}]}))
+    r = cli("run", "psmr", "--faults", str(plan), "--duration", "1.5")
+    assert r.code == 0, r.out + r.err
+    hit = re.search(r"faults injected: (\d+) messages dropped, ([\d,]+) lost to partitions, ([\d,]+) delayed", r.out)
+    assert hit is not None, r.out
+    dropped, partitioned, delayed = (int(x.replace(",", "")) for x in hit.groups())
+    assert dropped == 0 and partitioned > 0 and delayed > 0
+    assert "replica 1 killed (SIGKILL, its 2 workers)" in r.out
+    assert "follow the spec's rules" in r.out and "Linearizable: the clients' history" in r.out
+
+
+def test_faults_fall_on_the_replicas_links_and_are_on_record(tmp_path):
+    """A partition cutting replica 1 off: the sequencers record each delivery it loses; replica 1 delivers nothing,
+    replica 0 executes; then every message of a replica dropped: nothing completes, nothing wrong is recorded."""
+    service = ServiceConfig(workers=2, clients=2, outstanding=2, keys=4, dependent=0.3)
+    lay = Layout(service)
+    cut = check_plan(parse_faults({"partitions": [{"start": 0, "end": 3600, "groups": [[0], [1]]}]}, 2), "plan")
+    (tmp_path / "cut").mkdir()
+    rep = run(service, 1.0, str(tmp_path / "cut"), cut)
+    events = {p: [json.loads(x) for x in open(path)] for p, path in rep.traces.items()}
+    lost = [e for p in range(service.workers) for e in events[lay.sequencer(p)] if e["k"] == "fault"]
+    assert lost and {e["what"] for e in lost} == {"partition"} and {e["t"] for e in lost} == {"dl"}
+    assert {e["dst"] for e in lost} <= set(lay.replica_workers(1))
+    assert rep.injected == {"dropped": 0, "partitioned": len(lost), "delayed": 0}
+    assert not any(e["k"] in ("deliver", "exec") for p in lay.replica_workers(1) for e in events[p])
+    assert sum(e["k"] == "exec" for p in lay.replica_workers(0) for e in events[p]) > 0 and rep.completed > 0
+    validate_run(rep.traces)
+    assert check(read_history(merge_history(rep, str(tmp_path / "h.jsonl"))), load_model("psmr-kv")).verdict == \
+        "linearizable"
+    silent = check_plan(parse_faults({"drop": 1.0}, 2), "plan")
+    (tmp_path / "silent").mkdir()
+    rep = run(service, 1.0, str(tmp_path / "silent"), silent)
+    assert rep.completed == 0 and rep.injected["dropped"] > 0 and rep.injected["partitioned"] == 0
+    validate_run(rep.traces)
 
 
 def test_validation_catches_a_reordered_trace(tmp_path):
@@ -51,6 +95,17 @@ def test_first_key_cg_is_caught_on_processes(cli):
     r = cli("run", "psmr_first_key_cg", "--duration", "2", "--dependent", "0.3", "--keys", "4")
     assert r.code == 1, r.out + r.err
     assert "Invalid: the run breaks the spec" in r.out or "Not linearizable" in r.out
+
+
+def test_bad_fault_plans_are_refused(cli, tmp_path):
+    for plan, words in [({"duplicate": 0.1}, "'duplicate' is not supported by `lockstep run psmr`"),
+                        ({"crashes": [{"pid": 1, "at": 0.3, "restart": 1.0}]}, "does not restart"),
+                        ({"crashes": [{"pid": 2, "at": 0.3}]}, "crashes[0].pid is 2"),
+                        ({"stragglers": [{"pid": 0, "delay_ms": 5}]}, "'stragglers' is not supported")]:
+        path = tmp_path / "plan.json"
+        path.write_text(json.dumps(plan))
+        r = cli("run", "psmr", "--faults", str(path))
+        assert r.code == 2 and words in r.err, (plan, r.err)
 
 
 def test_bad_arguments(cli):
