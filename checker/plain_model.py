@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from lockstep.specs.lang.errors import SpecError
+from lockstep.specs.lang.errors import Location, SpecError
 
 from .itf import encode_plain, show
 from .model import Model, StepFailure
@@ -82,7 +82,12 @@ class PlainModel(Model):
 
     def initial_states(self) -> list:
         try:
-            states = list(self._init())
+            got = self._init()
+            if got is None:
+                raise _returns_none(self.name, "init()", self._init, "the initial states")
+            states = list(got)
+        except SpecError:
+            raise
         except Exception as e:
             raise SpecError(f"plain spec {self.name}: init() raised {type(e).__name__}: {e}",
                             None, f"see {_user_frame(e) or 'the spec'}") from None
@@ -90,7 +95,25 @@ class PlainModel(Model):
             self._require_hashable(st, "init()")
         if states:
             self.learn_vars(states[0])
+            self._require_conditions(states[0])
         return states
+
+    def _predicates(self) -> list[tuple[str, Callable]]:
+        return [(f"invariant {n}", fn) for n, fn in self._invariants] \
+            + ([("constraint", self._constraint)] if self._constraint else [])
+
+    def _require_conditions(self, st: Any) -> None:
+        """Refuse, before any search, an invariant or constraint that returns nothing (a missing `return`, which
+        would read as false: a violation, or every state outside the constraint)."""
+        for what, fn in self._predicates():
+            try:
+                got = fn(st)
+            except SpecError:
+                raise
+            except Exception:
+                continue  # the search reports it where it happens, with the trace
+            if got is None:
+                raise _returns_none(self.name, what, fn)
 
     def learn_vars(self, st: Any) -> None:
         """Take the variable names from a state (a named tuple's or a dataclass's fields; else one, `state`)."""
@@ -122,8 +145,10 @@ class PlainModel(Model):
                             None, "use tuples, frozensets and frozen dataclasses instead of lists, sets and dicts") from None
 
     def violated(self, st: Any) -> int:
-        for i, (_, fn) in enumerate(self._invariants):
-            if not fn(st):
+        for i, (name, fn) in enumerate(self._invariants):
+            if not (got := fn(st)):
+                if got is None:
+                    raise _returns_none(self.name, f"invariant {name}", fn)
                 return i
         return -1
 
@@ -137,7 +162,9 @@ class PlainModel(Model):
         raise ValueError(f"spec {self.name} has no invariant {name!r}")
 
     def outside(self, st: Any) -> int:
-        if self._constraint is not None and not self._constraint(st):
+        if self._constraint is not None and not (got := self._constraint(st)):
+            if got is None:
+                raise _returns_none(self.name, "constraint", self._constraint)
             return 0
         return -1
 
@@ -145,16 +172,25 @@ class PlainModel(Model):
 
     def diagnose(self, st: Any) -> StepFailure:
         try:
-            for _ in self._next(st):
+            got = self._next(st)
+            if got is None:
+                e = _returns_none(self.name, "next(state)", self._next, "the (label, state) pairs")
+                return StepFailure("", "error", f"{e.message}; fix: {e.hint}", str(e.location) if e.location else None)
+            for _ in got:
                 pass
         except Exception as e:
             return StepFailure("", "error", f"{type(e).__name__}: {e}", _user_frame(e))
         return StepFailure("", "error", "next() failed, but not when re-run", None)
 
     def diagnose_predicate(self, st: Any) -> StepFailure:
-        for name, fn in self._invariants + ([("constraint", self._constraint)] if self._constraint else []):
+        for what, fn in self._predicates():
+            name = what.removeprefix("invariant ")
             try:
-                fn(st)
+                got = fn(st)
+                if got is None:
+                    raise _returns_none(self.name, what, fn)
+            except SpecError as e:
+                return StepFailure(name, "error", f"{e.message}; fix: {e.hint}", str(e.location) if e.location else None)
             except Exception as e:
                 return StepFailure(name, "error", f"{type(e).__name__}: {e}", _user_frame(e))
         return StepFailure("", "error", "a predicate failed, but not when re-run", None)
@@ -176,6 +212,14 @@ class PlainModel(Model):
         if self.vars == ["state"]:
             return {"state": show(st)}
         return {k: show(getattr(st, k)) for k in self.vars}
+
+
+def _returns_none(spec: str, what: str, fn: Callable, needed: str = "a condition") -> SpecError:
+    """The error of a plain spec's function that returns None where it must return `needed`."""
+    code = getattr(fn, "__code__", None)
+    where = Location(code.co_filename, code.co_firstlineno) if code is not None else None
+    return SpecError(f"{what} of plain spec {spec} returns None, not {needed}", where,
+                     f"return {'a bool' if needed == 'a condition' else needed} (is a `return` missing?)")
 
 
 def _var_names(st: Any) -> list[str]:

@@ -8,6 +8,7 @@ parameters on a tracing view of the state, which yields the `Program` that engin
 
 from __future__ import annotations
 
+import dis
 import inspect
 import linecache
 import sys
@@ -23,6 +24,7 @@ from .program import Check, Field, Predicate, Program, TemporalProperty, Transit
 from .temporal import as_temporal, check_fairness_meta
 from .terms import (
     BOOL,
+    PendingIf,
     Term,
     as_bool,
     check_pending,
@@ -38,7 +40,8 @@ MAX_DECORATOR_LINES = 200  # lines from a function's first decorator to its `def
 
 
 def action(fn: Callable | None = None, **meta: Any):
-    """Mark `def name(s, p: T, ...)` as an action; its parameters range over finite types.
+    """Mark `def name(s, p: T, ...)` as an action; its parameters range over finite types. It guards with
+    `require(...)`, assigns fields and returns nothing (a returned value is refused: it would be ignored).
 
     Keyword options are kept for engines (for example `fairness="weak"`).
     """
@@ -64,7 +67,8 @@ def witness(fn: Callable | None = None, **meta: Any):
 
 def initial(fn: Callable | None = None, **meta: Any):
     """Mark `def name(s, p: T, ...)` as an initial-state function: it starts from the fields'
-    `init` values, may `require(...)` and assign; each enabled parameter choice is an initial state."""
+    `init` values, may `require(...)` (or return its condition, the same) and assign; each enabled
+    parameter choice is an initial state."""
     return marker("initial", fn, **meta)
 
 
@@ -373,8 +377,10 @@ class _Builder:
 
     def _trace_one(self, prog: Program, name: str, fn: Callable, args: tuple) -> Transition | None:
         view = self._view(prog, writable=True)
+        kind = kind_of(fn)
+        what = f"initial-state function {name}" if kind == "initial" else f"{kind} {name}"
         with tracing(view) as tracer:
-            if not trace_body(tracer, lambda: fn(view, *(v for _, v in args))):
+            if not trace_body(tracer, lambda: returned(fn, what, fn(view, *(v for _, v in args)), kind == "initial")):
                 return None
         updates = {s: t for s, t in view.writes.items() if not (isinstance(t, Term) and t.op == "slot" and t.args[0] == s)}
         return Transition(name, args, tracer.checks, updates, _def_location(fn), meta_of(fn))
@@ -386,7 +392,8 @@ class _Builder:
         with tracing(view) as tracer:
             start_pending()
             try:
-                formula = as_temporal(fn(view), name)
+                result = fn(view)
+                formula = as_temporal(result, name, _def_location(fn) if result is None else _returned_at(fn, result))
                 operands = tuple(as_bool(x) for x in formula.operands)
             except SpecError:
                 check_pending_quietly()
@@ -412,14 +419,7 @@ class _Builder:
         with tracing(view) as tracer:
             start_pending()
             try:
-                result = fn(view)
-                if result is None:
-                    raise SpecError(f"{kind_of(fn)} {name} returns nothing", _def_location(fn),
-                                    "return the condition, e.g. `return s.x != 4`")
-                if not isinstance(result, (bool, Term)) or (isinstance(result, Term) and not result.is_bool):
-                    raise SpecError(f"{kind_of(fn)} {name} returns {describe(result)}, not a condition", _def_location(fn),
-                                    "return a Bool: a comparison (s.x != 4) or And/Or/Not of them")
-                value = as_bool(result)
+                value = returned_condition(fn, f"{kind_of(fn)} {name}", fn(view), "return s.x != 4")
             except SpecError:
                 check_pending_quietly()
                 raise
@@ -470,6 +470,60 @@ def trace_body(tracer: Any, body: Callable[[], Any]) -> bool:
         tracer.checks.append(Check("error", None, f"{type(e).__name__}: {e}", _exception_location(e)))
     check_pending()
     return True
+
+
+def returned(fn: Callable, what: str, result: Any, condition: bool = False) -> None:
+    """What the value a traced body returns means. With `condition` (an initial-state function) a returned condition is
+    a guard, as if `require(result)` stood where it returns; any other value would be ignored, so it is refused."""
+    if result is None:
+        return
+    if condition and _is_condition(result):
+        require(result)
+        return
+    if condition:
+        raise SpecError(f"{what} returns {_what_is(result)}, not a condition", _returned_at(fn, result),
+                        "return a condition on the state (e.g. `return s.x + s.y == 3`) or call require(...); "
+                        "assign the fields it sets")
+    raise SpecError(f"{what} returns {_what_is(result)}, which would be ignored", _returned_at(fn, result),
+                    "guard it with require(cond), change the state by assigning fields (s.x = ...), and return nothing")
+
+
+def returned_condition(fn: Callable, what: str, result: Any, example: str) -> Term | bool:
+    """The condition a function must return (an invariant, a rounds spec's `@terminated`), or the error that says what
+    it returned instead."""
+    if result is None:
+        raise SpecError(f"{what} returns nothing", _def_location(fn), f"return the condition, e.g. `{example}`")
+    if not _is_condition(result):
+        raise SpecError(f"{what} returns {_what_is(result)}, not a condition", _returned_at(fn, result),
+                        "return a Bool: a comparison (s.x != 4) or And/Or/Not of them")
+    return as_bool(result)
+
+
+def _is_condition(x: Any) -> bool:
+    return isinstance(x, (bool, PendingIf)) or (isinstance(x, Term) and x.is_bool)
+
+
+def _what_is(x: Any) -> str:
+    return describe(x) if isinstance(x, (Term, bool, int, str, float)) else f"a {type(x).__name__} object"
+
+
+def _returned_at(fn: Callable, result: Any) -> Location | None:
+    """Where `fn` returns `result`: the line of its `return` statements (read from its bytecode) that built the term
+    (`return s.x < 3`), else its first `return` of a value; its `def` line when it has none."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return _def_location(fn)
+    lines, prev = [], None
+    for ins in dis.get_instructions(code):
+        gives_none = (ins.opname == "RETURN_VALUE" and prev is not None and prev.opname == "LOAD_CONST"
+                      and prev.argval is None) or (ins.opname == "RETURN_CONST" and ins.argval is None)
+        if ins.opname in ("RETURN_VALUE", "RETURN_CONST") and not gives_none and ins.positions.lineno:
+            lines.append(ins.positions.lineno)
+        prev = ins
+    built = result.loc if isinstance(result, Term) else None
+    if built is not None and built.file == code.co_filename and built.line in lines:
+        return built
+    return Location(code.co_filename, lines[0]) if lines else _def_location(fn)
 
 
 def check_pending_quietly() -> None:

@@ -26,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import SpecError, user_location
+from .errors import Location, SpecError, user_location
 from .markers import marker
+from .terms import Term, describe
 
 KINDS = {"eventually": 1, "always_eventually": 1, "eventually_always": 1, "leads_to": 2}
 FAIRNESS = ("weak", "strong")
@@ -85,9 +86,10 @@ def check_fairness_meta(action: str, meta: dict[str, Any], loc: Any) -> None:
                             'add fairness="weak" or fairness="strong"')
 
 
-def as_temporal(value: Any, name: str) -> Temporal:
-    """The value a `@temporal` function returned, checked."""
+def as_temporal(value: Any, name: str, where: Location | None = None) -> Temporal:
+    """The value a `@temporal` function returned (at `where`), checked."""
     if not isinstance(value, Temporal):
-        raise SpecError(f"temporal property {name} returns {type(value).__name__}, not a temporal formula",
-                        user_location(), "return eventually(P), always_eventually(P), eventually_always(P) or leads_to(P, Q)")
+        what = "nothing" if value is None else describe(value) if isinstance(value, Term) else type(value).__name__
+        raise SpecError(f"temporal property {name} returns {what}, not a temporal formula", where or user_location(),
+                        "return eventually(P), always_eventually(P), eventually_always(P) or leads_to(P, Q)")
     return value

@@ -81,8 +81,8 @@ BAD_SPECS = {
     "empty_int": ("class S(Spec):\n    x = Var(Int(5, 1), init=5)  # HERE\n", "Int(5, 1) is empty"),
     "empty_int_param": ("n = Param('n', default=0)\nclass S(Spec):\n    x = Var(Int(5, n), init=5)  # HERE\n",
                         "Int(5, 0) is empty"),
-    "invariant_int": ("class S(Spec):\n    x = Var(Int(0, 3), init=0)\n    @invariant\n    def small(s):  # HERE\n"
-                      "        return 5\n", "invariant small returns 5, not a condition"),
+    "invariant_int": ("class S(Spec):\n    x = Var(Int(0, 3), init=0)\n    @invariant\n    def small(s):\n"
+                      "        return 5  # HERE\n", "invariant small returns 5, not a condition"),
 }
 ACTION = "    @action\n    def go(s):\n        s.x = 0\n"
 

@@ -61,6 +61,7 @@ from ..spec import (
     _symmetric_domains,
     bind_params,
     require,
+    returned,
     trace_body,
 )
 from ..temporal import check_fairness_meta
@@ -332,9 +333,11 @@ class ActorSpec(Spec):
                     handlers[marker] = (name, value)
         cls._locals = locals_
         cls._handlers = handlers
-        if "action" in {getattr(v, "_lockstep_kind", None) for v in cls._decls.values()}:
-            raise SpecError(f"actor spec {cls.__name__} declares an @action", None,
-                            "processes act only through handlers (@on_start, @on_message, @on_timeout)")
+        for name, v in cls._decls.items():  # steps and initial states come from the handlers: these would be ignored
+            if getattr(v, "_lockstep_kind", None) in ("action", "initial"):
+                raise SpecError(f"actor spec {cls.__name__} declares an @{v._lockstep_kind} ({name})", _def_location(v),
+                                "processes act only through handlers (@on_start, @on_message, @on_timeout); "
+                                "initial values are Local(type, init=...)")
         types = [getattr(cls, "Process", None), getattr(cls, "Message", None), getattr(cls, "Timer", None),
                  getattr(cls, "Observation", None)]
         types += [loc.type for loc in locals_.values()]
@@ -672,7 +675,7 @@ class _ActorBuilder(_Builder):
                 if kind == "timeout":
                     require(view.timers[inp[0]])  # only an armed timer fires; firing disarms it
                     view.timers[inp[0]] = False
-                fn(view, *inp, *(x for _, x in choice))
+                returned(fn, f"handler {fn.__name__}", fn(view, *inp, *(x for _, x in choice)))
 
             with tracing(view) as tracer:
                 if not trace_body(tracer, body):

@@ -60,6 +60,7 @@ from numbers import Number
 from typing import Any
 
 from ..errors import Location, SpecError
+from ..markers import kind_of
 from ..params import Binding, Param, bound
 from ..types import Domain, Type
 
@@ -192,6 +193,13 @@ class Population:
     def __init__(self, **params: Any):
         cls = type(self)
         self.name = cls.__name__
+        for klass in cls.__mro__:  # the typed language's decorators mean nothing here: refused, not ignored
+            for name, value in vars(klass).items():
+                if kind_of(value) is not None:
+                    raise SpecError(f"population protocol {self.name} marks {name} @{kind_of(value)}, which population "
+                                    "protocols do not read", def_location(value),
+                                    "mark a set of configurations @predicate (@predicate(invariant=True) for an "
+                                    "invariant) and a start @start; the agents' rule is delta(self, u, v)")
         declared = self.declared_params()
         if "n" not in declared:
             raise SpecError(f"population protocol {self.name} declares no parameter n (the number of agents)",
@@ -220,7 +228,7 @@ class Population:
             self.outcomes: list[list[tuple[int, int, Fraction]]] = self._compile_rules()
         self._moves_cache: list | None = None
         self.starts = self._marked("start")
-        self.predicates = {k: fn.__get__(self) for k, fn in self._marked("predicate", "invariant").items()}
+        self.predicates = {k: self._condition(k, fn) for k, fn in self._marked("predicate", "invariant").items()}
         self.invariants = {k: self._config_fn(fn) for k, fn in self._marked("invariant").items()}
         self._config_type = namedtuple("Configuration", _field_names(self.states))  # type: ignore[misc]
         self._step_index: dict[tuple, tuple[int, int]] | None = None
@@ -532,8 +540,21 @@ class Population:
         return self.move_label(a, b, rep), self._config_type._make(vec)
 
     def _config_fn(self, fn: Callable) -> Callable[[tuple], bool]:
-        bound_fn = fn.__get__(self)
+        bound_fn = self._condition(fn.__name__, fn)
         return lambda counts: bool(bound_fn(Config(self, tuple(counts))))
+
+    def _condition(self, name: str, fn: Callable) -> Callable[[Config], Any]:
+        """A predicate bound to the protocol, refusing a result of None (a missing `return`, which would read as false)."""
+        bound_fn = fn.__get__(self)
+
+        def holds(c: Config) -> Any:
+            got = bound_fn(c)
+            if got is None:
+                raise SpecError(f"predicate {name} of {self.name} returns None, not a condition", def_location(fn),
+                                "return a bool (is a `return` missing?)")
+            return got
+
+        return holds
 
     # -- the plain-spec interface read by the explicit engine ---------------------------------------------
     def init(self) -> list[tuple[int, ...]]:

@@ -68,6 +68,8 @@ from ..spec import (
     _Builder,
     _def_location,
     bind_params,
+    returned,
+    returned_condition,
     trace_body,
 )
 from ..terms import And, If, Not, Term, as_bool, const, lift
@@ -166,9 +168,11 @@ class RoundsSpec(Spec):
                 if kind is not None:
                     handlers[kind] = value
         cls._locals, cls._handlers = locals_, handlers
-        if "action" in {getattr(v, "_lockstep_kind", None) for v in cls._decls.values()}:
-            raise SpecError(f"rounds spec {cls.__name__} declares an @action", None,
-                            "processes act only through @on_transmit and @on_receive")
+        for name, v in cls._decls.items():  # steps and initial states come from the handlers: these would be ignored
+            if getattr(v, "_lockstep_kind", None) in ("action", "initial"):
+                raise SpecError(f"rounds spec {cls.__name__} declares an @{v._lockstep_kind} ({name})", _def_location(v),
+                                "processes act only through @on_start, @on_transmit and @on_receive; initial values "
+                                "are Local(type, init=...)")
         for t in [getattr(cls, "Node", None), getattr(cls, "Message", None), *(v.type for v in locals_.values())]:
             if isinstance(t, Type):
                 for p in t.params():
@@ -365,11 +369,11 @@ class _RoundsBuilder(_Builder):
             with tracing(view) as tracer:
                 def body() -> None:
                     if kind == "terminated":
-                        done = as_bool(fn(view))
+                        done = returned_condition(fn, f"terminated handler {fn.__name__}", fn(view), "return p.sent")
                         tracer.checks.append(Check("require", done if isinstance(done, Term) else const(done, None), None,
                                                    self._where(kind)))
                     else:
-                        fn(view, *inputs, *(v for _, v in choice))
+                        returned(fn, f"{kind} handler {fn.__name__}", fn(view, *inputs, *(v for _, v in choice)))
 
                 if not trace_body(tracer, body):
                     return None
@@ -482,10 +486,7 @@ class _RoundsBuilder(_Builder):
         prog.system = sysm
         prog.init_transitions = self._starts(prog, sysm)
         prog.transitions = self._rounds(prog, sysm)
-        for name, fn in self._functions("invariant"):
-            prog.invariants.append(self._predicate(prog, name, fn))
-        for name, fn in self._functions("constraint"):
-            prog.constraints.append(self._predicate(prog, name, fn))
+        self._properties(prog)
         return prog
 
     def _view(self, prog: Program, writable: bool) -> TraceState:
