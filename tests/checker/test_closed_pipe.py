@@ -18,6 +18,7 @@ import pytest
 from lockstep.checker.explicit import Options, check
 from lockstep.checker.loader import load_model
 from lockstep.checker.render.text import printer
+from lockstep.trace import Log
 from tests.conftest import model_path
 
 LOCKSTEP = [sys.executable, "-m", "lockstep"]
@@ -48,6 +49,8 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("pipes")
     check(load_model("peterson_buggy"), Options()).violation.trace.save(str(d / "cex.json"))
     (d / "long_count.py").write_text(LONG_COUNT)
+    with Log(d / "n0.jsonl", node=0) as a, Log(d / "n1.jsonl", node=1) as b:  # logs of an implementation
+        b.event("receive", {"v": 1}, {"got": 1}, after=a.event("send", {"v": 1}, {"sent": 1}))
     return d
 
 
@@ -83,6 +86,8 @@ COMMANDS = [
     ["replay", "cex.json", "--full"],
     ["analyze", "phase_clock_buggy", "--measure", "reach"],
     ["run", "bracha", "--duration", "0.5", "--trace", "run.jsonl"],
+    ["validate", "n0.jsonl", "n1.jsonl", "--spec", model_path("relay_log.py"), "--map", model_path("relay_mapping.py"),
+     "--max-internal", "1", "--format", "json"],  # JSON output
 ]
 
 
