@@ -27,13 +27,14 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def solve(ops: list[Operation], model: Model, deadline: float | None = None, floating: Collection[int] = ()) -> Outcome:
-    """Search one (sub-)history, compiled where the model has a compiled form; code STOPPED past `deadline`."""
+def solve(ops: list[Operation], model: Model, deadline: float | None = None, optional: Collection[int] = ()) -> Outcome:
+    """Search one (sub-)history, compiled where the model has a compiled form; code STOPPED past `deadline`.
+    `optional`: operations (indices) that may not have taken effect."""
     enc = native.encoder(model, ops) if native.library() is not None else None
     if enc is not None:
-        return native.search(enc(ops), deadline, ctypes.c_int32(0), floating)
+        return native.search(enc(ops), deadline, ctypes.c_int32(0), optional)
     out = Outcome(STOPPED)
-    gen = wgl.search(ops, model, out, floating)
+    gen = wgl.search(ops, model, out, optional)
     for _ in gen:
         if deadline is not None and time.monotonic() > deadline:
             gen.close()

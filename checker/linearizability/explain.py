@@ -4,12 +4,12 @@ Illegality is monotone in the prefix (operations pending at the cut may or may n
 effect), so the shortest illegal prefix is found by bisection over the completions. Within it, a
 window is a set of operations that cannot be linearized together whatever the prefix's other
 operations did: the others are relaxed — a read (an observer) is left out, any other operation
-floats: it may take effect any number of times after its invocation, or never. Relaxing only
-weakens the history, so a window explains the violation on its own; it is minimal when relaxing
-any one more of its operations makes the prefix linearizable. It is found as delta debugging
-does, relaxing halves, then quarters, ... then single operations (Zeller & Hildebrandt 2002):
-each trial that stays illegal costs a full search, and relaxing many operations at once saves most
-of them. Operations a model will not let float (appends, whose repetition has no bound) stay in.
+becomes optional: it may not have taken effect (if it did, it did so between its invocation and
+its completion, as recorded). Relaxing only weakens the history, so a window explains the violation
+on its own; it is minimal when relaxing any one more of its operations makes the prefix
+linearizable. It is found as delta debugging does, relaxing halves, then quarters, ... then single
+operations (Zeller & Hildebrandt 2002): each trial that stays illegal costs a full search, and
+relaxing many operations at once saves most of them.
 """
 
 from __future__ import annotations
@@ -73,24 +73,20 @@ def minimal_window(pre: list[Operation], last: Operation, model: Model, deadline
     docstring), and whether every trial finished (the window is then minimal). `last`, whose completion makes the
     prefix illegal, always stays: without it the prefix is the previous, linearizable one, or weaker."""
     dropped: set[int] = set()
-    floated: set[int] = set()
-    complete = True
+    relaxed: set[int] = set()
     observers = [i for i, op in enumerate(pre) if op is not last and model.is_observer(op)]
-    floaters = [i for i, op in enumerate(pre) if op is not last and not model.is_observer(op) and model.may_float(op)]
-    for candidates, into in ((observers, dropped), (floaters, floated)):
+    others = [i for i, op in enumerate(pre) if op is not last and not model.is_observer(op)]
+    for candidates, into in ((observers, dropped), (others, relaxed)):
         chunk = max(1, len(candidates) // 2)
         while candidates:
             kept = []
             for start in range(0, len(candidates), chunk):
                 group = set(candidates[start:start + chunk])
-                trial_drop, trial_float = (dropped | group, floated) if into is dropped else (dropped, floated | group)
+                trial = (dropped | group, relaxed) if into is dropped else (dropped, relaxed | group)
                 try:
-                    illegal = _illegal(pre, model, deadline, trial_drop, trial_float)
+                    illegal = _illegal(pre, model, deadline, *trial)
                 except Timeout:
-                    return [op for i, op in enumerate(pre) if i not in dropped and i not in floated], False
-                if illegal is None:
-                    complete = complete and chunk > 1
-                    illegal = False
+                    return [op for i, op in enumerate(pre) if i not in dropped and i not in relaxed], False
                 if illegal:
                     into |= group
                 else:
@@ -98,21 +94,18 @@ def minimal_window(pre: list[Operation], last: Operation, model: Model, deadline
             if chunk == 1:
                 break
             candidates, chunk = kept, max(1, chunk // 2)
-    return [op for i, op in enumerate(pre) if i not in dropped and i not in floated], complete
+    return [op for i, op in enumerate(pre) if i not in dropped and i not in relaxed], True
 
 
-def _illegal(pre: list[Operation], model: Model, deadline: float, dropped: set[int], floated: set[int]) -> bool | None:
-    """Whether `pre`, less `dropped` and with `floated` floating, is not linearizable; None if the search could not
-    tell (a floating search outgrew its memory); Timeout past `deadline`."""
+def _illegal(pre: list[Operation], model: Model, deadline: float, dropped: set[int], relaxed: set[int]) -> bool:
+    """Whether `pre`, less `dropped` and with `relaxed` optional, is not linearizable; Timeout past `deadline`."""
     if time.monotonic() > deadline:
         raise Timeout()
     ops = [op for i, op in enumerate(pre) if i not in dropped]
     index = {id(op): k for k, op in enumerate(ops)}
-    out = solve(ops, model, deadline, {index[id(pre[i])] for i in floated})
+    out = solve(ops, model, deadline, {index[id(pre[i])] for i in relaxed})
     if out.code == ILLEGAL_HISTORY:
         return True
     if out.code == LINEARIZABLE:
         return False
-    if out.code < -2:
-        return None
     raise Timeout()

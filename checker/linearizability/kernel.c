@@ -12,8 +12,8 @@
  * last linearised one, so an entry stays small however long the history, and hashes it by XOR of
  * one random word per operation, updated at each step.
  *
- * Floating operations (an explanation's relaxed ones) have no return event: each may take effect
- * any number of times after its invocation, or never; they are never lifted.
+ * An optional operation (one an explanation relaxes) may not have taken effect: the search lifts it with its
+ * effect, and on the way back without it.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -22,15 +22,15 @@
 #include <time.h>
 
 enum { OP_READ = 0, OP_WRITE = 1, OP_CAS = 2, OP_SWAP = 3, OP_APPEND = 4, OP_ACQUIRE = 5, OP_RELEASE = 6 };
-enum { F_UNKNOWN = 1, F_FLOATING = 2 };
+enum { F_UNKNOWN = 1, F_OPTIONAL = 2 };
 
 typedef struct {
     int32_t n;               /* operations */
-    int32_t nev;             /* events: a call per operation, a return per operation that is not floating */
+    int32_t nev;             /* events: a call and a return per operation */
     const int32_t *ev;       /* events in real-time order: 2 * op + (1 if a return) */
     const int8_t *kind;      /* per operation: OP_* */
     const int64_t *a, *b, *out;
-    const uint8_t *flags;    /* F_UNKNOWN: the output is not known; F_FLOATING */
+    const uint8_t *flags;    /* F_UNKNOWN: the output is not known; F_OPTIONAL: it may not have happened */
     int64_t init;            /* the initial state */
     int32_t nstr;            /* strings known at the start (ids 0..nstr-1), for OP_APPEND */
     const char *sbytes;
@@ -295,7 +295,9 @@ static inline int step(const lin_problem *p, strtab *t, int32_t i, int64_t state
     return 0;
 }
 
-enum { LIFTED = 0, FLOATED = 1, FORCED = 2 };
+/* How a frame's operation was lifted: the only choice there (FORCED: undo and go on backtracking), with its effect
+ * where it could also have had none (EFFECT: undo, then lift it without), or as any other choice. */
+enum { LIFTED = 0, EFFECT = 1, FORCED = 2 };
 typedef struct { int32_t node; int32_t how; int64_t state; } frame;
 
 /* Whether operation i leaves every state as it is whenever it is legal (a read; a compare-and-set that failed):
@@ -304,16 +306,15 @@ static inline int pure(const lin_problem *p, int32_t i) {
     return p->kind[i] == OP_READ || (p->kind[i] == OP_CAS && !(p->flags[i] & F_UNKNOWN) && p->out[i] == 0);
 }
 
-/* 1: linearizable, 0: not, -1: stopped (deadline or flag), -2: out of memory, -3: a floating operation met a
- * full cache (its search could repeat itself), so no answer. */
+/* 1: linearizable, 0: not, -1: stopped (deadline or flag), -2: out of memory. */
 int lin_search(const lin_problem *p, lin_result *r) {
     int32_t n = p->n, nev = p->nev, head = nev, tail = nev + 1;
     int rc = -2;
     int32_t *nxt = malloc(sizeof(int32_t) * (size_t)(nev + 2)), *prv = malloc(sizeof(int32_t) * (size_t)(nev + 2));
     int32_t *match = malloc(sizeof(int32_t) * (size_t)(nev + 1)), *bit = malloc(sizeof(int32_t) * (size_t)(n + 1));
     int32_t *retnode = malloc(sizeof(int32_t) * (size_t)(n + 1));
-    int64_t stack_cap = (int64_t)n + 16, sp = 0, wl = 0;
-    frame *stack = malloc(sizeof(frame) * (size_t)stack_cap);
+    int64_t sp = 0, wl = 0;
+    frame *stack = malloc(sizeof(frame) * (size_t)(n + 1));
     bitset s = {0};
     cache c = {0};
     strtab t = {0};
@@ -324,11 +325,11 @@ int lin_search(const lin_problem *p, lin_result *r) {
     for (int32_t k = 0; k < nev; k++) {
         int32_t e = p->ev[k], i = e >> 1;
         if (e & 1) retnode[i] = k;
-        else if (!(p->flags[i] & F_FLOATING)) { bit[i] = (int32_t)nbits++; remaining++; }
+        else { bit[i] = (int32_t)nbits++; remaining++; }
     }
     for (int32_t k = 0; k < nev; k++) {
         int32_t e = p->ev[k];
-        match[k] = (e & 1) || (p->flags[e >> 1] & F_FLOATING) ? -1 : retnode[e >> 1];
+        match[k] = (e & 1) ? -1 : retnode[e >> 1];
     }
     s.nbits = nbits; s.nw = (nbits + 63) / 64 + 1; s.lo = 0; s.hi = -1;
     s.w = calloc((size_t)s.nw, 8);
@@ -349,71 +350,67 @@ int lin_search(const lin_problem *p, lin_result *r) {
             if (*p->stop) { rc = -1; break; }
             if (p->deadline > 0 && (steps & 16383) == 0 && now() > p->deadline) { rc = -1; break; }
         }
+        int32_t i = -1, how = LIFTED;
+        int64_t ns = state;
         if (entry < nev && !(p->ev[entry] & 1)) {
-            int32_t i = p->ev[entry] >> 1;
-            int64_t ns;
-            int ok = step(p, &t, i, state, &ns), forced = ok > 0 && match[entry] >= 0 && pure(p, i);
+            i = p->ev[entry] >> 1;
+            int ok = step(p, &t, i, state, &ns), forced = ok > 0 && pure(p, i);
             if (ok < 0) { rc = -2; break; }
-            if (!ok && (p->flags[i] & F_UNKNOWN)) { ns = state; ok = 1; }  /* it may not have happened */
-            if (ok) {
-                int fl = match[entry] < 0, ins;
-                if (fl) {
-                    ins = ns == state ? 0 : cache_insert(&c, &s, ns);
-                    if (ins < 0) { rc = -3; break; }
-                } else {
-                    bs_set(&s, bit[i]);
-                    ins = cache_insert(&c, &s, ns);
-                    if (!ins) bs_clear(&s, bit[i]);
-                }
-                if (ins) {
-                    if (sp == stack_cap) {
-                        frame *ns2 = realloc(stack, sizeof(frame) * (size_t)(stack_cap * 2));
-                        if (!ns2) { rc = -2; break; }
-                        stack = ns2; stack_cap *= 2;
-                    }
-                    stack[sp].node = entry; stack[sp].how = fl ? FLOATED : forced ? FORCED : LIFTED;
-                    stack[sp].state = state; sp++;
-                    state = ns;
-                    if (!fl) {
-                        int32_t m = match[entry], a, b;
-                        a = prv[entry]; b = nxt[entry]; nxt[a] = b; prv[b] = a;
-                        a = prv[m]; b = nxt[m]; nxt[a] = b; prv[b] = a;
-                        remaining--;
-                        int32_t first = nxt[head] == tail ? nev : nxt[head];
-                        if (first > r->best_events) {
-                            r->best_events = first;
-                            if (p->witness) {  /* (none with floating operations: the stack may outgrow it) */
-                                for (int64_t k = wl; k < sp; k++) p->witness[k] = p->ev[stack[k].node] >> 1;
-                                wl = sp; r->witness_len = (int32_t)sp;
-                            }
-                        }
-                    }
-                    entry = nxt[head];
-                    continue;
-                }
+            if (!ok && (p->flags[i] & (F_UNKNOWN | F_OPTIONAL))) { ns = state; ok = 1; }  /* it may not have happened */
+            if (!ok) { entry = nxt[entry]; continue; }
+            int optional = (p->flags[i] & F_OPTIONAL) && ns != state;
+            bs_set(&s, bit[i]);
+            int ins = cache_insert(&c, &s, ns);
+            if (!ins && optional) { ns = state; optional = 0; ins = cache_insert(&c, &s, ns); }  /* without its effect */
+            if (!ins) {
+                bs_clear(&s, bit[i]);
                 if (!forced) { entry = nxt[entry]; continue; }
-                /* a pure operation whose configuration failed before: so does this one */
+                /* a pure operation whose configuration failed before: so does this one; backtrack */
             } else {
-                entry = nxt[entry];
-                continue;
+                how = optional ? EFFECT : forced ? FORCED : LIFTED;
             }
+            if (ins) goto lift;
         }
-        /* backtrack: undo the last choice, and the forced ones under it */
-        int how;
-        do {
+        /* backtrack: undo the last choice, and the forced ones under it; an optional operation undone with its
+         * effect is lifted again without it */
+        for (;;) {
             if (sp == 0) { rc = 0; goto finished; }
             frame f = stack[--sp];
             if (sp < wl) wl = sp;
-            entry = f.node; state = f.state; how = f.how;
-            if (how != FLOATED) {
-                int32_t m = match[entry];
-                bs_clear(&s, bit[p->ev[entry] >> 1]);
-                nxt[prv[m]] = m; prv[nxt[m]] = m;
-                nxt[prv[entry]] = entry; prv[nxt[entry]] = entry;
-                remaining++;
+            entry = f.node; state = f.state;
+            i = p->ev[entry] >> 1;
+            int32_t m = match[entry];
+            nxt[prv[m]] = m; prv[nxt[m]] = m;
+            nxt[prv[entry]] = entry; prv[nxt[entry]] = entry;
+            remaining++;
+            if (f.how == EFFECT) {
+                ns = state;  /* bit i is still set: the same operation, now without its effect */
+                int ins = cache_insert(&c, &s, ns);
+                if (ins) { how = LIFTED; goto lift; }
             }
+            bs_clear(&s, bit[i]);
             entry = nxt[entry];
-        } while (how == FORCED);
+            if (f.how != FORCED) break;
+        }
+        continue;
+    lift:
+        stack[sp].node = entry; stack[sp].how = how; stack[sp].state = state; sp++;
+        state = ns;
+        {
+            int32_t m = match[entry], a, b;
+            a = prv[entry]; b = nxt[entry]; nxt[a] = b; prv[b] = a;
+            a = prv[m]; b = nxt[m]; nxt[a] = b; prv[b] = a;
+        }
+        remaining--;
+        int32_t first = nxt[head] == tail ? nev : nxt[head];
+        if (first > r->best_events) {
+            r->best_events = first;
+            if (p->witness) {
+                for (int64_t k = wl; k < sp; k++) p->witness[k] = p->ev[stack[k].node] >> 1;
+                wl = sp; r->witness_len = (int32_t)sp;
+            }
+        }
+        entry = nxt[head];
     }
 finished:
     r->steps = steps;

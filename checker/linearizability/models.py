@@ -53,11 +53,6 @@ class Model:
         """Whether `op` only reads the state (an explanation may leave it out)."""
         return op.f in self.observers
 
-    def may_float(self, op: Operation) -> bool:
-        """Whether an explanation may let `op` take effect any number of times (not where repeating it has no
-        bound, as an append's)."""
-        return True
-
     def malformed(self, op: Operation) -> str | None:
         """What is wrong with `op`'s value for this model, or None."""
         return None
@@ -78,7 +73,8 @@ ILLEGAL = None
 
 
 class Register(Model):
-    """A read/write register, initially nil."""
+    """A read/write register, initially nil; operations with a `key` act on that key's own register (the history
+    is partitioned by key, as Jepsen's independent keys)."""
 
     name = "register"
     operations = ("read", "write")
@@ -86,6 +82,9 @@ class Register(Model):
 
     def init(self) -> Any:
         return ("v", NIL)
+
+    def partition(self, ops: list[Operation]) -> list[list[Operation]]:
+        return _by_key(ops, lambda op: op.key)
 
     def step(self, state: Any, op: Operation) -> Any:
         if op.f == "write":
@@ -99,7 +98,8 @@ class CasRegister(Model):
     """A register with compare-and-set, initially nil (Porcupine's etcd model, Knossos' cas-register).
 
     `cas [from to]` returns true (the register held `from`, and now holds `to`) or false (it did not);
-    with an unknown output it takes effect exactly when the register held `from`."""
+    with an unknown output it takes effect exactly when the register held `from`. Operations with a `key` act on
+    that key's own register (the history is partitioned by key)."""
 
     name = "cas-register"
     operations = ("read", "write", "cas")
@@ -107,6 +107,9 @@ class CasRegister(Model):
 
     def init(self) -> Any:
         return ("v", NIL)
+
+    def partition(self, ops: list[Operation]) -> list[list[Operation]]:
+        return _by_key(ops, lambda op: op.key)
 
     def step(self, state: Any, op: Operation) -> Any:
         f, v = op.f, state[1]
@@ -148,9 +151,6 @@ class KeyValue(Model):
 
     def partition(self, ops: list[Operation]) -> list[list[Operation]]:
         return _by_key(ops, lambda op: op.key)
-
-    def may_float(self, op: Operation) -> bool:
-        return op.f != "append"
 
     def malformed(self, op: Operation) -> str | None:
         if op.f != "get" and not isinstance(op.value, str):

@@ -25,7 +25,7 @@ from .models import CasRegister, KeyValue, Model, Mutex, Register, SwapKeyValue
 from .wgl import Outcome
 
 READ, WRITE, CAS, SWAP, APPEND, ACQUIRE, RELEASE = range(7)
-UNKNOWN_FLAG, FLOATING_FLAG = 1, 2
+UNKNOWN_FLAG, OPTIONAL_FLAG = 1, 2
 NEVER = -1  # an output no state equals
 
 
@@ -146,19 +146,14 @@ def encoder(model: Model, ops: list[Operation]) -> Callable[[list[Operation]], E
     return None
 
 
-def event_order(ops: list[Operation], floating: Collection[int] = ()) -> np.ndarray:
+def event_order(ops: list[Operation]) -> np.ndarray:
     """Events in real-time order as 2 * index + (1 for a return), as `wgl.event_order` (calls before returns at
-    one position, ties in index order); floating operations have no return."""
+    one position, ties in index order)."""
     n = len(ops)
-    pos = np.fromiter((op.call for op in ops), np.int64, n), np.fromiter((op.ret for op in ops), np.int64, n)
-    codes = np.arange(2 * n, dtype=np.int64)  # the call of i is 2i, its return 2i + 1
     keys = np.empty(2 * n, np.int64)
-    keys[0::2], keys[1::2] = pos[0] * 2, pos[1] * 2 + 1
-    if len(floating):
-        keep = np.ones(2 * n, bool)
-        keep[np.fromiter(floating, np.int64, len(floating)) * 2 + 1] = False
-        codes, keys = codes[keep], keys[keep]
-    return codes[np.argsort(keys, kind="stable")].astype(np.int32)
+    keys[0::2] = np.fromiter((op.call for op in ops), np.int64, n) * 2
+    keys[1::2] = np.fromiter((op.ret for op in ops), np.int64, n) * 2 + 1
+    return np.argsort(keys, kind="stable").astype(np.int32)  # the call of i is 2i, its return 2i + 1
 
 
 _LIB: Any = None
@@ -211,20 +206,20 @@ def memory_cap() -> int:
     return _MEMORY_CAP
 
 
-def search(enc: Encoded, deadline: float | None, stop: ctypes.c_int32, floating: Collection[int] = (),
+def search(enc: Encoded, deadline: float | None, stop: ctypes.c_int32, optional: Collection[int] = (),
            max_bytes: int | None = None) -> Outcome:
     """Search one encoded (sub-)history; `stop` set to nonzero from another thread ends it (code -1); code -2: the
-    memory ran out."""
+    memory ran out. `optional`: operations that may not have taken effect."""
     lib = library()
     n = len(enc.ops)
     flags = enc.unknown.copy()
-    if len(floating):
-        flags[np.fromiter(floating, np.int64, len(floating))] |= FLOATING_FLAG
-    ev = event_order(enc.ops, floating)
-    witness = None if len(floating) else np.zeros(max(n, 1), np.int32)
+    if len(optional):
+        flags[np.fromiter(optional, np.int64, len(optional))] |= OPTIONAL_FLAG
+    ev = event_order(enc.ops)
+    witness = np.zeros(max(n, 1), np.int32)
     p = _Problem(n, len(ev), ev.ctypes.data, enc.kind.ctypes.data, enc.a.ctypes.data, enc.b.ctypes.data,
                  enc.out.ctypes.data, flags.ctypes.data, enc.init, 0, None, None, deadline or 0.0,
-                 ctypes.pointer(stop), max_bytes or memory_cap(), None if witness is None else witness.ctypes.data)
+                 ctypes.pointer(stop), max_bytes or memory_cap(), witness.ctypes.data)
     if enc.strings is not None:
         sb = b"".join(enc.strings)
         soff = np.zeros(len(enc.strings) + 1, np.int64)
@@ -233,5 +228,4 @@ def search(enc: Encoded, deadline: float | None, stop: ctypes.c_int32, floating:
         p.nstr, p.sbytes, p.soff = len(enc.strings), ctypes.addressof(buf), soff.ctypes.data
     r = _Result()
     code = lib.lin_search(ctypes.byref(p), ctypes.byref(r))
-    w = [] if witness is None else witness[:r.witness_len].tolist()
-    return Outcome(code, r.steps, r.best_events, w, r.configs, bool(r.cache_full))
+    return Outcome(code, r.steps, r.best_events, witness[:r.witness_len].tolist(), r.configs, bool(r.cache_full))

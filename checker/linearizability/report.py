@@ -24,9 +24,9 @@ def verdict_lines(v: Verdict) -> list[str]:
            f"Shortest illegal prefix: {len(v.prefix)} operations, made illegal by the completion of",
            f"  {v.last.describe()}   [{v.last.where}]" if v.last else "  (not found)"]
     how = "that cannot be linearized together" if v.minimal else "that cannot be linearized together (not fully minimised)"
-    out.append(f"Window: {len(v.window)} operation(s) of that prefix {how}, whatever its other operations did (each may "
-               "have taken effect any number of times after its invocation, or never; reads left out); in invocation "
-               "order, ? = outcome unknown:")
+    out.append(f"Window: {len(v.window)} operation(s) of that prefix {how}, however its other operations went (each "
+               "may or may not have taken effect, between its invocation and its completion; reads left out); in "
+               "invocation order, ? = outcome unknown:")
     out += [f"  {op.describe():50s} [{op.where}]" for op in v.window]
     if v.note:
         out.append(f"  note: {v.note}")

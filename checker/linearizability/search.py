@@ -23,7 +23,7 @@ from .engine import cores
 from .explain import explain as explain_part
 from .history import History, Operation
 from .models import Model
-from .wgl import ILLEGAL_HISTORY, LINEARIZABLE, NO_ANSWER, OUT_OF_MEMORY, STOPPED, Outcome
+from .wgl import ILLEGAL_HISTORY, LINEARIZABLE, OUT_OF_MEMORY, STOPPED, Outcome
 
 EXPLAIN_SECONDS = 10.0  # at most this long is spent shortening and minimising a counterexample
 THREADS_FROM = 1000  # operations from which parts are searched on threads (below, starting them costs more)
@@ -207,7 +207,7 @@ def _run_python(parts: list[list[Operation]], model: Model, deadline: float | No
                 next(running[k])
             except StopIteration:
                 del running[k]
-                if outcomes[k].code in (ILLEGAL_HISTORY, NO_ANSWER):  # type: ignore[union-attr]
+                if outcomes[k].code == ILLEGAL_HISTORY:  # type: ignore[union-attr]
                     for gen in running.values():
                         gen.close()
                     return outcomes
