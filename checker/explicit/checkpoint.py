@@ -11,7 +11,6 @@ previous checkpoint whole.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any
@@ -20,9 +19,23 @@ import numpy as np
 
 from ..model import Model
 from ..reduction.ample import PorStats
-from ..vector.checkpoint import FORMAT, MANIFEST, CheckpointError, _atomic_json, _load, _remove, read_manifest
+from ..safeio import read_bytes
+from ..safejson import JSONInputError, loads
+from ..vector.checkpoint import (
+    FORMAT,
+    MANIFEST,
+    CheckpointError,
+    _atomic_json,
+    _load,
+    _remove,
+    counters,
+    read_manifest,
+    save_array,
+    save_json,
+)
 
 M64 = (1 << 64) - 1
+MAX_FRONTIER_BYTES = 1 << 32  # the frontier's JSON: more than any frontier a scalar search holds in memory
 ENGINE = "explicit"
 
 
@@ -67,11 +80,11 @@ class ExplicitCheckpoint:
             diff = sorted(k for k in want if got.get(k) != want[k])
             raise CheckpointError(f"{d} is a checkpoint of {got.get('spec')} {got.get('params')}, which differs "
                                   f"from this run in: {', '.join(diff)}")
-        try:
-            int(man["level"]), int(man["generated"]), int(man["depth"]), int(man["distinct"])
-            names = [str(man[k]) for k in ("links", "roots", "frontier", "fingerprints")]
-        except (KeyError, TypeError, ValueError):
-            raise CheckpointError(f"{os.path.join(d, MANIFEST)} lacks the counters of a checkpoint") from None
+        counters(man, ("level", "generated", "depth", "distinct"), os.path.join(d, MANIFEST))
+        names = [man.get(k) for k in ("links", "roots", "frontier", "fingerprints")]
+        if not all(isinstance(n, str) for n in names):
+            raise CheckpointError(f"{os.path.join(d, MANIFEST)} does not name its links, roots, frontier and "
+                                  "fingerprints files")
         if any(os.path.basename(n) != n for n in names):
             raise CheckpointError(f"{os.path.join(d, MANIFEST)} names files outside {d}")
         self.manifest = man
@@ -97,10 +110,10 @@ class ExplicitCheckpoint:
             states.append(row)
         files = {"links": f"links-{level}.npy", "roots": f"roots-{level}.npy", "frontier": f"frontier-{level}.json",
                  "fingerprints": f"fingerprints-{level}.npy"}
-        _save_array(os.path.join(d, files["links"]), links)
-        _save_array(os.path.join(d, files["roots"]), np.array([f & M64 for f in roots], dtype=np.uint64))
-        _save_array(os.path.join(d, files["fingerprints"]), np.array([f & M64 for f, _ in frontier], dtype=np.uint64))
-        _save_json(os.path.join(d, files["frontier"]), states)
+        save_array(os.path.join(d, files["links"]), links)
+        save_array(os.path.join(d, files["roots"]), np.array([f & M64 for f in roots], dtype=np.uint64))
+        save_array(os.path.join(d, files["fingerprints"]), np.array([f & M64 for f, _ in frontier], dtype=np.uint64))
+        save_json(os.path.join(d, files["frontier"]), states)
         counters: dict[str, Any] = {"level": level, "distinct": len(parents), "generated": search.generated,
                                     "depth": search.depth}
         if search.por is not None:
@@ -127,10 +140,11 @@ class ExplicitCheckpoint:
         if links.ndim != 2 or links.shape[0] != 2 or roots.ndim != 1 or fps.ndim != 1:
             raise CheckpointError(f"{d}: the parent links or fingerprints do not have the shape of a checkpoint")
         states = _load_json(os.path.join(d, man["frontier"]))
-        nslots = search.model.prog.nslots
+        prog = search.model.prog
+        bounds = [(dom.lo, dom.hi) for fld in sorted(prog.fields, key=lambda f: f.base) for _, dom in fld.leaves()]
         if (not isinstance(states, list) or len(states) != len(fps)
-                or any(not isinstance(s, list) or len(s) != nslots for s in states)
-                or any(type(v) not in (int, bool) for s in states for v in s)):
+                or any(not isinstance(s, list) or len(s) != prog.nslots for s in states)
+                or any(type(v) not in (int, bool) or not lo <= v <= hi for s in states for v, (lo, hi) in zip(s, bounds))):
             raise CheckpointError(f"{os.path.join(d, man['frontier'])} does not hold this spec's states")
         parents: dict[int, int | None] = dict.fromkeys((int(f) for f in roots), None)
         parents.update(zip((int(f) for f in links[0]), (int(p) for p in links[1])))
@@ -155,27 +169,8 @@ class ExplicitCheckpoint:
         return frontier, int(man["level"])
 
 
-def _save_array(path: str, arr: np.ndarray) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as f:
-        np.save(f, np.ascontiguousarray(arr, dtype=np.uint64), allow_pickle=False)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _save_json(path: str, obj: Any) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, separators=(",", ":"))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def _load_json(path: str) -> Any:
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError) as e:
+        return loads(read_bytes(path, MAX_FRONTIER_BYTES, "checkpoint frontier", follow=False), path)
+    except (OSError, JSONInputError) as e:
         raise CheckpointError(f"{path} is missing or damaged ({e})") from None

@@ -2,9 +2,10 @@
 
 A checkpoint holds what a breadth-first search needs to go on after a level: the frontier, the
 visited fingerprints, the parent links of every level and the counters. It is a directory of
-`.npy` files (read back with `allow_pickle=False`: a checkpoint never chooses code) and a
-`manifest.json` naming the spec, its parameters, the checked properties and the packing, so a
-checkpoint is never resumed against another model.
+`.npy` files (read back as plain arrays: a checkpoint never chooses code) and a `manifest.json`
+naming the spec, its parameters, the checked properties and the packing, so a checkpoint is never
+resumed against another model. What a checkpoint directory holds is read as data: only regular
+files, never through a symbolic link, the manifest up to a size limit and its counters checked.
 
 Parent links of a finished level never change, so each level's links are written once
 (`links-L.npy`); the frontier and the visited set are written whole at each checkpoint. Files are
@@ -19,20 +20,25 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
+from ..errors import UsageError
+from ..safeio import open_input, read_bytes, replacing
+from ..safejson import JSONInputError, loads
 from .spool import Spool
 
 FORMAT = 1
 MANIFEST = "manifest.json"
+MAX_MANIFEST_BYTES = 1 << 20
+MAX_COUNT = 1 << 62  # a manifest's counters (levels, states, depth) are whole numbers up to this
 CHUNK = 1 << 20  # rows copied at a time
 
 
-class CheckpointError(Exception):
-    """A checkpoint directory cannot be used: missing, of another model, or damaged."""
+class CheckpointError(UsageError):
+    """A checkpoint directory cannot be used: missing, of another model, or damaged (an input error: exit 2)."""
 
 
 def identity(vm: Any) -> dict:
@@ -47,16 +53,28 @@ def identity(vm: Any) -> dict:
 def read_manifest(directory: str) -> dict | None:
     """The manifest of the last complete checkpoint in `directory`, or None if there is none."""
     path = os.path.join(directory, MANIFEST)
-    if not os.path.exists(path):
-        return None
     try:
-        with open(path, encoding="utf-8") as f:
-            man = json.load(f)
-    except (OSError, ValueError) as e:
+        man = loads(read_bytes(path, MAX_MANIFEST_BYTES, "checkpoint manifest", follow=False), path)
+    except FileNotFoundError:
+        return None
+    except (OSError, JSONInputError) as e:
         raise CheckpointError(f"{path} is not a readable checkpoint manifest ({e})") from None
     if not isinstance(man, dict) or man.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a lockstep checkpoint of format {FORMAT}")
     return man
+
+
+def counters(man: dict, keys: Iterable[str], path: str) -> dict[str, int]:
+    """The manifest's counters `keys`, each a whole number from 0 to MAX_COUNT; a CheckpointError naming the first
+    that is missing or is not one."""
+    out = {}
+    for key in keys:
+        v = man.get(key)
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_COUNT:
+            raise CheckpointError(f"{path}: {key!r} is {'missing' if v is None else json.dumps(v)[:40]}, not a whole "
+                                  f"number from 0 to {MAX_COUNT:,}: not a checkpoint Lockstep wrote")
+        out[key] = v
+    return out
 
 
 class Checkpoint:
@@ -70,11 +88,13 @@ class Checkpoint:
         self.say = say or (lambda text: None)
         self.last = time.monotonic()
         self.manifest: dict | None = None
+        self.layout: Any = None  # the packing of the model bound (`bind`)
         self.written = 0  # levels whose parent links are on disk
 
     def bind(self, vm: Any) -> None:
         """Check the directory against the model before the search starts."""
         want = dict(identity(vm), deadlock=self.deadlock, **({"por": True} if self.por else {}))
+        self.layout = vm.layout
         if self.resume:
             man = read_manifest(self.directory) if os.path.isdir(self.directory) else None
             if man is None:
@@ -107,12 +127,11 @@ class Checkpoint:
     def _verify(self, man: dict, words: int) -> None:
         """Every file the manifest names is there, of the right shape (their headers are read, not the data)."""
         d = self.directory
-        try:
-            levels, distinct = int(man["levels"]), int(man["distinct"])
-            frontier, visited = str(man["frontier"]), str(man["visited"])
-            int(man["level"]), int(man["generated"]), int(man["depth"])
-        except (KeyError, TypeError, ValueError):
-            raise CheckpointError(f"{os.path.join(d, MANIFEST)} lacks the counters of a checkpoint") from None
+        c = counters(man, ("levels", "distinct", "level", "generated", "depth"), os.path.join(d, MANIFEST))
+        levels, distinct = c["levels"], c["distinct"]
+        frontier, visited = man.get("frontier"), man.get("visited")
+        if not isinstance(frontier, str) or not isinstance(visited, str):
+            raise CheckpointError(f"{os.path.join(d, MANIFEST)} does not name its frontier and visited files")
         if os.path.basename(frontier) != frontier or os.path.basename(visited) != visited:
             raise CheckpointError(f"{os.path.join(d, MANIFEST)} names files outside {d}")
         if _load(os.path.join(d, visited)).shape != (distinct,):
@@ -171,8 +190,14 @@ class Checkpoint:
             search.levels.append(_read_spool(os.path.join(d, f"links-{lv}.npy"), search.link_budget, None))
         frontier = _read_spool(os.path.join(d, man["frontier"]), search.budget, search.layout.words)
         visited = _load(os.path.join(d, man["visited"]))
+        search.table.reserve(len(visited))  # the saved keys come in slot order: into a table of their final size
         for start in range(0, len(visited), CHUNK):
             search.table.add(np.array(visited[start:start + CHUNK]))
+        for words in frontier.batches(CHUNK):
+            _check_frontier(os.path.join(d, man["frontier"]), words, search.layout)
+            if not search.table.contains(search.layout.fingerprints(words)).all():
+                raise CheckpointError(f"{os.path.join(d, man['frontier'])} holds a state that is not among the visited "
+                                      "states: the checkpoint is damaged")
         search.distinct, search.generated, search.depth = man["distinct"], man["generated"], man["depth"]
         por = getattr(search, "por", None)
         if por is not None and isinstance(man.get("por_stats"), list) and len(man["por_stats"]) == 4:
@@ -191,8 +216,11 @@ class Checkpoint:
         assert man is not None and self.resume
         d = self.directory
         links = [_load(os.path.join(d, f"links-{lv}.npy")) for lv in range(man["levels"])]
+        frontier = _load(os.path.join(d, man["frontier"]))
+        for start in range(0, frontier.shape[1], CHUNK):
+            _check_frontier(os.path.join(d, man["frontier"]), frontier[:, start:start + CHUNK], self.layout)
         self.last = time.monotonic()
-        return links, _load(os.path.join(d, man["frontier"])), man
+        return links, frontier, man
 
     def link_fingerprints(self) -> Iterator[np.ndarray]:
         """The visited set, read back from the parent links on disk (links of the (fingerprint, parent)
@@ -201,6 +229,12 @@ class Checkpoint:
             arr = _load(os.path.join(self.directory, f"links-{lv}.npy"))
             for start in range(0, arr.shape[1], CHUNK):
                 yield np.array(arr[0, start:start + CHUNK])
+
+
+def _check_frontier(path: str, words: np.ndarray, layout: Any) -> None:
+    """A CheckpointError unless every column of `words` packs a state of the spec."""
+    if not layout.valid(words).all():
+        raise CheckpointError(f"{path} holds words that are not states of this spec: the checkpoint is damaged")
 
 
 def _table_keys(visited: Any) -> Iterator[np.ndarray]:
@@ -212,74 +246,80 @@ def _table_keys(visited: Any) -> Iterator[np.ndarray]:
             yield part[part != 0]
 
 
-def _tmp(path: str) -> str:
-    return f"{path}.tmp{os.getpid()}"
-
-
-def _sync_rename(tmp: str, path: str) -> None:
-    fd = os.open(tmp, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-
-
 def _write_spool(path: str, spool: Spool | np.ndarray) -> None:
-    tmp = _tmp(path)
     if isinstance(spool, np.ndarray):
-        with open(tmp, "wb") as f:
-            np.save(f, np.ascontiguousarray(spool, dtype=np.uint64), allow_pickle=False)
-        _sync_rename(tmp, path)
+        save_array(path, spool)
         return
-    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint64, shape=(spool.columns, len(spool)))
-    at = 0
-    for block in spool.batches(CHUNK):
-        out[:, at:at + block.shape[1]] = block
-        at += block.shape[1]
-    out.flush()
-    del out
-    _sync_rename(tmp, path)
+    with replacing(path, binary=True, durable=True) as f:
+        out = _mapped_npy(f, (spool.columns, len(spool)))
+        at = 0
+        for block in spool.batches(CHUNK):
+            out[:, at:at + block.shape[1]] = block
+            at += block.shape[1]
+        out.flush()
+        del out
 
 
 def _write_chunks(path: str, chunks: Iterator[np.ndarray], total: int) -> None:
-    tmp = _tmp(path)
-    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint64, shape=(total,))
-    at = 0
-    for part in chunks:
-        if at + len(part) > total:
-            raise CheckpointError("the visited table holds more fingerprints than the search counted")
-        out[at:at + len(part)] = part
-        at += len(part)
-    if at != total:
-        raise CheckpointError("the visited table holds fewer fingerprints than the search counted")
-    out.flush()
-    del out
-    _sync_rename(tmp, path)
+    with replacing(path, binary=True, durable=True) as f:
+        out = _mapped_npy(f, (total,))
+        at = 0
+        for part in chunks:
+            if at + len(part) > total:
+                raise CheckpointError("the visited table holds more fingerprints than the search counted")
+            out[at:at + len(part)] = part
+            at += len(part)
+        if at != total:
+            raise CheckpointError("the visited table holds fewer fingerprints than the search counted")
+        out.flush()
+        del out
+
+
+def _mapped_npy(f: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """A `.npy` file of uint64 of `shape` in the new file `f`: its header written, its data mapped for writing."""
+    np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint64)),
+                                             "fortran_order": False, "shape": shape})
+    offset = f.tell()
+    f.flush()
+    f.truncate(offset + 8 * int(np.prod(shape)))
+    if not np.prod(shape):
+        return np.empty(shape, dtype=np.uint64)
+    return np.memmap(f, dtype=np.uint64, mode="r+", offset=offset, shape=shape)
+
+
+def save_array(path: str, arr: np.ndarray) -> None:
+    """Write an array of uint64 as a `.npy` file, replacing `path` once it is on disk."""
+    with replacing(path, binary=True, durable=True) as f:
+        np.save(f, np.ascontiguousarray(arr, dtype=np.uint64), allow_pickle=False)
+
+
+def save_json(path: str, obj: Any) -> None:
+    """Write a JSON document, replacing `path` once it is on disk."""
+    with replacing(path, durable=True) as f:
+        json.dump(obj, f, separators=(",", ":"))
 
 
 def _atomic_json(path: str, obj: dict) -> None:
-    tmp = _tmp(path)
-    with open(tmp, "w", encoding="utf-8") as f:
+    with replacing(path, durable=True) as f:
         json.dump(obj, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dfd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
 
 
 def _load(path: str) -> np.ndarray:
+    """A `.npy` array of uint64 in a checkpoint, memory-mapped: a regular file (not a link), its header read
+    (`allow_pickle` never applies: only a plain array header is accepted)."""
     try:
-        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        with open_input(path, follow=False) as f:
+            version = np.lib.format.read_magic(f)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read_header(f)
+            if dtype != np.uint64:
+                raise CheckpointError(f"{path} does not hold 64-bit words")
+            if not np.prod(shape):
+                return np.empty(shape, dtype=np.uint64)
+            return np.memmap(f, dtype=np.uint64, mode="r", offset=f.tell(), shape=shape, order="F" if fortran else "C")
     except (OSError, ValueError) as e:
         raise CheckpointError(f"{path} is missing or damaged ({e})") from None
-    if arr.dtype != np.uint64:
-        raise CheckpointError(f"{path} does not hold 64-bit words")
-    return arr
 
 
 def _read_spool(path: str, budget: Any, columns: int | None) -> Spool:

@@ -147,6 +147,20 @@ class Layout:
             out[:, j] = self.pack(st)
         return out
 
+    def valid(self, words: np.ndarray) -> np.ndarray:
+        """Which columns of a `(words, rows)` batch are packed states: each field's value within its type, and
+        no bit set outside the fields (a bool per row; for words read from a file)."""
+        ok = np.ones(words.shape[1], dtype=bool)
+        used = [0] * self.words
+        for c in self.columns:
+            used[c.word] |= c.mask << c.shift
+            dom = self.prog.slot_doms[c.slot]
+            if dom.kind != "set" and dom.hi - dom.lo < c.mask:
+                ok &= (words[c.word] >> np.uint64(c.shift)) & np.uint64(c.mask) <= np.uint64(dom.hi - dom.lo)
+        for w in range(self.words):
+            ok &= words[w] & np.uint64(~used[w] & _M64) == 0
+        return ok
+
     def fingerprints(self, words: np.ndarray) -> np.ndarray:
         """Fingerprints of a `(words, rows)` batch; never 0 for a valid state."""
         h = _mix_array(words[0] ^ np.uint64(self.seed))
