@@ -20,20 +20,23 @@ A `logging.Handler` (`TraceHandler`) writes the records that carry an `action` (
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
+import stat
 import threading
 from collections.abc import Iterable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
-from lockstep.checker.validation.conformance.mapping import ANY, Step, step
+from lockstep.checker.safeio import create_fresh
+from lockstep.checker.validation.conformance.mapping import ANY, Step, one_of, step
 from lockstep.checker.validation.conformance.schema import SCHEMA
 
 if TYPE_CHECKING:
     from lockstep.checker.validation.conformance.search import Conformance
 
-__all__ = ["ANY", "SCHEMA", "Log", "Step", "TraceHandler", "step", "validate"]
+__all__ = ["ANY", "SCHEMA", "Log", "Step", "TraceHandler", "one_of", "step", "validate"]
 
 
 class Log:
@@ -41,7 +44,7 @@ class Log:
     when it closes). Thread-safe: events of one node are numbered in the order `event` is called."""
 
     def __init__(self, path: str | os.PathLike[str] | IO[str], node: str | int, *, header: Mapping[str, Any] | None = None,
-                 clocks: bool = True):
+                 clocks: bool = True, resume: bool = False):
         if isinstance(node, bool) or not isinstance(node, (str, int)) or node == "":
             raise TypeError("node must be a non-empty string or an integer")
         self.node = node
@@ -50,8 +53,13 @@ class Log:
         self._vc: dict[str, int] = {self._key: 0}
         self._lock = threading.Lock()
         self._own = not hasattr(path, "write")
-        self._f: IO[str] = open(path, "w", encoding="utf-8") if self._own else path  # type: ignore[arg-type, assignment]
         self._closed = False
+        if resume:  # a node restarted after a crash continues its log
+            if not self._own:
+                raise TypeError("resume=True continues a log file: give its path")
+            self._f, self._vc = _resume(os.fspath(path), self._key)  # type: ignore[arg-type]
+            return
+        self._f = create_fresh(os.fspath(path)) if self._own else path  # type: ignore[arg-type, assignment]
         self._write({"schema": SCHEMA, "node": node, **dict(header or {})})
 
     @property
@@ -122,6 +130,35 @@ class Log:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _resume(path: str, key: str) -> tuple[IO[str], dict[str, int]]:
+    """A node's own log that a crash cut short, open for appending (a torn last line removed), and the vector clock
+    of its last event. The file is opened without following a symbolic link, and must be a regular file."""
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    f = os.fdopen(fd, "rb+")
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path}: not a regular file")
+        data = f.read()
+        keep = data if data.endswith(b"\n") else data[:data.rfind(b"\n") + 1]
+        if len(keep) != len(data):
+            f.seek(len(keep))
+            f.truncate()
+        vc = {key: 0}
+        for raw in reversed(keep.splitlines()):
+            obj = json.loads(raw)
+            if obj.get("end") is True:
+                raise ValueError(f"{path}: the log of node {key} is complete (it has its end record): not resumed")
+            if "action" in obj:
+                vc = {str(k): v for k, v in (obj.get("vc") or {}).items()}
+                vc[key] = obj["seq"]
+                break
+        f.seek(0, os.SEEK_END)
+    except BaseException:
+        f.close()
+        raise
+    return io.TextIOWrapper(f, encoding="utf-8"), vc  # type: ignore[arg-type]
 
 
 def _json_default(v: Any) -> Any:

@@ -23,6 +23,7 @@ SPECS: dict[str, str] = {
     "bracha_byzantine_relay": "lockstep.specs.bracha:BrachaByzantineRelay",
     "bracha_low_echo_quorum": "lockstep.specs.bracha:BrachaLowEchoQuorum",
     "token_ring": "lockstep.specs.token_ring:TokenRing",
+    "raft": "lockstep.specs.raft:Raft",
     "phase_clock": "lockstep.specs.phase_clock:PhaseClock",
     "phase_clock_buggy": "lockstep.specs.phase_clock:PhaseClockNoResync",
     "adaptive_majority": "lockstep.specs.adaptive_majority:AdaptiveMajority",

@@ -8,6 +8,7 @@ import json
 import os
 
 from ...errors import TraceError
+from ...safeio import create_fresh
 from ..runtrace import STEP_KINDS, load, vector_clock
 from .schema import SCHEMA
 
@@ -23,7 +24,7 @@ def run_to_logs(trace: str, out_dir: str) -> dict[int, str]:
         raise TraceError(f"{trace}:1: the run header does not say how many processes ran")
     os.makedirs(out_dir, exist_ok=True)
     paths = {p: os.path.join(out_dir, f"process-{p}.jsonl") for p in range(n)}
-    files = {p: open(path, "w", encoding="utf-8") for p, path in paths.items()}  # noqa: SIM115 - closed below
+    files = {p: create_fresh(path) for p, path in paths.items()}  # closed below
     dumps = json.dumps
     names = [str(p) for p in range(n)]
     try:

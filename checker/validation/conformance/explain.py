@@ -14,6 +14,7 @@ from lockstep.specs.lang.terms import Term
 
 from ... import interpret
 from ...itf import show
+from .interpreted import evaluate
 from .spec_side import Plan, SpecSide, StepFails
 
 MAX_SHOWN = 4  # transitions (for an ANY argument) and states explained per step
@@ -60,7 +61,7 @@ def why_not(side: SpecSide, plan: Plan, st: tuple, k: int) -> list[str]:
 
 def disabled(side: SpecSide, t: Transition, st: tuple) -> str:
     """Which conjunct of `t`'s guard is false on `st`, with its source line and the values it reads."""
-    guard = interpret.first_false_guard(t, st)
+    guard = _first_false_guard(t, st)
     if guard is None:
         return f"{t.label} is enabled"
     text = _conjunct_text(t, guard)
@@ -72,13 +73,27 @@ def disabled(side: SpecSide, t: Transition, st: tuple) -> str:
     return f"{t.label} is not enabled: the guard conjunct {text}{where} is false" + (f", where {reads}" if reads else "")
 
 
+def _first_false_guard(t: Transition, st: tuple) -> Term | None:
+    """The first `require` of `t` that is false (or fails) on `st`."""
+    memo: dict[int, Any] = {}
+    for c in t.checks:
+        if c.kind == "require":
+            try:
+                if not evaluate(c.term, st, memo):
+                    return c.term
+            except interpret.EvalError:
+                return c.term
+    return None
+
+
 def _false_conjunct(t: Term, st: tuple) -> Term:
     """The innermost first false argument of a conjunction (the term itself otherwise)."""
+    memo: dict[int, Any] = {}
     while t.op == "and":
         for a in t.args:
             if isinstance(a, Term):
                 try:
-                    ok = interpret.evaluate(a, st)
+                    ok = evaluate(a, st, memo)
                 except interpret.EvalError:
                     ok = False
                 if not ok:

@@ -6,7 +6,7 @@ function of that name — returning the spec steps the event stands for: one `st
 of them (an event that stands for several steps), or None (no spec step: the event only logs variables);
 an action the mapping has no function for is the spec action of that name, with the logged arguments.
 An argument may be `ANY` (every value the spec allows is tried). `step(..., optional=True)` may be taken
-or not, `step(..., repeat=K)` 0 to K times. Optional module attributes:
+or not, `step(..., repeat=K)` 0 to K times, `one_of(step(...), step(...))` is exactly one of them. Optional module attributes:
 
 - `INTERNAL`: the spec actions that may run unlogged between two logged events (at most `--max-internal`
   of them; default: every action of the spec);
@@ -55,8 +55,11 @@ class Step:
     args: tuple[tuple[str, Any], ...]
     optional: bool = False
     repeat: int = 1  # taken 0..repeat times when > 1 (or optional), exactly once otherwise
+    choices: tuple[Step, ...] = ()  # `one_of`: exactly one of these steps
 
     def label(self) -> str:
+        if self.choices:
+            return " or ".join(c.label() for c in self.choices)
         inner = ", ".join(f"{k}={v!r}" for k, v in self.args)
         return f"{self.action}({inner})"
 
@@ -68,6 +71,13 @@ def step(action: str, *, optional: bool = False, repeat: int = 1, **args: Any) -
     if not isinstance(repeat, int) or repeat < 1:
         raise TypeError("step(..., repeat=K): K is a positive integer")
     return Step(action, tuple(args.items()), optional or repeat > 1, repeat)
+
+
+def one_of(*steps: Step, optional: bool = False) -> Step:
+    """Exactly one of `steps` (or none, with `optional=True`): for an event the log cannot tell apart."""
+    if not steps or not all(isinstance(x, Step) and not x.optional and x.repeat == 1 for x in steps):
+        raise TypeError("one_of(step(...), step(...), ...): plain steps, at least one")
+    return Step("|", (), optional, 1, tuple(steps))
 
 
 class MappingError(UsageError):

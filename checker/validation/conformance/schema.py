@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from ...errors import TraceError
-from ...safeio import open_input
+from ...safeio import open_input, replacing
 
 SCHEMA = "lockstep-trace/1"
 MAX_LINE = 1 << 20  # bytes in one line of a log
@@ -261,7 +261,7 @@ def first_node(path: str) -> str:
 
 def write_log(path: str, events: list[dict[str, Any]], node: Any, ended: bool = True) -> None:
     """Write one node's events (JSON forms) as a log in the schema (tests and converters)."""
-    with open(path, "w", encoding="utf-8") as f:
+    with replacing(path) as f:
         f.write(json.dumps({"schema": SCHEMA, "node": node}) + "\n")
         for e in events:
             f.write(json.dumps(e, separators=(",", ":")) + "\n")

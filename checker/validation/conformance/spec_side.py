@@ -3,6 +3,7 @@ variables resolved to slots, and events turned into plans of candidate transitio
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -10,16 +11,20 @@ from typing import Any
 from lockstep.specs.lang.actors import ActorProgram
 from lockstep.specs.lang.errors import SpecError
 from lockstep.specs.lang.program import Program, Transition
+from lockstep.specs.lang.spec import Spec, build_program
+from lockstep.specs.lang.terms import Term
 from lockstep.specs.lang.types import Domain, MapDomain
 
 from ...codegen import compile_transitions
 from ...errors import TraceError
-from ...loader import LoadError, load_model
+from ...loader import LoadError, resolve
 from ...typed_model import TypedModel
+from .interpreted import InterpretedModel
 from .mapping import _NODE, ANY, Mapping, MappingError, Step, as_value, hashable, load_mapping, parse_path
 from .schema import Event
 
 MEMO_LIMIT = 200_000  # entries of each memo table (cleared when full: memory stays bounded)
+COMPILE_LIMIT = 30_000  # distinct subterms of a spec's steps above which they are interpreted, not compiled
 
 
 class StepFails(Exception):
@@ -54,19 +59,26 @@ class SpecSide:
 
     def __init__(self, ref: str, params: dict[str, int], mapping: str | None = None):
         try:
-            model = load_model(ref, params)
+            obj, ref = resolve(ref)
+            if not (isinstance(obj, type) and issubclass(obj, Spec)):
+                raise TraceError(f"spec {ref!r} is a plain spec (init/next): conformance checking needs a typed spec, "
+                                 "whose actions and variables a mapping can name")
+            prog = build_program(obj, params)
         except (LoadError, SpecError) as e:
-            raise TraceError(f"spec {ref!r} cannot be loaded with parameters {params}: {e}") from None
-        if not isinstance(model, TypedModel):
-            raise TraceError(f"spec {ref!r} is a plain spec (init/next): conformance checking needs a typed spec, whose "
-                             "actions and variables a mapping can name")
+            raise TraceError(f"spec {ref!r} cannot be built with parameters {params}: {e}") from None
+        self.prog: Program = prog
+        ts = prog.transitions
+        self.transitions = ts
+        self.interpreted = _terms(ts) > COMPILE_LIMIT
+        if self.interpreted:  # compiling would take longer than the few steps a log needs
+            model: Any = InterpretedModel(prog, ref)
+            self.fns: list[Callable[[tuple], list]] = [functools.partial(model.step, t) for t in ts]
+        else:
+            model = TypedModel(prog, ref)
+            self.fns = compile_transitions(prog, ts)
         self.model = model
-        self.prog: Program = model.prog
         self.actors = isinstance(self.prog, ActorProgram)
         self.mapping: Mapping = load_mapping(mapping, self.actors)
-        ts = self.prog.transitions
-        self.transitions = ts
-        self.fns: list[Callable[[tuple], list]] = compile_transitions(self.prog, ts)
         self.by_action: dict[str, list[int]] = {}
         self.by_args: dict[tuple, int] = {}
         for i, t in enumerate(ts):
@@ -224,7 +236,7 @@ class SpecSide:
                 return hit
         steps = []
         for s in self.mapping.steps(e):
-            tids = self.tids(s, e.where)
+            tids = tuple(t for c in s.choices for t in self.tids(c, e.where)) if s.choices else self.tids(s, e.where)
             steps.append(PlanStep(s, tids, 0 if s.optional else 1, s.repeat))
         checks, shown = self.checks(e) if (e.vars or self.mapping.variables_fn) else ((), ())
         p = Plan(tuple(steps), checks, shown)
@@ -297,3 +309,15 @@ def _key(v: Any) -> Any:
     if t is list:
         return hashable(v)
     return v
+
+
+def _terms(ts: list[Transition]) -> int:
+    """The distinct subterms of the transitions' guards and updates."""
+    seen: set[int] = set()
+    stack: list[Any] = [c.term for t in ts for c in t.checks] + [u for t in ts for u in t.updates.values()]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Term) and id(x) not in seen:
+            seen.add(id(x))
+            stack.extend(x.args)
+    return len(seen)
