@@ -30,6 +30,7 @@ COMMANDS = [
     "lockstep.checker.commands.algebra",
     "lockstep.checker.commands.validate",
     "lockstep.executors.command",
+    "lockstep.executors.histories.command",
     "lockstep.checker.commands.analyze",
     "lockstep.checker.commands.simulate",
     "lockstep.checker.commands.datalog",

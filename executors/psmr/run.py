@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from multiprocessing import shared_memory
 from typing import Any
@@ -62,9 +62,11 @@ class PsmrCluster(Cluster):
 
 
 async def run_async(service: ServiceConfig, duration: float, trace_dir: str, faults: Faults | None = None,
-                    progress: Callable[[float], None] | None = None) -> ServiceRun:
+                    progress: Callable[[float], None] | None = None,
+                    nemesis: Callable[[PsmrCluster], Awaitable[None]] | None = None) -> ServiceRun:
     """Run the service for `duration` seconds (or until every client has issued its `commands`), with the fault plan
-    `faults`, checked by `faults.check_plan` (its pids are replicas: a crash SIGKILLs that replica's workers)."""
+    `faults`, checked by `faults.check_plan` (its pids are replicas: a crash SIGKILLs that replica's workers).
+    `nemesis(cluster)` runs beside the clients, if given, until the end (when it is cancelled)."""
     crashes = sorted((c.at, c.pid) for c in faults.crashes) if faults is not None else []
     segs = [shared_memory.SharedMemory(create=True, size=8 * service.keys) for _ in range(service.replicas)]
     for s in segs:
@@ -75,6 +77,15 @@ async def run_async(service: ServiceConfig, duration: float, trace_dir: str, fau
     seconds = 0.0
 
     async def serve_for() -> None:
+        side = asyncio.ensure_future(nemesis(cluster)) if nemesis is not None else None
+        try:
+            await serve()
+        finally:
+            if side is not None:
+                side.cancel()
+                await asyncio.gather(side, return_exceptions=True)
+
+    async def serve() -> None:
         loop = asyncio.get_running_loop()
         end = loop.time() + duration
         next_report = loop.time() + 2.0
@@ -121,9 +132,10 @@ async def run_async(service: ServiceConfig, duration: float, trace_dir: str, fau
 
 
 def run(service: ServiceConfig, duration: float, trace_dir: str, faults: Faults | None = None,
-        progress: Callable[[float], None] | None = None) -> ServiceRun:
+        progress: Callable[[float], None] | None = None,
+        nemesis: Callable[[PsmrCluster], Awaitable[None]] | None = None) -> ServiceRun:
     """Run the service as OS processes; see `run_async`."""
-    return asyncio.run(run_async(service, duration, trace_dir, faults, progress))
+    return asyncio.run(run_async(service, duration, trace_dir, faults, progress, nemesis))
 
 
 def merge_history(run: ServiceRun, out: str) -> str:
