@@ -1,0 +1,3 @@
+module lockstep/emit/go/trace
+
+go 1.21
