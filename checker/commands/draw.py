@@ -1,21 +1,27 @@
-"""`lockstep draw TRACE --out FILE`: a picture of a trace.
+"""`lockstep draw TRACE --out FILE`: a picture of a trace, or of a client history.
 
 Actor traces (counterexamples, simulations, recorded runs) become message-sequence charts
 (`.svg`, or `.html` with a state panel); rounds traces a grid of rounds × nodes; population runs
-a plot of the agent counts per state over time (`.png`, `.svg` or `.pdf`).
+a plot of the agent counts per state over time (`.png`, `.svg` or `.pdf`). A client history (the
+formats `lockstep linearizable` reads) is checked and drawn as bars per client, with the window that
+explains a violation highlighted (`.html` or `.svg`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 
 from ..errors import UsageError
+from ..linearizability.history import History
 from ..loader import load_model
+from ..safeio import open_input
 from ..trace import Trace, TraceError
 from ..typed_model import TypedModel
 from ..validation.runtrace import MergedRun, Mismatch
 from .common import output_file, read_trace_file, trace_spec, typed_for_pictures, write_text
+from .linearizable import budget
 
 NAME = "draw"
 HELP = "draw a trace: a message-sequence chart (actors), a rounds grid, or agent counts over time (population runs)"
@@ -24,15 +30,24 @@ PLOT_FORMATS = (".png", ".svg", ".pdf")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="TRACE", help="a counterexample or simulation (`--out` of check/simulate) or a "
-                                                 "run trace (`lockstep run --trace`)")
+    p.add_argument("file", metavar="TRACE", help="a counterexample or simulation (`--out` of check/simulate), a "
+                                                 "run trace (`lockstep run --trace`), or a client history")
     p.add_argument("--out", required=True, type=output_file, metavar="FILE",
                    help="the picture: chart.svg or chart.html (plots: .png, .svg, .pdf)")
     p.add_argument("--spec", metavar="SPEC", help="the trace's spec (needed unless the trace names a registered spec)")
+    p.add_argument("--model", "-m", metavar="MODEL", help="a history's sequential model, as for `lockstep linearizable` "
+                                                          "(default: the built-in model its operations name)")
+    p.add_argument("--budget", type=budget, metavar="S", help="seconds to check a history (default 60)")
 
 
 def run(args: argparse.Namespace) -> int:
     ext = os.path.splitext(args.out)[1].lower()
+    if is_history(args.file):
+        if args.spec:
+            raise UsageError("--spec names a trace's spec; a history is checked against a --model")
+        return _draw_history(args, ext)
+    if args.model or args.budget is not None:
+        raise UsageError(f"{args.file} is a trace, not a client history: --model and --budget apply to histories")
     trace = read_trace_file(args.file)
     if isinstance(trace, MergedRun):
         return _draw_run(trace, args, ext)
@@ -42,6 +57,72 @@ def run(args: argparse.Namespace) -> int:
     text = _chart_of_trace(trace, model, ext)
     write_text(args.out, text)
     print(f"{_kind(model)} of {len(trace.steps) - 1} steps written to {args.out}")
+    return 0
+
+
+def is_history(path: str) -> bool:
+    """Whether a file holds a client history: a Jepsen log line, EDN maps, or JSON objects with a process and a
+    type, first (a file that cannot be read is left to the trace reader to report)."""
+    try:
+        with open_input(path) as fh:
+            head = fh.read(4096).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    first = next((ln.strip() for ln in head.splitlines() if ln.strip()), "")
+    if first.startswith("INFO") and "jepsen.util" in first:
+        return True
+    if first.startswith("{:") or (first.startswith("[") and "{:" in head):
+        return True
+    if first.startswith("{\""):
+        try:
+            obj = json.loads(first)
+        except json.JSONDecodeError:
+            return False
+        return isinstance(obj, dict) and "process" in obj and "type" in obj
+    return False
+
+
+def _infer_model(history: History) -> str:
+    """The built-in model whose operations the history's are (UsageError if none fits)."""
+    fs = {op.f for op in history.operations}
+    if fs <= {"read", "write", "cas"}:
+        return "cas-register"
+    if fs <= {"acquire", "release"}:
+        return "mutex"
+    if fs == {"txn"}:
+        return "multi-register"
+    if fs <= {"get", "put", "append"} and ("append" in fs or all(isinstance(op.value, str) for op in history.operations
+                                                                  if op.f != "get")):
+        return "kv"
+    if fs <= {"get", "put", "putall"}:
+        return "psmr-kv"
+    raise UsageError(f"no built-in model has the operations {', '.join(sorted(fs))}: name one with --model")
+
+
+def _draw_history(args: argparse.Namespace, ext: str) -> int:
+    """Check a client history and draw it with the evidence of its verdict."""
+    from ..linearizability import HistoryError, ModelError, check, read_history
+    from ..linearizability import load_model as load_history_model
+    from ..render.history import history_svg
+    from ..render.svg import wrap
+
+    if ext not in CHART_FORMATS:
+        raise UsageError(f"--out {args.out}: a history is drawn as .html or .svg")
+    try:
+        history = read_history(args.file)
+        name = args.model or _infer_model(history)
+        model = load_history_model(name)
+        v = check(history, model, budget=args.budget if args.budget is not None else 60.0)
+    except (HistoryError, ModelError) as e:
+        raise UsageError(str(e)) from None
+    if not args.model:
+        print(f"model {model.name} (from the operations' names; --model to choose another)")
+    picture = history_svg(history, v, standalone=ext == ".svg")
+    write_text(args.out, picture if ext == ".svg" else wrap(f"{history.source}: {v.verdict}", picture))
+    what = {"not linearizable": f"not linearizable: the window of {len(v.window)} operation(s) highlighted",
+            "unknown": "unknown: where the longest linearizable prefix found ends marked",
+            "linearizable": "linearizable"}[v.verdict]
+    print(f"history of {len(history):,} operations ({what}) drawn to {args.out}")
     return 0
 
 

@@ -37,6 +37,7 @@ class OpenPart:
     operations: int
     linearized: list[Operation]  # the longest prefix found linearizable, in a legal order (its linearization)
     until: Operation | None  # the operation whose event ends that prefix
+    position: int | None = None  # that event's position in the history's order of events
 
     def to_json(self) -> dict[str, Any]:
         return {"key": _jsonable_key(self.key), "operations": self.operations,
@@ -145,9 +146,9 @@ def _open_part(part: list[Operation], out: Outcome | None, keyed: bool) -> OpenP
     key = part[0].key if keyed else None
     if out is None or out.best_events == 0:
         return OpenPart(key, len(part), [], None)
-    ev = wgl.event_order(part)
-    until = part[ev[out.best_events - 1] >> 1]
-    return OpenPart(key, len(part), [part[i] for i in out.witness], until)
+    e = native.event_order(part)[out.best_events - 1]
+    until = part[e >> 1]
+    return OpenPart(key, len(part), [part[i] for i in out.witness], until, until.ret if e & 1 else until.call)
 
 
 def _run_compiled(parts: list[list[Operation]], enc: Any, deadline: float | None, workers: int) -> list[Outcome | None]:
