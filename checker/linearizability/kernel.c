@@ -68,6 +68,7 @@ static double now(void) {
 typedef struct {
     char *bytes; int64_t used, cap;
     int64_t *off; int32_t count, ocap;        /* id -> offset; off[id + 1] - off[id] is the length */
+    uint64_t *hash;                           /* id -> the string's FNV-1a hash */
     int32_t *slot; uint64_t *slot_hash; int64_t nslots; /* open addressing: id + 1, 0 empty */
     int64_t mem;
 } strtab;
@@ -94,9 +95,10 @@ static int str_grow(strtab *t) {
     return 0;
 }
 
-/* The id of the string x ++ y (y may be empty), interned; -1 when out of memory. */
-static int64_t str_intern(strtab *t, const char *x, int64_t xl, const char *y, int64_t yl) {
-    uint64_t h = fnv(fnv(0xcbf29ce484222325ULL, x, xl), y, yl);
+#define FNV_START 0xcbf29ce484222325ULL
+
+/* The id of the string x ++ y (y may be empty), whose hash is h, interned; -1 when out of memory. */
+static int64_t str_intern(strtab *t, const char *x, int64_t xl, const char *y, int64_t yl, uint64_t h) {
     if (t->count >= INT32_MAX - 2) return -1;  /* (states are 32-bit in the cache) */
     if (2 * ((int64_t)t->count + 1) > t->nslots && str_grow(t)) return -1;
     int64_t j = (int64_t)(h & (uint64_t)(t->nslots - 1));
@@ -126,20 +128,31 @@ static int64_t str_intern(strtab *t, const char *x, int64_t xl, const char *y, i
         int32_t no = t->ocap ? t->ocap * 2 : 1024;
         int64_t *o = realloc(t->off, (size_t)no * sizeof(int64_t));
         if (!o) return -1;
-        t->mem += (int64_t)(no - t->ocap) * 8;
-        t->off = o; t->ocap = no;
+        t->off = o;
+        uint64_t *hs = realloc(t->hash, (size_t)no * sizeof(uint64_t));
+        if (!hs) return -1;
+        t->hash = hs;
+        t->mem += (int64_t)(no - t->ocap) * 16;
+        t->ocap = no;
     }
     memmove(t->bytes + t->used, x, (size_t)xl);
     memmove(t->bytes + t->used + xl, y, (size_t)yl);
     int32_t id = t->count++;
     t->off[id] = t->used;
+    t->hash[id] = h;
     t->used += xl + yl;
     t->off[id + 1] = t->used;
     t->slot[j] = id + 1; t->slot_hash[j] = h;
     return id;
 }
 
-static void str_free(strtab *t) { free(t->bytes); free(t->off); free(t->slot); free(t->slot_hash); }
+static void str_free(strtab *t) { free(t->bytes); free(t->off); free(t->hash); free(t->slot); free(t->slot_hash); }
+
+/* The id of string x ++ string y (ids), hashed from x's hash and y's bytes only. -1 when out of memory. */
+static int64_t str_append(strtab *t, int64_t x, int64_t y) {
+    int64_t xl = t->off[x + 1] - t->off[x], yl = t->off[y + 1] - t->off[y];
+    return str_intern(t, t->bytes + t->off[x], xl, t->bytes + t->off[y], yl, fnv(t->hash[x], t->bytes + t->off[y], yl));
+}
 
 /* ---------------------------------------------------------------- the cache of configurations */
 
@@ -279,8 +292,7 @@ static inline int step(const lin_problem *p, strtab *t, int32_t i, int64_t state
         *next = p->a[i];
         return unknown || p->out[i] == state;
     case OP_APPEND: {
-        const char *x = t->bytes + t->off[state], *y = t->bytes + t->off[p->a[i]];
-        int64_t id = str_intern(t, x, t->off[state + 1] - t->off[state], y, t->off[p->a[i] + 1] - t->off[p->a[i]]);
+        int64_t id = str_append(t, state, p->a[i]);
         if (id < 0) return -1;
         *next = id;
         return 1;
@@ -336,7 +348,8 @@ int lin_search(const lin_problem *p, lin_result *r) {
     if (!s.w) goto done;
     if (p->nstr) {
         for (int32_t k = 0; k < p->nstr; k++) {
-            int64_t id = str_intern(&t, p->sbytes + p->soff[k], p->soff[k + 1] - p->soff[k], "", 0);
+            int64_t len = p->soff[k + 1] - p->soff[k];
+            int64_t id = str_intern(&t, p->sbytes + p->soff[k], len, "", 0, fnv(FNV_START, p->sbytes + p->soff[k], len));
             if (id != k) goto done;  /* the strings given must be distinct */
         }
     }
