@@ -38,12 +38,15 @@ Simplified, and how:
   up to just past it when that is lower than one step back (§5.3 of the paper describes such
   shortcuts; the TLA+ spec always steps back by one). `next_index` only chooses what is sent: safety
   does not depend on it.
+- `--param pipelined=1` lets a leader pipeline AppendEntries requests, advancing `next_index` past the
+  entries it sends before any answer comes (the thesis, §10.2.1; a rejection backs it up again). The TLA+
+  spec does not pipeline: `pipelined=0` is the default.
 - Bounds (TLC's constraints, for a finite state space): terms go up to `max_term` (a server at that term
   does not time out), logs hold at most `max_log` entries (a leader whose log is full takes no client
   request), `values` client values.
 - History variables for the properties: `elected[i]`, the terms in which server i became leader (the
-  TLA+ spec's `elections`), and `commits`, the entries committed by counting (index, term, and `by_term`,
-  the term of the leader that committed them).
+  TLA+ spec's `elections`), and `committed[n]`, the term of the entry at index n when a leader first
+  committed it by counting, and that leader's term (`by_term`).
 
 Properties (the paper's Figure 3): `election_safety` (at most one leader is elected in a term),
 `log_matching` (two logs with an entry of the same index and term are identical up to it),
@@ -89,6 +92,8 @@ VALUES = Param("values", default=1, lo=1, doc="client values")
 CAP = Param("cap", default=1, lo=1, doc="messages a channel holds at most (a send to a full channel is lost)")
 BATCH = Param("batch", default=1, lo=1, doc="entries an AppendEntries request carries at most")
 ORDERED = Param("ordered", default=0, lo=0, hi=1, doc="1: each channel delivers in order (FIFO)")
+PIPELINED = Param("pipelined", default=0, lo=0, hi=1,
+                  doc="1: a leader advances next_index past the entries it sends, before any answer (pipelining)")
 
 Server = Range(SERVERS, symmetric=True)
 Term = Int(0, MAX_TERM)
@@ -104,7 +109,7 @@ AppendEntriesRequest = Record("AppendEntriesRequest", term=Term, prev_log_index=
                               entries=Entries, commit_index=Index)
 AppendEntriesResponse = Record("AppendEntriesResponse", term=Term, success=Bool, match_index=Index)
 Message = Union(RequestVoteRequest, RequestVoteResponse, AppendEntriesRequest, AppendEntriesResponse)
-Commit = Record("Commit", index=Int(1, MAX_LOG), term=Term, by_term=Term)
+Committed = Record("Committed", term=Term, by_term=Term)
 Position = Int(0, CAP - 1)
 
 FOLLOWER, CANDIDATE, LEADER = "Follower", "Candidate", "Leader"
@@ -127,6 +132,7 @@ class Raft(Spec):
     """Raft's election, replication and commitment (Ongaro's TLA+ spec, with the deviations listed above)."""
 
     ordered = ORDERED
+    pipelined = PIPELINED
     current_term = Map(Server, Term, init=1)
     state = Map(Server, Enum(FOLLOWER, CANDIDATE, LEADER), init=FOLLOWER)
     voted_for = Map(Server, Option(Server), init=None)
@@ -138,7 +144,7 @@ class Raft(Spec):
     match_index = Map(Server, Map(Server, Index), init=0)
     net = Map(Server, Map(Server, Seq(Message, CAP)))
     elected = Map(Server, Set(Term))
-    commits = Set(Commit)
+    committed = Map(Int(1, MAX_LOG), Option(Committed), init=None)
 
     # -- the network ----------------------------------------------------------------------------------
     def send(s, i, j, m):
@@ -210,8 +216,8 @@ class Raft(Spec):
             agreed = If(And(count * 2 > SERVERS, s.log[i].len() >= n), n, agreed)
         new = If(And(agreed > 0, term_at(s.log[i], agreed) == s.current_term[i]), agreed, s.commit_index[i])
         for n in range(1, MAX_LOG.value() + 1):
-            done = Commit(n, term_at(s.log[i], n), s.current_term[i])
-            s.commits = If(And(n <= new, n > s.commit_index[i]), s.commits.add(done), s.commits)
+            first = And(n <= new, n > s.commit_index[i], s.committed[n].is_none())
+            s.committed[n] = If(first, Committed(term_at(s.log[i], n), s.current_term[i]), s.committed[n])
         s.commit_index[i] = new
 
     @action
@@ -224,6 +230,8 @@ class Raft(Spec):
         batch = _first(count, [_entry_at(s.log[i], prev + x) for x in range(BATCH.value())], Entries)
         Raft.send(s, i, j, AppendEntriesRequest(s.current_term[i], prev, term_at(s.log[i], prev), batch,
                                                 s.commit_index[i]))
+        if PIPELINED.value():
+            s.next_index[i][j] = If(count > 0, nxt + count, nxt)
 
     # -- receiving ------------------------------------------------------------------------------------
     @action
@@ -321,27 +329,34 @@ class Raft(Spec):
 
     @invariant
     def log_matching(s):
-        """If two logs have an entry with the same index and term, they are identical up to that index."""
-        def same_upto(a, b):
-            return And(*(Implies(And(a.len() > n, b.len() > n, _entry_at(a, n).term == _entry_at(b, n).term),
-                                 And(*(_entry_at(a, x) == _entry_at(b, x) for x in range(n + 1))))
+        """If two logs have an entry with the same index and term, they are identical up to that index. (Stated
+        index by index: entries of the same index and term are equal, and so are the entries before them.)"""
+        def matching(a, b):
+            la, lb = a.len(), b.len()
+
+            def same_term(n):
+                return And(la > n, lb > n, _entry_at(a, n).term == _entry_at(b, n).term)
+            return And(*(Implies(same_term(n), And(_entry_at(a, n) == _entry_at(b, n),
+                                                   True if n == 0 else same_term(n - 1)))
                          for n in range(MAX_LOG.value())))
-        return ForAll(Server, Server, lambda i, j: same_upto(s.log[i], s.log[j]))
+        return ForAll(Server, Server, lambda i, j: Implies(i < j, matching(s.log[i], s.log[j])))
 
     @invariant
     def leader_completeness(s):
         """An entry committed in a term is in the log of every leader of a later term."""
-        return ForAll(Commit, Server, lambda c, ld: Implies(
-            And(s.commits.contains(c), s.state[ld] == LEADER, s.current_term[ld] > c.by_term),
-            And(s.log[ld].len() >= c.index, term_at(s.log[ld], c.index) == c.term)))
+        def has(ld, n):
+            c = s.committed[n]
+            return Implies(And(c.is_some(), s.state[ld] == LEADER, s.current_term[ld] > c.get().by_term),
+                           And(s.log[ld].len() >= n, term_at(s.log[ld], n) == c.get().term))
+        return ForAll(Server, lambda ld: And(*(has(ld, n) for n in range(1, MAX_LOG.value() + 1))))
 
     @invariant
     def state_machine_safety(s):
         """No two servers have committed different entries at the same index."""
-        return ForAll(Server, Server, lambda i, j: And(*(
+        return ForAll(Server, Server, lambda i, j: Implies(i < j, And(*(
             Implies(And(s.commit_index[i] > n, s.commit_index[j] > n),
                     And(s.log[i].len() > n, s.log[j].len() > n, _entry_at(s.log[i], n) == _entry_at(s.log[j], n)))
-            for n in range(MAX_LOG.value()))))
+            for n in range(MAX_LOG.value())))))
 
 
 def _first(count, elems, seq):

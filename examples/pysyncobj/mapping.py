@@ -23,6 +23,10 @@ Deviations of PySyncObj from the spec, each stated where it is handled:
   the leader. The step is the spec's handler or DropStaleResponse, whichever the spec's message allows.
 - PySyncObj keeps its commit index in its journal across a restart; Raft's commit index is volatile (the spec's
   Restart sets it to 0). A node's commit index is not compared after it restarts.
+- PySyncObj pipelines AppendEntries: a leader advances its next index past the entries it sends before any
+  answer, as the thesis (§10.2.1) describes and the TLA+ spec does not; the spec is checked with
+  `pipelined=1`, which models that. PySyncObj also advances it when the send fails (the peer is not
+  connected): such entries are mapped to an AppendEntries request that the network loses.
 - A leader that hears from no majority for `leaderFallbackTimeout` becomes a follower in the same term; the
   spec has no such step (a leader leaves office only for a higher term). It is mapped to no step, so the
   spec's state stays Leader: the runs here stay shorter than the timeout (30 s), and a log showing one is
@@ -132,6 +136,8 @@ def _ops(i: int, ops: list, leader: bool, handled: bool = False) -> list:
                 steps.append(step("request_vote", i=i, j=op[1]))
             elif op[2]["type"] == "append_entries":
                 steps.append(step("append_entries", i=i, j=op[1]))
+        elif kind == "unsent":  # entries PySyncObj meant to send, and counted as sent: a request the network lost
+            steps += [step("append_entries", i=i, j=op[1]), step("drop_message", i=i, j=op[1], k=ANY, optional=True)]
         elif kind == "role" and op[1] == "leader" and not handled:
             leader = False  # PySyncObj's leader fallback: no spec step (see the module's docstring)
     return steps
@@ -153,14 +159,17 @@ def spec_params(paths: list[str]) -> dict[str, int]:
             log_len = max(log_len, len(v["log"]))
         i = int(e.node)
         for op in e.args.get("ops", []):
-            if op[0] == "send":
+            if op[0] in ("send", "unsent"):
                 key = (i, op[1])
-                flight[key] = flight.get(key, 0) + 1
-                cap = max(cap, flight[key])
+                cap = max(cap, flight.get(key, 0) + 1)
+                if op[0] == "send":
+                    flight[key] = flight.get(key, 0) + 1
                 batch = max(batch, len(op[2].get("entries", [])))
         if e.action == "receive":
             key = (e.args["from"], i)
             flight[key] = flight.get(key, 0) - 1 - _lost(i, e.args["from"], e.args["n"])
     _heard.clear()
-    return {"servers": len(logs.nodes), "max_term": term, "max_log": log_len, "batch": batch, "cap": cap,
-            "values": 2, "ordered": 1}
+    # one more than was ever in flight: the spec's refusals, which PySyncObj does not send, pass through the
+    # channel (sent, then lost) within one event
+    return {"servers": len(logs.nodes), "max_term": term, "max_log": log_len, "batch": batch, "cap": cap + 1,
+            "values": 2, "ordered": 1, "pipelined": 1}

@@ -115,10 +115,11 @@ class LoggingTransport(TCPTransport):
         dst = rec.index.get(node.id)
         if dst is None or not isinstance(message, dict) or message.get("type") not in RAFT_TYPES:
             return super().send(node, message)
-        if dst in rec.blocked:
-            return False
         conn = self._connections.get(node)
-        if conn is None or conn.state != CONNECTION_STATE.CONNECTED:  # PySyncObj's send fails without sending
+        if dst in rec.blocked or conn is None or conn.state != CONNECTION_STATE.CONNECTED:
+            if message.get("entries"):  # not sent (PySyncObj has advanced its next index past these entries)
+                rec.changes()
+                rec.ops.append(["unsent", dst, _plain(message)])
             return False
         rec.changes()
         n = rec.sent_to.get(dst, 0) + 1

@@ -14,7 +14,9 @@ or not, `step(..., repeat=K)` 0 to K times, `one_of(step(...), step(...))` is ex
 - `variables(event) -> {"name[key]...": value}`: the spec variables the event's logged values are
   (default: a logged variable `x` of node `n` is the spec's `x[n]` if `x` is a map over nodes, else `x`).
 
-Without a mapping, an event's action and arguments are the spec's own; for actor specs, the events of
+A mapping function sees each node's events once, in the node's order, so a mapping may keep state per node
+in its module (the search that tries other orders of the events loads the module anew). Without a mapping,
+an event's action and arguments are the spec's own; for actor specs, the events of
 Lockstep's actor runtime (`start`, `message` with `src` and `msg`, `timeout` with `timer`, `choice`) map
 to the spec's deliveries and timeouts, with the process's local fields as its variables.
 """

@@ -180,6 +180,7 @@ class Search:
     def _orders(self, res: Conformance, t0: float) -> Conformance:
         res.searched_orders = True
         side = self.side
+        side.restart_mapping()  # the mapping sees each node's events again from the first, with its state anew
         n = len(self.nodes)
         window = _Window(CausalMerge(self.logs), n, side)
         front: dict[tuple, Event | None] = {((0,) * n, s): None for s in side.model.initial_states()}

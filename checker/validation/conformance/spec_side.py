@@ -100,6 +100,12 @@ class SpecSide:
         self._plans: dict[Any, Plan] = {}
         self._bad: dict[tuple, int] = {}
 
+    def restart_mapping(self) -> None:
+        """Load the mapping anew (its module's state starts over) for a search that maps the events again."""
+        if self.mapping.module is not None:
+            self.mapping = load_mapping(self.mapping.name, self.actors)
+        self._plans.clear()
+
     # -- transitions ------------------------------------------------------------------------------
     def successor(self, tid: int, st: tuple) -> tuple | None:
         """The state after transition `tid` from `st` (None where it is not enabled); StepFails where it fails."""
