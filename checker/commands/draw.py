@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 
 from ..errors import UsageError
 from ..linearizability.history import History
@@ -108,11 +109,13 @@ def _draw_history(args: argparse.Namespace, ext: str) -> int:
 
     if ext not in CHART_FORMATS:
         raise UsageError(f"--out {args.out}: a history is drawn as .html or .svg")
+    allowed = args.budget if args.budget is not None else 60.0
+    start = time.monotonic()  # as `lockstep linearizable`: reading may take half the budget
     try:
-        history = read_history(args.file)
+        history = read_history(args.file, deadline=start + allowed / 2)
         name = args.model or _infer_model(history)
         model = load_history_model(name)
-        v = check(history, model, budget=args.budget if args.budget is not None else 60.0)
+        v = check(history, model, budget=allowed, deadline=start + allowed)
     except (HistoryError, ModelError) as e:
         raise UsageError(str(e)) from None
     if not args.model:

@@ -34,16 +34,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"{', '.join(MODELS)}, or a class of your own as path/to/model.py:Class")
     p.add_argument("--format", default="auto", choices=FORMATS, help="the history's format (default: from its content)")
     p.add_argument("--budget", type=budget, default=60.0, metavar="S",
-                   help="seconds the check may take, reading included, before the verdict is 'unknown' with how far "
-                        "the search got (default 60)")
+                   help="seconds the check may take, before the verdict is 'unknown' with how far the search got; "
+                        "reading the history may take half of them (default 60)")
     p.add_argument("--out", type=output_file, metavar="FILE", help="write the verdict (and any illegal prefix) as JSON to FILE")
 
 
 def run(args: argparse.Namespace) -> int:
-    deadline = time.monotonic() + args.budget  # reading the history counts against the budget too
+    start = time.monotonic()  # reading counts against the budget: it may take half, the search the rest
+    deadline = start + args.budget
     try:
         model = load_model(args.model)
-        history = read_history(args.history, args.format)
+        history = read_history(args.history, args.format, deadline=start + args.budget / 2)
         v = check(history, model, budget=args.budget, deadline=deadline)
     except (HistoryError, ModelError) as e:
         raise UsageError(str(e)) from None

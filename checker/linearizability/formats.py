@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from typing import Any
 
 from .edn import EDNError, Keyword, loads
@@ -35,8 +36,10 @@ _LOG = re.compile(r"^INFO\s+jepsen\.util\s+-\s+(\d+)\s+:(invoke|ok|fail|info)\s+
 _CAS = re.compile(r"^\[\s*(-?\d+)\s+(-?\d+)\s*\]$")
 
 
-def read_history(path: str, fmt: str = "auto") -> History:
-    """The history in file `path` (HistoryError says what is wrong and where)."""
+def read_history(path: str, fmt: str = "auto", deadline: float | None = None) -> History:
+    """The history in file `path` (HistoryError says what is wrong and where). Past `deadline` (time.monotonic())
+    reading stops: the history holds the events read by then (its `cut` says where), calls not yet completed
+    pending."""
     if fmt not in FORMATS:
         raise HistoryError(f"unknown history format {fmt!r}: choose one of {', '.join(FORMATS)}")
     try:
@@ -59,7 +62,7 @@ def read_history(path: str, fmt: str = "auto") -> History:
     if fmt == "auto":
         fmt = detect(text, path)
     reader = {"jepsen-log": parse_jepsen_log, "edn": parse_edn, "json": parse_json}[fmt]
-    return reader(text, path)
+    return reader(text, path, deadline)
 
 
 def detect(text: str, path: str) -> str:
@@ -90,13 +93,17 @@ def _log_value(text: str, where: str) -> Any:
     raise HistoryError(f"{where}: cannot read the value {text!r}")
 
 
-def parse_jepsen_log(text: str, path: str) -> History:
+def parse_jepsen_log(text: str, path: str, deadline: float | None = None) -> History:
     """Porcupine's reading of Jepsen 0.0.x log lines (see the module docstring)."""
     b = Builder(path)
+    cut = ""
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         where = f"{path}:{n}"
+        if _late(n, deadline):
+            cut = where
+            break
         m = _LOG.match(line)
         if not m:
             raise HistoryError(f"{where}: not a Jepsen log line (INFO jepsen.util - PROCESS :TYPE :F VALUE): "
@@ -118,7 +125,7 @@ def parse_jepsen_log(text: str, path: str) -> History:
             else:
                 raise HistoryError(f"{where}: a failed {f} with value {raw!r} has no meaning in this format")
         # `:info` lines leave the call open: it returns, unknown, at the end (as Porcupine reads them)
-    return b.history("jepsen-log")
+    return _cut(b.history("jepsen-log"), cut)
 
 
 _FIELDS = ("process", "type", "f", "value", "key")
@@ -139,13 +146,17 @@ def _events_from_edn(forms: list[Any], path: str) -> list[tuple[str, dict[str, A
     return out
 
 
-def parse_edn(text: str, path: str) -> History:
+def parse_edn(text: str, path: str, deadline: float | None = None) -> History:
     """Jepsen/Knossos (and Porcupine kv) events in EDN."""
     lines = text.splitlines()
+    cut = ""
     try:
         if all(ln.strip().startswith("{") and ln.strip().endswith("}") for ln in lines if ln.strip()):
             events = []  # one map per line: parse line by line, so errors name the line
             for n, ln in enumerate(lines, 1):
+                if _late(n, deadline):
+                    cut = f"{path}:{n}"
+                    break
                 if ln.strip():
                     forms = loads(ln, f"{path}:{n}")
                     events.extend((f"{path}:{n}", ev) for _, ev in _events_from_edn(forms, path))
@@ -153,10 +164,11 @@ def parse_edn(text: str, path: str) -> History:
             events = _events_from_edn(loads(text, path), path)
     except EDNError as e:
         raise HistoryError(str(e)) from None
-    return _build(events, path, "edn", keywords=True)
+    h = _build(events, path, "edn", keywords=True, deadline=deadline)
+    return h if h.cut else _cut(h, cut)
 
 
-def parse_json(text: str, path: str) -> History:
+def parse_json(text: str, path: str, deadline: float | None = None) -> History:
     """Lockstep's JSON-lines client events."""
     numbered = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()]
     try:  # one call of the decoder for the whole file; line by line only to say where an error is
@@ -177,7 +189,7 @@ def parse_json(text: str, path: str) -> History:
         events.append((n, ev))  # the line number: `Builder` names the place only where it needs to
     if events and all(isinstance(ev.get("time"), int | float) for _, ev in events):
         events.sort(key=lambda e: (e[1]["time"], e[1].get("type") != "invoke"))
-    return _build(events, path, "json", keywords=False)
+    return _build(events, path, "json", keywords=False, deadline=deadline)
 
 
 def _name(v: Any, what: str, where: str, keywords: bool) -> str:
@@ -197,11 +209,30 @@ def _hashable(v: Any) -> Any:
     return v
 
 
-def _build(events: list[tuple[str | int, dict[str, Any]]], path: str, fmt: str, keywords: bool) -> History:
+def _late(n: int, deadline: float | None) -> bool:
+    """Whether reading must stop before item `n` (the clock is read every 8192 items)."""
+    return deadline is not None and n % 8192 == 0 and time.monotonic() > deadline
+
+
+def _cut(h: History, where: str) -> History:
+    """`h`, read up to `where` only (if given)."""
+    if where:
+        h.cut = where
+        h.notes.append(f"the time for reading ran out at {where}: the history is what was read up to there, calls "
+                       "not yet completed pending")
+    return h
+
+
+def _build(events: list[tuple[str | int, dict[str, Any]]], path: str, fmt: str, keywords: bool,
+           deadline: float | None = None) -> History:
     """The history of `events`, each with its place: a description or a line number of `path`."""
     b = Builder(path)
     skipped = 0
-    for where, ev in events:
+    cut = ""
+    for k, (where, ev) in enumerate(events, 1):
+        if _late(k, deadline):
+            cut = b.at(where)
+            break
         try:
             client, kind, f = ev["process"], ev["type"], ev["f"]
         except KeyError as e:
@@ -235,7 +266,7 @@ def _build(events: list[tuple[str | int, dict[str, Any]]], path: str, fmt: str, 
             b.abandon(client, where)
         else:
             raise HistoryError(f"{b.at(where)}: type {kind!r} is not invoke, ok, fail or info")
-    h = b.history(fmt)
+    h = _cut(b.history(fmt), cut)
     if skipped:
         h.notes.append(f"{skipped} event(s) of non-client processes skipped")
     return h

@@ -77,6 +77,7 @@ class History:
     source: str = ""
     format: str = ""
     notes: list[str] = field(default_factory=list)
+    cut: str = ""  # where reading stopped, if the time for it ran out: the history is a prefix of the file's
 
     def __len__(self) -> int:
         return len(self.operations)

@@ -38,8 +38,8 @@ def _open_line(part: OpenPart) -> str:
     if not part.linearized:
         return f"  still open: {key}{part.operations:,} operations, no prefix linearized yet"
     return (f"  still open: {key}{part.operations:,} operations; the longest prefix found linearizable ends at "
-            f"{_short(part.until)} and holds {len(part.linearized):,} of them, linearized in the order of operations "
-            + _order(part.linearized))
+            f"{_short(part.until)}: every operation invoked before it is among the {len(part.linearized):,} "
+            "linearized, in the order of operations " + _order(part.linearized))
 
 
 def _short(op: Operation | None) -> str:

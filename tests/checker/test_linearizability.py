@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -271,14 +272,14 @@ def concurrent_history(n: int) -> History:
 
 
 def test_budget_gives_an_unknown_verdict_with_how_far_it_got():
-    n = 40_000
-    v = check(concurrent_history(n), load_model("cas-register"), budget=0.5)
-    assert v.verdict == "unknown" and v.exit_code == 3 and "time budget of 0.5 s reached with 0 of 1" in v.note
+    n = 4000
+    v = check(concurrent_history(n), load_model("cas-register"), budget=2)
+    assert v.verdict == "unknown" and v.exit_code == 3 and "time budget of 2 s reached with 0 of 1" in v.note
     assert v.seconds < 30  # (the search stops within ~16k steps of the deadline)
     [part] = v.open
     assert part.operations == n and 0 < len(part.linearized) < n
     pre = [op for op in concurrent_history(n).operations if op.call <= part.until.call]
-    assert {op.id for op in part.linearized} == {op.id for op in pre}  # every call before the cut, linearized
+    assert {op.id for op in pre} <= {op.id for op in part.linearized}  # every call before the cut, linearized
     state = None  # and the order given is a legal one
     for op in part.linearized:
         if op.f == "write":
@@ -296,7 +297,12 @@ def test_cli_budget_counts_the_reading(cli, tmp_path):
             fh.write(json.dumps({"process": op.client, "type": "ok", "f": op.f, "value": op.value if op.f == "write"
                                  else op.output}) + "\n")
     r = cli("linearizable", str(path), "-m", "cas-register", "--budget", "1")
-    assert r.code == 3 and "Unknown: time budget of 1 s reached" in r.out and "still open: 20,000 operations" in r.out
+    assert r.code == 3 and "Unknown: " in r.out  # (how far it read and searched depends on the machine's load)
+    h = read_history(str(path), deadline=time.monotonic() - 1)  # the time for reading is over at the first look
+    assert h.cut == f"{path}:8192" and len(h) == 8191 and all(op.unknown for op in h.operations)
+    v = check(h, load_model("cas-register"))  # every call read is pending: linearizable, but the rest is unread
+    assert v.verdict == "unknown" and f"the 8,191 operations read before the time for reading ran out (at {path}:8192)" \
+        " are linearizable" in v.note
 
 
 def test_cli_input_errors(cli, tmp_path):
