@@ -4,7 +4,8 @@ Each event gets a vector clock: the one it logged, or one derived from the messa
 received (the receiver's clock is the maximum of its previous clock and the sender's clock at the send).
 An event is *ready* once every event it depends on has been taken; of the ready events the merge takes the
 one logged earliest by its node's wall clock (when the logs give times), then the one with the smallest
-clock sum, then the first node: whatever the clocks say, the order is a linear extension of happens-before
+clock sum, then the first node (logs with vector clocks and no times are merged by clock sums alone, which
+is a linear extension of happens-before by itself): whatever the clocks say, the order is a linear extension of happens-before
 (wall clocks only choose among events that happens-before leaves unordered). Memory holds one pending event
 per node (and, for logs with message ids, the clock of each message sent).
 """
@@ -12,6 +13,7 @@ per node (and, for logs with message ids, the clock of each message sent).
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -66,9 +68,47 @@ class CausalMerge:
         self._keys = self.index.keys()
 
     def __iter__(self) -> Iterator[Event]:
+        its = [iter(r) for r in self.readers]
+        firsts = [next(it, None) for it in its]
+        its = [it if f is None else itertools.chain((f,), it) for f, it in zip(firsts, its)]
+        if all(f is None or (f.clock is not None and f.time is None) for f in firsts):
+            return self._by_sums(its)
+        return self._general(its)
+
+    def _by_sums(self, its: list[Iterator[Event]]) -> Iterator[Event]:
+        """Logs with vector clocks and no times: in order of the clocks' sums (an event's sum exceeds those of
+        all events before it in happens-before), each event checked to be ready when taken (happens-before is
+        each node's order and the clocks' claims, taken together)."""
+        nodes, index, taken = self.nodes, self.index, self.taken
+        keys = self._keys
+        n = len(nodes)
+
+        def keyed(i: int, it: Iterator[Event]) -> Iterator[tuple[int, int, Event]]:
+            for e in it:
+                clock = e.clock
+                if clock is None:
+                    raise TraceError(f"{e.where}: an event without a vector clock in a log whose first event has one")
+                if not keys >= clock.keys():
+                    k = next(k for k in clock if k not in index)
+                    raise TraceError(f"{e.where}: the vector clock names node {k!r}, which has no log here "
+                                     f"(logs of: {', '.join(nodes)})")
+                get = clock.get
+                vc = tuple([get(x, 0) for x in nodes])
+                e.vc = vc
+                yield sum(vc), i, e
+
+        others = [[j for j in range(n) if j != i] for i in range(n)]
+        for _, i, e in heapq.merge(*(keyed(i, it) for i, it in enumerate(its))):
+            vc = e.vc
+            for j in others[i]:
+                if vc[j] > taken[j]:
+                    raise self._gap([e], {})
+            taken[i] += 1
+            yield e
+
+    def _general(self, its: list[Iterator[Event]]) -> Iterator[Event]:
         n = len(self.nodes)
         taken = self.taken
-        its = [iter(r) for r in self.readers]
         prev: list[tuple[int, ...]] = [(0,) * n for _ in range(n)]
         sent: dict[str, tuple[int, ...]] = {}
         clock = self._clock

@@ -120,9 +120,13 @@ def parse_event(obj: Any, path: str, line: int) -> Event:
     if type(vars_) is not dict:
         raise TraceError(f"{path}:{line}: \"vars\" must be an object (variable name -> value), got {_show(vars_)}")
     if clock is not None:
-        if type(clock) is not dict or not all(type(c) is int and c >= 0 for c in clock.values()):
+        if type(clock) is not dict:
             raise TraceError(f"{path}:{line}: \"vc\" must be an object of node -> non-negative integer, got "
                              f"{_show(clock)}")
+        for c in clock.values():
+            if type(c) is not int or c < 0:
+                raise TraceError(f"{path}:{line}: \"vc\" must be an object of node -> non-negative integer, got "
+                                 f"{_show(clock)}")
         if clock.get(node) != seq:
             raise TraceError(f"{path}:{line}: the vector clock's entry for the event's own node must be its seq ({seq}), "
                              f"got {_show(clock)}")

@@ -108,6 +108,16 @@ class Search:
         try:
             for e in merge:
                 plan = plan_of(e)
+                if len(front) == 1 and not k:  # the common case: one state, no internal steps
+                    try:
+                        out = apply(plan, next(iter(front)))
+                    except StepFails as f:
+                        return self._fails(res, f, e, count, t0)
+                    if len(out) == 1 and violated(out[0]) < 0:
+                        front = {out[0]: None}
+                        count += 1
+                        last = e
+                        continue
                 nxt: dict[tuple, None] = {}
                 try:
                     if k:

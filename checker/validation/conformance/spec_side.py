@@ -52,6 +52,7 @@ class Plan:
     steps: tuple[PlanStep, ...]
     checks: tuple[tuple[int, Any], ...]
     shown: tuple[tuple[str, Any], ...]  # (spec variable, value) as the log gives them, for explanations
+    single: int = -1  # the one transition of a plan of one step taken exactly once (the common case), else -1
 
 
 class SpecSide:
@@ -245,7 +246,9 @@ class SpecSide:
             tids = tuple(t for c in s.choices for t in self.tids(c, e.where)) if s.choices else self.tids(s, e.where)
             steps.append(PlanStep(s, tids, 0 if s.optional else 1, s.repeat))
         checks, shown = self.checks(e) if (e.vars or self.mapping.variables_fn) else ((), ())
-        p = Plan(tuple(steps), checks, shown)
+        one = steps[0] if len(steps) == 1 else None
+        single = one.tids[0] if one is not None and len(one.tids) == 1 and one.lo == one.hi == 1 else -1
+        p = Plan(tuple(steps), checks, shown, single)
         if cache_key is not None:
             if len(self._plans) >= MEMO_LIMIT:
                 self._plans.clear()
@@ -275,6 +278,14 @@ class SpecSide:
 
     def apply(self, plan: Plan, st: tuple) -> list[tuple]:
         """The states the plan's steps reach from `st` that agree with its logged variables."""
+        if plan.single >= 0:
+            s2 = self.successor(plan.single, st)
+            if s2 is None:
+                return []
+            for slot, rep in plan.checks:
+                if s2[slot] != rep:
+                    return []
+            return [s2]
         states = [st]
         for ps in plan.steps:
             out: dict[tuple, None] = {}
