@@ -168,28 +168,42 @@ def parse_edn(text: str, path: str, deadline: float | None = None) -> History:
     return h if h.cut else _cut(h, cut)
 
 
+CHUNK = 65536  # JSON lines decoded by one call of the decoder
+
+
 def parse_json(text: str, path: str, deadline: float | None = None) -> History:
-    """Lockstep's JSON-lines client events."""
+    """Lockstep's JSON-lines client events. A file whose events all have a time is ordered by time: if its reading
+    is cut short, what was read need not be a prefix in time (a later line may hold an earlier event)."""
     numbered = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()]
-    try:  # one call of the decoder for the whole file; line by line only to say where an error is
-        objs = json.loads("[" + ",".join(ln for _, ln in numbered) + "]")
-    except (json.JSONDecodeError, RecursionError):
-        objs = None
-    if objs is None or len(objs) != len(numbered):
-        objs = []
-        for n, ln in numbered:
-            try:
-                objs.append(json.loads(ln))
-            except json.JSONDecodeError as e:
-                raise HistoryError(f"{path}:{n}:{e.colno}: not JSON ({e.msg})") from None
     events: list[tuple[str | int, dict[str, Any]]] = []
-    for (n, _), ev in zip(numbered, objs):
-        if not isinstance(ev, dict):
-            raise HistoryError(f"{path}:{n}: expected a JSON object per line")
-        events.append((n, ev))  # the line number: `Builder` names the place only where it needs to
-    if events and all(isinstance(ev.get("time"), int | float) for _, ev in events):
+    cut = ""
+    for start in range(0, len(numbered), CHUNK):
+        chunk = numbered[start:start + CHUNK]
+        if start and deadline is not None and time.monotonic() > deadline:
+            cut = f"{path}:{chunk[0][0]}"
+            break
+        try:  # one call of the decoder per chunk of lines; line by line only to say where an error is
+            objs = json.loads("[" + ",".join(ln for _, ln in chunk) + "]")
+        except (json.JSONDecodeError, RecursionError):
+            objs = None
+        if objs is None or len(objs) != len(chunk):
+            objs = []
+            for n, ln in chunk:
+                try:
+                    objs.append(json.loads(ln))
+                except json.JSONDecodeError as e:
+                    raise HistoryError(f"{path}:{n}:{e.colno}: not JSON ({e.msg})") from None
+        for (n, _), ev in zip(chunk, objs):
+            if not isinstance(ev, dict):
+                raise HistoryError(f"{path}:{n}: expected a JSON object per line")
+            events.append((n, ev))  # the line number: `Builder` names the place only where it needs to
+    timed = bool(events) and all(isinstance(ev.get("time"), int | float) for _, ev in events)
+    if timed:
         events.sort(key=lambda e: (e[1]["time"], e[1].get("type") != "invoke"))
-    return _build(events, path, "json", keywords=False, deadline=deadline)
+    h = _build(events, path, "json", keywords=False, deadline=deadline)
+    h = h if h.cut else _cut(h, cut)
+    h.cut_in_order = not (h.cut and timed)
+    return h
 
 
 def _name(v: Any, what: str, where: str, keywords: bool) -> str:

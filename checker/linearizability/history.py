@@ -77,7 +77,8 @@ class History:
     source: str = ""
     format: str = ""
     notes: list[str] = field(default_factory=list)
-    cut: str = ""  # where reading stopped, if the time for it ran out: the history is a prefix of the file's
+    cut: str = ""  # where reading stopped, if the time for it ran out: the history is what was read
+    cut_in_order: bool = True  # whether what was read is a prefix of the history in its order of events
 
     def __len__(self) -> int:
         return len(self.operations)
