@@ -325,7 +325,7 @@ class Term:
 
     def issubset(self, o: Any) -> Term | bool:
         self._set_dom("issubset")
-        return compare("eq", set_op("diff", self, o), lift(0, self.dom))
+        return compare("eq", set_op("diff", self, o), lift(frozenset(), self.dom))
 
     def forall(self, fn: Callable[[Any], Any]) -> Term | bool:
         """fn(x) holds for every member x (expanded over the element type)."""

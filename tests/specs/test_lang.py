@@ -314,6 +314,30 @@ def test_unknown_field_lists_the_fields():
     assert "no field 'cuont'" in str(e.value) and "fields: count" in str(e.value)
 
 
+def test_subset_of_a_set_field_is_a_condition():
+    """`a.issubset(b)` and `a <= b` on set terms: each element is in neither set, in ys only, or in both."""
+    class Sub(Spec):
+        xs = Set(P)
+        ys = Set(P)
+
+        @action
+        def add_y(s, p: P):
+            require(Not(s.ys.contains(p)))
+            s.ys = s.ys.add(p)
+
+        @action
+        def add_x(s, p: P):
+            require(s.xs.add(p).issubset(s.ys), Not(s.xs.contains(p)))
+            s.xs = s.xs.add(p)
+
+        @invariant
+        def below(s):
+            return s.xs <= s.ys
+
+    res = check(TypedModel(build_program(Sub, {"p": 2}), "Sub"), Options(deadlock=False))
+    assert (res.verdict, res.distinct) == ("holds", 9)
+
+
 def test_set_add_used_as_a_statement_is_caught():
     class Bad(Spec):
         xs = Set(P)
