@@ -75,7 +75,7 @@ class Indeterminate(Exception):
 class EtcdCluster:
     """Three (or `size`) etcd members in `directory` (private to the user, created by the caller)."""
 
-    def __init__(self, directory: str, size: int = 3, heartbeat_ms: int = 50, election_ms: int = 500):
+    def __init__(self, directory: str, size: int = 3, heartbeat_ms: int = 100, election_ms: int = 1000):
         binary = etcd_binary()
         if binary is None:
             raise EtcdError("etcd is not installed: apt-get install etcd-server (Debian's etcd 3.4)")
@@ -109,27 +109,45 @@ class EtcdCluster:
                                             stderr=subprocess.STDOUT, start_new_session=True)
         node.paused = False
 
-    def start(self) -> None:
-        """Start every member and wait until each serves a linearizable read (EtcdError after START_SECONDS)."""
-        for node in self.nodes:
-            self._spawn(node)
-        for node in self.nodes:
-            self.wait_serving(node)
-            node.member_id = str(self.call(node, "/v3/maintenance/status", {})["header"]["member_id"])
-
-    def wait_serving(self, node: Node, seconds: float = START_SECONDS) -> None:
-        """Wait until `node` answers a linearizable read (it has joined a cluster with a leader)."""
-        deadline = time.monotonic() + seconds
-        while True:
-            if node.process is None or node.process.poll() is not None:
-                raise EtcdError(f"etcd member {node.name} exited while starting:\n{self.log_tail(node)}")
+    def start(self, attempts: int = 3) -> None:
+        """Start every member and wait until each serves a linearizable read (EtcdError after START_SECONDS). A port
+        taken by someone else between choosing it and binding it makes the start fail: it is tried again on new
+        ports, with new data directories, up to `attempts` times."""
+        for attempt in range(attempts):
+            if attempt:
+                self.stop()
+                for node in self.nodes:
+                    node.client_port, node.peer_port = _free_port(), _free_port()
+                    node.data = os.path.join(self.directory, f"{node.name}.{attempt}.data")
+            for node in self.nodes:
+                self._spawn(node)
             try:
-                self.call(node, "/v3/kv/range", {"key": _b64("lockstep-ready")}, timeout=1.0)
+                self.wait_serving(self.nodes)
+                for node in self.nodes:
+                    node.member_id = str(self.call(node, "/v3/maintenance/status", {})["header"]["member_id"])
                 return
-            except (Unsent, Indeterminate):
-                if time.monotonic() > deadline:
-                    raise EtcdError(f"etcd member {node.name} did not serve within {seconds:g} s:\n"
-                                    f"{self.log_tail(node)}") from None
+            except (EtcdError, Unsent, Indeterminate) as e:
+                if attempt + 1 == attempts or "address already in use" not in str(e):
+                    raise EtcdError(str(e)) from None
+
+    def wait_serving(self, nodes: list[Node], seconds: float = START_SECONDS) -> None:
+        """Wait until every one of `nodes` answers a linearizable read (it has joined a cluster with a leader);
+        EtcdError at once if one exits, or after `seconds`."""
+        deadline = time.monotonic() + seconds
+        pending = list(nodes)
+        while pending:
+            for node in list(pending):
+                if node.process is None or node.process.poll() is not None:
+                    raise EtcdError(f"etcd member {node.name} exited while starting:\n{self.log_tail(node)}")
+                try:
+                    self.call(node, "/v3/kv/range", {"key": _b64("lockstep-ready")}, timeout=1.0)
+                    pending.remove(node)
+                except (Unsent, Indeterminate):
+                    pass
+            if pending and time.monotonic() > deadline:
+                raise EtcdError(f"etcd member {pending[0].name} did not serve within {seconds:g} s:\n"
+                                f"{self.log_tail(pending[0])}")
+            if pending:
                 time.sleep(0.05)
 
     def log_tail(self, node: Node, lines: int = 8) -> str:

@@ -23,6 +23,7 @@ from .recorder import Recorder
 from .schedule import UNDO, Fault
 
 VALUES = 5  # values written are 0..VALUES-1
+LEADER_SECONDS = 10.0  # a fault on the leader or a follower waits this long at most for a leader to be known
 
 
 @dataclass
@@ -91,6 +92,10 @@ class Nemesis(threading.Thread):
             node = self.struck.pop((UNDO[fault.action], fault.target))
             return node, "was " + fault.target if not fault.target.isdigit() else "node"
         leader = c.leader()
+        settle = time.monotonic() + LEADER_SECONDS  # (an election may be under way: wait for its leader)
+        while leader is None and not fault.target.isdigit() and time.monotonic() < settle and not self.stop.is_set():
+            self.stop.wait(0.05)
+            leader = c.leader()
         if fault.target.isdigit():
             node = c.nodes[int(fault.target)]
         elif fault.target == "leader":

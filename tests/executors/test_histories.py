@@ -82,3 +82,25 @@ def test_psmr_under_the_same_schedule(tmp_path):
         ("kill", "replica 1", True), ("restart", "replica 1", False), ("pause", "replica 0", True),
         ("resume", "replica 0", True)]
     assert o.completed > 0 and o.verdict.verdict == "linearizable" and o.model == "psmr-kv"
+
+
+@needs_etcd
+def test_a_port_taken_meanwhile_is_replaced(tmp_path):
+    """Ports are chosen free, but another process may bind one before etcd does: the members start again on new
+    ones."""
+    import socket
+
+    from lockstep.executors.histories.etcd import EtcdCluster
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        cluster = EtcdCluster(str(tmp_path))
+        cluster.nodes[1].client_port = taken.getsockname()[1]
+        try:
+            cluster.start()
+            assert cluster.nodes[1].client_port != taken.getsockname()[1]
+            assert cluster.leader() is not None
+        finally:
+            cluster.stop()
+    assert "address already in use" in open(cluster.nodes[1].log).read()
