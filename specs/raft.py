@@ -54,8 +54,10 @@ Properties (the paper's Figure 3): `election_safety` (at most one leader is elec
 `state_machine_safety` (no two servers have committed different entries at an index).
 
 Out of scope: membership changes, log compaction and snapshots, client sessions and reads, leadership
-transfer, the liveness of elections. Model-checked at 3 servers: `lockstep check raft` (defaults
-max_term=3, max_log=1, cap=1); the README gives the state counts.
+transfer, the liveness of elections. Model-checked at 3 servers (`lockstep check raft --symmetry`: defaults
+max_term=2, max_log=1, cap=1, values=1; the README gives the state counts; at max_term=3 the space is beyond
+30 million states). `RaftVoteAnyLog` is a seeded bug: votes granted without the election restriction
+(§5.4.1) break leader completeness (`lockstep check raft_vote_any_log -p max_term=3`, 18 steps).
 """
 
 from .lang import (
@@ -86,7 +88,7 @@ from .lang import (
 from .lang.terms import lift
 
 SERVERS = Param("servers", default=3, lo=1, doc="servers")
-MAX_TERM = Param("max_term", default=3, lo=1, doc="largest term (a server at it does not time out)")
+MAX_TERM = Param("max_term", default=2, lo=1, doc="largest term (a server at it does not time out)")
 MAX_LOG = Param("max_log", default=1, lo=1, doc="entries a log holds at most")
 VALUES = Param("values", default=1, lo=1, doc="client values")
 CAP = Param("cap", default=1, lo=1, doc="messages a channel holds at most (a send to a full channel is lost)")
@@ -395,3 +397,19 @@ def _entry_in(entries, x):
         out = If(And(x == y, entries.len() > y), entries[y], out)
     return out
 
+
+
+class RaftVoteAnyLog(Raft):
+    """Seeded bug: a server grants its vote without the election restriction (§5.4.1: the candidate's log must
+    be at least as up-to-date), so a leader may lack a committed entry."""
+
+    @action
+    def handle_request_vote_request(s, i: Server, j: Server, k: Position):
+        m = Raft.message(s, i, j, k)
+        require(m.tag == "RequestVoteRequest")
+        r = m.as_(RequestVoteRequest)
+        require(r.term <= s.current_term[i])
+        grant = And(r.term == s.current_term[i], Or(s.voted_for[i].is_none(), s.voted_for[i] == j))
+        s.voted_for[i] = If(grant, j, s.voted_for[i])
+        Raft.consume(s, i, j, k)
+        Raft.send(s, i, j, RequestVoteResponse(s.current_term[i], grant))

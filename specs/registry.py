@@ -24,6 +24,7 @@ SPECS: dict[str, str] = {
     "bracha_low_echo_quorum": "lockstep.specs.bracha:BrachaLowEchoQuorum",
     "token_ring": "lockstep.specs.token_ring:TokenRing",
     "raft": "lockstep.specs.raft:Raft",
+    "raft_vote_any_log": "lockstep.specs.raft:RaftVoteAnyLog",
     "phase_clock": "lockstep.specs.phase_clock:PhaseClock",
     "phase_clock_buggy": "lockstep.specs.phase_clock:PhaseClockNoResync",
     "adaptive_majority": "lockstep.specs.adaptive_majority:AdaptiveMajority",
