@@ -9,6 +9,7 @@ from typing import Any
 
 from .errors import UsageError
 from .model import Model
+from .safeio import replacing
 
 
 def action_key(model: Model, lid: Any) -> str:
@@ -87,7 +88,7 @@ class Coverage:
         data = {"spec": model.name, "params": model.params, **extra, "actions": self.table(model),
                 "never_enabled": [k for k, v in self.table(model).items() if not v["enabled"]]}
         try:
-            with open(path, "w") as f:
+            with replacing(path) as f:
                 json.dump(data, f, indent=2, default=str)
                 f.write("\n")
         except OSError as e:

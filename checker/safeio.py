@@ -89,6 +89,8 @@ def _output_target(path: str) -> tuple[int | None, str, os.stat_result | None]:
     link into /proc (`/dev/stdout`), which is written through as it is."""
     for _ in range(MAX_LINK_HOPS):
         directory, name = os.path.split(os.path.abspath(path))
+        if not name:
+            raise FileRefused("it is the root directory; name a file to write", errno.EISDIR)
         if directory.startswith("/proc/"):
             return None, path, None
         dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -202,7 +204,8 @@ def _open_special(dfd: int | None, name: str, st: os.stat_result | None) -> int:
     try:
         if st is not None and not _trusted(st.st_uid):
             raise FileRefused(f"it is {kind(st.st_mode)} of another user (uid {st.st_uid})", errno.EPERM)
-        return os.open(name, os.O_WRONLY | os.O_CLOEXEC | (0 if dfd is None else os.O_NOFOLLOW), dir_fd=dfd)
+        # appending: /dev/stdout may be a file the shell opened, which this open must not write over from its start
+        return os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | (0 if dfd is None else os.O_NOFOLLOW), dir_fd=dfd)
     finally:
         if dfd is not None:
             os.close(dfd)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .safeio import read_bytes
+
 MAX_DEPTH = 64  # no Lockstep trace, fault plan or frame nests deeper; a deeper document is refused, not recursed into
-MAX_FILE_BYTES = 1 << 30  # a trace file larger than this is refused before it is read
+MAX_FILE_BYTES = 1 << 30  # a JSON file larger than this is refused: no more than this and one byte is read
 
 
 class JSONInputError(ValueError):
@@ -56,17 +58,10 @@ def shallow(obj: Any, max_depth: int = MAX_DEPTH) -> bool:
 
 
 def read_text(path: str, what: str = "file") -> str:
-    """A whole file as text (bounded in size); a JSONInputError for a file that cannot be read or is not text."""
-    import os
-
+    """A whole file as text: a regular file of at most MAX_FILE_BYTES, counted as read (`safeio.read_bytes`); a
+    JSONInputError for a file that cannot be read, is not a regular file, is too large or is not text."""
     try:
-        size = os.path.getsize(path)
-        if os.path.isdir(path):
-            raise JSONInputError(f"cannot read {what} {path}: it is a directory")
-        if size > MAX_FILE_BYTES:
-            raise JSONInputError(f"{path}: {size:,} bytes, more than the limit of {MAX_FILE_BYTES:,} for a {what}")
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_bytes(path, MAX_FILE_BYTES, what)
     except OSError as e:
         raise JSONInputError(f"cannot read {what} {path}: {e.strerror}") from None
     try:

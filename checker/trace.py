@@ -23,6 +23,7 @@ from lockstep.specs.registry import SPECS
 from .errors import TraceError
 from .itf import UNIT, infer_type, normalize, type_string, variant
 from .model import Model
+from .safeio import replacing
 from .safejson import JSONInputError, loads, read_text
 
 ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
@@ -163,7 +164,7 @@ class Trace:
 
     def save(self, path: str) -> None:
         try:
-            with open(path, "w") as f:
+            with replacing(path) as f:
                 json.dump(self.to_json(), f, indent=1)
                 f.write("\n")
         except OSError as e:

@@ -69,7 +69,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                    "(default: the protocol's first @start)")
     p.add_argument("--faults", metavar="FILE", help="a JSON fault plan: drop, duplicate, reorder, delay_ms, "
                                                     "partitions, crashes (see executors/faults.py)")
-    p.add_argument("--trace", type=output_file, metavar="FILE", help="write the merged run trace (JSON lines) to FILE")
+    p.add_argument("--trace", type=output_file, metavar="FILE",
+                   help="write the run's trace to FILE, one JSON-lines file (not a directory): the merged trace that "
+                        "`lockstep validate` reads; autobahn and psmr: every process's events, each with its pid")
     p.add_argument("--seed", type=natural, default=0,
                    help="seed for handler choices and injected faults (population protocols: the scheduler's pairs, "
                         "the start states and the agents' draws)")

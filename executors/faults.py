@@ -176,13 +176,13 @@ def parse_faults(data: Any, nproc: int, where: str = "faults") -> Faults:
         if restart is not None and number(restart, f"{w}.restart") <= at:
             raise bad(f"{w} restarts before it crashes", "give restart > at")
         out.crashes.append(Crash(pid(c["pid"], f"{w}.pid"), at, None if restart is None else float(restart)))
-    for i, c in enumerate(data.get("stragglers", [])):
+    for i, c in enumerate(listed("stragglers")):
         w = f"stragglers[{i}]"
         if not isinstance(c, dict) or "pid" not in c:
             raise bad(f"{w} needs pid and delay_ms", '{"pid": 1, "delay_ms": 20}')
         chance = c.get("probability", 1.0)
         if isinstance(chance, bool) or not isinstance(chance, (int, float)) or not 0 <= chance <= 1:
             raise bad(f"{w}.probability is {chance!r}, not a probability", "give a number between 0 and 1")
-        out.stragglers.append(Straggler(pid(c["pid"], f"{w}.pid"), number(c.get("delay_ms", 0), f"{w}.delay_ms"),
+        out.stragglers.append(Straggler(pid(c["pid"], f"{w}.pid"), number(c.get("delay_ms", 0), f"{w}.delay_ms", ms=True),
                                         float(chance)))
     return out

@@ -229,3 +229,139 @@ def test_draw_and_export_of_a_mutated_trace(cli, tmp_path, actor_trace, run_line
         path.write_bytes(b"\n".join(json.dumps(x).encode() for x in lines) + b"\n")
     verdict_or_input_error(cli("draw", str(path), "--out", str(tmp_path / "chart.svg")))
     verdict_or_input_error(cli("export", str(path), "--shiviz", str(tmp_path / "run.shiviz")))
+
+
+# -- checkpoints, fault plans, nested histories, ports and output paths -------------------------------------
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    """A checkpoint of each engine (two_phase rm=3, cut at depth 4)."""
+    import contextlib
+    import io
+
+    from lockstep.checker.cli import main
+
+    d = tmp_path_factory.mktemp("checkpoints")
+    with contextlib.redirect_stdout(io.StringIO()):
+        for engine in ("vector", "explicit"):
+            assert main(["check", "two_phase", "-p", "rm=3", "--quiet", "--max-depth", "4", "--engine", engine,
+                         "--checkpoint", str(d / engine), "--checkpoint-every", "0"]) == 3
+    return d
+
+
+COUNTERS = ["level", "levels", "distinct", "generated", "depth", "frontier", "visited", "links", "roots", "fingerprints"]
+
+
+@FUZZ
+@given(data=st.data())
+def test_resume_of_a_mutated_checkpoint(cli, tmp_path_factory, checkpoints, data):
+    """A checkpoint's manifest (its counters above all) and its frontier, mutated: resuming it is a verdict or one
+    error line."""
+    import shutil
+
+    import numpy as np
+
+    engine = data.draw(st.sampled_from(["vector", "explicit"]))
+    d = tmp_path_factory.mktemp("ck") / engine
+    shutil.copytree(checkpoints / engine, d)
+    manifest = json.loads((d / "manifest.json").read_text())
+    what = data.draw(st.sampled_from(["counter", "counter", "manifest", "frontier"]))
+    if what == "counter":
+        manifest[data.draw(st.sampled_from(COUNTERS))] = data.draw(json_values | st.integers(-(2**80), 2**80))
+        (d / "manifest.json").write_text(json.dumps(manifest))
+    elif what == "manifest":
+        (d / "manifest.json").write_bytes(text_of(data.draw, data.draw(mutated(manifest))))
+    elif engine == "vector":
+        words = np.load(d / manifest["frontier"])
+        flat = words.reshape(-1)
+        for _ in range(data.draw(st.integers(1, 3))):
+            flat[data.draw(st.integers(0, len(flat) - 1))] = np.uint64(data.draw(st.integers(0, 2**64 - 1)))
+        np.save(d / manifest["frontier"], words)
+    else:
+        states = json.loads((d / manifest["frontier"]).read_text())
+        (d / manifest["frontier"]).write_bytes(text_of(data.draw, data.draw(mutated(states))))
+    verdict_or_input_error(cli("check", "two_phase", "-p", "rm=3", "--quiet", "--engine", engine, "--resume", str(d)))
+
+
+PLAN = {"drop": 0.1, "duplicate": 0.1, "reorder": 0.2, "delay_ms": [0, 20], "reorder_ms": 30,
+        "partitions": [{"start": 0.5, "end": 1.0, "groups": [[0, 1], [2, 3]]}],
+        "crashes": [{"pid": 1, "at": 0.5, "restart": 1.0}], "stragglers": [{"pid": 0, "delay_ms": 20}],
+        "byzantine": {"pid": 3, "behaviour": "vote_all"}}
+
+
+@FUZZ
+@given(data=st.data())
+def test_a_mutated_fault_plan_is_a_plan_or_a_faults_error(tmp_path, data):
+    from lockstep.executors.autobahn.run import load_plan
+    from lockstep.executors.faults import FaultsError, load_faults
+
+    doc = data.draw(mutated(PLAN)) if data.draw(st.booleans()) else \
+        {data.draw(st.sampled_from(sorted(PLAN))): data.draw(json_values | st.integers(-(2**80), 2**80))}
+    path = tmp_path / "faults.json"
+    path.write_bytes(text_of(data.draw, doc))
+    for load in (load_faults, load_plan):
+        try:
+            load(str(path), 4)
+        except FaultsError:
+            pass
+
+
+@st.composite
+def nested(draw, edn: bool) -> str:
+    """A value nested up to 2,000 levels deep (beyond what a parser may recurse into), as EDN or JSON."""
+    depth = draw(st.integers(1, 2000))
+    opens, closes = draw(st.sampled_from([("[", "]"), ("{:k ", "}"), ("(", ")")] if edn else [("[", "]"), ('{"k": ', "}")]))
+    inner = draw(st.sampled_from(["1", '"x"', "[]"]))
+    return opens * depth + inner + closes * depth
+
+
+@FUZZ
+@given(data=st.data())
+def test_a_deeply_nested_history_is_a_verdict_or_an_error(cli, tmp_path, data):
+    edn = data.draw(st.booleans())
+    value = data.draw(nested(edn))
+    if edn:
+        text = (f"{{:process 0, :type :invoke, :f :write, :value {value}}}\n"
+                f"{{:process 0, :type :ok, :f :write, :value {value}}}\n")
+    else:
+        text = (f'{{"process": 0, "type": "invoke", "f": "put", "key": "k", "value": {value}}}\n'
+                f'{{"process": 0, "type": "ok", "f": "put", "key": "k", "value": {value}}}\n')
+    path = tmp_path / ("h.edn" if edn else "h.jsonl")
+    path.write_text(text if data.draw(st.booleans()) else value)
+    verdict_or_input_error(cli("linearizable", str(path), "--model", data.draw(st.sampled_from(["kv", "register"]))))
+
+
+@FUZZ
+@given(text=st.integers(-(2**70), 2**70).map(str) | st.text(max_size=12))
+def test_a_port_is_a_port_number_or_a_usage_error(text):
+    import argparse
+
+    from lockstep.checker.commands.explore import port
+
+    try:
+        assert 0 <= port(text) <= 65535
+    except argparse.ArgumentTypeError:
+        pass
+
+
+@FUZZ
+@given(data=st.data())
+def test_an_output_path_is_writable_or_a_usage_error(tmp_path_factory, data):
+    """--trace, --out and the like: a directory (existing or written with a slash), a missing directory, a link of
+    another user's, or a plain new file."""
+    import argparse
+
+    from lockstep.checker.commands.common import output_file
+    from lockstep.checker.safeio import write_text
+
+    base = tmp_path_factory.mktemp("out")
+    (base / "dir").mkdir()
+    os.symlink(base / "dir", base / "theirs")
+    os.lchown(base / "theirs", 65534, 65534)
+    name = data.draw(st.sampled_from(["dir", "dir/", "theirs", "missing/x", "new.jsonl", "dir/new.jsonl", ""])
+                     | st.text(alphabet="ab/.", max_size=6))
+    try:
+        path = output_file(str(base / name) if name else name)
+    except argparse.ArgumentTypeError:
+        return
+    write_text(path, "x")  # what the check let through can be written, as the commands write it

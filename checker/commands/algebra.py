@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..algebra import DEFAULT_LIMIT, check_refines
-from .common import natural, output_file, positive
+from .common import natural, output_file, positive, write_text
 
 REFUTE_FACTOR = 5  # a law expected to be false gets this many times the examples to find its counterexample
 NAME = "algebra"
@@ -107,8 +107,7 @@ def _laws(args: argparse.Namespace) -> int:
         results.append(r)
     text = table(results)
     if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+        write_text(args.out, text)
         print(f"table written to {args.out}")
     bad = [r.law.name for r in results if not r.ok]
     print(f"{len(results) - len(bad)} of {len(results)} laws as expected" + (f"; unexpected: {', '.join(bad)}" if bad else ""))

@@ -14,7 +14,17 @@ from ..progress import NoProgress, Progress, stderr_say
 from ..rounds import FORCE_LIMIT
 from ..trace import follow_up
 from ..vector import choice
-from .common import add_full_argument, add_spec_arguments, load_typed, natural, output_file, positive, print_violation, report
+from .common import (
+    add_full_argument,
+    add_spec_arguments,
+    load_typed,
+    natural,
+    output_file,
+    positive,
+    print_violation,
+    report,
+    write_text,
+)
 from .scaling import (
     add_scaling_arguments,
     check_on_cluster,
@@ -219,11 +229,7 @@ def write_graph(args: argparse.Namespace, model, graph, res) -> None:
     v = res.violation
     if v is not None:
         mark_trace(graph, model, v.trace)
-    try:
-        with open(args.dump_graph, "w", encoding="utf-8") as f:
-            f.write(to_dot(graph, model, v.message if v is not None else None))
-    except OSError as e:
-        raise UsageError(f"cannot write {args.dump_graph}: {e.strerror}") from None
+    write_text(args.dump_graph, to_dot(graph, model, v.message if v is not None else None))
     print(f"State graph ({len(graph)} states, {graph.number_of_edges()} steps) written to {args.dump_graph}")
 
 

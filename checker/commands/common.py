@@ -11,6 +11,8 @@ from ..errors import UsageError
 from ..loader import LoadError, load_model
 from ..model import Model
 from ..result import CheckResult, Violation
+from ..safeio import check_output, open_input
+from ..safeio import write_text as safe_write_text
 from ..trace import Trace, TraceError, follow_up, trusted_spec
 from ..typed_model import TypedModel
 
@@ -33,17 +35,17 @@ natural = _at_least(0, "negative")
 
 
 def output_file(text: str) -> str:
-    """A file the command will write: refused now (not after the work) if it is a directory or cannot be written."""
-    path = os.path.abspath(text)
-    if not text or os.path.isdir(path):
-        raise argparse.ArgumentTypeError(f"{text!r} is a directory; name a file to write")
-    parent = os.path.dirname(path)
+    """A file the command will write: refused now (not after the work) if it is a directory, cannot be written,
+    or is a symbolic link or special file of another user (`safeio.check_output`)."""
+    if not text or text.endswith("/"):
+        raise argparse.ArgumentTypeError(f"{text!r} names a directory; name a file to write")
+    parent = os.path.dirname(os.path.abspath(text))
     if not os.path.isdir(parent):
         raise argparse.ArgumentTypeError(f"cannot write {text}: directory {parent} does not exist")
-    if os.path.exists(path) and not os.access(path, os.W_OK):
-        raise argparse.ArgumentTypeError(f"cannot write {text}: the file is not writable")
-    if not os.path.exists(path) and not os.access(parent, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"cannot write {text}: directory {parent} is not writable")
+    try:
+        check_output(text)
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f"cannot write {text}: {e.strerror}") from None
     return text
 
 
@@ -65,12 +67,10 @@ def read_trace_file(path: str):
     from ..validation.runtrace import load
 
     try:
-        with open(path, encoding="utf-8") as f:
-            head = f.read(4096)
+        with open_input(path) as f:
+            head = f.read(4096).decode("utf-8", errors="replace")
     except OSError as e:
         raise TraceError(f"cannot read trace {path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise TraceError(f"{path}: not a text file (expected a JSON trace)") from None
     first = head.lstrip().split("\n", 1)[0]
     try:
         run_header = json.loads(first).get("kind") == "run"
@@ -90,8 +90,7 @@ def typed_for_pictures(model: Model) -> TypedModel:
 def write_text(path: str, text: str) -> None:
     """Write an output file, or a usage error that says why it cannot be written."""
     try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        safe_write_text(path, text)
     except OSError as e:
         raise UsageError(f"cannot write {path}: {e.strerror}") from None
 

@@ -6,17 +6,19 @@ import argparse
 import sys
 import time
 
-from lockstep.specs.datalog.catalog import PROGRAMS, load, program_text
+from lockstep.specs.datalog.catalog import PROGRAMS, program_text
 from lockstep.specs.datalog.evaluate import Divergence
-from lockstep.specs.datalog.graphs import GENERATORS, load_graph
+from lockstep.specs.datalog.graphs import GENERATORS
 from lockstep.specs.datalog.syntax import DatalogError
 
 from ..datalog.evaluation import evaluate_program, prepare
+from ..datalog.files import load_graph, load_program
 from ..datalog.prem import Verdict
 from ..datalog.termination import check_termination
 from ..errors import UsageError
 from ..loader import parse_params
-from .common import natural, positive
+from ..safeio import replacing
+from .common import natural, output_file, positive
 
 NAME = "datalog"
 HELP = "recursive Datalog with aggregates: list and show programs, prove PreM with z3, evaluate on a graph"
@@ -53,7 +55,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _params(ev)
     ev.add_argument("--relation", metavar="PRED", help="the relation to print or write (default: the last one derived)")
     ev.add_argument("--show", type=natural, default=10, metavar="K", help="print the first K rows (default 10)")
-    ev.add_argument("--out", metavar="FILE", help="write the relation's rows to FILE (one per line)")
+    ev.add_argument("--out", type=output_file, metavar="FILE", help="write the relation's rows to FILE (one per line)")
     ev.add_argument("--max-iterations", type=positive, metavar="N",
                     help="report divergence after N rounds of a recursion (default: see the evaluator)")
     ev.set_defaults(action=_eval)
@@ -113,7 +115,7 @@ def _show(args: argparse.Namespace) -> int:
     if args.program in PROGRAMS:
         print(program_text(args.program), end="")
     else:
-        print(load(args.program).text, end="")
+        print(load_program(args.program).text, end="")
     return 0
 
 
@@ -190,7 +192,7 @@ def _eval(args: argparse.Namespace) -> int:
         print(f"  ... {len(rows) - args.show:,} more")
     if args.out:
         try:
-            with open(args.out, "w", encoding="utf-8") as f:
+            with replacing(args.out) as f:
                 for r in rows.tolist():
                     f.write(" ".join(map(str, r)) + "\n")
         except OSError as e:

@@ -17,7 +17,15 @@ HELP = "explore a spec in the browser: states, enabled steps, invariants, a save
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_spec_arguments(p)
     p.add_argument("--trace", metavar="FILE", help="a saved trace of SPEC (e.g. `check --out`) to jump along")
-    p.add_argument("--port", type=natural, default=0, metavar="PORT", help="the port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--port", type=port, default=0, metavar="PORT", help="the port on 127.0.0.1 (default: a free one)")
+
+
+def port(text: str) -> int:
+    """A TCP port number: 0 (any free port) to 65535."""
+    v = natural(text)
+    if v > 65535:
+        raise argparse.ArgumentTypeError(f"{v} is not a port number (0 to 65535)")
+    return v
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ from ..errors import UsageError
 from ..linearizability import FORMATS, MODELS, HistoryError, ModelError, check, load_model, read_history
 from ..linearizability.report import verdict_lines
 from ..trace import shell_word
-from .common import output_file
+from .common import output_file, write_text
 
 NAME = "linearizable"
 HELP = ("check that a client history (recorded by `lockstep run`, a Porcupine log, or a Jepsen/Knossos EDN history) "
@@ -57,8 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if v.verdict == "not linearizable":
         print(f"Draw it: lockstep draw {shell_word(args.history)} --model {shell_word(args.model)} --out window.html")
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            json.dump(v.to_json(history), fh, indent=1)
+        write_text(args.out, json.dumps(v.to_json(history), indent=1))
         print(f"Verdict written to {args.out}")
     sys.stdout.flush()
     return v.exit_code

@@ -215,6 +215,8 @@ def _plot(args: argparse.Namespace, protocol: Population, target: str, config: t
     record(sim)
     step = max(1, int(n * horizon / 400))
     sim.run(int(horizon * n), every=step, observe=record)
+    from ..render.population import save_figure
+
     values = sorted({k for _, f, _ in samples for k in f}, key=repr)
     fig, ax = plt.subplots(figsize=(9, 4.5))
     ts = [t for t, _, _ in samples]
@@ -230,9 +232,7 @@ def _plot(args: argparse.Namespace, protocol: Population, target: str, config: t
     ax.legend(loc="upper right", fontsize=8, ncol=2 if len(values) > 6 else 1)
     fig.tight_layout()
     try:
-        fig.savefig(args.plot, dpi=110)
-    except OSError as e:
-        raise LoadError(f"cannot write the plot {args.plot}: {e.strerror}") from None
+        save_figure(fig, args.plot)
     finally:
         plt.close(fig)
     print(f"plot of one run written to {args.plot}")

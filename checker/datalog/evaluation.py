@@ -8,16 +8,16 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from lockstep.specs.datalog.analysis import Analysed, analyse
-from lockstep.specs.datalog.catalog import load
 from lockstep.specs.datalog.evaluate import NotPreM, Result, evaluate
 from lockstep.specs.datalog.syntax import DatalogError
 
+from .files import load_program
 from .prem import Verdict, prove
 
 
 def prepare(ref: str, params: Mapping[str, int] | None = None) -> tuple[Analysed, list[Verdict]]:
     """Load, analyse and prove PreM for a program (a shipped name or a `.dl` file)."""
-    prog = analyse(load(ref), params)
+    prog = analyse(load_program(ref), params)
     return prog, prove(prog)
 
 

@@ -6,11 +6,15 @@ number of agents in the state at that time.
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import numpy as np
 
 from lockstep.specs.lang.population import Population
 
 from ..loader import LoadError
+from ..safeio import replacing
 
 MAX_LINES = 8  # up to this many occupied states, one line each; beyond, a heat map
 COLUMNS = 600  # time samples of the heat map
@@ -49,8 +53,16 @@ def plot_counts(protocol: Population, path: list[tuple[int, str, tuple]], out: s
     ax.set(xlabel="parallel time (interactions / n)", title=title)
     fig.tight_layout()
     try:
-        fig.savefig(out, dpi=110)
-    except (OSError, ValueError) as e:
-        raise LoadError(f"cannot write the plot {out}: {getattr(e, 'strerror', None) or e}") from None
+        save_figure(fig, out)
     finally:
         plt.close(fig)
+
+
+def save_figure(fig: Any, out: str) -> None:
+    """Write a matplotlib figure to `out` (its format from the extension), replacing the file (`safeio.replacing`);
+    a LoadError says why it cannot be written."""
+    try:
+        with replacing(out, binary=True) as f:
+            fig.savefig(f, dpi=110, format=os.path.splitext(out)[1][1:].lower() or "png")
+    except (OSError, ValueError) as e:
+        raise LoadError(f"cannot write the plot {out}: {getattr(e, 'strerror', None) or e}") from None

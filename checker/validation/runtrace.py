@@ -33,6 +33,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ..safeio import open_input, replacing
 from ..safejson import JSONInputError
 from ..safejson import loads as json_loads
 from ..trace import TraceError, registered_name
@@ -71,22 +72,21 @@ def iter_jsonl(path: str, tolerate_torn_end: bool = False, torn: list[bool] | No
     """(line number, object) for each line of a JSONL file, read as it is iterated. A torn last line (a killed
     writer) is skipped when `tolerate_torn_end` (and `torn[0]` set); anything else malformed is a TraceError."""
     try:
-        f = open(path, "rb")
+        f = open_input(path)
     except OSError as e:
         raise TraceError(f"cannot read trace {path}: {e.strerror}") from None
-    if os.path.isdir(path):
-        f.close()
-        raise TraceError(f"cannot read trace {path}: it is a directory")
     with f:
         pending: tuple[int, bytes] | None = None
-        for i, raw in enumerate(f, start=1):
+        i = 0
+        while raw := f.readline(MAX_LINE + 1):
+            i += 1
+            if len(raw) > MAX_LINE:
+                raise TraceError(f"{path}:{i}: a line of more than {MAX_LINE:,} bytes, the limit")
             if i < start:
                 continue
             if pending is not None:
                 yield pending[0], _parse_line(path, *pending)
                 pending = None
-            if len(raw) > MAX_LINE:
-                raise TraceError(f"{path}:{i}: a line of {len(raw):,} bytes, more than the limit of {MAX_LINE:,}")
             if not raw.strip():
                 continue
             if raw.endswith(b"\n"):
@@ -208,25 +208,51 @@ def merge(paths: dict[int, str], out: str, spec: str, spec_name: str, params: di
         header["cut"] = {str(p): c for p, c in sorted(cut.items())}
     count = 0
     streams = [_ordered(pid, path) for pid, path in present.items()]
-    with open(out, "w", encoding="utf-8") as f:
-        f.write(json.dumps(header) + "\n")
-        lines = []
-        for _, e in heapq.merge(*streams, key=lambda item: item[0]):
-            lines.append(json.dumps(e, separators=(",", ":")))
-            count += 1
-            if len(lines) >= 4096:
+    try:
+        with replacing(out) as f:
+            f.write(json.dumps(header) + "\n")
+            lines = []
+            for _, e in heapq.merge(*streams, key=lambda item: item[0]):
+                lines.append(json.dumps(e, separators=(",", ":")))
+                count += 1
+                if len(lines) >= 4096:
+                    f.write("\n".join(lines) + "\n")
+                    lines = []
+            if lines:
                 f.write("\n".join(lines) + "\n")
-                lines = []
-        if lines:
-            f.write("\n".join(lines) + "\n")
-        f.write(json.dumps({"kind": "end", "events": count}) + "\n")
+            f.write(json.dumps({"kind": "end", "events": count}) + "\n")
+    except OSError as e:
+        raise TraceError(f"cannot write the run trace {out}: {e.strerror}") from None
     return MergedRun(header, None, notes, path=out, ended=True)
+
+
+def collect(paths: dict[int, str], out: str, spec: str, notes: list[str] | None = None) -> int:
+    """The per-process traces of a run whose events carry no Lamport clocks (`run autobahn`, `run psmr`, validated
+    by their own checks as they run) in one JSON-lines file `out`: a header `{"kind": "traces", "spec",
+    "processes", "notes"}`, each process's events in its order, process by process, each with its `pid`, and an
+    end record. A torn last line (a killed process) is left out. The number of events."""
+    count = 0
+    try:
+        with replacing(out) as f:
+            f.write(json.dumps({"kind": "traces", "spec": spec, "processes": len(paths), "notes": list(notes or [])})
+                    + "\n")
+            for pid, path in sorted(paths.items()):
+                if not os.path.exists(path):
+                    continue
+                for _, e in iter_jsonl(path, tolerate_torn_end=True):
+                    e.pop("pid", None)
+                    f.write(json.dumps({"pid": pid, **e}, separators=(",", ":")) + "\n")
+                    count += 1
+            f.write(json.dumps({"kind": "end", "events": count}) + "\n")
+    except OSError as e:
+        raise TraceError(f"cannot write the trace {out}: {e.strerror}") from None
+    return count
 
 
 def _tail(path: str) -> tuple[dict[str, Any] | None, bool]:
     """(the last complete JSON record of a file, whether its last line is torn), read from the file's end."""
     try:
-        with open(path, "rb") as f:
+        with open_input(path) as f:
             f.seek(0, os.SEEK_END)
             size = f.tell()
             f.seek(max(0, size - (1 << 16)))
@@ -310,6 +336,10 @@ def load(path: str) -> MergedRun:
     if first is None:
         raise TraceError(f"{path}: empty trace")
     header = first[1]
+    if header.get("kind") == "traces":
+        raise TraceError(f"{path} holds the per-process traces of a `lockstep run {header.get('spec')}`, which that "
+                         "command validates as it runs; `lockstep validate` reads the merged traces of actor, rounds, "
+                         "population and Datalog runs")
     if header.get("kind") != "run" or not isinstance(header.get("spec"), str):
         raise TraceError(f"{path}:1: not a Lockstep run trace: the first line must be the run header "
                          '{"kind": "run", "spec": ..., "params": ...} written by `lockstep run --trace`')

@@ -129,6 +129,9 @@ class Checkpoint:
         d = self.directory
         c = counters(man, ("levels", "distinct", "level", "generated", "depth"), os.path.join(d, MANIFEST))
         levels, distinct = c["levels"], c["distinct"]
+        if levels != c["level"] + 1:
+            raise CheckpointError(f"{os.path.join(d, MANIFEST)}: level {c['level']} with the parent links of {levels} "
+                                  "levels: a checkpoint at level L holds the links of levels 0..L")
         frontier, visited = man.get("frontier"), man.get("visited")
         if not isinstance(frontier, str) or not isinstance(visited, str):
             raise CheckpointError(f"{os.path.join(d, MANIFEST)} does not name its frontier and visited files")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockstep.checker.loader import load_model
+from lockstep.checker.safeio import create_new, open_append
 from lockstep.specs.lang.jsonvalues import to_json
 
 from ..wire import RELAY, RUNNER, Endpoint, FrameError, MessageCodec, connect, credentials, member_name, parse, serve
@@ -82,7 +83,7 @@ class Node:
         self._state_texts: dict[tuple, str] = {}
         self.trace = None
         if cfg.trace:
-            self.trace = open(cfg.trace, "a" if cfg.restore else "w", encoding="utf-8", buffering=1 << 16)
+            self.trace = (open_append if cfg.restore else create_new)(cfg.trace, buffering=1 << 16)
 
     # -- control ---------------------------------------------------------------------------------
     async def run(self) -> None:

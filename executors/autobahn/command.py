@@ -4,13 +4,13 @@ validated against the spec's properties."""
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile
 
 from lockstep.checker.errors import UsageError
 from lockstep.checker.loader import parse_params
+from lockstep.checker.validation.runtrace import collect
 
 from ..interrupted import interrupted_exit
 from .run import Plan, load_plan, run
@@ -61,10 +61,9 @@ def run_autobahn_command(args: argparse.Namespace) -> int:
         for note in rep.notes:
             print(f"  note: {note}")
         if args.trace:
-            os.makedirs(args.trace, exist_ok=True)
-            for path in rep.traces.values():
-                shutil.copy(path, os.path.join(args.trace, os.path.basename(path)))
-            print(f"Traces written to {args.trace}/process-P.jsonl, one per replica")
+            collect(rep.traces, args.trace, "autobahn", rep.notes)
+            print(f"Trace written to {args.trace}: every replica's events in its order, one JSON object per line with "
+                  "its pid")
         if args.no_validate or args.no_trace:
             return interrupted_exit(rep.interrupted, 0)
         try:

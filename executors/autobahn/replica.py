@@ -48,6 +48,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockstep.checker.safeio import create_new
+
 from ..wire import RUNNER, Credentials, Endpoint, FrameError, connect, credentials, member_name, parse, serve
 from .crypto import Signer, canonical
 from .messages import (
@@ -157,7 +159,7 @@ class Replica:
         self.log = hashlib.sha256(b"autobahn").digest()
         self.kv: dict[int, bytes] = {}
         self.fetched: dict[str, float] = {}
-        self.trace = open(cfg.trace, "w", encoding="utf-8", buffering=1 << 16) if cfg.trace else None
+        self.trace = create_new(cfg.trace, buffering=1 << 16) if cfg.trace else None
         self.stopped = False  # once told to stop, nothing is served or sent: what leaves a replica is on its record
 
     # -- the process -----------------------------------------------------------------------------

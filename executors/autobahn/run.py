@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from lockstep.checker.safejson import JSONInputError, loads, read_text
 
 from ..cluster import Cluster
 from ..faults import Faults, FaultsError, parse_faults
@@ -27,12 +28,9 @@ class Plan:
 def load_plan(path: str, n: int) -> Plan:
     """Read a fault plan: the common keys `partitions` and `crashes`, and `byzantine`: {"pid": P, "behaviour": B}."""
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise FaultsError(f"cannot read faults file {path}: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise FaultsError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
+        data = loads(read_text(path, "faults file"), path)
+    except JSONInputError as e:
+        raise FaultsError(str(e)) from None
     return parse_plan(data, n, path)
 
 

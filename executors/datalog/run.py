@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 
 from lockstep.checker.datalog.evaluation import prepare, refusal
+from lockstep.checker.datalog.files import load_graph
 from lockstep.checker.validation.runtrace import MergedRun, merge
-from lockstep.specs.datalog.graphs import load_graph
 from lockstep.specs.datalog.plan import LinearPlan, PairPlan, is_composition, linear_plan, pair_plan
 from lockstep.specs.datalog.ssp import RANDOM_BASE, graph_edges
 from lockstep.specs.datalog.syntax import DatalogError
 
-from ..cluster import Cluster
+from ..cluster import Cluster, default_trace_path
 from ..faults import Faults
 from .pairs import main as pairs_main
 from .worker import WorkerConfig, main
@@ -199,7 +199,7 @@ def run(ref: str, graph: str, workers: int = 2, staleness: int = 1, params: dict
         out = DatalogRun(name, workers, staleness, seconds, plan.keys[k[order]], v[order], stats, clocks, failures,
                          notes, spec=spec, plan=plan, startup=startup, interrupted=interrupted)
         if traced:
-            out.trace = trace or os.path.join(tempfile.gettempdir(), f"lockstep-datalog-{name}-{os.getpid()}.jsonl")
+            out.trace = trace or default_trace_path(f"datalog-{name}")
             paths = {pid: configs[pid].trace for pid in range(workers)}
             if spec:
                 spec_params = _validation_params(paths, spec_params, workers)

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from lockstep.checker.safeio import create_new
 from lockstep.specs.datalog.plan import StepGroup
 
 from ..wire import RUNNER, Endpoint, FrameError, connect, credentials, parse, serve
@@ -111,7 +112,7 @@ class Worker:
                       "wait_s": 0.0, "compute_s": 0.0, "delayed_s": 0.0}
         self.failure: str | None = None
         self.early: list[tuple[bytes, int | None]] | None = []  # frames (and senders) received before the start
-        self.trace = open(cfg.trace, "w", encoding="utf-8", buffering=1 << 16) if cfg.trace else None
+        self.trace = create_new(cfg.trace, buffering=1 << 16) if cfg.trace else None
         self.rng = np.random.default_rng([cfg.seed, cfg.pid])
 
     def _load(self) -> None:

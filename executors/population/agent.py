@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockstep.checker.loader import load_protocol
+from lockstep.checker.safeio import create_new
 from lockstep.specs.lang.population.agents import DRAWS, Rules, StateCodec, agent_rng, draw
 
 from ..wire import RUNNER, Endpoint, FrameError, connect, credentials, member_name, parse, serve
@@ -94,7 +95,7 @@ class Agent:
         self.completed = self.acked = 0  # interactions this agent initiated and completed; acknowledged
         self.out: dict[int, Endpoint] = {}
         self.stats = {"interactions": 0, "initiated": 0, "received": 0, "rejected": 0}
-        self.trace = open(cfg.trace, "w", encoding="utf-8", buffering=1 << 16) if cfg.trace else None
+        self.trace = create_new(cfg.trace, buffering=1 << 16) if cfg.trace else None
 
     # -- control ---------------------------------------------------------------------------------
     async def run(self) -> None:

@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 
+from lockstep.checker.commands.common import output_file
 from lockstep.checker.errors import UsageError
 from lockstep.checker.trace import shell_word
 
@@ -37,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--service-ms", type=float, help="time to execute one command, in ms (default 1)")
     g.add_argument("--service", choices=("io", "cpu"), help="io: a blocking wait (default); cpu: a busy loop")
     g.add_argument("--kill-replica", metavar="R@S", help="SIGKILL replica R's workers S seconds into the run")
-    g.add_argument("--history", metavar="FILE", help="write the clients' history (JSON lines) to FILE")
+    g.add_argument("--history", type=output_file, metavar="FILE", help="write the clients' history (JSON lines) to FILE")
     g.add_argument("--budget", type=float, help="seconds for the linearizability check (default 60)")
 
 
@@ -96,6 +97,7 @@ def _config(args: argparse.Namespace) -> ServiceConfig:
 def run_psmr_command(args: argparse.Namespace) -> int:
     from lockstep.checker.linearizability import check, load_model, read_history  # imported when a P-SMR run runs
     from lockstep.checker.validation.psmr import RunInvalid, validate_run
+    from lockstep.checker.validation.runtrace import collect
 
     from .run import merge_history, run
 
@@ -120,6 +122,10 @@ def run_psmr_command(args: argparse.Namespace) -> int:
         hist = merge_history(rep, args.history or os.path.join(tmp, "history.jsonl"))
         if args.history:
             print(f"History written to {hist} (check it: lockstep linearizable {shell_word(hist)} --model psmr-kv)")
+        if args.trace:
+            collect(rep.traces, args.trace, "psmr", rep.notes)
+            print(f"Trace written to {args.trace}: every process's events in its order, one JSON object per line with "
+                  "its pid")
         code = 0
         if args.no_validate:
             return interrupted_exit(rep.interrupted, 0)

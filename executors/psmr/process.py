@@ -29,6 +29,7 @@ from collections import deque
 from multiprocessing import shared_memory
 from typing import Any
 
+from lockstep.checker.safeio import create_new
 from lockstep.specs.psmr.commands import CG_FUNCTIONS, Command, execute
 
 from ..wire import RUNNER, Endpoint, FrameError, connect, credentials, dumps, member_name, parse, serve
@@ -95,7 +96,7 @@ class Member:
         self.stats: dict[str, int] = {}
         self.durable = bool(cfg.get("durable"))
         path = cfg.get("trace")
-        self.trace = open(path, "w", encoding="utf-8", buffering=1 << 16) if path else None
+        self.trace = create_new(path, buffering=1 << 16) if path else None
         self.t0 = time.monotonic()
         plan = cfg.get("faults")
         self.injector = None if plan is None else Injector(plan, self.pid, service.seed, self._replica_of, self.now,
@@ -419,7 +420,7 @@ class Client(Member):
         self.pending: dict[int, tuple[int, Command]] = {}  # id -> (slot, command)
         self.done = 0
         path = self.cfg.get("history")
-        self.history = open(path, "w", encoding="utf-8", buffering=1 << 16) if path else None
+        self.history = create_new(path, buffering=1 << 16) if path else None
 
     def start(self) -> None:
         for slot in range(self.service.outstanding):

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from multiprocessing import shared_memory
 from typing import Any
 
+from lockstep.checker.errors import UsageError
+from lockstep.checker.safeio import replacing
+
 from ..cluster import Cluster
 from ..faults import Faults
 from .faults import network
@@ -148,6 +151,9 @@ def merge_history(run: ServiceRun, out: str) -> str:
     import json
 
     events.sort(key=lambda line: json.loads(line)["time"])
-    with open(out, "w", encoding="utf-8") as fh:
-        fh.writelines(events)
+    try:
+        with replacing(out) as fh:
+            fh.writelines(events)
+    except OSError as e:
+        raise UsageError(f"cannot write the history {out}: {e.strerror}") from None
     return out

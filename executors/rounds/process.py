@@ -30,6 +30,7 @@ from typing import Any
 
 from lockstep.checker.codegen import compile_transitions
 from lockstep.checker.loader import resolve
+from lockstep.checker.safeio import create_new
 from lockstep.specs.lang.jsonvalues import from_json, to_json
 from lockstep.specs.lang.rounds import LocalRound, RoundsSystem, rounds_system
 
@@ -96,7 +97,7 @@ class RoundsNode:
         self.round = 0  # the last round the runner started here
         self.stats = {"rounds": 0, "broadcasts": 0, "received": 0, "collisions": 0, "conflicts": 0, "rejected": 0}
         self.t0 = time.monotonic()
-        self.trace = open(cfg.trace, "w", encoding="utf-8", buffering=1) if cfg.trace else None
+        self.trace = create_new(cfg.trace, buffering=1) if cfg.trace else None
         self._write({"kind": "header", "spec": cfg.spec, "spec_name": sysm.name, "params": cfg.params, "pid": self.pid})
 
     async def run(self) -> None:

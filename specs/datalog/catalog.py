@@ -1,4 +1,4 @@
-"""The shipped Datalog programs, by name, and resolving a program argument (a name or a file)."""
+"""The shipped Datalog programs, by name (program files are read by `lockstep.checker.datalog.files`)."""
 
 from __future__ import annotations
 
@@ -31,12 +31,10 @@ def is_program_ref(ref: str) -> bool:
     return ref in PROGRAMS or ref.endswith(".dl")
 
 
-def load(ref: str) -> Program:
-    """A shipped program by name, or a program file (`*.dl`)."""
-    from .parser import parse, parse_file  # lark: imported when a program is read, not when a name is looked up
+def load(name: str) -> Program:
+    """A shipped program, by name."""
+    from .parser import parse  # lark: imported when a program is read, not when a name is looked up
 
-    if ref in PROGRAMS:
-        return parse(program_text(ref), f"{ref}.dl")
-    if ref.endswith(".dl") or os.path.exists(ref):
-        return parse_file(ref)
-    raise DatalogError(f"{ref!r} is neither a shipped program ({', '.join(PROGRAMS)}) nor a .dl file")
+    if name not in PROGRAMS:
+        raise DatalogError(f"{name!r} is not a shipped program ({', '.join(PROGRAMS)})")
+    return parse(program_text(name), f"{name}.dl")

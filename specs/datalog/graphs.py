@@ -10,7 +10,7 @@ both directions. Weights come from the file, or are drawn uniformly from `LO:HI`
 
 from __future__ import annotations
 
-import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import networkx as nx
@@ -18,7 +18,6 @@ import numpy as np
 
 from .syntax import DatalogError
 
-MAX_FILE_BYTES = 8 << 30  # an edge-list file larger than this is refused before it is read
 MAX_GENERATED_EDGES = 50_000_000
 
 
@@ -63,55 +62,42 @@ class Graph:
         return g
 
 
-def read_edge_list(path: str) -> Graph:
-    """Read a SNAP-style edge list (DatalogError naming the file and line if it is malformed)."""
-    try:
-        size = os.path.getsize(path)
-    except OSError as e:
-        raise DatalogError(f"cannot read edge list {path}: {e.strerror}") from None
-    if size > MAX_FILE_BYTES:
-        raise DatalogError(f"edge list {path} has {size:,} bytes, more than the limit of {MAX_FILE_BYTES:,}")
+def parse_edge_list(lines: Iterable[str], where: str) -> Graph:
+    """The graph of a SNAP-style edge list's lines (DatalogError naming `where` and the line if it is malformed);
+    files are read by the caller (`lockstep.checker.datalog.files`)."""
     rows: list[list[int]] = []
     width = None
     chunks = []
     try:
-        with open(path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                s = line.strip()
-                if not s or s[0] in "#%":
-                    continue
-                parts = s.split()
-                if width is None:
-                    width = len(parts)
-                    if width not in (2, 3):
-                        raise DatalogError(f"{path}:{lineno}: expected 'FROM TO' or 'FROM TO WEIGHT', got {len(parts)} "
-                                           "fields")
-                if len(parts) != width:
-                    raise DatalogError(f"{path}:{lineno}: {len(parts)} fields, but the first edge has {width}",
-                                       hint="give every edge the same number of fields")
-                try:
-                    rows.append([int(p) for p in parts])
-                except ValueError:
-                    raise DatalogError(f"{path}:{lineno}: {s!r} is not a line of integers",
-                                       hint="node ids and weights are integers") from None
-                if len(rows) >= 1 << 20:
-                    chunks.append(np.asarray(rows, dtype=np.int64))
-                    rows = []
-    except UnicodeDecodeError:
-        raise DatalogError(f"edge list {path} is not text") from None
+        for lineno, line in enumerate(lines, 1):
+            s = line.strip()
+            if not s or s[0] in "#%":
+                continue
+            parts = s.split()
+            if width is None:
+                width = len(parts)
+                if width not in (2, 3):
+                    raise DatalogError(f"{where}:{lineno}: expected 'FROM TO' or 'FROM TO WEIGHT', got {len(parts)} "
+                                       "fields")
+            if len(parts) != width:
+                raise DatalogError(f"{where}:{lineno}: {len(parts)} fields, but the first edge has {width}",
+                                   hint="give every edge the same number of fields")
+            try:
+                rows.append([int(p) for p in parts])
+            except ValueError:
+                raise DatalogError(f"{where}:{lineno}: {s!r} is not a line of integers",
+                                   hint="node ids and weights are integers") from None
+            if len(rows) >= 1 << 20:
+                chunks.append(np.asarray(rows, dtype=np.int64))
+                rows = []
     except OverflowError:
-        raise DatalogError(f"{path}: a value does not fit in 64 bits") from None
+        raise DatalogError(f"{where}: a value does not fit in 64 bits") from None
     if rows:
         chunks.append(np.asarray(rows, dtype=np.int64))
     if not chunks:
-        raise DatalogError(f"edge list {path} has no edges")
+        raise DatalogError(f"edge list {where} has no edges")
     a = np.concatenate(chunks)
-    return Graph(a[:, 0].copy(), a[:, 1].copy(), a[:, 2].copy() if a.shape[1] == 3 else None, path)
-
-
-def write_edge_list(g: Graph, path: str) -> None:
-    cols = [g.src, g.dst] + ([g.weight] if g.weight is not None else [])
-    np.savetxt(path, np.stack(cols, axis=1), fmt="%d", delimiter=" ", header=f"{g.origin}: {g.edges} edges")
+    return Graph(a[:, 0].copy(), a[:, 1].copy(), a[:, 2].copy() if a.shape[1] == 3 else None, where)
 
 
 GENERATORS = {
@@ -168,10 +154,3 @@ def generate(spec: str, seed: int = 0, undirected: bool = False) -> Graph:
     if not g.is_directed() and not undirected:
         edges = np.concatenate([edges, edges[:, ::-1]])
     return Graph(edges[:, 0].copy(), edges[:, 1].copy(), None, spec)
-
-
-def load_graph(spec: str, seed: int = 0, undirected: bool = False) -> Graph:
-    """An edge-list file, or a generator `KIND:ARGS` if no such file exists."""
-    if os.path.exists(spec) or spec.split(":")[0] not in GENERATORS:
-        return read_edge_list(spec)
-    return generate(spec, seed, undirected)

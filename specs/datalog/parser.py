@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, v_args
 
 from .syntax import (
@@ -196,18 +194,6 @@ def parse(text: str, source: str | None = None) -> Program:
     for s in statements:
         {Rule: program.rules, Fact: program.facts, Input: program.inputs, ParamDecl: program.params}[type(s)].append(s)
     return program
-
-
-def parse_file(path: str) -> Program:
-    """Parse a program file (DatalogError if it cannot be read or parsed)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise DatalogError(f"cannot read program {path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise DatalogError(f"program {path} is not UTF-8 text") from None
-    return parse(text, os.path.relpath(path) if not os.path.isabs(path) else path)
 
 
 def _syntax_error(e: UnexpectedInput, program: Program) -> DatalogError:

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from lockstep.checker.errors import TraceError
 from lockstep.checker.explicit import Options, check
 from lockstep.checker.loader import load_model
 from lockstep.checker.trace import Trace
@@ -242,3 +243,103 @@ def test_a_configuration_path_with_too_many_initial_states_is_refused_with_its_c
     trace.save(str(path))
     r = no_traceback(cli("replay", str(path)))
     assert r.code == 2 and "1,503,232,609,098 initial states, more than the limit of 1,000,000" in r.err
+
+
+# -- special files and planted links ------------------------------------------------------------------------
+
+STRANGER = 65534  # another user's uid (nobody): the tests run as root, so ownership is set, not assumed
+
+
+def lockstep(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    """The command in a process of its own, so that a hang is a failed test, not a stuck suite."""
+    return subprocess.run([sys.executable, "-m", "lockstep.checker.cli", *args], capture_output=True, text=True,
+                          timeout=120, cwd=cwd)
+
+
+def test_replay_of_dev_zero_is_refused_at_once():
+    t0 = time.monotonic()
+    r = lockstep("replay", "/dev/zero")
+    assert r.returncode == 2 and "/dev/zero: it is a character device, not a regular file" in r.stderr, r.stderr
+    assert time.monotonic() - t0 < 60  # (a hang is cut at 120 s; it answers in well under a second)
+
+
+@pytest.mark.parametrize("args", [
+    ["validate", "{}"], ["linearizable", "{}", "--model", "kv"], ["draw", "{}", "--out", "{d}/x.svg"],
+    ["run", "two_phase_commit", "--faults", "{}"], ["run", "autobahn", "--faults", "{}"],
+    ["explore", "two_phase", "--trace", "{}"], ["datalog", "eval", "{}.dl", "--graph", "path:3"],
+    ["datalog", "eval", "sssp", "--graph", "{}"]])
+def test_every_data_input_must_be_a_regular_file(tmp_path, args):
+    """A FIFO with no writer given as a trace, a history, a fault plan, a program or an edge list: refused without
+    blocking on it."""
+    fifo = str(tmp_path / "input")
+    os.mkfifo(fifo)
+    os.mkfifo(fifo + ".dl")
+    r = lockstep(*[a.replace("{}", fifo).replace("{d}", str(tmp_path)) for a in args])
+    assert r.returncode == 2 and "it is a FIFO, not a regular file" in r.stderr, r.stderr
+
+
+def test_outputs_through_a_planted_link_are_refused(cli, capsys, tmp_path):
+    """The attack: another user plants a link at the name of an output, pointing at a file of root's."""
+    victim = tmp_path / "root-owned"
+    victim.write_text("root:x:0:0\n")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    for name in ("cex.json", "run.jsonl", "rows.txt", "graph.dot", "verdict.json"):
+        os.symlink(victim, shared / name)
+        os.lchown(shared / name, STRANGER, STRANGER)
+    cases = [["check", "diehard", "--out", str(shared / "cex.json")],
+             ["check", "diehard", "--dump-graph", str(shared / "graph.dot")],
+             ["run", "two_phase_commit", "--trace", str(shared / "run.jsonl")],
+             ["datalog", "eval", "sssp", "--graph", "path:3", "--out", str(shared / "rows.txt")],
+             ["linearizable", "h.edn", "--out", str(shared / "verdict.json")]]
+    for args in cases:
+        with pytest.raises(SystemExit) as err:
+            cli(*args)
+        assert err.value.code == 2
+        assert "symbolic link owned by another user (uid 65534): not written through" in capsys.readouterr().err
+    assert victim.read_text() == "root:x:0:0\n"
+
+
+def test_a_link_planted_after_the_check_is_replaced_not_followed(tmp_path):
+    """The check at the start passes; the link appears while the command works: the file written replaces it."""
+    from lockstep.checker.validation.runtrace import merge
+
+    victim = tmp_path / "root-owned"
+    victim.write_text("root:x:0:0\n")
+    out = tmp_path / "cex.json"
+    trace = check(load_model("diehard"), Options()).violation.trace
+    os.symlink(victim, out)  # a link of the user's own is followed ...
+    trace.save(str(out))
+    assert len(Trace.load(str(victim)).steps) == len(trace.steps)
+    victim.write_text("root:x:0:0\n")
+    os.lchown(out, STRANGER, STRANGER)  # ... another user's is not
+    with pytest.raises(TraceError, match="symbolic link owned by another user"):
+        trace.save(str(out))
+    with pytest.raises(TraceError, match="symbolic link owned by another user"):
+        merge({}, str(out), "two_phase_commit", "TwoPhaseCommit", {})
+    assert victim.read_text() == "root:x:0:0\n"
+
+
+
+def test_inputs_out_of_range_or_too_deep_are_input_errors(cli, capsys, tmp_path):
+    """Each of these was an internal error (exit 4): now one line and exit 2."""
+    with pytest.raises(SystemExit) as err:
+        cli("explore", "two_phase", "--port", "99999")
+    assert err.value.code == 2 and "99999 is not a port number (0 to 65535)" in capsys.readouterr().err
+    for trace in (f"{tmp_path}/", str(tmp_path)):  # `run autobahn` used to take a directory: every run takes a file
+        for spec in ("sssp", "autobahn", "psmr"):
+            with pytest.raises(SystemExit) as err:
+                cli("run", spec, "--trace", trace)
+            assert err.value.code == 2 and "directory; name a file to write" in capsys.readouterr().err
+    deep = "[" * 5000 + "]" * 5000  # deeper than any parser may recurse
+    for name, text in (("h.edn", f"[{deep}]"), ("h.jsonl", f'{{"process": 0, "type": "invoke", "value": {deep}}}'),
+                       ("trace.json", deep)):
+        (tmp_path / name).write_text(text + "\n")
+    r = no_traceback(cli("linearizable", str(tmp_path / "h.edn"), "--model", "kv"))
+    assert r.code == 2 and "nested too deeply" in r.err
+    r = no_traceback(cli("linearizable", str(tmp_path / "h.jsonl"), "--model", "kv"))
+    assert r.code == 2 and "nested too deeply" in r.err
+    for command in ("replay", "validate"):
+        r = no_traceback(cli(command, str(tmp_path / "trace.json")))
+        assert r.code == 2 and "nested more than 64 levels deep" in r.err

@@ -86,6 +86,12 @@ def test_outputs_the_user_owns_are_written(tmp_path):
     safeio.write_text(str(tmp_path / "mine"), "new")
     assert target.read_text() == "new" and os.stat(target).st_mode & 0o777 == 0o600 and os.path.islink(tmp_path / "mine")
     safeio.write_text("/dev/null", "discarded")  # root's device: written in place, not replaced
+    with open(tmp_path / "stdout.txt", "w") as out:  # `--out /dev/stdout > stdout.txt`: added after what it holds
+        out.write("printed\n")
+        out.flush()
+        safeio.write_text(f"/proc/self/fd/{out.fileno()}", "saved\n")
+    assert (tmp_path / "stdout.txt").read_text() == "printed\nsaved\n"
+    os.remove(tmp_path / "stdout.txt")
     assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
     with pytest.raises(OSError, match="it is a directory; name a file to write"):
         safeio.write_text(str(tmp_path), "x")

@@ -178,8 +178,17 @@ def test_a_bad_fault_file_is_a_usage_error(tmp_path, capsys):
     assert "fix:" in capsys.readouterr().err
 
 
-def test_the_command_runs_and_validates(capsys):
-    assert cli(["run", "autobahn", "--duration", "2", "--rate", "2000"]) == 0
+def test_the_command_runs_and_validates(capsys, tmp_path):
+    trace = tmp_path / "run.jsonl"
+    assert cli(["run", "autobahn", "--duration", "2", "--rate", "2000", "--trace", str(trace)]) == 0
     out = capsys.readouterr().out
     assert "ed25519-signed" in out and "Valid:" in out
+    # --trace FILE, as in every run: one file, every replica's events in its order, each with its pid
+    lines = [json.loads(x) for x in trace.read_text().splitlines()]
+    assert lines[0] == {"kind": "traces", "spec": "autobahn", "processes": 4, "notes": []}
+    assert lines[-1] == {"kind": "end", "events": len(lines) - 2}
+    assert {e["pid"] for e in lines[1:-1]} == {0, 1, 2, 3} and all("ev" in e for e in lines[1:-1])
+    assert [e["pid"] for e in lines[1:-1]] == sorted(e["pid"] for e in lines[1:-1])
+    assert cli(["validate", str(trace)]) == 2
+    assert "per-process traces of a `lockstep run autobahn`" in capsys.readouterr().err
     assert cli(["run", "autobahn", "--param", "views=2"]) == 2

@@ -3,6 +3,9 @@ s in {0, 1, 2, inf}, runs on the spec's graphs are validated against the SSP spe
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -13,7 +16,7 @@ from lockstep.checker.cli import main
 from lockstep.checker.validation.actors import validate
 from lockstep.checker.validation.runtrace import MergedRun, Mismatch
 from lockstep.executors.datalog.run import run
-from lockstep.executors.faults import Faults, Straggler, parse_faults
+from lockstep.executors.faults import Faults, FaultsError, Straggler, parse_faults
 from lockstep.specs.datalog.graphs import generate
 from lockstep.specs.datalog.ssp import GRAPHS
 
@@ -107,12 +110,21 @@ def test_straggler_fault_plans_parse():
         parse_faults({"stragglers": [{"pid": 0, "delay_ms": 50, "probability": 1.5}]}, 2)
     with pytest.raises(Exception, match="not a process id"):
         parse_faults({"stragglers": [{"pid": 5, "delay_ms": 20}]}, 2)
+    with pytest.raises(FaultsError, match="stragglers is int, not a list"):
+        parse_faults({"stragglers": -1}, 2)
 
 
 def test_command(capsys):
     assert main(["run", "sssp", "--graph", "ssp:1", "--staleness", "inf"]) == 0
     out = capsys.readouterr().out
     assert "equals the sequential fixpoint" in out and "Valid:" in out
+    # no --trace: a new file of a random name in the temporary directory (not lockstep-datalog-sssp-PID.jsonl,
+    # a name another user could take first), printed
+    written = out.split("Trace written to ")[1].split()[0]
+    name = os.path.basename(written)
+    assert name.startswith("lockstep-datalog-sssp-") and name != f"lockstep-datalog-sssp-{os.getpid()}.jsonl"
+    assert os.path.dirname(written) == tempfile.gettempdir() and os.stat(written).st_uid == os.getuid()
+    os.remove(written)
     neg = next(i for i, (name, _) in enumerate(GRAPHS) if name == "negative cycle")
     assert main(["run", "sssp", "--graph", f"ssp:{neg}", "--no-check"]) == 1
     assert "divergence" in capsys.readouterr().out

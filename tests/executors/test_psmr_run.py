@@ -16,9 +16,12 @@ from lockstep.executors.psmr.run import merge_history, run
 
 
 def test_round_trip_with_a_replica_crash(cli, tmp_path):
-    hist = str(tmp_path / "history.jsonl")
-    r = cli("run", "psmr", "--duration", "2", "--kill-replica", "1@0.8", "--history", hist)
+    hist, trace = str(tmp_path / "history.jsonl"), tmp_path / "run.jsonl"
+    r = cli("run", "psmr", "--duration", "2", "--kill-replica", "1@0.8", "--history", hist, "--trace", str(trace))
     assert r.code == 0, r.out + r.err
+    events = [json.loads(x) for x in trace.read_text().splitlines()]  # --trace FILE: every process's events
+    assert events[0]["kind"] == "traces" and events[-1] == {"kind": "end", "events": len(events) - 2}
+    assert all(isinstance(e["pid"], int) and "k" in e for e in events[1:-1])
     assert "replica 1 killed (SIGKILL, its 2 workers)" in r.out
     assert "follow the spec's rules" in r.out and "Linearizable: the clients' history" in r.out
     lines = [json.loads(x) for x in open(hist)]
