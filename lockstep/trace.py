@@ -15,7 +15,8 @@ vector clock, or the ids of the messages it sent and received). `lockstep valida
         log.event("Receive", args={"from": "n2"}, after=reply["vc"])   # happens after the reply's send
 
 A `logging.Handler` (`TraceHandler`) writes the records that carry an `action` (pass `extra={"action":
-..., "args": ..., "vars": ..., "after": ...}`) as events, for code that already logs.
+..., "arguments": ..., "vars": ..., "after": ...}`; `args` is taken by `logging`) as events, for code that
+already logs.
 """
 
 from __future__ import annotations
@@ -183,8 +184,8 @@ class TraceHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.log.event(record.action, getattr(record, "args_", None) or _mapping(record, "args"),  # type: ignore[attr-defined]
-                           _mapping(record, "vars"), after=getattr(record, "after", None),
+            self.log.event(record.action, _mapping(record, "arguments"), _mapping(record, "vars"),  # type: ignore[attr-defined]
+                           after=getattr(record, "after", None),
                            sent=getattr(record, "sent", None), recv=getattr(record, "recv", None))
         except Exception:
             self.handleError(record)

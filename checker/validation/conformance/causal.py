@@ -192,6 +192,6 @@ class CausalMerge:
                                   f"which node {k}'s log does not have (it has {self.taken[j]} events)")
                     return CausalGap(e, reason, not infos[k].ended)
         missing = [m for m in e.recv or [] if m not in sent]
-        cut = any(not info.ended for info in infos.values())
+        cut = any(not info.ended for n, info in infos.items() if n != e.node)  # a log that may hold the send
         return CausalGap(e, f"event {e.seq} of node {e.node} ({e.where}) receives message {missing[0]!r}, which no "
                             "event of the logs sends before it", cut)

@@ -143,3 +143,45 @@ def test_vector_clock_errors_are_input_errors(tmp_path):
     path.write_text('{"node": 0, "seq": 1, "action": "send", "vc": {"0": 2}}\n')
     with pytest.raises(TraceError, match="entry for the event's own node must be its seq"):
         list(LogReader(str(path)))
+
+
+def test_clocks_derived_from_message_ids(tmp_path):
+    a, b = tmp_path / "n0.jsonl", tmp_path / "n1.jsonl"
+    with Log(a, node=0, clocks=False) as x, Log(b, node=1, clocks=False) as y:
+        # node 1 logs first, in wall-clock time too, yet its receive happens after node 0's send of m1
+        y.event("receive", {"v": 1}, {"got": 1}, recv=["m1"], time=1.0)
+        x.event("send", {"v": 1}, {"sent": 1}, sent=["m1"], time=5.0)
+    order = [(e.node, e.seq, e.vc) for e in CausalMerge(Logs.open([str(a), str(b)]))]
+    assert order == [("0", 1, (1, 0)), ("1", 1, (1, 1))]
+    assert validate([str(a), str(b)], RELAY).verdict == "valid"
+    (tmp_path / "n1.jsonl").write_text('{"node": 1, "seq": 1, "action": "receive", "args": {"v": 1}, "recv": ["m9"]}\n'
+                                       '{"node": 1, "end": true}\n')
+    res = validate([str(a), str(b)], RELAY)
+    assert res.verdict == "invalid" and "receives message 'm9', which no event of the logs sends" in res.reason
+
+
+def test_the_logging_handler_writes_records_with_an_action(tmp_path):
+    import logging
+
+    from lockstep.trace import TraceHandler
+
+    path = tmp_path / "n0.jsonl"
+    logger = logging.getLogger("relay-test")
+    logger.setLevel(logging.INFO)
+    with Log(path, node=0) as log:
+        handler = TraceHandler(log)
+        logger.addHandler(handler)
+        try:
+            logger.info("sending %d", 1, extra={"action": "send", "arguments": {"v": 1}, "vars": {"sent": 1}})
+            logger.info("a record that is no event")
+        finally:
+            logger.removeHandler(handler)
+    events = list(LogReader(str(path)))
+    assert [(e.action, e.args, e.vars) for e in events] == [("send", {"v": 1}, {"sent": 1})]
+    assert validate([str(path)], RELAY).verdict == "valid"
+
+
+def test_a_frontier_beyond_the_bound_is_inconclusive(tmp_path):
+    paths = relay_logs(tmp_path)
+    res = validate(paths, RELAY, mapping=MAPPING, max_internal=1, max_frontier=1)
+    assert res.verdict == "inconclusive" and res.exit_code == 3 and "--max-frontier 1" in res.reason
