@@ -22,6 +22,8 @@ from .history import UNKNOWN, Operation
 from .models import Model
 from .wgl import ILLEGAL_HISTORY, LINEARIZABLE
 
+TRIAL_SECONDS = 0.1  # a trial of the minimisation may take this long at least, a 32nd of what is left at most
+
 
 @dataclass
 class Explanation:
@@ -74,6 +76,7 @@ def minimal_window(pre: list[Operation], last: Operation, model: Model, deadline
     prefix illegal, always stays: without it the prefix is the previous, linearizable one, or weaker."""
     dropped: set[int] = set()
     relaxed: set[int] = set()
+    complete = True
     observers = [i for i, op in enumerate(pre) if op is not last and model.is_observer(op)]
     others = [i for i, op in enumerate(pre) if op is not last and not model.is_observer(op)]
     for candidates, into in ((observers, dropped), (others, relaxed)):
@@ -83,10 +86,13 @@ def minimal_window(pre: list[Operation], last: Operation, model: Model, deadline
             for start in range(0, len(candidates), chunk):
                 group = set(candidates[start:start + chunk])
                 trial = (dropped | group, relaxed) if into is dropped else (dropped, relaxed | group)
-                try:
-                    illegal = _illegal(pre, model, deadline, *trial)
-                except Timeout:
+                now = time.monotonic()
+                if now > deadline:
                     return [op for i, op in enumerate(pre) if i not in dropped and i not in relaxed], False
+                try:  # a trial may take a share of what is left; one that takes longer proves nothing
+                    illegal = _illegal(pre, model, min(deadline, now + max(TRIAL_SECONDS, (deadline - now) / 32)), *trial)
+                except Timeout:
+                    illegal, complete = False, complete and chunk > 1
                 if illegal:
                     into |= group
                 else:
@@ -94,7 +100,7 @@ def minimal_window(pre: list[Operation], last: Operation, model: Model, deadline
             if chunk == 1:
                 break
             candidates, chunk = kept, max(1, chunk // 2)
-    return [op for i, op in enumerate(pre) if i not in dropped and i not in relaxed], True
+    return [op for i, op in enumerate(pre) if i not in dropped and i not in relaxed], complete
 
 
 def _illegal(pre: list[Operation], model: Model, deadline: float, dropped: set[int], relaxed: set[int]) -> bool:
