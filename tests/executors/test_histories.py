@@ -11,7 +11,7 @@ import pytest
 from lockstep.checker.linearizability import check, load_model, read_history
 from lockstep.executors.histories.etcd import etcd_binary
 from lockstep.executors.histories.experiment import run_etcd
-from lockstep.executors.histories.schedule import Fault, ScheduleError, parse_schedule
+from lockstep.executors.histories.schedule import PRESETS, Fault, ScheduleError, parse_schedule
 
 needs_etcd = pytest.mark.skipif(etcd_binary() is None, reason="etcd is not installed here (Debian's etcd-server: "
                                                                "apt-get install etcd-server, as .ci/run does)")
@@ -53,6 +53,15 @@ def test_etcd_with_a_kill_and_a_pause_is_linearizable(cli, tmp_path):
     assert any(e["type"] == "ok" and e["time"] > 2.4 for e in events)  # the cluster serves after the faults
     v = check(read_history(path), load_model("cas-register"))
     assert v.verdict == "linearizable" and v.partitions == 3
+
+
+@pytest.mark.slow
+@needs_etcd
+@pytest.mark.parametrize("schedule", sorted(PRESETS))
+def test_etcd_linearizable_reads_pass_every_schedule(tmp_path, schedule):
+    o = run_etcd(str(tmp_path), 4.0, parse_schedule(schedule, 4.0, 3))
+    assert o.verdict.verdict == "linearizable" and o.completed > 0
+    assert [s.action for s in o.timeline if "healing" not in s.note] == [a for a, _, _ in PRESETS[schedule]]
 
 
 @pytest.mark.slow
