@@ -21,15 +21,16 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from typing import Any
 
+from ..safeio import read_bytes
 from .edn import EDNError, Keyword, loads
 from .history import UNKNOWN, Builder, History, HistoryError
 
-MAX_BYTES = 256 << 20  # a history file larger than this is refused before it is read
+MAX_BYTES = 256 << 20  # a history file larger than this is refused: no more than this and one byte is read
+MAX_NESTING = 64  # values (EDN or JSON) nested deeper than this are refused
 FORMATS = ("auto", "jepsen-log", "edn", "json")
 
 _LOG = re.compile(r"^INFO\s+jepsen\.util\s+-\s+(\d+)\s+:(invoke|ok|fail|info)\s+:(\w+)\s+(.*?)\s*$")
@@ -43,18 +44,13 @@ def read_history(path: str, fmt: str = "auto", deadline: float | None = None) ->
     if fmt not in FORMATS:
         raise HistoryError(f"unknown history format {fmt!r}: choose one of {', '.join(FORMATS)}")
     try:
-        size = os.path.getsize(path)
+        data = read_bytes(path, MAX_BYTES, "history")
     except OSError as e:
         raise HistoryError(f"cannot read {path}: {e.strerror}") from None
-    if size > MAX_BYTES:
-        raise HistoryError(f"{path} has {size:,} bytes, more than the limit of {MAX_BYTES:,}")
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise HistoryError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    except OSError as e:
-        raise HistoryError(f"cannot read {path}: {e.strerror}") from None
     if not text.strip():
         h = History([], path, fmt if fmt != "auto" else "empty")
         h.notes.append("the history is empty")
@@ -62,7 +58,30 @@ def read_history(path: str, fmt: str = "auto", deadline: float | None = None) ->
     if fmt == "auto":
         fmt = detect(text, path)
     reader = {"jepsen-log": parse_jepsen_log, "edn": parse_edn, "json": parse_json}[fmt]
-    return reader(text, path, deadline)
+    try:
+        history = reader(text, path, deadline)
+    except RecursionError:
+        history = None
+    deep = None if history is None else next((op for op in history.operations if not all(
+        _shallow(v) for v in (op.client, op.key, op.value, op.output))), None)
+    if history is None or deep is not None:
+        raise HistoryError(f"{deep.where if deep is not None else path}: values nested too deeply (more than "
+                           f"{MAX_NESTING} levels; no history nests more than a few)")
+    return history
+
+
+def _shallow(value: Any) -> bool:
+    """Whether a value read from a history nests no more than MAX_NESTING levels (checked without recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return False
+        if isinstance(v, dict):
+            stack.extend((x, depth + 1) for kv in v.items() for x in kv)
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            stack.extend((x, depth + 1) for x in v)
+    return True
 
 
 def detect(text: str, path: str) -> str:
