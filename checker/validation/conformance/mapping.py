@@ -230,9 +230,8 @@ def hashable(v: Any) -> Any:
 
 
 def as_value(dom: Domain, v: Any, where: str) -> Any:
-    """A value of `dom` from a mapping's argument or a log's value (its JSON form, or the Python value)."""
-    if isinstance(v, (dict, list)) and not isinstance(dom, MapDomain) or isinstance(dom, MapDomain):
-        return from_json(dom, v, where)
-    if isinstance(v, RecordValue):
+    """A value of `dom` from a mapping's argument or a log's value: its JSON form (read and checked against the
+    type), or a Python value of the spec (a record, a tuple for a sequence, a frozenset for a set) as it is."""
+    if isinstance(v, RecordValue) or isinstance(v, (tuple, frozenset)) and not isinstance(dom, MapDomain):
         return v
-    return from_json(dom, v, where) if isinstance(v, (bool, int, str)) or v is None else v
+    return from_json(dom, v, where)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from ...errors import UsageError
 from .causal import Logs
 from .search import DEFAULT_MAX_FRONTIER, Conformance, Search
@@ -25,7 +28,7 @@ def validate_logs(paths: list[str], spec: str, params: dict[str, int], mapping: 
     return res
 
 
-def report(res: Conformance, model=None) -> list[str]:
+def report(res: Conformance, model: Any = None) -> list[str]:
     """The outcome as the command prints it."""
     lines = []
     speed = f"{res.seconds:.2f} s, {res.rate:,.0f} events/s"
@@ -51,7 +54,7 @@ def report(res: Conformance, model=None) -> list[str]:
     return lines
 
 
-def _state(st: tuple, model) -> str:
+def _state(st: tuple, model: Any) -> str:
     if model is None:
         return "(not shown)"
     parts = []
@@ -60,7 +63,7 @@ def _state(st: tuple, model) -> str:
     return ", ".join(parts)
 
 
-def _invalid(res: Conformance, model=None) -> list[str]:
+def _invalid(res: Conformance, model: Any = None) -> list[str]:
     if res.reason:
         return [f"Invalid: {res.reason}"]
     lines = [f"Invalid: no behaviour of the spec matches the logs: {res.events:,} "
@@ -83,9 +86,7 @@ def _invalid(res: Conformance, model=None) -> list[str]:
     return lines
 
 
-def _args(args: dict) -> str:
-    import json
-
+def _args(args: dict[str, Any]) -> str:
     text = json.dumps(args, separators=(", ", ": "), default=str)
     return text if len(text) <= 120 else text[:117] + "..."
 
@@ -93,8 +94,6 @@ def _args(args: dict) -> str:
 def is_log(path: str) -> bool:
     """Whether a file reads as a log in the event schema (its first line is a schema header or an event), not a
     run trace of Lockstep's own executors."""
-    import json
-
     from ...safeio import open_input
 
     try:
@@ -108,8 +107,6 @@ def is_log(path: str) -> bool:
 def run_command(paths: list[str], spec: str | None, params: dict[str, int], mapping: str | None, max_internal: int,
                 max_frontier: int | None, out_json: bool) -> int:
     """`lockstep validate LOG... --spec SPEC [--map MAPPING.py]`: print the outcome; the exit code."""
-    import json
-
     if not spec:
         raise UsageError("validating implementation logs needs the spec: --spec SPEC (a log never chooses the code "
                          "that checks it)")
@@ -126,9 +123,9 @@ def run_command(paths: list[str], spec: str | None, params: dict[str, int], mapp
     return res.exit_code
 
 
-def to_json(res: Conformance) -> dict:
+def to_json(res: Conformance) -> dict[str, Any]:
     """The outcome as JSON (`--format json`)."""
-    def event(e):
+    def event(e: Any) -> dict[str, Any] | None:
         return None if e is None else {"node": e.node, "seq": e.seq, "action": e.action, "where": e.where}
 
     return {"verdict": res.verdict, "events": res.events, "total": res.total, "seconds": round(res.seconds, 3),
