@@ -47,3 +47,9 @@ class Relay(Spec):
     @invariant
     def in_order(s):
         return s.got <= s.sent
+
+    @invariant
+    def at_most_two_confirmed(s):
+        """A property the tests break on purpose: logs that confirm 3 are a behaviour, one that violates it."""
+        return s.confirmed <= 2
+

@@ -198,6 +198,7 @@ class Search:
         try:
             while True:
                 nxt: dict[tuple, Event | None] = {}
+                bad: tuple | None = None  # a matching state that violates an invariant (dropped from the frontier)
                 done = False
                 for (cut, s) in front:
                     progressed = False
@@ -214,6 +215,8 @@ class Search:
                         for s2 in self._event_states(plan, s):
                             if side.violated(s2) < 0:
                                 nxt[(cut2, s2)] = e
+                            elif bad is None:
+                                bad = (s2, e, cut2)
                     if not progressed:
                         done = True
                         break
@@ -223,6 +226,13 @@ class Search:
                     res.notes.append("a behaviour of the spec matches another order of the events, consistent with "
                                      "happens-before")
                     break
+                if not nxt and bad is not None:  # the logs match only states that violate an invariant
+                    s2, e, cut2 = bad
+                    res.verdict, res.events, res.last_event = "violation", level + 1, e
+                    res.violation = side.model.invariant_names[side.violated(s2)]
+                    res.frontier = [FrontierEntry(dict(zip(self.nodes, cut2)), s2)]
+                    res.seconds = time.monotonic() - t0
+                    return res
                 if not nxt:
                     return self._explain(res, front, window, level, t0)
                 if len(nxt) > self.max_frontier:

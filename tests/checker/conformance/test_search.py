@@ -185,3 +185,17 @@ def test_a_frontier_beyond_the_bound_is_inconclusive(tmp_path):
     paths = relay_logs(tmp_path)
     res = validate(paths, RELAY, mapping=MAPPING, max_internal=1, max_frontier=1)
     assert res.verdict == "inconclusive" and res.exit_code == 3 and "--max-frontier 1" in res.reason
+
+
+def test_logs_that_match_only_states_violating_an_invariant_are_a_violation(tmp_path, cli):
+    a, b = tmp_path / "n0.jsonl", tmp_path / "n1.jsonl"
+    with Log(a, node=0) as x, Log(b, node=1) as y:
+        for v in (1, 2, 3):
+            c = x.event("send", {"v": v}, {"sent": v})
+            y.event("receive", {"v": v}, {"got": v}, after=c)
+        x.event("confirm", {}, {"confirmed": 3})
+    res = validate([str(a), str(b)], RELAY, mapping=MAPPING, max_internal=1)
+    assert res.verdict == "violation" and res.violation == "at_most_two_confirmed" and res.exit_code == 1
+    assert res.last_event.action == "confirm"
+    r = cli("validate", str(a), str(b), "--spec", RELAY, "--map", MAPPING, "--max-internal", "1")
+    assert r.code == 1 and "Violation: invariant at_most_two_confirmed is violated" in r.out
