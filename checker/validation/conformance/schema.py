@@ -202,6 +202,9 @@ class LogReader:
                         expect += 1
                         info.events += 1
                         yield e
+                    elif type(obj) is dict and i == 1 and obj.get("kind") in ("run", "traces", "header"):
+                        raise TraceError(f"{path}:1: a trace of `lockstep run`, not a log in the event schema: "
+                                         f"validate it alone, without --map or other logs (lockstep validate {path})")
                     elif type(obj) is dict and "schema" in obj and i == 1:
                         self._header(obj, f"{path}:1")
                         node = info.node

@@ -199,3 +199,12 @@ def test_logs_that_match_only_states_violating_an_invariant_are_a_violation(tmp_
     assert res.last_event.action == "confirm"
     r = cli("validate", str(a), str(b), "--spec", RELAY, "--map", MAPPING, "--max-internal", "1")
     assert r.code == 1 and "Violation: invariant at_most_two_confirmed is violated" in r.out
+
+
+def test_a_run_trace_given_with_a_mapping_is_refused_with_the_fix(tmp_path, cli):
+    run = tmp_path / "run.jsonl"
+    run.write_text('{"kind": "run", "spec": "token_ring", "params": {}, "processes": 3}\n{"kind": "end", "events": 0}\n')
+    r = cli("validate", str(run), "--spec", "token_ring", "--map", MAPPING)
+    assert r.code == 2 and "a trace of `lockstep run`, not a log in the event schema: validate it alone" in r.err
+    r = cli("validate", str(run), "--max-internal", "1")
+    assert r.code == 2 and "--max-internal applies to implementation logs" in r.err
