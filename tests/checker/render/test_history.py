@@ -115,7 +115,7 @@ def test_draw_of_an_unknown_verdict_marks_how_far_the_search_got(cli, tmp_path):
     for i in range(n):
         events.append((i, "ok", "read" if i % 2 else "write", n - 1 - i if i % 2 else i))
     out = tmp_path / "u.html"
-    r = cli("draw", history(tmp_path, events), "--out", str(out), "--budget", "0.5")
+    r = cli("draw", history(tmp_path, events), "--out", str(out), "--budget", "5")
     assert r.code == 0 and "unknown: where the longest linearizable prefix found ends marked" in r.out
     page = out.read_text()
     assert 'data-testid="cut"' in page and 0 < len(bars(page, "linearized")) < n
