@@ -1,4 +1,5 @@
-"""`lockstep validate TRACE`: check that a recorded run of real processes is a behaviour of its spec."""
+"""`lockstep validate TRACE`: check that a recorded run of real processes is a behaviour of its spec; `lockstep validate
+LOG... --spec SPEC [--map MAPPING.py]`: that implementation logs in the event schema are (`validation.conformance`)."""
 
 from __future__ import annotations
 
