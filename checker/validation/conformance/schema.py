@@ -235,6 +235,11 @@ class LogReader:
             try:
                 out.append(json.loads(raw))
             except (ValueError, RecursionError) as e:
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError as u:
+                    raise TraceError(f"{self.path}:{i}: not a text file (byte {u.start} of the line is not UTF-8): "
+                                     "expected JSON lines") from None
                 if not raw.endswith(b"\n"):
                     raise TraceError(f"{self.path}:{i}: the last line is cut short (the writer was stopped while "
                                      "writing it)") from None

@@ -208,3 +208,18 @@ def test_a_run_trace_given_with_a_mapping_is_refused_with_the_fix(tmp_path, cli)
     assert r.code == 2 and "a trace of `lockstep run`, not a log in the event schema: validate it alone" in r.err
     r = cli("validate", str(run), "--max-internal", "1")
     assert r.code == 2 and "--max-internal applies to implementation logs" in r.err
+
+
+def test_bad_logs_and_mappings_are_one_clear_error(tmp_path, cli):
+    paths = relay_logs(tmp_path)
+    (tmp_path / "bin.jsonl").write_bytes(bytes(range(200, 256)) * 4)
+    r = cli("validate", str(tmp_path / "bin.jsonl"), paths[1], "--spec", RELAY)
+    assert r.code == 2 and "not a text file" in r.err
+    (tmp_path / "boom.py").write_text("raise RuntimeError('boom')\n")
+    r = cli("validate", *paths, "--spec", RELAY, "--map", str(tmp_path / "boom.py"))
+    assert r.code == 2 and "the mapping fails to load: RuntimeError: boom" in r.err
+    (tmp_path / "odd.py").write_text("def send(e):\n    return 42\n")
+    r = cli("validate", *paths, "--spec", RELAY, "--map", str(tmp_path / "odd.py"))
+    assert r.code == 2 and "function for 'send' returned 42" in r.err
+    r = cli("validate", str(tmp_path), "--spec", RELAY, "--map", MAPPING)
+    assert r.code == 2 and "not a regular file" in r.err
