@@ -1,4 +1,4 @@
-"""The per-user cache of compiled code: the vector engine's C kernels and numba's machine code.
+"""The per-user cache of compiled code: the C kernels of the vector engine and of the population simulator.
 
 What the cache holds is loaded and run, so it is used only once it is shown private
 (`safeio.private_directory`: the user's own directory, which no other user can write or swap), and
@@ -30,22 +30,3 @@ def open_dir(sub: str) -> int:
         raise FileRefused(f"cache directory {path} (from {chosen}) is not private: {e.strerror}; set LOCKSTEP_CACHE "
                           "to a directory of your own", e.errno or 0) from None
 
-
-_numba: list[str | None] = []  # numba's cache directory, once decided in this process
-
-
-def numba_dir() -> str | None:
-    """Where numba keeps compiled kernels: the cache's `numba` directory, through its descriptor
-    (`/proc/self/fd/N`, held open for the life of the process), also set as numba's `CACHE_DIR` so that numba
-    looks nowhere else; None if it is not private (then nothing is cached)."""
-    if not _numba:
-        try:
-            fd = open_dir("numba")
-        except OSError:
-            _numba.append(None)
-        else:
-            from numba.core import config
-
-            config.CACHE_DIR = f"/proc/self/fd/{fd}"
-            _numba.append(config.CACHE_DIR)
-    return _numba[0]

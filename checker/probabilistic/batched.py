@@ -1,7 +1,7 @@
 """Simulators of population protocols, exact in distribution: on the configuration, or on an array of agents.
 
 The sequential model picks, per interaction, a uniformly random ordered pair of distinct agents.
-Both methods run exactly that, one interaction at a time, in a compiled kernel (`kernels`, numba):
+Both methods run exactly that, one interaction at a time, in a compiled kernel (`kernels`, C):
 
 - `agents` keeps every agent's state in an array (one byte per agent up to 256 states).
 - `batched` keeps only the configuration (count vector), in batches as in Berenbrink, Hammer,
@@ -88,9 +88,10 @@ class Simulator:
             raise ValueError("track needs the batched simulator: use method auto or batched")
         if max_batch is not None and max_batch < 1:
             raise ValueError(f"max_batch {max_batch}: a batch holds at least one interaction")
-        from . import kernels  # numba: imported (and its cached kernels loaded) only by simulations
+        from . import kernels  # imported (and its C kernels built or loaded) only by simulations
 
-        self._kernel = kernels
+        self._kernels = kernels
+        self._loops = kernels.load()
         self.protocol = protocol
         self.n = protocol.n
         self.Q = protocol.Q
@@ -116,14 +117,14 @@ class Simulator:
         self.counts = np.array(self.protocol.configuration(config), dtype=np.int64)
         self.t = t
         if self.method == "agents":
-            self._agents = self._kernel.spread(self.counts, self.rng, agent_dtype(self.Q))
+            self._agents = self._kernels.spread(self.counts, self.rng, agent_dtype(self.Q))
 
     # -- interactions -----------------------------------------------------------------------------
     def _batches(self, limit: int, until: int) -> int:
         """Batches until at least `until` interactions have run, the last one cut at `limit`."""
-        ran, self._batch = self._kernel.batches(self.counts, self.n, self._out_a, self._out_b, self._cum, limit, until,
-                                                self._cap, self._state, self._table, self._batch, self._touched,
-                                                self.track)
+        ran, self._batch = self._loops.batches(self.counts, self.n, self._out_a, self._out_b, self._cum, limit, until,
+                                               self._cap, self._state, self._table, self._batch, self._touched,
+                                               self.track)
         if self.track:
             self.touched = self._touched.copy()
         self.t += ran
@@ -132,7 +133,7 @@ class Simulator:
     def _advance(self, steps: int) -> None:
         """Exactly `steps` more interactions."""
         if self.method == "agents":
-            self._kernel.interact(self._agents, self.counts, self._out_a, self._out_b, self._cum, steps, self._state)
+            self._loops.interact(self._agents, self.counts, self._out_a, self._out_b, self._cum, steps, self._state)
             self.t += steps
         else:
             self._batches(steps, steps)

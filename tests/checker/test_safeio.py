@@ -153,25 +153,28 @@ def test_private_directories_are_made_0700_and_may_sit_under_a_sticky_shared_one
         os.close(fd)
 
 
-def _numba_cache(tmp_path, cache: str) -> str:
-    """Where a fresh process's population kernels keep their machine code ("none" if nowhere), with numba's own
-    setting pointing at a directory of another user's."""
-    theirs = tmp_path / "theirs"
-    theirs.mkdir(exist_ok=True)
-    os.chown(theirs, STRANGER, STRANGER)
-    code = ("import os\nfrom lockstep.checker.probabilistic import kernels as k\n"
-            "c = k.interact._cache\nprint(os.path.realpath(c._cache_path) if k._CACHED else type(c).__name__)\n")
-    env = {**os.environ, "LOCKSTEP_CACHE": cache, "NUMBA_CACHE_DIR": str(theirs)}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
-    assert os.listdir(theirs) == []
-    return out.strip()
+def _population_kernels(cache: str) -> tuple[list[str], str]:
+    """A fresh process's population simulation with the kernel cache at `cache`: the population kernels then in the
+    cache, and the run's final configuration."""
+    code = ("from lockstep.checker.probabilistic.batched import Simulator\n"
+            "from lockstep.specs.phase_clock import PhaseClock\n"
+            "p = PhaseClock(n=500)\nsim = Simulator(p, p.start_configurations('spread_out')[0], seed=4)\n"
+            "sim.run(20000)\nprint(sim.config())\n")
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "LOCKSTEP_CACHE": cache}, capture_output=True,
+                          text=True, check=True)
+    assert proc.stderr == ""  # compiled, not the Python loops
+    kernels = os.path.join(cache, "kernels")
+    built = sorted(f for f in os.listdir(kernels) if f.startswith("lockstep_population_")) if os.path.isdir(kernels) \
+        else []
+    return built, proc.stdout.strip()
 
 
-def test_numba_caches_only_in_the_private_cache(tmp_path):
-    where = _numba_cache(tmp_path, str(tmp_path / "cache"))
-    assert where.startswith(str(tmp_path / "cache" / "numba") + "/")
-    os.chmod(tmp_path, 0o777)  # the cache's parent is now writable by anyone: nothing is cached
+def test_population_kernels_are_cached_only_in_the_private_cache(tmp_path):
+    built, first = _population_kernels(str(tmp_path / "cache"))
+    assert len(built) == 1 and built[0].endswith(".so")
+    os.unlink(tmp_path / "cache" / "kernels" / built[0])
+    os.chmod(tmp_path, 0o777)  # the cache's parent is now writable by anyone: built for the run only, never cached
     try:
-        assert _numba_cache(tmp_path, str(tmp_path / "cache")) == "NullCache"
+        assert _population_kernels(str(tmp_path / "cache")) == ([], first)
     finally:
         os.chmod(tmp_path, 0o700)
