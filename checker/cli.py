@@ -20,6 +20,7 @@ from lockstep import __version__
 from lockstep.specs.lang.errors import SpecError
 
 from .errors import TraceError, UsageError
+from .extras import missing_extra
 from .loader import LoadError
 
 COMMANDS = [
@@ -110,7 +111,13 @@ def _declared(source: str | None) -> tuple[str, str] | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(argv)
+    try:
+        parser = build_parser(argv)
+    except ModuleNotFoundError as e:  # a command module that imports an optional library itself
+        if (missing := missing_extra(e)) is None:
+            raise
+        print(f"lockstep: error: {missing}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     try:
         return args.run(args)
@@ -126,7 +133,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lockstep: error: the spec's code called sys.exit({e.code!r}) while it was loaded or run; nothing was "
               "checked (a spec must not exit the process)", file=sys.stderr)
         return 2
-    except Exception as e:  # a bug in Lockstep itself
+    except Exception as e:  # an optional library not installed, else a bug in Lockstep itself
+        if (missing := missing_extra(e)) is not None:
+            print(f"lockstep: error: {missing}", file=sys.stderr)
+            return 2
         if os.environ.get("LOCKSTEP_DEBUG"):
             traceback.print_exc()
         print(f"lockstep: internal error: {type(e).__name__}: {e} (set LOCKSTEP_DEBUG=1 for details)", file=sys.stderr)

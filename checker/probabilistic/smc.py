@@ -16,14 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .quantiles import beta_quantile, t_quantile
+
 
 def clopper_pearson(successes: int, runs: int, confidence: float) -> tuple[float, float]:
     """Two-sided exact interval for the success probability at the given confidence."""
     alpha = 1.0 - confidence
-    from scipy import stats  # imported when used: it takes a large part of a second
-
-    lo = 0.0 if successes == 0 else float(stats.beta.ppf(alpha / 2, successes, runs - successes + 1))
-    hi = 1.0 if successes == runs else float(stats.beta.ppf(1 - alpha / 2, successes + 1, runs - successes))
+    lo = 0.0 if successes == 0 else beta_quantile(alpha / 2, successes, runs - successes + 1)
+    hi = 1.0 if successes == runs else beta_quantile(1 - alpha / 2, successes + 1, runs - successes)
     return lo, hi
 
 
@@ -31,9 +31,7 @@ def lower_bound(successes: int, runs: int, confidence: float) -> float:
     """One-sided exact lower confidence bound for the success probability."""
     if successes == 0:
         return 0.0
-    from scipy import stats
-
-    return float(stats.beta.ppf(1.0 - confidence, successes, runs - successes + 1))
+    return beta_quantile(1.0 - confidence, successes, runs - successes + 1)
 
 
 def hoeffding_runs(epsilon: float, delta: float) -> int:
@@ -73,7 +71,5 @@ def mean_interval(samples: list[float] | np.ndarray, confidence: float) -> tuple
     x = np.asarray(samples, dtype=float)
     if len(x) < 2:
         return float(x.mean()) if len(x) else math.nan, math.inf
-    from scipy import stats
-
-    half = float(stats.t.ppf(0.5 + confidence / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    half = t_quantile(0.5 + confidence / 2, len(x) - 1) * float(x.std(ddof=1)) / math.sqrt(len(x))
     return float(x.mean()), half
