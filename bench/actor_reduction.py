@@ -1,51 +1,71 @@
-"""Partial-order and symmetry reduction of actor specs: states, time and reduction factor per spec.
+"""Partial-order and symmetry reduction of actor specs: states, time, states per second and reduction factors.
 
 Each spec is checked (invariants, no deadlock check: the protocols end in quiescent states) with no
-reduction, with partial-order reduction (POR), with symmetry reduction, and with both; the factor is
-the full search's distinct states over the reduced search's, measured in the same run. Every mode runs
-on the vector engine unless `--engine scalar` is given (both engines give the same counts). A search
-stopped by `--max-states` prints `>` before its count and the factor is a lower bound. `--param k=v`
-sets a parameter of the specs that declare it (two-phase commit at n = 4 processes: `--param rm=3`).
+reduction, with partial-order reduction (POR), with symmetry reduction, and with both. Two factors are
+measured in the same run against the full search: in states (its distinct states over the reduced
+search's) and in time (its seconds over the reduced search's): a reduction that saves states but not
+time shows a small time factor. Every mode runs on the vector engine unless `--engine scalar` is given
+(both engines give the same counts), with `--workers` threads (default 1). `--rounds N` runs the modes
+N times, interleaved (none, por, ..., none, por, ...), and reports each one's median time, so that a
+loaded machine slows all modes alike. A search stopped by `--max-states` prints `>` before its count and
+the factor is a lower bound. `--param k=v` sets a parameter of the specs that declare it (two-phase
+commit at n = 4 processes: `--param rm=3`); a spec name may carry its own, `autobahn:slots=2,k=2`.
 
-    python -m bench.actor_reduction                        # 2PC, P-SMR, Bracha (Byzantine relay, low quorum)
-    python -m bench.actor_reduction --all                  # also honest and equivocating Bracha (12.6 M states)
-    python -m bench.actor_reduction --spec bracha_equivocating_sender --modes por,both
+    python -m bench.actor_reduction                        # 2PC, P-SMR (3 replicas x 2 workers x 5 commands),
+                                                           # Bracha (Byzantine relay, low quorum)
+    python -m bench.actor_reduction --all                  # also honest and equivocating Bracha (12.6 M states),
+                                                           # Autobahn at its defaults and at slots=2 k=2
+    python -m bench.actor_reduction --spec bracha_equivocating_sender --modes none,por,both --rounds 3
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 
 from lockstep.checker.explicit import Options, check
 from lockstep.checker.loader import load_model, parse_params, resolve
+from lockstep.checker.reduction.actors import PorUnsupported
 from lockstep.checker.vector import check_vector
 from lockstep.specs.lang import SpecError, declared_params
 
 QUICK = ["two_phase_commit", "psmr", "bracha_byzantine_relay", "bracha_low_echo_quorum"]
-ALL = QUICK + ["bracha", "bracha_equivocating_sender"]
+ALL = QUICK + ["bracha", "bracha_equivocating_sender", "autobahn", "autobahn:slots=2,k=2"]
 MODES = {"none": (False, False), "por": (True, False), "symmetry": (False, True), "both": (True, True)}
 
 
-def measure(spec: str, params: dict[str, int], mode: str, engine: str,
-            max_states: int | None) -> tuple[str, int, float, str, str] | None:
+def measure(spec: str, params: dict[str, int], mode: str, engine: str, max_states: int | None,
+            workers: int) -> tuple[str, int, float, str, str] | None:
     """(mode, distinct, seconds, verdict, violated property) of one search; None if the mode does not apply."""
     por, symmetry = MODES[mode]
     try:
         model = load_model(spec, params, symmetry=symmetry)
     except SpecError:  # no symmetric Range to reduce by
         return None
-    opts = Options(deadlock=False, por=por, max_states=max_states)
-    res = (check if engine == "scalar" else check_vector)(model, opts)
+    opts = Options(deadlock=False, por=por, max_states=max_states, workers=workers)
+    try:
+        res = (check if engine == "scalar" else check_vector)(model, opts)
+    except PorUnsupported:
+        return None
     prop = res.violation.name if res.violation is not None else "-"
     return mode, res.distinct, res.seconds, res.verdict, prop
 
 
+def split_spec(spec: str) -> tuple[str, dict[str, int]]:
+    """`name:k=v,k=v` as (name, parameters)."""
+    name, _, given = spec.partition(":")
+    return name, {k: int(v) for k, v in (kv.split("=") for kv in given.split(",") if kv)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--all", action="store_true", help="also the 12.6-million-state Bracha variants (long)")
-    ap.add_argument("--spec", action="append", help="only this spec (repeatable)")
+    ap.add_argument("--all", action="store_true", help="also the larger specs (Bracha at 12.6 M states, Autobahn)")
+    ap.add_argument("--spec", action="append", help="only this spec, name or name:k=v,k=v (repeatable)")
     ap.add_argument("--modes", default="none,por,symmetry,both", help="comma-separated: none, por, symmetry, both")
     ap.add_argument("--engine", choices=("vector", "scalar"), default="vector", help="explicit engine (default vector)")
+    ap.add_argument("--workers", type=int, default=1, help="threads of the vector engine (default 1)")
+    ap.add_argument("--rounds", type=int, default=1, help="run the modes this many times, interleaved; report medians")
     ap.add_argument("--param", "-p", action="append", default=[], metavar="K=V",
                     help="a parameter, for the specs that declare it (repeatable)")
     ap.add_argument("--max-states", type=int, default=None, help="stop each search after this many states")
@@ -54,29 +74,41 @@ def main() -> None:
     for m in modes:
         if m not in MODES:
             ap.error(f"unknown mode {m!r} (choose from {', '.join(MODES)})")
+    if args.rounds < 1 or args.workers < 1:
+        ap.error("--rounds and --workers take a positive number")
     given = parse_params(args.param)
     specs = args.spec or (ALL if args.all else QUICK)
-    print(f"{'spec':<28}{'mode':<10}{'distinct':>13}{'seconds':>10}{'factor':>9}  verdict ({args.engine} engine)")
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.rounds} round(s), medians; "
+          f"{args.workers} worker(s)")
+    print(f"{'spec':<36}{'mode':<10}{'distinct':>13}{'seconds':>10}{'states/s':>12}{'states×':>9}{'time×':>8}"
+          f"  verdict ({args.engine} engine)")
     for spec in specs:
-        declared = declared_params(resolve(spec)[0])
-        params = {k: v for k, v in given.items() if k in declared}
-        name = spec + "".join(f" {k}={v}" for k, v in params.items())
+        name, own = split_spec(spec)
+        declared = declared_params(resolve(name)[0])
+        params = {**{k: v for k, v in given.items() if k in declared}, **own}
+        label = name + "".join(f" {k}={v}" for k, v in params.items())
+        runs: dict[str, list] = {m: [] for m in modes}
+        for _ in range(args.rounds):
+            for mode in modes:
+                runs[mode].append(measure(name, params, mode, args.engine, args.max_states, args.workers))
         base = None
         for mode in modes:
-            row = measure(spec, params, mode, args.engine, args.max_states)
-            if row is None:
-                print(f"{name:<28}{mode:<10}{'-':>13}{'-':>10}{'-':>9}  (no symmetric Range)", flush=True)
+            rows = [r for r in runs[mode] if r is not None]
+            if not rows:
+                print(f"{label:<36}{mode:<10}{'-':>13}{'-':>10}{'-':>12}{'-':>9}{'-':>8}  (does not apply)", flush=True)
                 continue
-            m, distinct, secs, verdict, prop = row
+            m, distinct, _secs, verdict, prop = rows[0]
+            secs = statistics.median(r[2] for r in rows)
             cut = verdict == "inconclusive"
             if m == "none":
-                base = (distinct, cut)
-            factor = ""
+                base = (distinct, secs, cut)
+            states_f = time_f = ""
             if base is not None and m != "none" and not cut:
-                factor = ("≥" if base[1] else "") + f"{base[0] / max(distinct, 1):.1f}×"
+                states_f = ("≥" if base[2] else "") + f"{base[0] / max(distinct, 1):.1f}"
+                time_f = ("≥" if base[2] else "") + f"{base[1] / max(secs, 1e-9):.1f}"
             shown = verdict if prop == "-" else f"{verdict} ({prop})"
-            print(f"{name:<28}{m:<10}{('>' if cut else '') + f'{distinct:,}':>13}{secs:>10.1f}{factor:>9}  {shown}",
-                  flush=True)
+            print(f"{label:<36}{m:<10}{('>' if cut else '') + f'{distinct:,}':>13}{secs:>10.2f}"
+                  f"{distinct / max(secs, 1e-9):>12,.0f}{states_f:>9}{time_f:>8}  {shown}", flush=True)
 
 
 if __name__ == "__main__":

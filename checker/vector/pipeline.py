@@ -15,8 +15,10 @@ scratch arrays while batch i is gathered from the first.
 The first thread also reads the frontier two batches ahead, and adds each batch's new states to
 the search, in order, after inserting the next one. A batch with a stop (a violation or the state
 bound) raises there, as in the one-thread search; the next batch's keys may already be in the
-visited tables, which after a stop only the reported table size can show. Only searches whose
-candidates are all stored (`VectorSearch.routed`) run this way.
+visited tables, which after a stop only the reported table size can show. Searches with state
+constraints do not run this way (`VectorSearch.routed`). Under a partial-order reduction a batch's
+insertion starts with the cycle proviso: each thread marks the rows whose reduced successors its own
+table holds from an earlier level (`probe_part`), then waits for the other's marks before inserting.
 """
 
 from __future__ import annotations
@@ -39,12 +41,17 @@ class Stages(Protocol):
     vm: Any
     layout: Any
     insert_pool: Any
+    por: Any
 
     def gen_rows(self, words: np.ndarray, lo: int, hi: int, k: int, scratch: Any, info: np.ndarray,
-                 marks: tuple | None, routes: list | None) -> int: ...
+                 routes: list | None) -> int: ...
 
     def fused_prepared(self, words: np.ndarray, base: int, scratch: Any, halves: list, infos: list,
-                       counts: list, marks: tuple | None, routes: list | None) -> Any: ...
+                       counts: list, routes: list | None) -> Any: ...
+
+    def probe_part(self, b: Any, part: int) -> None: ...
+
+    def settle_reduction(self, b: Any) -> None: ...
 
     def insert_part(self, b: Any, part: int, progress_of_level: float, outputs: list) -> int: ...
 
@@ -77,6 +84,7 @@ class _Batch:
         self.runs: list = [None, None]  # per table: (positions, fingerprints) of its new states
         self.new: tuple | None = None  # the new states' arrays (`VectorSearch.new_states`)
         self.first_bad = [-1, -1]
+        self.settled = False  # a reduction's counts, once both tables are probed
 
 
 class LevelPipeline:
@@ -137,7 +145,7 @@ class LevelPipeline:
             return
         self._read()  # the first thread reads two batches ahead, so the second never waits for one
         for scratch in s.scratch:  # both sets, before the threads write into them
-            scratch.fit_fused(s.batch * s.vm.ntrans, s.layout.words)
+            scratch.fit_fused(s.batch * s.vm.ntrans, s.layout.words, s.batch, s.por is not None)
         other = s.insert_pool.submit(self._lane, 1)
         try:
             self._lane(0)
@@ -181,7 +189,7 @@ class LevelPipeline:
         b, s = self.batches[i], self.s
         if i >= 2:  # its scratch slot was batch i - 2's: the other thread must be done gathering from it
             self._await("gather", 1 - k, i - 2)
-        b.stored[k] = s.gen_rows(b.words, *b.halves[k], k, s.scratch[b.slot], b.infos[k], None, b.routes)
+        b.stored[k] = s.gen_rows(b.words, *b.halves[k], k, s.scratch[b.slot], b.infos[k], b.routes)
         self._finish("gen", k, i)
 
     def _prepared(self, i: int) -> Any:
@@ -192,12 +200,20 @@ class LevelPipeline:
         with self.lock:
             if b.prepared is None:
                 b.prepared = self.s.fused_prepared(b.words, b.base, self.s.scratch[b.slot], b.halves, b.infos,
-                                                   b.stored, None, b.routes)
+                                                   b.stored, b.routes)
         return b.prepared
 
     def _insert(self, k: int, i: int) -> None:
         b = self.batches[i]
         p = self._prepared(i)
+        if p.reduced is not None:  # the cycle proviso reads both tables: each thread probes its own, then waits
+            self.s.probe_part(p, k)
+            self._finish("probe", k, i)
+            self._await("probe", 1 - k, i)
+            with self.lock:
+                if not b.settled:
+                    self.s.settle_reduction(p)
+                    b.settled = True
         out = self.outputs[b.slot]
         m = self.s.insert_part(p, k, (b.base + b.words.shape[1]) / self.size, out)
         b.runs[k] = (out[k].k[:m], out[k].fp[:m])

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..reduction.ample import PorStats, Reducer
 from .layout import CHUNK, Layout
-from .visited import FingerprintTable
+from .visited import VisitedSet
 
 
 class PackedColumns:
@@ -45,12 +45,11 @@ class VectorReduction:
             for c in layout.slot_columns[s]:
                 self.vmask[c.word] |= c.mask << c.shift
         self.vmask_np = [np.uint64(m) for m in self.vmask]
-        self.vmask_array = np.array(self.vmask, dtype=np.uint64)  # for the fused kernel
-        self.level = FingerprintTable()
+        self.level = VisitedSet()  # the states found at this level, split as the visited set is
         self.stats = PorStats()
 
-    def new_level(self) -> None:
-        self.level = FingerprintTable()
+    def new_level(self, parts: int = 1) -> None:
+        self.level = VisitedSet(parts)
 
     def choose(self, words: np.ndarray, outs: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(ample, reduced, enabled) for a batch, from the batch function's outputs."""
@@ -73,7 +72,7 @@ class VectorReduction:
         ample, reduced = self.red.choose(PackedColumns(self.layout, words), enabled, unsafe)
         return ample, reduced, enabled
 
-    def proviso(self, visited: FingerprintTable, fps: np.ndarray, rows: np.ndarray, reduced: np.ndarray,
+    def proviso(self, visited: VisitedSet, fps: np.ndarray, rows: np.ndarray, reduced: np.ndarray,
                 n: int) -> np.ndarray:
         """Rows (a bool mask) that reduced sets would leave, but whose reduced successors include a state of
         this level or an earlier one: the cycle proviso expands them fully."""

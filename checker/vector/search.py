@@ -191,6 +191,12 @@ class _Scratch:
         self.keys = np.zeros(0, dtype=np.int64)
         self.routes = [[np.zeros(0, dtype=np.int32)] * 2] * 2  # per half of the rows, per table: positions
         self.counts = np.zeros((2, 2), dtype=np.int64)  # per half, per table: how many positions
+        # a partial-order reduction in the fused kernel: per candidate its proviso flag; per row its enabled
+        # steps, the size of its reduced set (-1: none) and, per table, the cycle proviso's marks
+        self.flags = np.zeros(0, dtype=np.uint8)
+        self.ren = np.zeros(0, dtype=np.int32)
+        self.ramp = np.zeros(0, dtype=np.int32)
+        self.back = np.zeros((2, 0), dtype=np.uint8)
 
     def fit(self, m: int) -> None:
         if len(self.order) < m:
@@ -198,12 +204,18 @@ class _Scratch:
             self.order = _buffer(m, np.int64)
             self.tids = _buffer(m, np.int64)
 
-    def fit_fused(self, m: int, words: int) -> None:
+    def fit_fused(self, m: int, words: int, rows: int = 0, por: bool = False) -> None:
         if self.cand.shape[1] < m:
             self.cand = _buffer((words, m), np.uint64)
             self.fps = _buffer(m, np.uint64)
             self.keys = _buffer(m, np.int64)
             self.routes = [[_buffer(m, np.int32) for _p in range(2)] for _h in range(2)]
+        if por and self.flags.size < m:
+            self.flags = _buffer(m, np.uint8)
+        if por and self.ren.size < rows:
+            self.ren = np.zeros(rows, dtype=np.int32)
+            self.ramp = np.zeros(rows, dtype=np.int32)
+            self.back = np.zeros((2, rows), dtype=np.uint8)
 
 
 class _Outputs:
@@ -240,7 +252,8 @@ class Prepared:
     fingerprints: tuple  # (fingerprints, serial positions or None for 0.., count) of the allowed candidates that moved
     por: tuple | None = None  # (ample, reduced, enabled) of the partial-order reduction, before its proviso
     segments: tuple | None = None  # fused on two threads: the (start, stop) stretches of the outputs, in order
-    routes: list | None = None  # two tables: per table, (positions, count) of its candidates in each stretch
+    routes: list | None = None  # routed: per table, (positions, count) of its candidates in each stretch
+    reduced: tuple | None = None  # a reduction in the fused kernel: the scratch's (flags, ren, ramp, back)
 
 NO_FILTER = np.zeros(0, dtype=np.bool_)
 NO_HIDDEN = np.zeros(0, dtype=np.int64)
@@ -261,8 +274,15 @@ class VectorSearch:
                              f"the vector engine numbers a batch's candidates in 32 bits: use a smaller batch")
         self.table = VisitedSet()
         constrained = bool(vm.model.constraint_names)
+        self.por: VectorReduction | None = None
+        if opts.por:
+            from ..reduction.ample import for_model
+            from .reduced import VectorReduction
+
+            self.por = VectorReduction(for_model(vm.model), vm.layout, vm.ntrans)
         self.native = kernels.Native(vm.model.prog, vm.layout, not (opts.por and constrained), vopts.native,
-                                     marks=bool(opts.por))
+                                     reduction=self.por.red if self.por is not None else None,
+                                     symmetry=vm.symmetry)
         self.k = kernels.backend()  # the loops in use: C once loaded, numpy before
         self.fused = self.native.fused if self.native.loaded else None  # the spec's C successor function
         self.scratch = (_Scratch(), _Scratch())  # two, so that the next batch is prepared while one is inserted
@@ -286,12 +306,6 @@ class VectorSearch:
         self.checks_invariants = bool(vm.model.invariant_names)
         self.expected = 0  # new states this level is expected to add (from the last levels' growth)
         self.seed_fp, self.exact = np.uint64(self.layout.seed), self.layout.exact
-        self.por: VectorReduction | None = None
-        if opts.por:
-            from ..reduction.ample import for_model
-            from .reduced import VectorReduction
-
-            self.por = VectorReduction(for_model(vm.model), vm.layout, vm.ntrans)
         self.checkpoint = vopts.checkpoint
         self.fp_levels = 0  # leading levels resumed from a checkpoint, their links (fingerprint, parent fingerprint)
         self.resumed_frontier: Spool | None = None  # the frontier a resumed search started from
@@ -532,7 +546,7 @@ class VectorSearch:
                 self.spare_outputs = [_Outputs(), _Outputs()]
             self.table.reserve(self.expected, self.insert_pool, self.expect_after(level))
             if self.por is not None:
-                self.por.new_level()
+                self.por.new_level(len(self.table.parts))
             if self.split and self.routed():
                 LevelPipeline(self, frontier, level, nxt, links, cap, [self.outputs, self.spare_outputs]).run()
             else:
@@ -640,43 +654,47 @@ class VectorSearch:
         return b
 
     def _prepare_fused(self, words: np.ndarray, base: int, scratch: _Scratch) -> Prepared:
-        """`prepare` by the spec's fused kernel: the candidates come out in serial order, fingerprinted,
-        and the kernel stops at the batch's first failing step or deadlock. On two threads each runs it on
-        half of the rows, into its own stretch of the outputs. With a reduction the kernel also marks each
-        row's enabled and unsafe steps, from which the reduced sets are chosen."""
+        """`prepare` by the spec's fused kernel: the candidates come out in serial order, fingerprinted (under
+        symmetry reduction, their orbits' representatives), and the kernel stops at the batch's first failing
+        step or deadlock. On two threads each runs it on half of the rows, into its own stretch of the outputs.
+        With a reduction the kernel also chooses each row's reduced set and flags the candidates for the cycle
+        proviso, which `settle_reduction` applies once the visited tables can be read."""
         n, nt = words.shape[1], self.vm.ntrans
-        scratch.fit_fused(max(n, self.batch) * nt, self.layout.words)
+        scratch.fit_fused(max(n, self.batch) * nt, self.layout.words, max(n, self.batch), self.por is not None)
         words = np.ascontiguousarray(words)
         halves = [(0, n)] if not self.split or n < 2 else [(0, n // 2), (n // 2, n)]
         infos = [np.zeros(4, dtype=np.int64) for _ in halves]
-        marks = None
-        if self.por is not None:
-            marks = (np.zeros((nt, n), dtype=np.uint8), np.zeros((nt, n), dtype=np.uint8), self.por.vmask_array)
-        # two tables, candidates stored as generated: each thread's kernel sorts its half's out by table
-        routes: list | None = [[], []] if len(halves) == 2 and self.routed() else None
+        # candidates stored as generated (two tables) or flagged (a reduction): each thread sorts its half's out
+        # by table
+        routes: list | None = [None] * len(halves) if (len(halves) == 2 or self.por is not None) and self.routed() \
+            else None
 
         def gen(k: int) -> int:
-            return self.gen_rows(words, *halves[k], k, scratch, infos[k], marks, routes)
+            return self.gen_rows(words, *halves[k], k, scratch, infos[k], routes)
 
         if len(halves) == 2:
             other = self.insert_pool.submit(gen, 1)
             counts = [gen(0), other.result()]
         else:
             counts = [gen(0)]
-        return self.fused_prepared(words, base, scratch, halves, infos, counts, marks, routes)
+        return self.fused_prepared(words, base, scratch, halves, infos, counts, routes)
 
     def routed(self) -> bool:
-        """Whether each thread sorts the positions of the candidates it generated by table (two tables, the
-        fused kernel, every candidate stored: no reduction, no symmetry, no constraints)."""
-        return self.fused is not None and self.por is None and self.vm.symmetry is None and not self.constrained
+        """Whether each thread sorts the positions of the candidates it generated by table (the fused kernel,
+        every candidate stored or flagged for the reduction's proviso: no state constraints)."""
+        return self.fused is not None and not self.constrained
 
     def gen_rows(self, words: np.ndarray, lo: int, hi: int, k: int, scratch: _Scratch, info: np.ndarray,
-                 marks: tuple | None, routes: list | None) -> int:
+                 routes: list | None) -> int:
         """The fused kernel over rows lo..hi-1 of a batch, into their stretch of the scratch outputs (from
         `lo * transitions`); routed, the positions of each table's candidates then go to `routes[k]`."""
         off = lo * self.vm.ntrans
-        m = self.fused.gen(words, lo, hi, self.opts.deadlock, scratch.cand, scratch.fps, scratch.keys, info, off,
-                           marks)
+        por = None
+        if self.por is not None:
+            scratch.ren[lo:hi] = 0  # rows after a stop are left as explored by no step
+            scratch.ramp[lo:hi] = -1
+            por = (scratch.flags, scratch.ren, scratch.ramp)
+        m = self.fused.gen(words, lo, hi, self.opts.deadlock, scratch.cand, scratch.fps, scratch.keys, info, off, por)
         if routes is not None:
             pos, counts = scratch.routes[k], scratch.counts[k]
             counts[:] = 0
@@ -685,41 +703,65 @@ class VectorSearch:
         return m
 
     def fused_prepared(self, words: np.ndarray, base: int, scratch: _Scratch, halves: list, infos: list,
-                       counts: list, marks: tuple | None, routes: list | None) -> Prepared:
+                       counts: list, routes: list | None) -> Prepared:
         """A batch the fused kernel has generated (in `halves` of its rows), prepared for insertion."""
         T1, nt = self.vm.ntrans + 1, self.vm.ntrans
+        reduced = self.por is not None
         stops: list[tuple[int, str, Any]] = []
         for info in infos:  # a reduced search stops at a failing or deadlocked row before any of its steps
             if info[0] == 1:
-                stops.append(((base + int(info[1])) * T1 + (-1 if marks else int(info[2])), "step", int(info[1])))
+                stops.append(((base + int(info[1])) * T1 + (-1 if reduced else int(info[2])), "step", int(info[1])))
             elif info[0] == 2:
-                stops.append(((base + int(info[1])) * T1 + (-1 if marks else T1 - 1), "deadlock", int(info[1])))
+                stops.append(((base + int(info[1])) * T1 + (-1 if reduced else T1 - 1), "deadlock", int(info[1])))
             if stops:
                 break  # the first half's stop comes before anything of the second
         segments = tuple((lo * nt, lo * nt + m) for (lo, _hi), m in zip(halves, counts))
         c = FusedCandidates(words, scratch.cand, scratch.keys, T1)
-        if self.vm.symmetry is not None:
-            self._canonical_fused(scratch, segments)
         fingerprints = (scratch.fps, None, segments[-1][1])  # positions: the candidates' own indices
         if self.constrained:  # only the candidates inside the constraints are stored
             fingerprints, segments = self._inside_fused(c, scratch.fps, segments, base, stops)
-        por = None
-        if marks is not None:
-            from .reduced import PackedColumns
-
-            enabled = marks[0].view(np.bool_)
-            ample, reduced = self.por.red.choose(PackedColumns(self.layout, words), enabled, marks[1].view(np.bool_))
-            por = (ample, reduced, enabled)
+        marks = (scratch.flags, scratch.ren, scratch.ramp, scratch.back) if reduced else None
         return Prepared(words, base, c, None, None, NO_FILTER, stops, int(sum(i[3] for i in infos)), None, NO_HIDDEN,
-                        fingerprints, por, segments, [[r[p] for r in routes] for p in range(2)] if routes else None)
+                        fingerprints, None, segments, [[r[p] for r in routes] for p in range(2)] if routes else None,
+                        marks)
 
-    def _canonical_fused(self, scratch: _Scratch, segments: tuple) -> None:
-        """Replace the fused kernel's candidates by their orbits' representatives, and their fingerprints."""
-        for lo, hi in segments:
-            if hi > lo:
-                canon = self.vm.canonical(scratch.cand[:, lo:hi])
-                scratch.cand[:, lo:hi] = canon
-                scratch.fps[lo:hi] = self.layout.fingerprints(canon)
+    def probe_part(self, b: Prepared, part: int) -> None:
+        """The cycle proviso's marks for table `part`'s candidates of a reduced fused batch: rows whose reduced
+        set leads to a state visited before this level (read from that table and the level's own)."""
+        assert b.reduced is not None and b.routes is not None
+        flags, _ren, _ramp, back = b.reduced
+        n = b.words.shape[1]
+        back[part, :n] = 0
+        if part >= len(self.table.parts):
+            return
+        table, level = self.table.parts[part], self.por.level.parts[part]
+        for pos, c in b.routes[part]:
+            self.k.probe(table.table, level.table, b.fingerprints[0], flags, b.c.keys, self.vm.ntrans + 1, pos, c,
+                         back[part])
+
+    def settle_reduction(self, b: Prepared) -> None:
+        """A reduced fused batch's counts, once the proviso's marks are in: steps explored per row (all enabled
+        ones where the proviso applies or no reduced set was chosen) and the reduction's statistics."""
+        _flags, ren, ramp, back = b.reduced
+        n = b.words.shape[1]
+        en, amp = ren[:n].astype(np.int64), ramp[:n].astype(np.int64)
+        full = (back[0, :n] | back[1, :n]) != 0
+        cut = (amp >= 0) & ~full
+        st = self.por.stats
+        st.enabled += int(en.sum())
+        st.pruned += int((en - amp)[cut].sum())
+        st.reduced += int(cut.sum())
+        st.proviso += int(((amp >= 0) & full).sum())
+        b.enabled = int(np.where(cut, amp, en).sum())
+
+    def _explored_reduced(self, b: Prepared) -> list[np.ndarray]:
+        """Per transition, the rows of a reduced fused batch whose step counts as generated (for a stop): the
+        reduced sets chosen again by the numpy passes, widened where the kernel's proviso marks apply."""
+        words, n = b.words, b.words.shape[1]
+        ample, _reduced, enabled = self.por.choose(words, self.program.batch(words, n))
+        back = b.reduced[3]
+        explored = ample | (enabled & ((back[0, :n] | back[1, :n]) != 0)[None, :])
+        return [np.nonzero(explored[tid])[0] for tid in range(self.vm.ntrans)]
 
     def _inside_fused(self, c: FusedCandidates, fps: np.ndarray, segments: tuple, base: int,
                       stops: list) -> tuple[tuple, None]:
@@ -736,28 +778,6 @@ class VectorSearch:
                 self._hidden_stop(c, base, out[first:first + 1], stops)
         kept = pos[outside[pos] == 0]
         return (np.ascontiguousarray(fps[kept]), kept, kept.size), None
-
-    def _proviso_fused(self, b: Prepared) -> None:
-        """`_proviso` for the fused kernel's candidates: keep those of the reduced sets (all of a row whose
-        kept successors include a state of this level or an earlier one), as (fingerprints, positions)."""
-        por, c = self.por, b.c
-        assert por is not None and b.por is not None and b.segments is not None
-        ample, reduced, enabled = b.por
-        T1, n = self.vm.ntrans + 1, b.words.shape[1]
-        pos = np.concatenate([np.arange(lo, hi, dtype=np.int64) for lo, hi in b.segments])
-        rows, tids = np.divmod(c.keys[pos], T1)
-        fps = b.fingerprints[0][pos]
-        keep = ample[tids, rows]
-        probe = (keep & reduced[rows]).nonzero()[0]
-        back = por.proviso(self.table, fps[probe], rows[probe], reduced, n)
-        keep |= (~reduced | back)[rows]
-        explored = ample | (enabled & back)
-        self._count_reduction(enabled, explored, reduced, back)
-        b.explored = [np.nonzero(explored[tid])[0] for tid in range(self.vm.ntrans)]
-        b.enabled = sum(e.size for e in b.explored)
-        kept = keep.nonzero()[0]
-        b.fingerprints = (np.ascontiguousarray(fps[kept]), np.ascontiguousarray(pos[kept]), kept.size)
-        b.segments = None
 
     def _count_reduction(self, enabled: np.ndarray, explored: np.ndarray, reduced: np.ndarray,
                          back: np.ndarray) -> None:
@@ -859,28 +879,36 @@ class VectorSearch:
             table.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
 
         if b.routes is not None:  # the positions of this table's candidates, stretch by stretch
+            por = None
+            if b.reduced is not None:
+                flags, _ren, _ramp, back = b.reduced
+                por = (flags, b.c.keys, self.vm.ntrans + 1, back)
             for pos, c in b.routes[part]:
                 q = 0
                 while True:
                     q, table.size, m = self.k.insert_at(table.table, table.size, table.limit, fps, ks, pos, q, c,
-                                                        out.k, out.fp, m)
+                                                        out.k, out.fp, m, por)
                     if q == c:
                         break
                     grow()
-            return m
-        for lo, hi in b.segments or ((0, count),):
-            i = lo
-            while True:
-                i, table.size, m = self.k.insert_serial(table.table, table.size, table.limit, fps, ks, hi, i, n - 1,
-                                                         part, out.k, out.fp, m, out.mine)
-                if i == hi:
-                    break
-                grow()
+        else:
+            for lo, hi in b.segments or ((0, count),):
+                i = lo
+                while True:
+                    i, table.size, m = self.k.insert_serial(table.table, table.size, table.limit, fps, ks, hi, i,
+                                                             n - 1, part, out.k, out.fp, m, out.mine)
+                    if i == hi:
+                        break
+                    grow()
+        if self.por is not None:  # the cycle proviso tells this level's states from earlier ones
+            self.por.level.parts[part].add(out.fp[:m])
         return m
 
     def _expand(self, b: Prepared, level: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:
-        if b.por is not None and b.order is None:
-            self._proviso_fused(b)
+        if b.reduced is not None:
+            for part in range(2):
+                self.probe_part(b, part)
+            self.settle_reduction(b)
         elif b.por is not None:
             self._proviso(b)
             fps, ks, count = b.fingerprints
@@ -915,15 +943,18 @@ class VectorSearch:
             if rows is None:
                 rows, tids = np.divmod(ukeys, T1)
                 rows -= base
-            explored = b.explored if b.explored is not None else [o[0] for o in self.program.batch(words, n)]
+            if b.explored is not None:
+                explored = b.explored
+            elif b.reduced is not None:
+                explored = self._explored_reduced(b)
+            else:
+                explored = [o[0] for o in self.program.batch(words, n)]
             self._stop(min(stops, key=lambda s: s[0]), words, explored, base, level, ukeys, rows, tids, nwords, c,
                        links, level_size)
         self.generated += b.enabled
         self.distinct += m
         links.append((self.link(base + rows, tids) if new_links is None else new_links)[None, :])
         self._keep_fps(nfps)
-        if self.por is not None:
-            self.por.level.add(nfps)
         nxt.append(nwords)
         if self.progress.due():
             self.progress.report(Stats(self.distinct, self.generated, level_size - base - n + len(nxt), self.depth))

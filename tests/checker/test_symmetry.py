@@ -15,9 +15,12 @@ from lockstep.checker.explicit import Options, check
 from lockstep.checker.loader import load_model, resolve
 from lockstep.checker.replay import replay
 from lockstep.checker.vector import VectorOptions, check_vector
+from lockstep.checker.vector.kernels import canon
+from lockstep.checker.vector.kernels.fused import Unfusable, fuse
 from lockstep.checker.vector.layout import Layout
 from lockstep.checker.vector.symmetry import BatchSymmetry
 from lockstep.specs.lang import SpecError
+from tests.checker.test_por import vector_reduced
 from tests.conftest import model_path, typed_spec_refs
 
 SHAPES = "tests/models/symmetric_shapes.py:Shapes"  # as typed_spec_refs names them
@@ -49,6 +52,25 @@ def reducer(ref: str, **params: int):
     return model, layout, BatchSymmetry(model.sym, layout)
 
 
+@functools.cache
+def kernel(ref: str, tables: bool, **params: int):
+    """The spec's fused kernel built for symmetry reduction: its C `canon` (None if the spec suits no kernel),
+    with the images of values under the group's permutations tabulated (where the group is small enough) or
+    computed."""
+    model, layout, batch = reducer(ref, **params)
+    saved = canon.GROUP_TABLES
+    canon.GROUP_TABLES = saved if tables else 0
+    try:
+        fused = fuse(model.prog, layout, symmetry=batch)
+    except Unfusable:
+        return None
+    finally:
+        canon.GROUP_TABLES = saved
+    libs = [lib.load() for lib in fused.libraries]
+    fused.bind(libs[0], libs[1:])
+    return fused
+
+
 def _slot_value(dom, draw):
     """A value of a slot's domain, often its least one (so that many processes tie)."""
     if dom.kind == "set":
@@ -60,16 +82,21 @@ def _slot_value(dom, draw):
 
 
 # every typed spec with a symmetric range, and the test models of every kind of slot at other sizes
-CASES = [(r, {}) for r in SYMMETRIC] + [(SHAPES, {"n": 4}), ("two_phase_commit", {"rm": 3}), ("two_phase", {"rm": 5})]
+CASES = [(r, {}) for r in SYMMETRIC] + [(SHAPES, {"n": 4}), ("two_phase_commit", {"rm": 3}), ("two_phase", {"rm": 5}),
+                                         ("two_phase", {"rm": 8})]  # 8! permutations: too many to tabulate
 
 
 def _vector_is_scalar(ref: str, params: dict, data) -> None:
     model, layout, batch = reducer(ref, **params)
     states = [tuple(_slot_value(d, data.draw) for d in model.prog.slot_doms) for _ in range(6)]
     states += [t for _, t in model.successors(model.initial_states()[0])][:6]  # reachable: ties everywhere
-    got = batch(layout.pack_many(states))
+    packed = layout.pack_many(states)
+    got = batch(packed)
+    in_c = [k.canonical(packed) for k in (kernel(ref, True, **params), kernel(ref, False, **params)) if k is not None]
     for j, s in enumerate(states):
         assert layout.unpack(list(got[:, j])) == model.canonical(s), s
+        for c in in_c:
+            assert layout.unpack(list(c[:, j])) == model.canonical(s), ("C", s)
 
 
 def _one_per_orbit(ref: str, params: dict, data) -> None:
@@ -142,11 +169,12 @@ AGREE = [(r, {}, BOUND) for r in SYMMETRIC] + [
 ]
 
 
-@pytest.mark.parametrize("native", ["never", "always"])  # numpy passes; the C kernels, candidates canonicalized
+# numpy passes; the C kernels, candidates canonicalized by the fused kernel; on one thread and on two (pipelined)
+@pytest.mark.parametrize("native, threads", [("never", 1), ("always", 1), ("always", 2), ("never", 2)])
 @pytest.mark.parametrize("ref, params, opts", AGREE, ids=[f"{r}-{p}-{o}" for r, p, o in AGREE])
-def test_the_vector_engine_reduces_as_the_scalar_engine(ref, params, opts, native):
+def test_the_vector_engine_reduces_as_the_scalar_engine(ref, params, opts, native, threads):
     model = load_model(ref, params, symmetry=True)
-    vector = check_vector(model, Options(**opts), vopts=VectorOptions(native=native))
+    vector = vector_reduced(model, Options(**opts), native, threads)
     assert outcome(vector) == outcome(check(model, Options(**opts)))
 
 

@@ -160,6 +160,22 @@ def test_the_fused_kernel_is_used_where_the_spec_suits_one(monkeypatch):
     assert res.distinct == 288
 
 
+@pytest.mark.parametrize("por, symmetry", [(False, False), (True, False), (False, True), (True, True)])
+def test_a_kernel_in_several_parts_gives_the_one_kernel_results(por, symmetry, monkeypatch):
+    """A spec whose transitions exceed `PART_LINES` is compiled as several libraries that `gen` calls in turn:
+    the same counts as the scalar engine, with partial-order and symmetry reduction too."""
+    monkeypatch.setattr(fused, "PART_LINES", 300)
+    model = load_model("two_phase_commit", {"rm": 3}, symmetry=symmetry)
+    opts = Options(deadlock=False, por=por)
+    kernel = fused.fuse(model.prog, Layout(model.prog))
+    assert len(kernel.parts) >= 3
+    want = check(model, opts)
+    got = check_vector(model, opts, vopts=VectorOptions(native="always"))
+    assert not [n for n in got.notes if "numpy passes" in n]
+    assert (got.verdict, got.distinct, got.generated, got.depth) == (want.verdict, want.distinct, want.generated,
+                                                                    want.depth)
+
+
 def test_without_a_compiler_the_search_runs_on_numpy_and_says_so(monkeypatch):
     monkeypatch.setenv("CC", "/nonexistent/cc")
     model = load_model("two_phase", {"rm": 3})

@@ -40,9 +40,11 @@ class Native:
     `mode` is "auto" (use them once built: at once if cached, else after a background build that
     `start` begins), "always" (build now and wait; a failed build raises `BuildError`) or "never"
     (numpy only); the environment variable `LOCKSTEP_NATIVE` overrides "auto". `note` says why a search
-    runs without them. `marks`: the kernel of a search with a partial-order reduction (`fused.Fused.gen`)."""
+    runs without them. `reduction` and `symmetry`: the kernel of a search with a partial-order reduction (a
+    `Reducer`) or symmetry reduction (a `BatchSymmetry`), which it applies itself (`fused._Source`)."""
 
-    def __init__(self, prog: Program, layout: Any, want_fused: bool, mode: str = "auto", marks: bool = False):
+    def __init__(self, prog: Program, layout: Any, want_fused: bool, mode: str = "auto", reduction: Any = None,
+                 symmetry: Any = None):
         if mode == "auto":
             mode = os.environ.get("LOCKSTEP_NATIVE", "auto")
         if mode not in MODES:
@@ -64,8 +66,8 @@ class Native:
             self.note = f"vector engine: compiled kernels are built for this run only, not cached: {self._libs[0].refusal}"
         if want_fused:
             try:
-                self.fused = fuse(prog, layout, marks)
-                self._libs.append(self.fused.library)
+                self.fused = fuse(prog, layout, reduction, symmetry)
+                self._libs += self.fused.libraries
             except Unfusable as e:
                 why = f"vector engine: no fused kernel for this spec ({e}); its steps run as numpy passes"
                 self.note = f"{self.note}; {why}" if self.note else why
@@ -102,7 +104,7 @@ class Native:
         if _RUNTIME is None:
             _RUNTIME = Runtime(libs[0])
         if self.fused is not None:
-            self.fused.bind(libs[1])
+            self.fused.bind(libs[1], libs[2:])
         self.loaded = True
 
     def cancel(self) -> None:

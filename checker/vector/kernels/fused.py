@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+from typing import Any
 
 import numpy as np
 
@@ -31,21 +32,27 @@ from lockstep.specs.lang.program import Program, Transition
 from lockstep.specs.lang.terms import Term
 from lockstep.specs.lang.types import SetDomain
 
-from ...codegen import _range_check, repeated_subterms
+from ...codegen import _range_check, _total
+from ...reduction.ample import Reducer
 from ..layout import CHUNK, Layout
+from ..symmetry import BatchSymmetry
+from .canon import CanonSource
 from .cbuild import Library
+from .choose import ChooseSource
 from .runtime import PRELUDE
 
-MAX_LINES = 60_000  # larger kernels take the C compiler minutes (Autobahn at its default bounds: 160,000 lines)
+MAX_LINES = 1_000_000  # larger kernels would take the C compiler too long (Autobahn at its default bounds: 86,000 lines)
+PART_LINES = 12_000  # a spec's transitions go into sources of about this many lines, compiled at once
 WIDE = 4  # states of more words are copied and hashed by loops rather than word by word
 _I64 = 1 << 63
 _LOCAL = re.compile(r"\bs\d+(?:_\d+)?\b")
+_ERR = re.compile(r"\berr\b")  # the step's error flag, in generated code
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|-?[0-9]+|INT64_C\(-?[0-9]+\)")
 
 HELPERS = r"""
 typedef struct {
     uint64_t *w; int64_t ld; uint64_t *fp; int64_t *key; int64_t *info;  /* candidates, stop */
-    uint8_t *en; uint8_t *un; int64_t lde; const uint64_t *vm;          /* enabled, unsafe (reduction) */
+    uint8_t *en; uint8_t *un; int32_t *el; int32_t *ne;                 /* the row's enabled, unsafe steps */
 } Out;
 #define FAIL(t) do { o->info[0] = 1; o->info[1] = r; o->info[2] = (t); o->info[3] = g; *mp = m; *gp = g; return 1; } \
     while (0)
@@ -85,9 +92,11 @@ static inline int64_t single(int64_t i, int64_t size, int *err) {
     if (i < 0 || i >= size) { *err = 1; return 0; }
     return (int64_t)1 << i;
 }
-static inline int64_t memberk(const int64_t *chunks, int64_t k, int64_t i, int *err) {
+static inline int64_t memberk(const int64_t *chunks, int64_t first, int64_t k, int64_t i, int *err) {
+    /* element i of a set whose chunks first..first+k-1 are given (i's bounds keep it out of the others) */
     if (i < 0) { *err = 1; return 0; }
-    return i < 63 * k ? (chunks[i / 63] >> (i % 63)) & 1 : 0;
+    const int64_t c = i / 63 - first;
+    return c >= 0 && c < k ? (chunks[c] >> (i % 63)) & 1 : 0;
 }
 static inline int64_t singlek(int64_t i, int64_t size, int64_t c, int *err) {
     if (i < 0 || i >= size) { *err = 1; return 0; }
@@ -232,7 +241,10 @@ class _Expr:
             return f"(({chunks[e // CHUNK]} >> {e % CHUNK}) & 1)" if e // CHUNK < len(chunks) else "0"
         if len(chunks) == 1:
             return f"member({chunks[0]}, {self(i)}, &err)"
-        return f"memberk((const int64_t[]){{{', '.join(chunks)}}}, {len(chunks)}, {self(i)}, &err)"
+        lo, hi = max(i.lo, 0) // CHUNK, min(i.hi // CHUNK, len(chunks) - 1)  # the chunks the element can be in
+        if hi < lo:  # never a member (or a negative index: the error)
+            return f"member(0, {self(i)}, &err)"
+        return f"memberk((const int64_t[]){{{', '.join(chunks[lo:hi + 1])}}}, {lo}, {hi - lo + 1}, {self(i)}, &err)"
 
     def _single(self, t: Term, i: Term, k: int) -> str | tuple:
         size = t.dom.elem.size
@@ -245,20 +257,28 @@ class _Expr:
                      for c in range(k))
 
     def share(self, roots: list, indent: str) -> list[str]:
-        """Bind every subterm of `roots` that the code would repeat, and that cannot fail, to a local (children
-        first); later uses read the local. Returns the binding lines."""
+        """Bind every subterm of `roots` that the code would repeat to a local (children first); later uses
+        read the local. One that may fail is computed at once all the same (every operation yields a harmless
+        stand-in where it would raise), but into an error flag of its own, which each use adds to the step's
+        (`(err |= eNerr, eN)`): an error counts only where the lazy evaluation reaches the term, and a chain of
+        sends into a large set does not repeat each earlier send's code. Returns the binding lines."""
         lines = []
-        for t in repeated_subterms(roots, self.temps):
+        for t, total in _repeated(roots, self.temps):
             code = self.value(t)
             self._ntemps += 1
             name = f"e{self._ntemps}"
-            if isinstance(code, tuple):  # a chunk that is already a name or a constant is not copied
-                names = tuple(x if _IDENT.fullmatch(x) else f"{name}_{c}" for c, x in enumerate(code))
-                lines += [f"{indent}const int64_t {n} = {x};" for n, x in zip(names, code) if n != x]
-                self.temps[id(t)] = names
-            else:
-                lines.append(f"{indent}const int64_t {name} = {code};")
-                self.temps[id(t)] = name
+            parts = code if isinstance(code, tuple) else (code,)
+            # a chunk that is already a name or a constant is not copied
+            names = [x if _IDENT.fullmatch(x) else f"{name}_{c}" if isinstance(code, tuple) else name
+                     for c, x in enumerate(parts)]
+            flag = f"{name}err"
+            if not total:
+                lines.append(f"{indent}int {flag} = 0;")
+            for n, x in zip(names, parts):
+                if n != x:
+                    lines.append(f"{indent}const int64_t {n} = {x if total else _ERR.sub(flag, x)};")
+            uses = names if total else [f"({flag} ? (err = 1, {n}) : {n})" for n in names]
+            self.temps[id(t)] = tuple(uses) if isinstance(code, tuple) else uses[0]
         return lines
 
     def forget(self) -> None:
@@ -266,20 +286,64 @@ class _Expr:
         self.temps.clear()
 
 
-class _Source:
-    """The generated C of one program and packing; with `marks`, its `gen` also marks each row's enabled and
-    unsafe steps for a partial-order reduction (a kernel without them is smaller, and faster)."""
+def _repeated(roots: list, bound: dict[int, Any]) -> list[tuple[Term, bool]]:
+    """The subterms of `roots` (a DAG) reached more than once and not yet in `bound`, children before
+    parents, each with whether it can never fail (`codegen`'s test)."""
+    refs: dict[int, int] = {}
+    memo: dict[int, bool] = {}
+    order: list[Term] = []
+    stack = [(r, False) for r in roots if isinstance(r, Term)]
+    while stack:  # post-order over the DAG, counting the edges into each node
+        t, done = stack.pop()
+        if done:
+            order.append(t)
+            continue
+        refs[id(t)] = refs.get(id(t), 0) + 1
+        if refs[id(t)] > 1 or t.op in ("const", "slot"):
+            continue
+        stack.append((t, True))
+        stack.extend((x, False) for x in reversed(t.args) if isinstance(x, Term))
+    return [(t, _total(t, memo)) for t in order if refs[id(t)] > 1 and id(t) not in bound]
 
-    def __init__(self, prog: Program, layout: Layout, marks: bool = False):
-        self.prog, self.layout, self.marks = prog, layout, marks
+
+class _Source:
+    """The generated C of one program and packing. With a `reduction` (a `Reducer`), its `gen` also marks
+    each row's enabled and unsafe steps, chooses the row's reduced set (`kernels.choose`) and flags each
+    candidate for the cycle proviso; with a `symmetry` (a `BatchSymmetry`), each candidate is replaced by
+    its orbit's representative (`kernels.canon`) before it is fingerprinted. A kernel without them is
+    smaller, and faster."""
+
+    def __init__(self, prog: Program, layout: Layout, reduction: Reducer | None = None,
+                 symmetry: BatchSymmetry | None = None):
+        self.prog, self.layout = prog, layout
+        self.marks = reduction is not None
+        self.symmetric = symmetry is not None and bool(symmetry.ranges)
         for i, dom in enumerate(prog.slot_doms):
             if dom.kind not in ("bool", "set") and not (-_I64 < dom.lo and dom.hi < _I64):
                 raise Unfusable(f"{prog.slot_names[i]} does not fit a 64-bit integer")
         self.chunks = {s: len(cols) for s, cols in enumerate(layout.slot_columns) if len(cols) > 1}
         self.wide = layout.words > WIDE  # states of many words are copied and hashed by loops
         self.T1 = len(prog.transitions) + 1
-        self.text = "\n".join([PRELUDE, HELPERS, self._gen(), self._bad(), self._outside(), ""])
-        lines = self.text.count("\n")
+        self.vmask = [0] * layout.words  # the visible bits of each word (a reduction's unsafe steps change them)
+        parts = [PRELUDE, HELPERS]
+        if reduction is not None:
+            for slot in reduction.visible:
+                for c in layout.slot_columns[slot]:
+                    self.vmask[c.word] |= c.mask << c.shift
+            parts.append(ChooseSource(reduction, layout, _literal).text)
+        if self.symmetric:
+            parts.append(CanonSource(symmetry).text)
+            parts.append(f"""void canon_batch(uint64_t *W, int64_t ld, int64_t n) {{
+    uint64_t w[{layout.words}];
+    for (int64_t r = 0; r < n; r++) {{
+        for (int64_t k = 0; k < {layout.words}; k++) w[k] = W[k * ld + r];
+        canon(w);
+        for (int64_t k = 0; k < {layout.words}; k++) W[k * ld + r] = w[k];
+    }}
+}}""")
+        self.parts: list[str] = []  # the sources of the transitions, for a large spec (`_gen`)
+        self.text = "\n".join(parts + [self._gen(), self._bad(), self._outside(), ""])
+        lines = self.text.count("\n") + sum(p.count("\n") for p in self.parts)
         if lines > MAX_LINES:
             raise Unfusable(f"its kernel has {lines:,} lines (the limit is {MAX_LINES:,})")
 
@@ -338,14 +402,22 @@ class _Source:
         packed, words = self._pack(values, ind)
         lines += packed
         moved = " || ".join(f"n{w} != w[{w}]" for w in words) or "0"
-        visible = "".join(f" || ((n{w} ^ w[{w}]) & o->vm[{w}])" for w in words)
+        visible = "".join(f" || ((n{w} ^ w[{w}]) & UINT64_C({self.vmask[w]}))" for w in words if self.vmask[w])
         lines.append(f"{ind}const int mv = {moved};")
         if self.marks:
-            lines.append(f"{ind}o->en[{tid} * o->lde + r] = 1; o->un[{tid} * o->lde + r] = !mv{visible};")
+            lines.append(f"{ind}o->en[{tid}] = 1; o->un[{tid}] = !mv{visible}; o->el[(*o->ne)++] = {tid};")
         if not words:
             return lines
         lines.append(f"{ind}if (mv) {{")
         i2 = ind + "    "
+        if self.symmetric:  # the row's successors are replaced by their representatives, and hashed, after the row
+            if self.wide:
+                lines.append(f"{i2}for (int64_t k = 0; k < {lay.words}; k++) o->w[k * o->ld + m] = w[k];")
+                lines += [f"{i2}o->w[{w} * o->ld + m] = n{w};" for w in words]
+            else:
+                lines += [f"{i2}o->w[{w} * o->ld + m] = n{w};" for w in range(lay.words)]
+            lines += [f"{i2}o->key[m] = r * {self.T1} + {tid};", f"{i2}m++;", f"{ind}}}"]
+            return lines
         if self.wide:
             lines.append(f"{i2}for (int64_t k = 0; k < {lay.words}; k++) o->w[k * o->ld + m] = w[k];")
             lines += [f"{i2}o->w[{w} * o->ld + m] = n{w};" for w in words]
@@ -411,28 +483,92 @@ class _Source:
 
     def _gen(self) -> str:
         """One static function per transition (small functions keep the compiler fast on large specs; it
-        inlines them where that pays), and `gen`, the row loop that calls them in order."""
-        out: list[str] = []
-        args = "w, r, &m, &g, &o"
-        calls = []
+        inlines them where that pays), and `gen`, the row loop that calls them in order. A spec whose
+        transitions take more than `PART_LINES` lines has them in several sources (`parts`), each compiled
+        on its own (at once, on as many cores) and exporting `part`, which runs its transitions on a row;
+        `gen` calls the parts through pointers that `set_parts` gives it. With a reduction, after a row's
+        steps `gen` chooses its reduced set: `ramp[r]` is how many steps it explores (-1: all of them),
+        `ren[r]` how many are enabled, and each candidate's flag says 0: explore, 1: in the reduced set (its
+        state decides the cycle proviso), 2: explore only if the proviso expands the row fully. With
+        symmetry, the row's candidates are then replaced by their representatives and fingerprinted."""
+        funcs: list[list[str]] = []
         for tid, t in enumerate(self.prog.transitions):
             ex = _Expr(self.chunks)
             body = self._transition(ex, tid, t, "    ")
-            out += [f"static int t{tid}(const uint64_t *w, int64_t r, int64_t *mp, int64_t *gp, const Out *o) {{",
-                    "    int err = 0;", "    int64_t m = *mp, g = *gp;"]
-            out += self._unpack(ex.used, "    ", body) + body + ["    *mp = m;", "    *gp = g;", "    return 0;", "}"]
-            calls.append(f"        if (t{tid}({args})) return m;")
+            fn = [f"static int t{tid}(const uint64_t *w, int64_t r, int64_t *mp, int64_t *gp, const Out *o) {{",
+                  "    int err = 0;", "    int64_t m = *mp, g = *gp;"]
+            funcs.append(fn + self._unpack(ex.used, "    ", body) + body + ["    *mp = m;", "    *gp = g;", "    return 0;",
+                                                                           "}"])
+        groups: list[list[int]] = [[]]
+        size = 0
+        for tid, fn in enumerate(funcs):
+            if groups[-1] and size + len(fn) > PART_LINES:
+                groups.append([])
+                size = 0
+            groups[-1].append(tid)
+            size += len(fn)
+        out: list[str] = []
+        args = "w, r, &m, &g, &o"
+        if len(groups) == 1:
+            out += [x for fn in funcs for x in fn]
+            calls = [f"        if (t{tid}({args})) goto done;" for tid in range(len(funcs))]
+        else:
+            sig = "const uint64_t *w, int64_t r, int64_t *mp, int64_t *gp, const Out *o"
+            for tids in groups:
+                body = [x for tid in tids for x in funcs[tid]]
+                body += [f"int part({sig}) {{", *[f"    if (t{tid}(w, r, mp, gp, o)) return 1;" for tid in tids],
+                         "    return 0;", "}"]
+                self.parts.append("\n".join([PRELUDE, HELPERS, *body, ""]))
+            out += [f"static int (*PART[{len(groups)}])({sig});",
+                    f"void set_parts(void **p) {{ for (int k = 0; k < {len(groups)}; k++) PART[k] = (int (*)({sig}))p[k]; }}"]
+            calls = [f"        if (PART[{k}]({args})) goto done;" for k in range(len(groups))]
         ind = "        "
+        marks, T, lay = self.marks, self.T1 - 1, self.layout
+        if self.symmetric:
+            out += ["static void settle_row(uint64_t *out_w, int64_t ldo, uint64_t *out_fp, int64_t m0, int64_t m) {",
+                    "    /* the row's candidates m0..m-1: each replaced by its orbit's representative, and hashed */",
+                    f"    uint64_t c[{lay.words}];",
+                    "    for (int64_t j = m0; j < m; j++) {",
+                    f"        for (int64_t k = 0; k < {lay.words}; k++) c[k] = out_w[k * ldo + j];",
+                    "        canon(c);",
+                    f"        for (int64_t k = 0; k < {lay.words}; k++) out_w[k * ldo + j] = c[k];",
+                    f"        uint64_t h = mix(c[0] ^ UINT64_C({lay.seed}));",
+                    f"        for (int64_t k = 1; k < {lay.words}; k++) h = mix(h ^ c[k]);",
+                    *([] if lay.exact else ["        if (!h) h = 1;"]),
+                    "        out_fp[j] = h;",
+                    "    }",
+                    "}"]
         out += ["int64_t gen(const uint64_t *W, int64_t ld, int64_t start, int64_t stop, int deadlock, uint64_t *out_w,",
-                "            int64_t ldo, uint64_t *out_fp, int64_t *out_key, int64_t *info, uint8_t *en, uint8_t *un,",
-                "            int64_t lde, const uint64_t *vm) {",
-                "    const Out o = {out_w, ldo, out_fp, out_key, info, en, un, lde, vm};",
-                "    int64_t m = 0, g = 0;",
-                f"    uint64_t w[{self.layout.words}];",
-                "    for (int64_t r = start; r < stop; r++) {"]
-        out += self._words(ind) + [f"{ind}const int64_t g0 = g;"] + calls
-        out += [f"{ind}if (deadlock && g == g0) {{ info[0] = 2; info[1] = r; info[3] = g; return m; }}",
-                "    }", "    info[3] = g;", "    return m;", "}"]
+                "            int64_t ldo, uint64_t *out_fp, int64_t *out_key, int64_t *info, uint8_t *flag, int32_t *ren,",
+                "            int32_t *ramp) {",
+                f"    uint8_t E[{T + 1}], U[{T + 1}]; int32_t EL[{T + 1}], NE = 0;" if marks else
+                "    uint8_t *E = NULL, *U = NULL; int32_t *EL = NULL, NE = 0;",
+                "    const Out o = {out_w, ldo, out_fp, out_key, info, E, U, EL, &NE};",
+                "    int64_t m = 0, g = 0, m0 = 0;",
+                f"    uint64_t w[{lay.words}];"]
+        if marks:
+            out += [f"    uint8_t A[{T + 1}];", "    PorScratch *S = calloc(1, sizeof *S);",
+                    "    if (!S) { info[0] = 3; return 0; }"]
+        else:
+            out += ["    (void)flag; (void)ren; (void)ramp; (void)NE;"]
+        out += ["    for (int64_t r = start; r < stop; r++) {"]
+        out += self._words(ind) + [f"{ind}const int64_t g0 = g;", f"{ind}m0 = m;"]
+        if marks:
+            out += [f"{ind}memset(E, 0, {T}); memset(U, 0, {T}); NE = 0;"]
+        out += calls
+        out += [f"{ind}if (deadlock && g == g0) {{ info[0] = 2; info[1] = r; info[3] = g; goto done; }}"]
+        if marks:
+            out += [f"{ind}const int32_t amp = choose(w, E, U, EL, NE, A, S);",
+                    f"{ind}ramp[r] = amp; ren[r] = (int32_t)(g - g0);",
+                    f"{ind}for (int64_t j = m0; j < m; j++) flag[j] = amp < 0 ? 0 : A[out_key[j] % {self.T1}] ? 1 : 2;"]
+        if self.symmetric:
+            out += [f"{ind}settle_row(out_w, ldo, out_fp, m0, m);", f"{ind}m0 = m;"]
+        out += ["    }", "    info[3] = g;", "done:"]
+        if self.symmetric:  # a step that failed inside a row: the candidates before it
+            out += ["    settle_row(out_w, ldo, out_fp, m0, m);"]
+        if marks:
+            out += ["    free(S);"]
+        out += ["    (void)m0;", "    return m;", "}"]
         return "\n".join(out)
 
     # -- bad -------------------------------------------------------------------------------------
@@ -495,44 +631,76 @@ _P, _I = ctypes.c_void_p, ctypes.c_int64
 
 
 class Fused:
-    """A spec's kernel: its C source, built on demand (`library`), and its two functions once loaded."""
+    """A spec's kernel: its C source, built on demand (`library`), and its functions once loaded."""
 
-    def __init__(self, prog: Program, layout: Layout, marks: bool = False):
-        self.source = _Source(prog, layout, marks)
-        self.marks = marks
+    def __init__(self, prog: Program, layout: Layout, reduction: Reducer | None = None,
+                 symmetry: BatchSymmetry | None = None):
+        self.source = _Source(prog, layout, reduction, symmetry)
+        self.marks = self.source.marks
+        self.symmetric = self.source.symmetric
         self.T1 = self.source.T1
         self.words = layout.words
         self.library = Library(self.source.text, "lockstep_kernel")
+        self.parts = [Library(text, "lockstep_kernel_part") for text in self.source.parts]
         self.lib: ctypes.CDLL | None = None
+        self._part_libs: list[ctypes.CDLL] = []
 
-    def bind(self, lib: ctypes.CDLL) -> None:
-        """Use the loaded library."""
-        lib.gen.argtypes = [_P, _I, _I, _I, ctypes.c_int, _P, _I, _P, _P, _P, _P, _P, _I, _P]
+    @property
+    def libraries(self) -> list[Library]:
+        """The kernel's libraries: the main one, then its parts (a large spec's transitions)."""
+        return [self.library, *self.parts]
+
+    def bind(self, lib: ctypes.CDLL, parts: list[ctypes.CDLL] | None = None) -> None:
+        """Use the loaded library (and the loaded parts, in order)."""
+        parts = parts or []
+        assert len(parts) == len(self.parts)
+        if parts:
+            ptrs = (ctypes.c_void_p * len(parts))(*[ctypes.cast(p.part, ctypes.c_void_p).value for p in parts])
+            lib.set_parts.argtypes = [ctypes.c_void_p]
+            lib.set_parts(ptrs)
+            self._part_libs = parts  # kept loaded while the kernel calls them
+        lib.gen.argtypes = [_P, _I, _I, _I, ctypes.c_int, _P, _I, _P, _P, _P, _P, _P, _P]
         lib.gen.restype = _I
         lib.bad.argtypes = [_P, _I, _I, _I]
         lib.bad.restype = _I
         lib.outside.argtypes = [_P, _I, _I, _I, _P]
         lib.outside.restype = None
+        if self.symmetric:
+            lib.canon_batch.argtypes = [_P, _I, _I]
+            lib.canon_batch.restype = None
+            lib.canon_init.restype = ctypes.c_int
+            if lib.canon_init():
+                raise MemoryError("the fused kernel could not allocate its symmetry tables")
         self.lib = lib
 
     def gen(self, words: np.ndarray, start: int, stop: int, deadlock: bool, out_w: np.ndarray, out_fp: np.ndarray,
-            out_key: np.ndarray, info: np.ndarray, offset: int = 0, marks: tuple | None = None) -> int:
+            out_key: np.ndarray, info: np.ndarray, offset: int = 0, por: tuple | None = None) -> int:
         """Candidates of rows start..stop-1 of `words` into the outputs from entry `offset` (room for
-        (stop - start) * transitions of them is the caller's to ensure); how many. `marks`, for a reduction
-        (and required by a kernel built with marks, refused by one without),
-        is (enabled, unsafe, visible): two (transitions, rows) uint8 arrays to mark each row's enabled steps
-        and those that loop or change a visible bit, and the visible bits of each word."""
+        (stop - start) * transitions of them is the caller's to ensure); how many. `por`, required by a kernel
+        built for a reduction (and refused by one without), is (flags, ren, ramp): a uint8 array for the
+        candidates' proviso flags (written from `offset`) and two int32 arrays indexed by row, the row's
+        enabled steps and the size of its reduced set (-1: explored fully)."""
         assert self.lib is not None and words.flags.c_contiguous and out_w.flags.c_contiguous
-        assert offset + (stop - start) * (self.T1 - 1) <= out_fp.size and (marks is not None) == self.marks
-        en = un = vm = None
-        lde = 0
-        if marks is not None:
-            e, u, v = marks
-            assert e.flags.c_contiguous and u.flags.c_contiguous and e.shape == u.shape == (self.T1 - 1, words.shape[1])
-            en, un, vm, lde = e.ctypes.data, u.ctypes.data, v.ctypes.data, e.shape[1]
-        return int(self.lib.gen(words.ctypes.data, words.shape[1], start, stop, int(deadlock),
-                                out_w.ctypes.data + 8 * offset, out_w.shape[1], out_fp.ctypes.data + 8 * offset,
-                                out_key.ctypes.data + 8 * offset, info.ctypes.data, en, un, lde, vm))
+        assert offset + (stop - start) * (self.T1 - 1) <= out_fp.size and (por is not None) == self.marks
+        flag = ren = ramp = None
+        if por is not None:
+            f, e, a = por
+            assert f.dtype == np.uint8 and e.dtype == a.dtype == np.int32 and min(e.size, a.size) >= stop
+            assert offset + (stop - start) * (self.T1 - 1) <= f.size
+            flag, ren, ramp = f.ctypes.data + offset, e.ctypes.data, a.ctypes.data
+        m = int(self.lib.gen(words.ctypes.data, words.shape[1], start, stop, int(deadlock),
+                             out_w.ctypes.data + 8 * offset, out_w.shape[1], out_fp.ctypes.data + 8 * offset,
+                             out_key.ctypes.data + 8 * offset, info.ctypes.data, flag, ren, ramp))
+        if info[0] == 3:
+            raise MemoryError("the fused kernel could not allocate its reduction's scratch space")
+        return m
+
+    def canonical(self, words: np.ndarray) -> np.ndarray:
+        """The packed canonical forms of a batch's rows, by the kernel's `canon` (a kernel built for symmetry)."""
+        assert self.lib is not None and self.symmetric
+        out = np.array(words, dtype=np.uint64, order="C", copy=True)
+        self.lib.canon_batch(out.ctypes.data, out.shape[1], out.shape[1])
+        return out
 
     def outside(self, words: np.ndarray, start: int, stop: int, out: np.ndarray) -> None:
         """Mark in `out[start:stop]` (uint8) the states start..stop-1 of `words` outside the constraints."""
@@ -545,8 +713,8 @@ class Fused:
         return int(self.lib.bad(words.ctypes.data, words.shape[1], start, stop))
 
 
-def fuse(prog: Program, layout: Layout, marks: bool = False) -> Fused:
-    """The fused kernel of a program, not yet built (raises `Unfusable` when the program does not suit one);
-    `marks`: one for a partial-order reduction (see `Fused.gen`)."""
-    return Fused(prog, layout, marks)
-
+def fuse(prog: Program, layout: Layout, reduction: Reducer | None = None,
+         symmetry: BatchSymmetry | None = None) -> Fused:
+    """The fused kernel of a program, not yet built (raises `Unfusable` when the program does not suit one):
+    with a partial-order `reduction`, and with a `symmetry` reduction (see `_Source`)."""
+    return Fused(prog, layout, reduction, symmetry)

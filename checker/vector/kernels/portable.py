@@ -184,20 +184,38 @@ def route(fps: np.ndarray, rmask: int, off: int, r0: np.ndarray, r1: np.ndarray,
 
 
 def insert_at(table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None, pos: np.ndarray,
-              q: int, c: int, out_k: np.ndarray, out_fp: np.ndarray, m: int) -> tuple[int, int, int]:
+              q: int, c: int, out_k: np.ndarray, out_fp: np.ndarray, m: int,
+              por: tuple | None = None) -> tuple[int, int, int]:
     """Insert the keys at positions `pos[q:c]` in order, each if absent, appending (position `ks[i]`, or i
     without `ks`, and fingerprint) of the new ones to the outputs at `m`; stops before the table holds
-    more than `limit` keys. Returns (the q to go on from, size, m)."""
+    more than `limit` keys. Returns (the q to go on from, size, m). `por` = (flags, keys, T1, back) of a
+    partial-order reduction: a candidate flagged 2 is left out unless `back[0]` or `back[1]` marks its row."""
     at = pos[q:c]
-    keys = fps[at]
+    idx = np.arange(at.size)
+    if por is not None:
+        flags, keys, t1, back = por
+        rows = keys[at] // t1
+        idx = idx[(flags[at] != 2) | (back[0][rows] != 0) | (back[1][rows] != 0)]
+    keys = fps[at[idx]]
     fresh = _fresh_firsts(table, keys)
     room = max(limit - size, 0)
     nxt = c
     if fresh.size > room:
-        nxt = q + int(fresh[room])
+        nxt = q + int(idx[fresh[room]])
         fresh = fresh[:room]
     _place(table, keys[fresh])
     n = fresh.size
-    out_k[m:m + n] = at[fresh] if ks is None else ks[at[fresh]]
+    chosen = at[idx[fresh]]
+    out_k[m:m + n] = chosen if ks is None else ks[chosen]
     out_fp[m:m + n] = keys[fresh]
     return nxt, size + n, m + n
+
+
+def probe(table: np.ndarray, level: np.ndarray, fps: np.ndarray, flags: np.ndarray, keys: np.ndarray, T1: int,  # noqa: N803
+          pos: np.ndarray, c: int, back: np.ndarray) -> None:
+    """The cycle proviso for the candidates at `pos[:c]`: back[row] = 1 where one flagged 1 (in its row's
+    reduced set) is in `table` but not in `level` (the states found at this level)."""
+    at = pos[:c][flags[pos[:c]] == 1]
+    h = fps[at]
+    old = contains(table, h) & ~contains(level, h)
+    back[keys[at[old]] // T1] = 1

@@ -223,15 +223,44 @@ void route(const uint64_t *fps, int64_t n, uint64_t rmask, int64_t off, int32_t 
     counts[1] = c[1];
 }
 
+static inline int has_key(const uint64_t *table, uint64_t cap, uint64_t k) {
+    int64_t p = home(k, cap);
+    for (;;) {
+        const uint64_t v = table[p];
+        if (v == k) return 1;
+        if (v == 0) return 0;
+        if (++p == (int64_t)cap) p = 0;
+    }
+}
+
+void probe(const uint64_t *table, int64_t cap, const uint64_t *level, int64_t lcap, const uint64_t *fps,
+           const uint8_t *flags, const int64_t *keys, int64_t T1, const int32_t *pos, int64_t c, uint8_t *back) {
+    /* The cycle proviso of a partial-order reduction, for the candidates at positions pos[0..c) (one visited
+       table's): back[row] = 1 where a candidate of the row's reduced set (flag 1) is in `table` but not in
+       `level`, the table of the states found at this level: it was visited at an earlier level. */
+    for (int64_t q = 0; q < c; q++) {
+        const int64_t i = pos[q];
+        if (flags[i] != 1) continue;
+        const uint64_t h = fps[i];
+        if (has_key(table, (uint64_t)cap, h) && !has_key(level, (uint64_t)lcap, h)) back[keys[i] / T1] = 1;
+    }
+}
+
 int64_t insert_at(uint64_t *table, int64_t cap, int64_t *size, int64_t limit, const uint64_t *fps,
                   const int64_t *ks, const int32_t *pos, int64_t q, int64_t c, int64_t *out_k, uint64_t *out_fp,
-                  int64_t *m) {
+                  int64_t *m, const uint8_t *flags, const int64_t *keys, int64_t T1, const uint8_t *back0,
+                  const uint8_t *back1) {
     /* Insert the keys at positions pos[q..c) (positions q..c without `pos`) in order, each if absent,
        prefetching the slots about to be probed; stops before the table holds more than `limit` keys.
-       Returns the q to go on from. */
+       With `flags` (a partial-order reduction), a candidate flagged 2 is left out unless the cycle proviso
+       expands its row (`back0` or `back1`: `probe`'s marks for the two tables). Returns the q to go on from. */
     int64_t s = *size, j = *m;
     for (; q < c; q++) {
         const int64_t i = pos ? pos[q] : q;
+        if (flags && flags[i] == 2) {
+            const int64_t r = keys[i] / T1;
+            if (!back0[r] && !back1[r]) continue;
+        }
 #if defined(__GNUC__) || defined(__clang__)
         if (q + PREFETCH < c)
             __builtin_prefetch(&table[home(fps[pos ? pos[q + PREFETCH] : q + PREFETCH], (uint64_t)cap)], 1);
@@ -251,10 +280,12 @@ int64_t insert_serial(uint64_t *table, int64_t cap, int64_t *size, int64_t limit
        `mine`, room for n - start, reused by the caller: a fresh buffer would cost page faults and, freed,
        other threads' TLBs), without branches, so that the insertion takes only its own keys. Returns the
        position to go on from. */
-    if (!parts_mask) return insert_at(table, cap, size, limit, fps, ks, NULL, start, n > start ? n : start, out_k, out_fp, m);
+    if (!parts_mask)
+        return insert_at(table, cap, size, limit, fps, ks, NULL, start, n > start ? n : start, out_k, out_fp, m, NULL,
+                         NULL, 0, NULL, NULL);
     int64_t c = 0;
     for (int64_t i = start; i < n; i++) { mine[c] = (int32_t)i; c += (fps[i] & parts_mask) == part; }
-    const int64_t q = insert_at(table, cap, size, limit, fps, ks, mine, 0, c, out_k, out_fp, m);
+    const int64_t q = insert_at(table, cap, size, limit, fps, ks, mine, 0, c, out_k, out_fp, m, NULL, NULL, 0, NULL, NULL);
     return q < c ? mine[q] : n;
 }
 """
@@ -273,7 +304,8 @@ _SIGS = {
     "gather_range": ([_P, _I, _I, _P, _P, _I, _I, _I, _I, _I, _I, _P, _P, _P], None),
     "merge_range": ([_P, _P, _I, _P, _P, _I, _I, _I, _P, _P], None),
     "insert_serial": ([_P, _I, _IP, _I, _P, _P, _I, _I, ctypes.c_uint64, ctypes.c_uint64, _P, _P, _IP, _P], _I),
-    "insert_at": ([_P, _I, _IP, _I, _P, _P, _P, _I, _I, _P, _P, _IP], _I),
+    "insert_at": ([_P, _I, _IP, _I, _P, _P, _P, _I, _I, _P, _P, _IP, _P, _P, _I, _P, _P], _I),
+    "probe": ([_P, _I, _P, _I, _P, _P, _P, _I, _P, _I, _P], None),
     "route": ([_P, _I, ctypes.c_uint64, _I, _P, _P, _P], None),
 }
 
@@ -370,13 +402,27 @@ class Runtime:
 
     def insert_at(self, table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None,
                   pos: np.ndarray, q: int, c: int, out_k: np.ndarray, out_fp: np.ndarray,
-                  m: int) -> tuple[int, int, int]:
+                  m: int, por: tuple | None = None) -> tuple[int, int, int]:
+        """`por`: (flags, keys, T1, back) of a partial-order reduction (see the C)."""
         assert pos.dtype == np.int32
         sz, mm = ctypes.c_int64(size), ctypes.c_int64(m)
+        flags = keys = b0 = b1 = None
+        t1 = 0
+        if por is not None:
+            f, k, t1, back = por
+            assert f.dtype == back.dtype == np.uint8 and back.shape[0] == 2 and back.flags.c_contiguous
+            flags, keys, b0, b1 = _ptr(f), _ptr(k), _ptr(back[0]), _ptr(back[1])
         q = self.lib.insert_at(_ptr(table), table.size, ctypes.byref(sz), limit, _ptr(fps),
                                None if ks is None else _ptr(ks), _ptr(pos), q, c, _ptr(out_k), _ptr(out_fp),
-                               ctypes.byref(mm))
+                               ctypes.byref(mm), flags, keys, t1, b0, b1)
         return int(q), sz.value, mm.value
+
+    def probe(self, table: np.ndarray, level: np.ndarray, fps: np.ndarray, flags: np.ndarray, keys: np.ndarray,
+              T1: int, pos: np.ndarray, c: int, back: np.ndarray) -> None:  # noqa: N803
+        """The cycle proviso's marks for one table's candidates (see the C)."""
+        assert pos.dtype == np.int32 and flags.dtype == back.dtype == np.uint8 and c <= pos.size
+        self.lib.probe(_ptr(table), table.size, _ptr(level), level.size, _ptr(fps), _ptr(flags), _ptr(keys), T1,
+                       _ptr(pos), c, _ptr(back))
 
 
 def library() -> Library:
