@@ -16,9 +16,10 @@ from lockstep.specs.registry import SPECS
 
 MODELS = os.path.join(os.path.dirname(__file__), "models")
 REFUSED_WHEN_BUILT = {"huge_keys.py:HugeKeys"}  # too large to build, by design: the input-limit tests' business
-# Specs whose every-spec comparisons take minutes each (Autobahn: the vector compiler alone takes minutes on it);
-# in those comparisons they run with the slow tests, and their own tests check them at small bounds by default.
-SLOW_EVERYWHERE_PREFIXES = ("autobahn",)
+# Specs whose every-spec comparisons take minutes each (Autobahn: the vector compiler alone takes minutes on it;
+# Raft: z3 and the scalar engine on its terms, 1.7 million states at the default bounds); in those comparisons they
+# run with the slow tests, and their own tests check them at small bounds by default.
+SLOW_EVERYWHERE_PREFIXES = ("autobahn", "raft")
 
 
 @dataclass
