@@ -31,6 +31,7 @@ class Violation:
     message: str
     location: str | None
     trace: Trace
+    note: str | None = None  # what was done to the counterexample found (shortened, minimised, kept and why)
 
     def heading(self) -> list[str]:
         """What was found and where, and the title of its trace, as `lockstep check` prints them."""
@@ -43,6 +44,8 @@ class Violation:
         else:
             lines = [f"Violation: {self.message}{where}"]
         title = "The run that reaches it" if self.kind == "error" else "Counterexample"
+        if self.note:
+            lines.append(f"  {self.note}")
         return lines + [f"{title} ({steps} step{'s' if steps != 1 else ''}):"]
 
     def text(self, model: object | None = None, full: bool = False) -> str:
@@ -71,6 +74,7 @@ class CheckResult:
     fingerprinted: bool = True  # states were stored as fingerprints (False: kept whole, no collisions)
     model: object | None = field(default=None, repr=False, compare=False)  # what was explored (set by the API)
     witnesses: list = field(default_factory=list)  # a WitnessResult per `@witness` (searched when nothing failed)
+    violations: list[Violation] = field(default_factory=list)  # with max_violations: the distinct ones, first first
 
     @property
     def exit_code(self) -> int:

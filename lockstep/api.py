@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from lockstep.checker.errors import UsageError
@@ -58,12 +59,17 @@ def model(spec: SpecLike, *, symmetry: bool = False, invariants: list[str] | Non
 def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None = None, deadlock: bool = True,
           max_depth: int | None = None, max_states: int | None = None, symmetry: bool = False, workers: int = 1,
           dfs: bool = False, por: bool | None = None, witnesses: bool = True, properties: list[str] | None = None,
-          fairness: dict[str, str] | None = None, progress: bool = False, **params: int) -> CheckResult:
+          fairness: dict[str, str] | None = None, progress: bool = False, shorten: bool = True,
+          max_violations: int = 1, **params: int) -> CheckResult:
     """Explore every reachable state (within the bounds) and report whether the invariants hold and no
     step fails or deadlocks, as `lockstep check` does; `engine` is "auto", "vector" or "scalar" (as
     `--engine`), `por` partial-order reduction of actor specs (None: on where it applies, as the command's
-    default; True: required). The result's `violation.trace` is the shortest counterexample (breadth-first);
-    without a violation, `witnesses` holds one `WitnessResult` per `@witness` of the spec (`found`, `trace`).
+    default; True: required). The result's `violation.trace` is a shortest counterexample: breadth-first,
+    and when partial-order reduction or `dfs` found it, shortened by a breadth-first search without them
+    (`shorten=False` keeps it as found; `violation.note` says what was done). `max_violations` K > 1 goes on
+    past invariant violations and keeps up to K that differ in the property or the last action
+    (`violations`, first first; scalar engine, breadth-first, one worker, no reduction by partial order).
+    Without a violation, `witnesses` holds one `WitnessResult` per `@witness` of the spec (`found`, `trace`).
     `properties` names temporal properties (`@temporal`) to decide on the whole state graph, under the
     spec's fairness with `fairness` overrides ({action or family: "weak", "strong" or "none"}), as
     `lockstep check --property --fairness`; a violation's trace is then a lasso."""
@@ -78,8 +84,11 @@ def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None 
         raise UsageError("dfs=True runs on one worker; drop workers or dfs")
     if fairness and not properties:
         raise UsageError("fairness applies to temporal properties; name them with properties=[...]")
+    if max_violations < 1:
+        raise UsageError(f"max_violations={max_violations}: at least 1")
     if properties:
         for given, why in ((symmetry, "symmetry=True: symmetry reduction is not sound for per-process fairness"),
+                           (max_violations > 1, "max_violations: a temporal property's counterexample is one lasso"),
                            (workers > 1 or dfs, "workers and dfs: temporal properties are checked on the whole "
                                                 "state graph, built breadth-first by one process"),
                            (engine == "vector", "engine='vector': temporal properties are checked by the scalar "
@@ -91,14 +100,18 @@ def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None 
     if properties:
         return _check_properties(m, properties, fairness, deadlock, max_depth, max_states, progress)
     use_por, por_note = por_choice(m, por, [(dfs, "dfs=True", "its cycle proviso is the breadth-first one"),
-                                            (workers > 1, f"workers={workers}", "it runs on one worker")], "por=True")
-    opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states, dfs=dfs, workers=workers, por=use_por)
-    chosen, vm, why = choice.choose(engine, m, opts)
+                                            (workers > 1, f"workers={workers}", "it runs on one worker"),
+                                            (max_violations > 1, "max_violations", SEVERAL_POR)], "por=True")
+    asked, several_note = several_engine(engine, max_violations, [(dfs, "dfs=True"), (workers > 1, f"workers={workers}")])
+    opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states, dfs=dfs, workers=workers, por=use_por,
+                   max_violations=max_violations)
+    chosen, vm, why = choice.choose(asked, m, opts)
     res = choice.run(chosen, m, vm, opts, Progress() if progress else NoProgress())
-    add_notes(res, engine, chosen, why, por_note)
+    add_notes(res, engine, chosen, why or several_note, por_note)
+    shorten_violation(res, m, chosen, vm, opts, shorten)
     res.model = m
     if witnesses and res.violation is None:
-        res.witnesses = search_witnesses(m, chosen, opts)
+        res.witnesses = search_witnesses(m, chosen, replace(opts, max_violations=1))
     return res
 
 
@@ -128,6 +141,43 @@ def add_notes(res: CheckResult, asked: str, chosen: str, why: str | None, por_no
         res.notes.append(why)
     if por_note:
         res.notes.append(por_note)
+
+
+SEVERAL_POR = "it explores one interleaving of independent events, which may hide the violations the others reach"
+
+
+def several_engine(engine: str, max_violations: int, blockers: list[tuple[bool, str]],
+                   asked: str = "max_violations") -> tuple[str, str | None]:
+    """(the engine to choose with `choice.choose`, a note why it is not the one asked for) for `max_violations`:
+    beyond 1 the scalar engine's breadth-first search on one worker records violations and goes on, so a
+    UsageError for the vector engine (which stops at the first) and the options in `blockers` (given, option)."""
+    if max_violations <= 1:
+        return engine, None
+    for given, option in blockers:
+        if given:
+            raise UsageError(f"{asked} with {option}: several violations are collected by the scalar engine's "
+                             f"breadth-first search on one worker; drop one of them")
+    if engine == "vector":
+        raise UsageError(f"{asked}: the vector engine stops at the first violation; several are collected by the "
+                         "scalar engine (engine scalar)")
+    return "scalar", ("scalar engine chosen: several violations are collected by its breadth-first search"
+                      if engine == "auto" else None)
+
+
+def shorten_violation(res: CheckResult, m: Model, engine: str, vm: Any, opts: Options, shorten: bool = True) -> None:
+    """Replace a counterexample found with partial-order reduction or depth-first by a shortest one (or say
+    why it is kept: the search's budget, or `shorten` False); a breadth-first counterexample is left as it is
+    (a shortest one)."""
+    from lockstep.checker.counterexample import shorten as shortened
+
+    v = res.violation
+    if v is None or not (opts.por or opts.dfs) or (v.trace.property or {}).get("kind") == "temporal":
+        return
+    found_with = "partial-order reduction" if opts.por else "depth-first search"
+    if not shorten:
+        v.note = f"as found with {found_with}, maybe not a shortest one (not shortened)"
+        return
+    res.violation = shortened(m, v, found_with, engine, vm).violation
 
 
 def _actor_program(prog: Any) -> bool:
@@ -199,16 +249,32 @@ def prove(spec: SpecLike, invariant: str, *, assumed: list[str] | None = None, k
 
 
 def simulate(spec: SpecLike, *, runs: int = 1000, depth: int = 100, seed: int = 1, deadlock: bool = True,
-             workers: int = 1, invariants: list[str] | None = None, **params: int) -> Any:
+             workers: int = 1, invariants: list[str] | None = None, shorten: bool = True, **params: int) -> Any:
     """`runs` random walks of at most `depth` steps (as `lockstep simulate`), checking the invariants,
-    deadlocks and failing steps at every state; returns a `SimResult` (`violation`, `distinct`,
-    `coverage`, ...). The same seed gives the same first violation for any number of workers."""
+    deadlocks and failing steps at every state; returns a `SimResult` (`violation`, `distinct`, `seen`: the
+    distinct states and values and the Good–Turing estimate of the unseen mass, `coverage`, ...). The same seed
+    gives the same first violation for any number of workers. The violating walk is minimised, then
+    shortened if a bounded breadth-first search finds a shorter counterexample (`shorten=False` keeps the
+    walk as it is; `violation.note` says what was done)."""
     from lockstep.checker.simulation import simulate as walk
 
     for name, v, least in (("runs", runs, 1), ("depth", depth, 1), ("workers", workers, 1), ("seed", seed, 0)):
         if v < least:
             raise UsageError(f"{name}={v}: at least {least}")
-    return walk(model(spec, invariants=invariants, **params), runs, depth, seed, deadlock, workers)
+    m = model(spec, invariants=invariants, **params)
+    res = walk(m, runs, depth, seed, deadlock, workers)
+    if shorten:
+        minimise_walk(res, m)
+    return res
+
+
+def minimise_walk(res: Any, m: Model) -> None:
+    """Replace a simulation's violating walk by its minimised (and, within the search's budget, shortest)
+    counterexample."""
+    from lockstep.checker.counterexample import minimise
+
+    if res.violation is not None and res.path is not None:
+        res.violation = minimise(m, res.path, res.violation).violation
 
 
 def replay(trace: Any, *, spec: SpecLike | None = None, **params: int) -> Any:

@@ -16,6 +16,8 @@ SPECS: dict[str, str] = {
     "lock_weak": "lockstep.specs.examples.lock:LockWeak",
     "alternating_bit": "lockstep.specs.examples.alternating_bit:AlternatingBit",
     "alternating_bit_reordering": "lockstep.specs.examples.alternating_bit:AlternatingBitReordering",
+    "chang_roberts": "lockstep.specs.examples.chang_roberts:ChangRoberts",
+    "chang_roberts_forward_all": "lockstep.specs.examples.chang_roberts:ChangRobertsForwardAll",
     "two_phase_commit": "lockstep.specs.two_phase_commit:TwoPhaseCommit",
     "two_phase_commit_eager": "lockstep.specs.two_phase_commit:TwoPhaseCommitEager",
     "bracha": "lockstep.specs.bracha:Bracha",

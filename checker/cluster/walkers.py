@@ -2,8 +2,9 @@
 driver hands out (a few in flight per actor, the lowest-numbered first); the driver merges their
 tallies in block order, so the result is the one-process result for the same seed and walk count.
 
-Only plain data crosses the network: block bounds in, counts, coverage entries, a uint64 array of
-fingerprints and a violating walk's number out. The driver re-runs that walk to rebuild its trace.
+Only plain data crosses the network: block bounds in, counts, coverage entries, the states and values seen
+(arrays of fingerprints, walk counts and hashes, or sketches) and a violating walk's number out. The driver
+re-runs that walk to rebuild its trace.
 An actor lost mid-run is reported and replaced; its blocks run again (a block is a pure function
 of the seed and the walk numbers).
 """
@@ -16,12 +17,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from ..loader import load_model
 from ..model import Model
 from ..simulation import Merge, SimResult, Tally, blocks, tally
 from ..simulation.block import ENDINGS
+from ..simulation.seen import checked, value_hashers
 from .connect import ClusterError, check_address, connect, disconnect
 from .driver import RECOVERIES
 
@@ -48,7 +48,7 @@ class Walkers:
     def identity(self) -> list[int]:
         return initial_identity(self.model)
 
-    def run(self, start: int, stop: int) -> tuple[int, int, list[int], list[tuple[str, int, int]], np.ndarray,
+    def run(self, start: int, stop: int) -> tuple[int, int, list[int], list[tuple[str, int, int]], dict[str, Any],
                                                   list[Any]]:
         """The tally of walks start .. stop-1, as plain values (no objects of this process's making)."""
         t = tally(self.model, range(int(start), int(stop)), self.depth, self.seed, self.deadlock)
@@ -57,7 +57,7 @@ class Walkers:
         return t.runs, t.steps, endings, cov, t.seen, [] if t.found is None else list(t.found)
 
 
-def _tally(out: Any, endings: list[str]) -> Tally:
+def _tally(out: Any, endings: list[str], nvars: int) -> Tally:
     """A tally from an actor's plain values, type-checked."""
     runs, steps, ends, cov, seen, found = out
     f = None
@@ -65,7 +65,7 @@ def _tally(out: Any, endings: list[str]) -> Tally:
         walk, kind, name, message, location = found
         f = (int(walk), str(kind), str(name), str(message), None if location is None else str(location))
     return Tally(int(runs), int(steps), dict(zip(endings, (int(x) for x in ends))),
-                 {str(k): [int(e), int(t)] for k, e, t in cov}, np.asarray(seen, dtype=np.uint64), f)
+                 {str(k): [int(e), int(t)] for k, e, t in cov}, checked(seen, nvars), f)
 
 
 class ClusterSimulation:
@@ -139,7 +139,7 @@ class ClusterSimulation:
             i, slot = pending.pop(ref)
             load[slot] -= 1
             try:
-                merge.add(i, _tally(ray.get(ref), endings))
+                merge.add(i, _tally(ray.get(ref), endings, len(value_hashers(self.model)[0])))
             except ray.exceptions.RayActorError as e:
                 self._replace(slot, i, e, todo, pending, load)
             else:

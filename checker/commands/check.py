@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 
-from lockstep.api import add_notes
+from lockstep.api import SEVERAL_POR, add_notes, several_engine, shorten_violation
 
 from ..errors import UsageError
 from ..explicit import Options
@@ -65,6 +66,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--depth", type=natural, metavar="K",
                    help=f"--engine smt: look for violations within K steps (default {SMT_DEPTH})")
     p.add_argument("--out", type=output_file, metavar="FILE", help="write the counterexample trace (JSON, ITF) to FILE")
+    p.add_argument("--no-shorten", action="store_true",
+                   help="keep a counterexample found with partial-order reduction or --dfs as found (default: a "
+                        "breadth-first search without them, within a budget, shortens it to a shortest one)")
+    p.add_argument("--max-violations", type=positive, metavar="K",
+                   help="go on past invariant violations and report up to K that differ in the property or the last "
+                        "action; with --out FILE each is saved to FILE-1.json, FILE-2.json, ... (scalar engine, "
+                        "breadth-first, one worker)")
     p.add_argument("--coverage", type=output_file, metavar="FILE",
                    help="count how often each action is enabled (scalar engine, no partial-order reduction) and "
                         "write it as JSON to FILE")
@@ -100,7 +108,11 @@ def run(args: argparse.Namespace) -> int:
         why = {"--symmetry": args.symmetry and "symmetry reduction is not sound for per-process fairness",
                "--workers": args.workers > 1 and "temporal properties are checked on the whole state graph, "
                                                  "which one process holds",
-               "--dfs": args.dfs and "temporal properties are checked on the whole state graph, built breadth-first"}
+               "--dfs": args.dfs and "temporal properties are checked on the whole state graph, built breadth-first",
+               "--max-violations": args.max_violations is not None and "a temporal property's counterexample is "
+                                                                        "one lasso",
+               "--no-shorten": args.no_shorten and "a temporal property's counterexample is a lasso of the whole "
+                                                  "state graph, not shortened"}
         for option, reason in why.items():
             if reason:
                 raise UsageError(f"{option} is not available with --property: {reason}; drop {option}")
@@ -112,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
               flush=True)
     model = load_model(args.spec, params, symmetry=args.symmetry, invariants=args.invariant or None)
     por, por_note = por_choice(args, model)
+    several = args.max_violations or 1
     coverage = None
     if args.coverage:
         if args.engine == "vector" or args.property or args.workers > 1:
@@ -124,12 +137,15 @@ def run(args: argparse.Namespace) -> int:
         args.engine = "scalar"
         if por:
             por, por_note = False, "partial-order reduction off with --coverage: it counts every interleaving"
+    asked, several_note = several_engine(args.engine, several, [
+        (args.dfs, "--dfs"), (args.workers > 1, "--workers"), (bool(args.cluster), "--cluster"),
+        (bool(args.checkpoint), "--checkpoint"), (bool(args.resume), "--resume")], "--max-violations")
     opts = Options(deadlock=not args.no_deadlock, max_depth=args.max_depth, max_states=args.max_states,
-                   dfs=args.dfs, workers=args.workers, por=por)
+                   dfs=args.dfs, workers=args.workers, por=por, max_violations=several)
     if args.property:
         return _check_properties(args, model, opts)
     graph = dump_graph_first(args, model)
-    engine, vm, why = choice.choose(args.engine, model, opts)
+    engine, vm, why = choice.choose(asked, model, opts)
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
     mode = "depth-first" if args.dfs else "breadth-first"
     print(f"Checking {model.name}" + (f" ({ps})" if ps else "") +
@@ -144,7 +160,16 @@ def run(args: argparse.Namespace) -> int:
         res = check_scalar_checkpointed(args, model, opts, progress)
     else:
         res = choice.run(engine, model, vm, opts, progress, checkpoint_options(args, engine, vm, opts))
-    add_notes(res, args.engine, engine, why, por_note)
+    add_notes(res, args.engine, engine, why or several_note, por_note)
+    if res.violation is not None and (opts.por or opts.dfs):
+        if coverage is not None:  # what the search for a shorter counterexample enables is not counted
+            from collections import Counter
+
+            coverage.enabled = coverage.taken = Counter(coverage.enabled)
+        if not args.quiet and not args.no_shorten:
+            print(f"progress: looking for a counterexample shorter than {len(res.violation.trace.steps) - 1} steps "
+                  "(breadth-first, without the reduction)", file=sys.stderr, flush=True)
+        shorten_violation(res, model, engine, vm, opts, not args.no_shorten)
     report(res, args.out, model, args.full)
     if coverage is not None:
         coverage.print(model)
@@ -162,7 +187,7 @@ def _check_witnesses(args: argparse.Namespace, res, model, engine: str, opts: Op
     from ..witnesses import search_witnesses
     from .common import print_trace
 
-    res.witnesses = search_witnesses(model, engine, opts)
+    res.witnesses = search_witnesses(model, engine, replace(opts, max_violations=1))
     if not res.witnesses:
         return res.exit_code
     print(f"\nWitnesses: {', '.join(w.name for w in res.witnesses)}")
@@ -201,6 +226,7 @@ def por_choice(args: argparse.Namespace, model) -> tuple[bool, str | None]:
     from lockstep.api import por_choice as choose_por
 
     blockers = [(args.dfs, "--dfs", "its cycle proviso is the breadth-first one"),
+                ((args.max_violations or 1) > 1, "--max-violations", SEVERAL_POR),
                 (args.workers > 1, "--workers", "it runs on one worker"),
                 (bool(getattr(args, "cluster", None)), "--cluster", "the partitioned search expands every event"),
                 (bool(args.property), "--property", "its provisos keep invariants and deadlocks, not liveness under "
@@ -239,7 +265,8 @@ def check_smt(args: argparse.Namespace) -> int:
 
     explicit_only = {"--symmetry": args.symmetry, "--workers": args.workers > 1, "--dfs": args.dfs, "--por": bool(args.por),
                      "--max-depth": args.max_depth is not None, "--max-states": args.max_states is not None,
-                     "--dump-graph": args.dump_graph is not None}
+                     "--dump-graph": args.dump_graph is not None, "--no-shorten": args.no_shorten,
+                     "--max-violations": args.max_violations is not None}
     given = [flag for flag, on in explicit_only.items() if on]
     if given:
         raise UsageError(f"{', '.join(given)}: only for the explicit engine; the SMT engine's bound is --depth K")
@@ -292,9 +319,10 @@ def check_all_trees(args: argparse.Namespace) -> int:
     if args.all_trees > FORCE_LIMIT and not args.force:
         raise UsageError(f"--all-trees {args.all_trees}: beyond {FORCE_LIMIT} nodes the trees multiply (1,301 with "
                          f"13 nodes, 19,320 with 16, each with every initiator); add --force to run it anyway")
-    if args.engine == "smt" or args.property or args.symmetry or args.workers > 1 or args.dfs or args.dump_graph:
+    if args.engine == "smt" or args.property or args.symmetry or args.workers > 1 or args.dfs or args.dump_graph \
+            or args.no_shorten or args.max_violations is not None:
         raise UsageError("--all-trees runs the explicit engine with its defaults; drop --engine smt, --property, "
-                         "--symmetry, --workers, --dfs and --dump-graph")
+                         "--symmetry, --workers, --dfs, --dump-graph, --no-shorten and --max-violations")
     params = parse_params(args.param)
     if "n" in params or "tree" in params:
         raise UsageError("--all-trees chooses n and tree itself; drop --param n and --param tree")

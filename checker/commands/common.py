@@ -129,10 +129,24 @@ def print_violation(v: Violation, out: str | None, model: Model | None = None, f
         print(f"Trace written to {out} (replay it: {follow_up('replay', out, v.trace.spec)})")
 
 
+def print_several(violations: list[Violation], out: str | None, model: Model | None = None, full: bool = False) -> None:
+    """Print the violations of a search that went on past the first (`--max-violations`), each saved to its own file
+    (`--out cex.json`: cex-1.json, cex-2.json, ...)."""
+    from ..counterexample import numbered_file
+
+    n = len(violations)
+    print(f"\n{n} distinct violation{'s' if n != 1 else ''} (by property and last action), in the order found:")
+    for i, v in enumerate(violations, start=1):
+        print(f"\n[{i} of {n}]", end="")
+        print_violation(v, numbered_file(out, i) if out else None, model, full)
+
+
 def report(res: CheckResult, out: str | None, model: Model | None = None, full: bool = False) -> None:
-    """Print a check's outcome (and save its counterexample)."""
+    """Print a check's outcome (and save its counterexample, or its several ones)."""
     v = res.violation
-    if v is not None:
+    if res.violations:
+        print_several(res.violations, out, model, full)
+    elif v is not None:
         print_violation(v, out, model, full)
     elif res.verdict == "inconclusive":
         print(f"\nInconclusive: {res.cut}; no violation among the states explored.")

@@ -26,7 +26,7 @@ NAME = "simulate"
 HELP = ("random simulation: walks that check invariants, deadlocks and steps (any spec); population protocols: "
         "hitting times with confidence intervals, statistical checks, plots")
 POPULATION_ONLY = ("start", "target", "leave", "time", "sequential", "within", "plot")
-WALK_ONLY = ("depth", "workers", "out", "no_deadlock", "invariant", "coverage", "cluster")
+WALK_ONLY = ("depth", "workers", "out", "no_deadlock", "invariant", "coverage", "cluster", "no_shorten")
 
 
 def fraction(text: str) -> float:
@@ -67,6 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--invariant", action="append", metavar="NAME", help="check only this invariant (repeatable)")
     p.add_argument("--no-deadlock", action="store_true", default=None, help="a walk may end in a state without steps")
     p.add_argument("--out", type=output_file, metavar="FILE", help="write the first violation's trace (JSON, ITF) to FILE")
+    p.add_argument("--no-shorten", action="store_true",
+                   help="report the violating walk as it is (default: minimised, then shortened by a bounded "
+                        "breadth-first search)")
     p.add_argument("--coverage", type=output_file, metavar="FILE",
                    help="write per-action coverage (enabled / taken) as JSON to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -239,7 +242,10 @@ def _plot(args: argparse.Namespace, protocol: Population, target: str, config: t
 
 
 def simulate_walks(args: argparse.Namespace) -> int:
-    """Random walks of a typed, actor or plain spec; exit 1 with the first violation's trace."""
+    """Random walks of a typed, actor or plain spec; exit 1 with the first violation's trace (minimised unless
+    --no-shorten)."""
+    from lockstep.api import minimise_walk
+
     from ..coverage import Coverage
     from ..loader import load_model
     from ..simulation import simulate
@@ -277,23 +283,31 @@ def simulate_walks(args: argparse.Namespace) -> int:
     else:
         res = simulate(model, runs, depth, seed=args.seed, deadlock=deadlock, workers=workers,
                        tick=None if args.quiet else tick)
+    if res.violation is not None and not args.no_shorten:
+        if not args.quiet:
+            print(f"progress: minimising the violating walk ({len(res.violation.trace.steps) - 1} steps)",
+                  file=sys.stderr, flush=True)
+        minimise_walk(res, model)
     if res.violation is not None:
         print_violation(res.violation, args.out)
         print(f"  found by walk {res.violating_walk + 1:,} (seed {args.seed})")
     else:
         print(f"\nNo violation in {res.runs:,} walks (random simulation: not a proof).")
     rate = res.steps / res.seconds if res.seconds > 0 else 0.0
-    print(f"  {res.runs:,} walks, {res.steps:,} steps in {res.seconds:.2f} s ({rate:,.0f} steps/s), "
-          f"{res.distinct:,} distinct states seen")
+    print(f"  {res.runs:,} walks, {res.steps:,} steps in {res.seconds:.2f} s ({rate:,.0f} steps/s)")
     e = res.endings
     print(f"  walks ended: {e['depth']:,} at depth {depth}, {e['deadlock']:,} without a possible step, "
           f"{e['constraint']:,} outside a state constraint")
+    if res.seen is not None:
+        for line in res.seen.lines():
+            print(line)
     for note in res.notes:
         print(f"  {note}")
     cov: Coverage = res.coverage
     cov.print(model)
     if args.coverage:
-        cov.save(model, args.coverage, command="simulate", runs=res.runs, steps=res.steps, depth=depth, seed=args.seed)
+        cov.save(model, args.coverage, command="simulate", runs=res.runs, steps=res.steps, depth=depth, seed=args.seed,
+                 states=res.seen.json() if res.seen is not None else None)
         print(f"  coverage written to {args.coverage}")
     sys.stdout.flush()
     return res.exit_code

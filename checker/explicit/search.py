@@ -32,6 +32,7 @@ class Options:
     dfs: bool = False
     workers: int = 1
     por: bool = False  # partial-order reduction (actor specs, breadth-first)
+    max_violations: int = 1  # beyond 1: record invariant violations and go on (this engine, breadth-first, one worker)
 
     def depth_cut(self) -> str:
         """Why a search that stopped at the depth bound is inconclusive (in the bound's own unit, steps)."""
@@ -86,6 +87,11 @@ class _Search:
         self.cut: str | None = None
         self.por: Any = None  # the reduction's statistics when opts.por
         self.checkpoint: Any = None  # an `ExplicitCheckpoint`: write (or resume) the search at level boundaries
+        self.collect: Any = None  # a `counterexample.Collector`: invariant violations recorded, the search goes on
+        if opts.max_violations > 1 and not opts.dfs:
+            from ..counterexample.several import Collector
+
+            self.collect = Collector(model, opts.max_violations)
 
     # -- shared helpers ----------------------------------------------------------------------
     def _invariant_violation(self, fp: int, st: Any, last: tuple[Any, Any] | None = None) -> _Found:
@@ -118,7 +124,9 @@ class _Search:
                 continue
             parents[f] = None
             if self._bad(c):
-                raise self._invariant_violation(f, c)
+                if self.collect is None or self.collect.initial(f, c):
+                    raise self._invariant_violation(f, c)
+                continue
             frontier.append((f, c))
         if frontier:
             self.depth = 1
@@ -157,10 +165,18 @@ class _Search:
                           visited_bytes=_dict_bytes(self.parents))
         if self.por is not None:
             res.notes.append(self.por.note())
+        if self.collect is not None:  # the violations recorded, then the one that stopped the search if another
+            res.violations = self.collect.violations(self.parents)
+            if found is not None and not self.collect.recorded(found.fp):
+                res.violations.append(self._violation(found))
+            found = None
+            if res.violations:
+                res.verdict = VIOLATION
+                res.violation = res.violations[0]
         if found is not None:
             res.verdict = VIOLATION
             res.violation = self._violation(found)
-        elif self.cut:
+        elif self.cut and res.violation is None:
             res.verdict = INCONCLUSIVE
             res.cut = self.cut
         return res
@@ -178,6 +194,8 @@ class _Search:
             expand = expander(m, deadlock=opts.deadlock, partitioned=False)
         canon = m.canonical if m.symmetry else None
         bad, outside = safe_predicates(m)
+        if self.collect is not None:
+            bad = self.collect.watch(bad, parents)
         cap = opts.max_states if opts.max_states is not None else sys.maxsize
         while frontier:
             if self.handoff is not None and len(frontier) >= self.handoff:
@@ -194,6 +212,8 @@ class _Search:
                 if progress.due():
                     progress.report(Stats(len(parents), base + gen, len(frontier) - k + len(nxt), self.depth))
 
+            if self.collect is not None:
+                self.collect.level(frontier)
             r = expand(frontier, parents, nxt, bad, canon, outside, cap, tick, None, None, 1, 0)
             if type(r) is tuple:
                 kind, f, st, gen = r
@@ -203,7 +223,7 @@ class _Search:
                     return len(frontier) + len(nxt)
                 raise self._stop(kind, f, st)
             self.generated += r
-            frontier = nxt
+            frontier = nxt if self.collect is None else self.collect.unexpanded(nxt)
             level += 1
             if frontier:
                 self.depth = level + 1

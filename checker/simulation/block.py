@@ -3,7 +3,7 @@ invariant, deadlock and step failure at each state they visit.
 
 Walk k draws from its own generator, seeded by (seed, k), so a walk is the same wherever it runs. A
 contiguous block of walks stops at its first violation and is summed up as a `Tally` of plain data
-(counts, coverage entries, an array of fingerprints, the violating walk's number), which is all that
+(counts, coverage entries, the states and values seen as arrays, the violating walk's number), which is all that
 crosses processes: the driver re-runs that one walk to rebuild its trace.
 """
 
@@ -14,10 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from ..coverage import Coverage
 from ..model import Model
+from .seen import Seen
 
 ENDINGS = ("depth", "deadlock", "constraint")
 
@@ -26,9 +25,9 @@ ENDINGS = ("depth", "deadlock", "constraint")
 class _Part:
     """What a block of walks saw, in this process (the violation with its walk's path of states)."""
 
+    seen: Seen
     runs: int = 0
     steps: int = 0
-    seen: set = field(default_factory=set)
     coverage: Coverage = field(default_factory=Coverage)
     endings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ENDINGS, 0))
     found: tuple | None = None  # (walk, path, kind, name, message, location)
@@ -40,7 +39,7 @@ def walk_seed(seed: int, k: int) -> int:
 
 def _walks(model: Model, walks: range, depth: int, seed: int, deadlock: bool,
            tick: Callable[[int, int], None] | None) -> _Part:
-    part = _Part()
+    part = _Part(Seen(model))
     inits = model.initial_states()
     fp, succ_of = model.fingerprint, model.successors
     constrained = bool(model.constraint_names)
@@ -52,10 +51,12 @@ def _walks(model: Model, walks: range, depth: int, seed: int, deadlock: bool,
         path: list[tuple[Any, Any]] = [(None, st)]
         part.runs += 1
         end = "depth"
+        visited: dict[int, Any] = {}
         for _ in range(depth + 1):
-            seen.add(fp(st))
+            visited[fp(st)] = st
             bad = _invariant(model, st) if checked else None
             if bad is not None:
+                seen.walk(k, visited)
                 part.found = (k, path, *bad)
                 return part
             if constrained and model.outside(st) >= 0:
@@ -66,11 +67,13 @@ def _walks(model: Model, walks: range, depth: int, seed: int, deadlock: bool,
             try:
                 succ = succ_of(st)
             except Exception:
+                seen.walk(k, visited)
                 f = model.diagnose(st)
                 part.found = (k, path, f.kind, f.action, f.describe(), f.location)
                 return part
             if not succ:
                 if deadlock:
+                    seen.walk(k, visited)
                     part.found = (k, path, "deadlock", "", "deadlock: no action is enabled", None)
                     return part
                 end = "deadlock"
@@ -80,6 +83,7 @@ def _walks(model: Model, walks: range, depth: int, seed: int, deadlock: bool,
             taken[lid] += 1
             path.append((lid, st))
             part.steps += 1
+        seen.walk(k, visited)
         part.endings[end] += 1
         if tick is not None:
             tick(part.runs, part.steps)
@@ -99,8 +103,6 @@ def _invariant(model: Model, st: Any) -> tuple[str, str, str, str | None] | None
 
 
 
-M64 = (1 << 64) - 1
-
 
 @dataclass
 class Tally:
@@ -110,7 +112,7 @@ class Tally:
     steps: int
     endings: dict[str, int]
     coverage: dict[str, list[int]]  # coverage entry -> [enabled, taken]
-    seen: np.ndarray  # distinct fingerprints (uint64)
+    seen: dict[str, Any]  # the states and values seen, as `Seen.plain` gives them
     found: tuple[int, str, str, str, str | None] | None  # (walk, kind, name, message, location)
 
 
@@ -119,9 +121,8 @@ def tally(model: Model, walks: range, depth: int, seed: int, deadlock: bool,
     """Run the walks of `walks` (stopping at the first violation) and sum them up."""
     part = _walks(model, walks, depth, seed, deadlock, tick)
     cov = {k: [v["enabled"], v["taken"]] for k, v in part.coverage.table(model).items()}
-    seen = np.fromiter((f & M64 for f in part.seen), dtype=np.uint64, count=len(part.seen))
     found = None if part.found is None else (part.found[0], *part.found[2:])
-    return Tally(part.runs, part.steps, dict(part.endings), cov, np.unique(seen), found)
+    return Tally(part.runs, part.steps, dict(part.endings), cov, part.seen.plain(), found)
 
 
 def rewalk(model: Model, walk: int, depth: int, seed: int, deadlock: bool) -> tuple:

@@ -7,30 +7,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ..coverage import Coverage, declared_keys
 from ..model import Model
 from ..result import Violation
 from ..trace import Trace
 from .block import ENDINGS, Tally, rewalk
+from .seen import SeenSummary, summarise, value_hashers
 
 BLOCK = 1000  # most walks in one block (a block is the unit of progress and of work lost with a worker)
 
 
 @dataclass
 class SimResult:
-    """What the walks saw: their number and steps, distinct states, coverage, and the first violation."""
+    """What the walks saw: their number and steps, distinct states and the unseen mass, coverage, and the first
+    violation."""
 
     runs: int
     steps: int
     distinct: int
     seconds: float
     coverage: Coverage
+    seen: SeenSummary | None = None  # distinct states and values, and the estimate of the unseen mass
     endings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ENDINGS, 0))
     violation: Violation | None = None
     violating_walk: int | None = None
     notes: list[str] = field(default_factory=list)
+    path: list | None = field(default=None, repr=False)  # the violating walk's states [(None, s0), (label, s1), ...]
 
     @property
     def exit_code(self) -> int:
@@ -98,7 +100,8 @@ class Merge:
                 acc = entries.setdefault(k, [0, 0])
                 acc[0] += enabled
                 acc[1] += taken
-        res.distinct = len(np.unique(np.concatenate(seen))) if seen else 0
+        res.seen = summarise(seen, names=value_hashers(self.model)[0])
+        res.distinct = res.seen.distinct
         last = self.got[self.limit - 1].found if self.limit else None
         if last is not None:
             k, path, kind, name, message, location = rewalk(self.model, last[0], self.depth, self.seed, self.deadlock)
@@ -109,4 +112,5 @@ class Merge:
             trace = Trace.from_states(self.model, path, property=prop, message=message, location=location)
             res.violation = Violation(kind, name, message, location, trace)
             res.violating_walk = k
+            res.path = path
         return res

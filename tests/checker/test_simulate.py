@@ -49,7 +49,8 @@ def test_typed_and_plain_specs_and_failing_steps(cli):
 def summary(res, model) -> tuple:
     """Everything a simulation reports but its time."""
     trace = None if res.violation is None else res.violation.trace.to_json()
-    return (res.runs, res.steps, res.distinct, res.endings, res.coverage.table(model), res.violating_walk, trace)
+    return (res.runs, res.steps, res.distinct, res.seen, res.endings, res.coverage.table(model), res.violating_walk,
+            trace)
 
 
 def test_same_seed_same_walks_whatever_the_workers():
