@@ -78,16 +78,24 @@ def _witnesses(model: Model) -> list[Predicate]:
     return list(prog.witnesses) if prog is not None else []
 
 
-def search_witnesses(model: Model, engine: str, opts: Options) -> list[WitnessResult]:
+def search_witnesses(model: Model, engine: str, opts: Options, shorten: bool = True) -> list[WitnessResult]:
     """Search for every `@witness` of `model` with `engine` ("vector" or "scalar", as `choice.choose` chose
-    it) under `opts` (deadlocks are not reported: a witness search looks for a state, not a run's end)."""
+    it) under `opts` (deadlocks are not reported: a witness search looks for a state, not a run's end); a trace
+    found with partial-order reduction or depth-first is shortened to a shortest one (within a budget) unless
+    `shorten` is False."""
     from .vector import choice
 
     wopts = replace(opts, deadlock=False)
 
     def run(wm: Model) -> CheckResult:
         chosen, vm, _ = choice.choose(engine, wm, wopts)
-        return choice.run(chosen, wm, vm, wopts, NoProgress())
+        res = choice.run(chosen, wm, vm, wopts, NoProgress())
+        if shorten and res.violation is not None and (wopts.por or wopts.dfs):  # the shortest trace reaching it
+            from .counterexample import shorten as shortened
+
+            found_with = "partial-order reduction" if wopts.por else "depth-first search"
+            res.violation = shortened(wm, res.violation, found_with, chosen, vm).violation
+        return res
 
     return [search_witness(model, name, run) for name in witness_names(model)]
 

@@ -111,7 +111,7 @@ def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None 
     shorten_violation(res, m, chosen, vm, opts, shorten)
     res.model = m
     if witnesses and res.violation is None:
-        res.witnesses = search_witnesses(m, chosen, replace(opts, max_violations=1))
+        res.witnesses = search_witnesses(m, chosen, replace(opts, max_violations=1), shorten)
     return res
 
 

@@ -187,7 +187,7 @@ def _check_witnesses(args: argparse.Namespace, res, model, engine: str, opts: Op
     from ..witnesses import search_witnesses
     from .common import print_trace
 
-    res.witnesses = search_witnesses(model, engine, replace(opts, max_violations=1))
+    res.witnesses = search_witnesses(model, engine, replace(opts, max_violations=1), not args.no_shorten)
     if not res.witnesses:
         return res.exit_code
     print(f"\nWitnesses: {', '.join(w.name for w in res.witnesses)}")
