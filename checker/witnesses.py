@@ -91,10 +91,11 @@ def search_witnesses(model: Model, engine: str, opts: Options, shorten: bool = T
         chosen, vm, _ = choice.choose(engine, wm, wopts)
         res = choice.run(chosen, wm, vm, wopts, NoProgress())
         if shorten and res.violation is not None and (wopts.por or wopts.dfs):  # the shortest trace reaching it
+            from .counterexample import Budget
             from .counterexample import shorten as shortened
 
             found_with = "partial-order reduction" if wopts.por else "depth-first search"
-            res.violation = shortened(wm, res.violation, found_with, chosen, vm).violation
+            res.violation = shortened(wm, res.violation, found_with, chosen, vm, Budget.within(wopts.max_states)).violation
         return res
 
     return [search_witness(model, name, run) for name in witness_names(model)]

@@ -166,8 +166,9 @@ def several_engine(engine: str, max_violations: int, blockers: list[tuple[bool, 
 
 def shorten_violation(res: CheckResult, m: Model, engine: str, vm: Any, opts: Options, shorten: bool = True) -> None:
     """Replace a counterexample found with partial-order reduction or depth-first by a shortest one (or say
-    why it is kept: the search's budget, or `shorten` False); a breadth-first counterexample is left as it is
-    (a shortest one)."""
+    why it is kept: the search's budget, at most `opts.max_states` states, or `shorten` False); a breadth-first
+    counterexample is left as it is (a shortest one)."""
+    from lockstep.checker.counterexample import Budget
     from lockstep.checker.counterexample import shorten as shortened
 
     v = res.violation
@@ -177,7 +178,7 @@ def shorten_violation(res: CheckResult, m: Model, engine: str, vm: Any, opts: Op
     if not shorten:
         v.note = f"as found with {found_with}, maybe not a shortest one (not shortened)"
         return
-    res.violation = shortened(m, v, found_with, engine, vm).violation
+    res.violation = shortened(m, v, found_with, engine, vm, Budget.within(opts.max_states)).violation
 
 
 def _actor_program(prog: Any) -> bool:

@@ -29,6 +29,11 @@ class Budget:
     states: int = 2_000_000
     seconds: float = 120.0
 
+    @classmethod
+    def within(cls, max_states: int | None) -> Budget:
+        """The default budget, with no more states than a search's own bound `max_states`."""
+        return cls() if max_states is None else cls(states=min(cls.states, max_states))
+
 
 @dataclass
 class Shortening:

@@ -107,6 +107,8 @@ def test_the_budget_keeps_the_counterexample_and_says_why_and_how_short_any_othe
     assert 0 < got.least <= 4  # the shortest has 4 steps: the levels searched prove no fewer than `least`
     path, states, least, why = shortest_path(m, Target.of(m, found), 12, Budget(states=20))
     assert path is None and why == "its budget of 20 states" and least <= 4
+    bounded = lockstep.check("chang_roberts_forward_all", max_states=30).violation  # the check's own bound holds
+    assert steps(bounded) == 13 and "stopped at its budget of 30 states" in bounded.note
 
 
 def test_the_fallback_search_finds_the_shortest_violation_of_another_invariant_than_the_first():
