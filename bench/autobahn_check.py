@@ -1,8 +1,8 @@
 """Exhaustive checks of Autobahn, n = 4, f = 1: each configuration's bounds, verdict, states, depth and time,
 and each seeded bug's time to its counterexample, on the scalar explicit engine (one core, no reduction:
-partial-order reduction and symmetry for actor specs are not on main yet, so there is no reduction
-factor to report). A configuration stops at --max-states and is then reported as inconclusive,
-with the rate at which it was exploring.
+Autobahn's handlers are too large for the partial-order reduction's static analysis, and it declares no
+symmetric range). A configuration stops at --max-states and is then reported as inconclusive, with the
+rate at which it was exploring.
 
     python -m bench.autobahn_check                   # the default table (tens of minutes on a loaded machine)
     python -m bench.autobahn_check --max-states 200000
