@@ -39,8 +39,8 @@ def walk_seed(seed: int, k: int) -> int:
 
 def _walks(model: Model, walks: range, depth: int, seed: int, deadlock: bool,
            tick: Callable[[int, int], None] | None) -> _Part:
+    inits = model.initial_states()  # (a plain spec learns its variables' names from them)
     part = _Part(Seen(model))
-    inits = model.initial_states()
     fp, succ_of = model.fingerprint, model.successors
     constrained = bool(model.constraint_names)
     checked = bool(model.invariant_names)
