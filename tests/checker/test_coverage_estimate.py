@@ -146,3 +146,10 @@ def test_simulate_prints_and_writes_the_estimate(cli, tmp_path):
     assert states["walks"] == 200 and states["distinct_exact"] is True
     assert 0 <= states["unseen_mass"]["low"] <= states["unseen_mass"]["estimate"] <= states["unseen_mass"]["high"]
     assert set(states["variables"]) == {"rm_state", "tm_state", "tm_prepared", "msgs"}
+
+
+def test_a_plain_spec_s_variables_are_the_fields_of_its_states():
+    from tests.conftest import model_path
+
+    res = simulate(load_model(model_path("plain_named.py"), {}), 300, DEPTH, seed=1, deadlock=False)
+    assert res.seen.distinct == 12 and res.seen.values == {"x": (4, True), "y": (3, True)}
