@@ -120,6 +120,16 @@ def test_the_wheel_installs_one_top_level_name(wheel):
     assert "lockstep/specs/lang/actors/spec.py" in names and "lockstep/executors/rounds/process.py" in names
 
 
+def test_the_wheel_holds_every_module_and_the_shipped_programs(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+    missing = sorted(str(p.relative_to(ROOT)) for p in project_modules().values()
+                     if f"lockstep/{p.relative_to(ROOT).as_posix()}" not in names)
+    assert missing == [], f"not in the wheel (a folder without __init__.py?): {missing}"
+    programs = sorted(p.name for p in (ROOT / "specs" / "datalog" / "programs").glob("*.dl"))
+    assert programs and all(f"lockstep/specs/datalog/programs/{p}" in names for p in programs)
+
+
 def test_the_wheel_installs_beside_distributions_named_checker_and_specs(wheel, tmp_path):
     env = tmp_path / "venv"
     venv.create(env, with_pip=False)

@@ -1,0 +1,2 @@
+"""Datalog with aggregates in recursion: the language (parser, analysis, evaluation), the shipped programs, and the
+SSP protocol's spec."""
