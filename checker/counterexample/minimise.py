@@ -23,7 +23,7 @@ from .target import Target, path_of, steps_of
 
 Path = list[tuple[Any, Any]]  # [(None, s0), (label id, s1), ...]
 REPLAYED = 400_000  # most steps replayed while minimising (each computes a state's successors)
-SEARCH = Budget(states=500_000, seconds=60.0)  # the search for a shortest one after minimising
+SEARCH = Budget(states=20_000, seconds=30.0)  # the search for a shortest one after minimising (walks are for large specs)
 
 
 @dataclass
