@@ -95,10 +95,9 @@ class Collector:
                 return action_key(m, lid)
         return "?"
 
-    def violations(self, parents: dict[int, Any]) -> list[Violation]:
-        """The recorded violations with their traces (rebuilt along the parent links)."""
-        from ..explicit.search import rebuild_path
-
+    def violations(self, parents: dict[int, Any], rebuild_path: Callable[..., list[Any]]) -> list[Violation]:
+        """The recorded violations with their traces (rebuilt along the parent links by the search's
+        `rebuild_path`)."""
         out = []
         for (_name, action), (f, kind, name, message, location) in self.kept.items():
             path = rebuild_path(self.model, parents.get, f)

@@ -166,7 +166,7 @@ class _Search:
         if self.por is not None:
             res.notes.append(self.por.note())
         if self.collect is not None:  # the violations recorded, then the one that stopped the search if another
-            res.violations = self.collect.violations(self.parents)
+            res.violations = self.collect.violations(self.parents, rebuild_path)
             if found is not None and not self.collect.recorded(found.fp):
                 res.violations.append(self._violation(found))
             found = None
