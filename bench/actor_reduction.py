@@ -5,7 +5,8 @@ reduction, with partial-order reduction (POR), with symmetry reduction, and with
 measured in the same run against the full search: in states (its distinct states over the reduced
 search's) and in time (its seconds over the reduced search's): a reduction that saves states but not
 time shows a small time factor. Every mode runs on the vector engine unless `--engine scalar` is given
-(both engines give the same counts), with `--workers` threads (default 1). `--rounds N` runs the modes
+(both engines give the same counts), with `--workers` threads (default 1), its C kernels built before
+each search starts (the seconds are the search's). `--rounds N` runs the modes
 N times, interleaved (none, por, ..., none, por, ...), and reports each one's median time, so that a
 loaded machine slows all modes alike. A search stopped by `--max-states` prints `>` before its count and
 the factor is a lower bound. `--param k=v` sets a parameter of the specs that declare it (two-phase
@@ -27,7 +28,7 @@ import statistics
 from lockstep.checker.explicit import Options, check
 from lockstep.checker.loader import load_model, parse_params, resolve
 from lockstep.checker.reduction.actors import PorUnsupported
-from lockstep.checker.vector import check_vector
+from lockstep.checker.vector import VectorOptions, check_vector
 from lockstep.specs.lang import SpecError, declared_params
 
 QUICK = ["two_phase_commit", "psmr", "bracha_byzantine_relay", "bracha_low_echo_quorum"]
@@ -45,7 +46,10 @@ def measure(spec: str, params: dict[str, int], mode: str, engine: str, max_state
         return None
     opts = Options(deadlock=False, por=por, max_states=max_states, workers=workers)
     try:
-        res = (check if engine == "scalar" else check_vector)(model, opts)
+        if engine == "scalar":
+            res = check(model, opts)
+        else:  # the C kernels built (or loaded from the cache) before the search, not while it runs on numpy
+            res = check_vector(model, opts, vopts=VectorOptions(native="always"))
     except PorUnsupported:
         return None
     prop = res.violation.name if res.violation is not None else "-"
