@@ -106,24 +106,44 @@ def positive(text: str) -> int:
     return v
 
 
-# Options that only one kind of spec takes: (attribute, flag, kind).
-ONE_KIND_OPTIONS = [("tree", "--tree", "rounds"), ("initiator", "--initiator", "rounds"), ("kill", "--kill", "rounds"),
-                    ("interactions", "--interactions", "population"), ("start", "--start", "population"),
-                    ("duration", "--duration", "actor"), ("graph", "--graph", "datalog"),
-                    ("workers", "--workers", "datalog"), ("staleness", "--staleness", "datalog"),
-                    ("straggler", "--straggler", "datalog"), ("weights", "--weights", "datalog")]
+PSMR_ONLY = ("replicas", "clients", "outstanding", "keys", "dependent", "service_ms", "service", "kill_replica",
+             "history", "budget")
+# The kinds of run that take each option not every run takes: (attribute, kinds; the first names the option's help).
+KIND_OPTIONS = [("tree", ("rounds",)), ("initiator", ("rounds",)), ("kill", ("rounds",)),
+                ("interactions", ("population",)), ("start", ("population",)),
+                ("duration", ("actor", "psmr", "autobahn")), ("graph", ("datalog",)), ("workers", ("datalog", "psmr")),
+                ("staleness", ("datalog",)), ("straggler", ("datalog",)), ("weights", ("datalog",)),
+                ("undirected", ("datalog",)), ("no_check", ("datalog",)), ("rate", ("autobahn",)),
+                ("faults", ("actor", "population", "datalog", "psmr", "autobahn")),
+                ("param", ("actor", "rounds", "population", "datalog", "autobahn")),
+                ("no_trace", ("actor", "population", "datalog", "autobahn"))] + [(a, ("psmr",)) for a in PSMR_ONLY]
+
+
+def check_options(args: argparse.Namespace, kind: str) -> None:
+    """Refuse every option given that a run of this kind would not honour (UsageError naming the option)."""
+    if args.trace and args.no_trace:
+        raise UsageError("--trace FILE writes the run's trace and --no-trace records none: give one of them")
+    for attr, kinds in KIND_OPTIONS:
+        value = getattr(args, attr)
+        if value is not None and value is not False and value != [] and kind not in kinds:
+            flag = "--" + attr.replace("_", "-")
+            also = f" (and {', '.join(kinds[1:])})" if len(kinds) > 1 else ""
+            article = "an" if kind[0] in "aeiou" else "a"
+            why = {"no_trace": ": it validates what it records; skip validation with --no-validate",
+                   "param": ": its shape is set by --replicas, --workers, --clients, ...",
+                   "faults": ": a rounds run takes --kill NODE@ROUND"}.get(attr, "")
+            raise UsageError(f"{flag} applies to {kinds[0]} specs{also}; {args.spec} is {article} {kind} spec{why} "
+                             "(see `lockstep run --help`)")
 
 
 def run(args: argparse.Namespace) -> int:
-    if psmr_command.is_psmr(args.spec):
+    kind = ("psmr" if psmr_command.is_psmr(args.spec) else "autobahn" if autobahn_command.is_autobahn(args.spec)
+            else spec_kind(args.spec))
+    check_options(args, kind)
+    if kind == "psmr":
         return psmr_command.run_psmr_command(args)
-    if autobahn_command.is_autobahn(args.spec):
+    if kind == "autobahn":
         return autobahn_command.run_autobahn_command(args)
-    kind = spec_kind(args.spec)
-    for attr, flag, owner in ONE_KIND_OPTIONS:
-        if getattr(args, attr) is not None and owner != kind:
-            raise UsageError(f"{flag} applies to {owner} specs; {args.spec} is a{'n' if kind == 'actor' else ''} "
-                             f"{kind} spec (see `lockstep run --help`)")
     params = parse_params(args.param)
     if kind == "datalog":
         from .datalog.command import run_datalog_command

@@ -206,42 +206,56 @@ def fault_plan(faults: Any, nproc: int, params: dict[str, int] | None = None) ->
     return plan
 
 
-def run(spec: Any, *, faults: Any = None, trace: str | None = None, duration: float = 2.0,
-        interactions: int = 10_000, start: str | None = None, initiator: int = 0, seed: int = 0,
+# The keywords of `run` that only some system models take (a run of another model refuses them, not ignores them).
+_MODEL_OPTIONS = {"duration": ("actors",), "interactions": ("population",), "start": ("population",),
+                  "initiator": ("rounds",), "faults": ("actors", "population"), "record": ("actors", "population")}
+
+
+def run(spec: Any, *, faults: Any = None, trace: str | None = None, duration: float | None = None,
+        interactions: int | None = None, start: str | None = None, initiator: int | None = None, seed: int = 0,
         record: bool = True, validate: bool = True, **params: int) -> RunResult:
     """Run `spec` as real OS processes over TCP on 127.0.0.1 and validate the recorded run, as `lockstep run`:
-    an actor spec as one process per actor for `duration` seconds, a population protocol as one process per
-    agent and a scheduler for `interactions` interactions (from `start`), a rounds spec as one process per node
-    until each terminates (from `initiator`). `faults` is a fault plan (a JSON file's path, a dict, a `Faults`;
-    actor and population runs); the merged trace is written to `trace` (default: a new file in the temporary
-    directory). `seed` fixes the handlers' choices and the injected faults. Raises `LoadError` for a spec that
-    cannot run (or a bad fault plan), `UsageError` for options that do not fit the spec, `SpecError` for bad
-    parameters. The processes are started with multiprocessing's `spawn`, which imports the caller's main
-    module again: in a script, call `run` under `if __name__ == "__main__":` (a test is fine as it is)."""
+    an actor spec as one process per actor for `duration` seconds (default 2), a population protocol as one
+    process per agent and a scheduler for `interactions` interactions (default 10,000; from `start`), a rounds
+    spec as one process per node until each terminates (from `initiator`, default 0). `faults` is a fault plan
+    (a JSON file's path, a dict, a `Faults`; actor and population runs); the merged trace is written to `trace`
+    (default: a new file in the temporary directory); `record=False` records nothing (actor and population
+    runs; a rounds run's outcome is read from its trace). `seed` fixes the handlers' choices and the injected
+    faults. Raises `LoadError` for a spec that cannot run (or a bad fault plan), `UsageError` for options that
+    do not fit the spec (one its model does not take is refused, not ignored), `SpecError` for bad parameters.
+    The processes are started with multiprocessing's `spawn`, which imports the caller's main module again: in
+    a script, call `run` under `if __name__ == "__main__":` (a test is fine as it is)."""
     ref = spec if isinstance(spec, str) else reference(spec)
     if not isinstance(ref, str) or not ref:
         raise LoadError(f"{spec!r} is not a spec")
     _refuse_own_runners(ref)
-    if not 0 < duration <= 3600:
+    if duration is not None and not 0 < duration <= 3600:
         raise UsageError(f"duration={duration}: between 0 and 3600 seconds")
-    if interactions < 1 or seed < 0 or initiator < 0:
+    if (interactions is not None and interactions < 1) or seed < 0 or (initiator is not None and initiator < 0):
         raise UsageError("interactions must be positive, seed and initiator at least 0")
+    if not record and trace is not None:
+        raise UsageError("record=False records nothing, so there is no trace to write: drop trace= or record=False")
+    kind = spec_model(ref)
+    given = {"duration": duration is not None, "interactions": interactions is not None, "start": start is not None,
+             "initiator": initiator is not None, "faults": faults is not None, "record": not record}
+    for name, models in _MODEL_OPTIONS.items():
+        if given[name] and kind not in models:
+            raise UsageError(f"{name}={'False' if name == 'record' else '...'}: only for {' and '.join(models)} runs; "
+                             f"{ref} is a {kind} spec")
     if not record and validate:
         validate = False
-    kind = spec_model(ref)
     began = time.monotonic()
     if kind == "population":
-        return _run_population(ref, params, faults, trace, interactions, start, seed, record, validate, began)
+        return _run_population(ref, params, faults, trace, 10_000 if interactions is None else interactions, start,
+                               seed, record, validate, began)
     if kind == "rounds":
-        if faults is not None:
-            raise UsageError("faults apply to actor specs and population protocols; a rounds run has none")
-        return _run_rounds(ref, params, trace, seed, initiator, validate, began)
+        return _run_rounds(ref, params, trace, seed, initiator or 0, validate, began)
     from lockstep.executors.actors.run import actor_program
     from lockstep.executors.actors.run import run as run_processes
 
     prog = actor_program(ref, params)
     plan = fault_plan(faults, prog.system.proc.size, dict(prog.params))
-    rep = run_processes(ref, params, duration, plan, trace, seed, tracing=record)
+    rep = run_processes(ref, params, 2.0 if duration is None else duration, plan, trace, seed, tracing=record)
     counts = {k: sum(s.get(k, 0) for s in rep.stats.values()) for k in ("events", "sent", "rejected", "deferred", "lost")}
     res = RunResult("actors", ref, rep.spec_name, rep.params, 0.0, counts, rep.stats, rep.trace, list(rep.notes),
                     report=rep)

@@ -78,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
     target = target_name(protocol, args.target)
     if args.measure == "transient" and not args.at:
         raise UsageError("--measure transient needs --at T1,T2,... (numbers of interactions)")
+    if args.at and args.measure != "transient":
+        raise UsageError(f"--at applies to --measure transient (the distribution after T interactions); --measure "
+                         f"{args.measure} does not read it")
     if args.exact and args.measure not in ("hitting-time", "holding-time"):
         raise UsageError("--exact applies to --measure hitting-time and holding-time")
     ps = ", ".join(f"{k}={v}" for k, v in protocol.params.items())

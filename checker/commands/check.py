@@ -27,6 +27,7 @@ from .common import (
     write_text,
 )
 from .scaling import (
+    EVERY,
     add_scaling_arguments,
     check_on_cluster,
     check_scalar_checkpointed,
@@ -38,6 +39,19 @@ from .scaling import (
 NAME = "check"
 HELP = "model-check a spec: invariants, deadlocks, step failures and temporal properties"
 SMT_DEPTH = 10  # --engine smt without --depth
+GRAPH_LIMIT = 1000  # --dump-graph without --graph-limit
+
+
+class Either(argparse.BooleanOptionalAction):
+    """`--x` or `--no-x`: giving both is refused (exit 2), not decided by whichever comes last."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        seen = getattr(namespace, f"{self.dest}_flag", None)
+        if seen is not None and seen != option_string:
+            parser.error(f"{seen} and {option_string} exclude each other: give one of them")
+        setattr(namespace, f"{self.dest}_flag", option_string)
+        super().__call__(parser, namespace, values, option_string)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -51,7 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(KIND is weak, strong or none; repeatable)")
     p.add_argument("--no-deadlock", action="store_true", help="do not report states without successors")
     p.add_argument("--symmetry", action="store_true", help="reduce by the spec's symmetric Ranges")
-    p.add_argument("--por", action=argparse.BooleanOptionalAction, default=None,
+    p.add_argument("--por", action=Either, default=None,
                    help="partial-order reduction of actor specs (default: on for actor specs, breadth-first, one "
                         "worker, no --property; --no-por explores every interleaving)")
     p.add_argument("--workers", type=positive, metavar="N",
@@ -80,19 +94,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_full_argument(p)
     p.add_argument("--dump-graph", type=output_file, metavar="FILE.dot",
                    help="write the state graph (Graphviz DOT), the counterexample in red; for small instances")
-    p.add_argument("--graph-limit", type=positive, default=1000, metavar="N",
-                   help="--dump-graph: refuse graphs of more than N states (default 1000)")
+    p.add_argument("--graph-limit", type=positive, metavar="N",
+                   help=f"--dump-graph: refuse graphs of more than N states (default {GRAPH_LIMIT})")
     add_scaling_arguments(p)
     p.add_argument("--tree", metavar="GEN", help="tree specs: check on this tree "
                                                  "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")
-    p.add_argument("--seed", type=natural, default=0, help="with --tree random:N: the seed of the random tree")
+    p.add_argument("--seed", type=natural, help="with --tree random:N: the seed of the random tree (default 0)")
     p.add_argument("--all-trees", type=positive, metavar="N",
                    help="tree specs: check every non-isomorphic tree with up to N nodes and every initiator")
     p.add_argument("--force", action="store_true", help=f"allow --all-trees beyond {FORCE_LIMIT} nodes")
 
 
+def refuse_unused(args: argparse.Namespace) -> None:
+    """Refuse options that modify another option not given (each would be ignored), then fill in their defaults."""
+    for given, flag, needs in ((args.seed is not None and not (args.tree or "").startswith("random:"), "--seed",
+                                "--tree random:N (the seed of the random tree)"),
+                               (args.graph_limit is not None and not args.dump_graph, "--graph-limit", "--dump-graph"),
+                               (args.force and args.all_trees is None, "--force", "--all-trees N"),
+                               (args.checkpoint_every is not None and not (args.checkpoint or args.resume or args.cluster),
+                                "--checkpoint-every", "--checkpoint DIR, --resume DIR or --cluster")):
+        if given:
+            raise UsageError(f"{flag} applies to {needs}, which is not given: drop {flag}")
+    args.seed = 0 if args.seed is None else args.seed
+    args.graph_limit = GRAPH_LIMIT if args.graph_limit is None else args.graph_limit
+    args.checkpoint_every = EVERY if args.checkpoint_every is None else args.checkpoint_every
+
+
 def run(args: argparse.Namespace) -> int:
     args.cluster_workers, args.workers = args.workers, args.workers or 1
+    refuse_unused(args)
     check_scaling_flags(args)
     if args.all_trees is not None:
         return check_all_trees(args)
@@ -263,13 +293,16 @@ def check_smt(args: argparse.Namespace) -> int:
     """`check --engine smt`: bounded model checking of a typed spec."""
     from ..smt.bmc import bmc
 
-    explicit_only = {"--symmetry": args.symmetry, "--workers": args.workers > 1, "--dfs": args.dfs, "--por": bool(args.por),
+    explicit_only = {"--symmetry": args.symmetry, "--workers": args.workers > 1, "--dfs": args.dfs,
+                     args.por_flag if args.por is not None else "--por": args.por is not None,
                      "--max-depth": args.max_depth is not None, "--max-states": args.max_states is not None,
-                     "--dump-graph": args.dump_graph is not None, "--no-shorten": args.no_shorten,
+                     "--dump-graph": args.dump_graph is not None, "--coverage": args.coverage is not None,
+                     "--property": bool(args.property), "--no-shorten": args.no_shorten,
                      "--max-violations": args.max_violations is not None}
     given = [flag for flag, on in explicit_only.items() if on]
     if given:
-        raise UsageError(f"{', '.join(given)}: only for the explicit engine; the SMT engine's bound is --depth K")
+        raise UsageError(f"{', '.join(given)}: only for the explicit engine; the SMT engine checks invariants, "
+                         "deadlocks and step failures up to --depth K")
     model = load_typed(args.spec, _tree_params(args, parse_params(args.param)), "--engine smt",
                        invariants=args.invariant or None)
     depth = SMT_DEPTH if args.depth is None else args.depth
@@ -319,10 +352,18 @@ def check_all_trees(args: argparse.Namespace) -> int:
     if args.all_trees > FORCE_LIMIT and not args.force:
         raise UsageError(f"--all-trees {args.all_trees}: beyond {FORCE_LIMIT} nodes the trees multiply (1,301 with "
                          f"13 nodes, 19,320 with 16, each with every initiator); add --force to run it anyway")
-    if args.engine == "smt" or args.property or args.symmetry or args.workers > 1 or args.dfs or args.dump_graph \
-            or args.no_shorten or args.max_violations is not None:
-        raise UsageError("--all-trees runs the explicit engine with its defaults; drop --engine smt, --property, "
-                         "--symmetry, --workers, --dfs, --dump-graph, --no-shorten and --max-violations")
+    defaults = {"--engine " + args.engine: args.engine not in ("auto", "scalar", "explicit"),
+                "--property": bool(args.property),
+                "--symmetry": args.symmetry, "--workers": args.workers > 1, "--dfs": args.dfs,
+                "--dump-graph": bool(args.dump_graph), "--max-depth": args.max_depth is not None,
+                "--max-states": args.max_states is not None, "--no-deadlock": args.no_deadlock,
+                "--invariant": bool(args.invariant), "--coverage": bool(args.coverage),
+                "--por": args.por is not None, "--no-shorten": args.no_shorten,
+                "--max-violations": args.max_violations is not None}
+    given = [flag for flag, on in defaults.items() if on]
+    if given:
+        raise UsageError(f"--all-trees runs the explicit engine with its defaults (every invariant, deadlocks "
+                         f"checked, no bound) on trees it generates; drop {', '.join(given)}")
     params = parse_params(args.param)
     if "n" in params or "tree" in params:
         raise UsageError("--all-trees chooses n and tree itself; drop --param n and --param tree")
@@ -337,7 +378,7 @@ def check_all_trees(args: argparse.Namespace) -> int:
     if res.failure is not None:
         edges = ",".join(f"{u}-{v}" for u, v in sorted(tuple(sorted(e)) for e in res.failed_tree.edges))  # type: ignore[union-attr]
         print(f"\nOn the tree edges:{edges}:")
-        report(res.failure, args.out)
+        report(res.failure, args.out, full=args.full)
         return res.failure.exit_code
     total = sum(r.trees for r in res.rows)
     print(f"\nNo violation: {total} trees, {sum(r.runs for r in res.rows)} runs (tree, initiator); rounds within the "

@@ -13,6 +13,7 @@ from lockstep.specs.datalog.syntax import DatalogError
 
 from ..datalog.evaluation import evaluate_program, prepare
 from ..datalog.files import load_graph, load_program
+from ..datalog.graph_options import check_graph_options
 from ..datalog.prem import Verdict
 from ..datalog.termination import check_termination
 from ..errors import UsageError
@@ -98,6 +99,7 @@ def program_inputs(prog, args: argparse.Namespace) -> tuple[dict, list[str]]:
         raise UsageError(f"the program has {len(names)} inputs ({', '.join(names)}); a graph fills one")
     if not args.graph:
         raise UsageError(f"the program reads {names[0]}: give --graph FILE or a generator such as --graph gnm:100:500")
+    check_graph_options(args.graph, prog.arity[names[0]], args.weights, args.undirected)
     g = load_graph(args.graph, args.seed, args.undirected)
     rows, note = g.columns(prog.arity[names[0]], args.weights, args.seed)
     notes = [f"{g.edges:,} edges from {g.origin}"] + ([note] if note else [])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import UsageError
 from ..loader import parse_params
 from ..render.text import printer
 from ..replay import replay
@@ -31,6 +32,10 @@ def run(args: argparse.Namespace) -> int:
     spec = trusted_spec(trace.spec, args.spec, trace.origin)
     params = parse_params(args.param)
     if args.on_processes:
+        for flag, given, why in (("--param", bool(params), "the processes run the trace's own parameters"),
+                                 ("--full", args.full, "the processes report each step as it happens, not whole states")):
+            if given:
+                raise UsageError(f"{flag} does not apply to --on-processes: {why}; drop {flag}")
         from lockstep.executors.replay import replay_on_processes  # the command line composes checker and executors
 
         print(f"replaying {args.file} on processes: spec {trace.spec_name or spec} {trace.params}")

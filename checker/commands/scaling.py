@@ -32,7 +32,7 @@ def add_scaling_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", metavar="DIR",
                    help="write the breadth-first search (frontier, visited set, parent links) to DIR at level "
                         "boundaries, so that --resume DIR can continue it (vector engine, or scalar for typed specs)")
-    p.add_argument("--checkpoint-every", type=_seconds, default=EVERY, metavar="SECONDS",
+    p.add_argument("--checkpoint-every", type=_seconds, metavar="SECONDS",
                    help=f"at most one checkpoint (with --cluster: one snapshot) per SECONDS (default {EVERY:g}; "
                         "0: every level)")
     p.add_argument("--resume", metavar="DIR", help="continue the search checkpointed in DIR (and keep "

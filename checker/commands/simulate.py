@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 NAME = "simulate"
 HELP = ("random simulation: walks that check invariants, deadlocks and steps (any spec); population protocols: "
         "hitting times with confidence intervals, statistical checks, plots")
-POPULATION_ONLY = ("start", "target", "leave", "time", "sequential", "within", "plot")
+POPULATION_ONLY = ("start", "target", "leave", "time", "sequential", "within", "plot", "confidence", "prob",
+                   "claim_confidence")
+WITHIN_ONLY = ("prob", "claim_confidence")  # the claim --within tests
 WALK_ONLY = ("depth", "workers", "out", "no_deadlock", "invariant", "coverage", "cluster", "no_shorten")
 
 
@@ -78,11 +80,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=natural, default=1, help="random seed (default 1)")
     p.add_argument("--sequential", action="store_true",
                    help="one interaction per step, so hitting times are exact to the interaction (slow for large n)")
-    p.add_argument("--confidence", type=fraction, default=0.95, help="confidence of the reported intervals (default 0.95)")
+    p.add_argument("--confidence", type=fraction, help="confidence of the reported intervals (default 0.95)")
     p.add_argument("--within", type=positive_float, metavar="C",
                    help="test the claim: the target is reached within C·n·ln n interactions with probability ≥ --prob")
-    p.add_argument("--prob", type=fraction, default=0.99, help="probability for --within (default 0.99)")
-    p.add_argument("--claim-confidence", type=fraction, default=0.999, metavar="Q",
+    p.add_argument("--prob", type=fraction, help="probability for --within (default 0.99)")
+    p.add_argument("--claim-confidence", type=fraction, metavar="Q",
                    help="confidence of the --within verdict (default 0.999)")
     p.add_argument("--plot", type=output_file, metavar="FILE.png", help="plot the outputs of one run over parallel time")
 
@@ -118,7 +120,12 @@ def run(args: argparse.Namespace) -> int:
         return simulate_walks(args)
     _refuse(args, WALK_ONLY, "for random walks of a state-machine spec; a population protocol is simulated by "
             "parallel time (--time) and checked against a target (--target, --within)")
+    if args.within is None:
+        _refuse(args, WITHIN_ONLY, "for the claim --within C tests; without --within there is none")
     args.runs = args.runs or 20
+    args.confidence = 0.95 if args.confidence is None else args.confidence
+    args.prob = 0.99 if args.prob is None else args.prob
+    args.claim_confidence = 0.999 if args.claim_confidence is None else args.claim_confidence
     protocol = load_population(args.spec, parse_params(args.param))
     target = target_name(protocol, args.target)
     start, configs = concrete_start(protocol, args.start)

@@ -14,7 +14,7 @@ from lockstep.checker.trace import TraceError
 from lockstep.checker.validation.actors import validate
 from lockstep.checker.validation.runtrace import Mismatch
 
-from ..faults import Faults, Straggler, load_faults
+from ..faults import Faults, FaultsError, Straggler, load_faults
 from ..interrupted import interrupted_exit
 from .run import run
 
@@ -44,6 +44,18 @@ def straggler(text: str) -> tuple[int, float, float]:
     return out
 
 
+def stragglers_only(faults: Faults, where: str) -> Faults:
+    """A Datalog run's fault plan: stragglers only (FaultsError for anything else it holds)."""
+    other = [name for name, used in (("drop", faults.drop), ("duplicate", faults.duplicate), ("reorder", faults.reorder),
+                                     ("delay_ms", faults.delay_ms[1]), ("partitions", faults.partitions),
+                                     ("crashes", faults.crashes)) if used]
+    if other:
+        raise FaultsError(f"{where}: {other[0]!r} is not supported by a Datalog run (its workers exchange deltas "
+                          "directly and detect quiescence together; only stragglers slow them)\n"
+                          '  fix: keep only "stragglers", e.g. {"stragglers": [{"pid": 1, "delay_ms": 20}]}')
+    return faults
+
+
 def run_datalog_command(args: argparse.Namespace, params: dict[str, int]) -> int:
     workers = 2 if args.workers is None else args.workers
     if workers < 1 or workers > 64:
@@ -51,7 +63,7 @@ def run_datalog_command(args: argparse.Namespace, params: dict[str, int]) -> int
     if not args.graph:
         raise UsageError("give the graph: --graph FILE (an edge list), a generator such as gnm:1000:5000, or ssp:N "
                          "(a graph of the SSP spec's catalogue, whose runs are validated against the spec)")
-    faults = load_faults(args.faults, workers) if args.faults else Faults()
+    faults = stragglers_only(load_faults(args.faults, workers), args.faults) if args.faults else Faults()
     if args.straggler:
         pid, ms, chance = args.straggler
         if pid >= workers:

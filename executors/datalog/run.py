@@ -23,6 +23,7 @@ import numpy as np
 
 from lockstep.checker.datalog.evaluation import prepare, refusal
 from lockstep.checker.datalog.files import load_graph
+from lockstep.checker.datalog.graph_options import check_graph_options
 from lockstep.checker.validation.runtrace import MergedRun, merge
 from lockstep.specs.datalog.plan import LinearPlan, PairPlan, is_composition, linear_plan, pair_plan
 from lockstep.specs.datalog.ssp import RANDOM_BASE, graph_edges
@@ -98,6 +99,7 @@ def build_plan(ref: str, params: dict[str, int], graph: str, weights: tuple[int,
     if len(inputs) != 1:
         raise DatalogError(f"the workers read one input relation; the program has {len(inputs)}")
     arity = prog.arity[inputs[0]]
+    check_graph_options(graph, arity, weights, undirected)
     notes = []
     index = ssp_graph(graph)
     if index is not None:

@@ -126,6 +126,9 @@ async def run_async(spec: str, params: dict[str, int], trace: str | None = None,
     n = sysm.graph.number_of_nodes()
     if not 0 <= initiator < n:
         raise LoadError(f"initiator {initiator} is not a node (0..{n - 1})")
+    if kill is not None and not (0 <= kill[0] < n and 1 <= kill[1] <= sysm.max_rounds):
+        raise LoadError(f"--kill {kill[0]}@{kill[1]}: give a node (0..{n - 1}) and a round (1..{sysm.max_rounds}, the "
+                        "spec's max_rounds)")
     notes: list[str] = []
     lost: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="lockstep-rounds-") as tmp:
@@ -154,6 +157,12 @@ async def run_async(spec: str, params: dict[str, int], trace: str | None = None,
                     return
             notes.append(f"not every node terminated within {sysm.max_rounds} rounds (the spec's max_rounds)")
 
+        def unkilled() -> list[str]:
+            if kill is None or any(m.killed for m in cluster.members.values()):
+                return []
+            return [f"the planned kill of node {kill[0]} at the start of round {kill[1]} did not happen: the run "
+                    f"ended after round {rounds}"]
+
         try:
             await cluster.start({p: {"initiator": p == initiator} for p in range(n)})
             t1 = time.monotonic()
@@ -166,7 +175,7 @@ async def run_async(spec: str, params: dict[str, int], trace: str | None = None,
         for p, m in sorted(cluster.members.items()):
             if m.exit_note:
                 notes.append(f"process {p} {m.exit_note}")
-        notes += cluster.rejection_notes() + cluster.interruption_note()
+        notes += cluster.rejection_notes() + cluster.interruption_note() + unkilled()
         out = trace or default_trace_path(sysm.name)
         merged = merge({p: cluster.trace_path(p) for p in range(n)}, out, spec, sysm.name, params, notes,  # type: ignore[misc]
                        {"model": "rounds"} | ({"lost": lost} if lost else {}) | interrupted_header(cluster))

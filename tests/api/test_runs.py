@@ -105,7 +105,7 @@ def test_run_and_validate_a_population_protocol_and_a_rounds_spec(tmp_path):
     v = lockstep.validate(tmp_path / "clock.jsonl", configurations=True)
     assert v.valid and v.trace is not None and lockstep.replay(v.trace).states
     assert lockstep.validate(tmp_path / "clock.jsonl").trace is None
-    with pytest.raises(lockstep.UsageError, match="a rounds run has none"):
+    with pytest.raises(lockstep.UsageError, match="only for actors and population runs; d2_coloring is a rounds spec"):
         lockstep.run("d2_coloring", faults={"drop": 0.1})
     rounds = lockstep.run("d2_coloring", initiator=2, trace=str(tmp_path / "star.jsonl"),
                           **tree_params(parse_tree("star:6", 0)))
