@@ -1,0 +1,105 @@
+"""The scalar engine's construction of the state graph: breadth-first, one state at a time, stopping at the
+first invariant violation, deadlock or failing step (reported with its trace)."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from ..explicit import Options
+from ..model import Model
+from ..progress import Progress, Stats
+from ..result import Violation
+from ..temporal import Fairness
+from ..trace import Trace
+from .graph import Builder, StateGraph
+
+
+class Stop(Exception):
+    """Stops the exploration: a safety violation (with its trace) on the way, and the counts so far."""
+
+    def __init__(self, violation: Violation, distinct: int, generated: int, depth: int):
+        self.violation = violation
+        self.distinct, self.generated, self.depth = distinct, generated, depth
+
+
+def explore(model: Model, fair: Fairness, opts: Options, progress: Progress) -> StateGraph:
+    """The reachable graph of `model`; raises Stop at an invariant violation, a deadlock or a failing step."""
+    b = Builder(fair, interned=not hasattr(model, "prog"))
+    queue: deque[int] = deque()
+    counts = {"generated": 0, "outside": 0}
+
+    def stop(i: int, kind: str, name: str, message: str, location: str | None) -> Stop:
+        return Stop(safety(model, b.path_to(i), b.states, kind, name, message, location), len(b.states),
+                    counts["generated"], max(b.depth, default=-1) + 1)
+
+    def add(st: Any, parent: int, label: int) -> int:
+        i = b.add(st, parent, label)
+        try:
+            bad = model.violated(st)
+        except Exception:
+            f = model.diagnose_predicate(st)
+            raise stop(i, f.kind, f.action, f.message, f.location) from None
+        if bad >= 0:
+            name = model.invariant_names[bad]
+            raise stop(i, "invariant", name, f"invariant {name} is violated", None)
+        outside = False
+        if model.constraint_names:
+            try:
+                outside = model.outside(st) >= 0
+            except Exception:
+                outside = False
+        if outside:
+            counts["outside"] += 1
+        else:
+            queue.append(i)
+        return i
+
+    for st in model.initial_states():
+        counts["generated"] += 1
+        if st not in b.index:
+            b.initial.append(add(st, -1, -1))
+    cap = opts.max_states
+    cut: str | None = None
+    while queue:
+        i = queue.popleft()
+        st = b.states[i]
+        if opts.max_depth is not None and b.depth[i] >= opts.max_depth:
+            cut = opts.depth_cut()
+            continue
+        try:
+            succs = model.successors(st)
+        except Exception:
+            f = model.diagnose(st)
+            raise stop(i, f.kind, f.action, f.describe(), f.location) from None
+        counts["generated"] += len(succs)
+        if not succs and opts.deadlock:
+            raise stop(i, "deadlock", "", "deadlock: no action is enabled", None)
+        steps: list[tuple[int, int]] = []
+        for label, t in succs:
+            lid = b.label_id(label)
+            if t == st:
+                continue  # a step that changes nothing is a stuttering step
+            j = b.index.get(t)
+            if j is None:
+                if cap is not None and len(b.states) >= cap:
+                    cut = f"state bound {cap} reached"
+                    c = b.constraint(lid)
+                    if c >= 0:
+                        b.extra.setdefault(i, set()).add(c)
+                    continue
+                j = add(t, i, lid)
+            steps.append((j, lid))
+        b.expand(i, steps)
+        if progress.due():
+            progress.report(Stats(len(b.states), counts["generated"], len(queue), b.depth[i] + 1))
+    return b.graph(counts["generated"], cut, counts["outside"])
+
+
+def safety(model: Model, path: list[tuple[Any, int]], states: Any, kind: str, name: str, message: str,
+           location: str | None) -> Violation:
+    """The violation of an invariant, a deadlock or a failing step at the end of `path` [(label, index)]."""
+    steps = [(lid, states[j]) for lid, j in path]
+    prop = {"kind": "invariant" if kind == "invariant" else ("deadlock" if kind == "deadlock" else "step"), "name": name}
+    return Violation(kind, name, message, location, Trace.from_states(model, steps, property=prop, message=message,
+                                                                        location=location))
