@@ -72,7 +72,8 @@ def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None 
     Without a violation, `witnesses` holds one `WitnessResult` per `@witness` of the spec (`found`, `trace`).
     `properties` names temporal properties (`@temporal`) to decide on the whole state graph, under the
     spec's fairness with `fairness` overrides ({action or family: "weak", "strong" or "none"}), as
-    `lockstep check --property --fairness`; a violation's trace is then a lasso."""
+    `lockstep check --property --fairness`; a violation's trace is then a lasso. The graph is built by the
+    vector engine on typed specs (on two threads with `workers=2`), by the scalar engine on plain ones."""
     from lockstep.checker.vector import choice
     from lockstep.checker.witnesses import search_witnesses
 
@@ -89,16 +90,16 @@ def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None 
     if properties:
         for given, why in ((symmetry, "symmetry=True: symmetry reduction is not sound for per-process fairness"),
                            (max_violations > 1, "max_violations: a temporal property's counterexample is one lasso"),
-                           (workers > 1 or dfs, "workers and dfs: temporal properties are checked on the whole "
-                                                "state graph, built breadth-first by one process"),
-                           (engine == "vector", "engine='vector': temporal properties are checked by the scalar "
-                                                "engine"),
+                           (dfs, "dfs=True: temporal properties are checked on the whole state graph, built "
+                                 "breadth-first"),
                            (por, "por=True: its provisos keep invariants and deadlocks, not liveness under fairness")):
             if given:
                 raise UsageError(f"properties with {why}")
     m = model(spec, symmetry=symmetry, invariants=invariants, **params)
     if properties:
-        return _check_properties(m, properties, fairness, deadlock, max_depth, max_states, progress)
+        return _check_properties(m, properties, fairness, engine, Options(deadlock=deadlock, max_depth=max_depth,
+                                                                           max_states=max_states, workers=workers),
+                                 progress)
     use_por, por_note = por_choice(m, por, [(dfs, "dfs=True", "its cycle proviso is the breadth-first one"),
                                             (workers > 1, f"workers={workers}", "it runs on one worker"),
                                             (max_violations > 1, "max_violations", SEVERAL_POR)], "por=True")
@@ -123,14 +124,15 @@ def temporal(m: Model, names: list[str], overrides: dict[str, str] | None) -> tu
     return [select(m, name) for name in names], fairness(m, overrides or {})
 
 
-def _check_properties(m: Model, names: list[str], overrides: dict[str, str] | None, deadlock: bool,
-                      max_depth: int | None, max_states: int | None, progress: bool) -> CheckResult:
-    from lockstep.checker.liveness import check_properties
+def _check_properties(m: Model, names: list[str], overrides: dict[str, str] | None, engine: str, opts: Options,
+                      progress: bool) -> CheckResult:
+    from lockstep.checker.liveness import check_properties, choose_engine
     from lockstep.checker.temporal import parse_overrides
 
     props, fair = temporal(m, names, parse_overrides([f"{k}={v}" for k, v in (overrides or {}).items()]))
-    opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states)
-    res = check_properties(m, props, fair, opts, Progress() if progress else NoProgress())
+    chosen, vm, why = choose_engine(engine, m, opts.workers)
+    res = check_properties(m, props, fair, opts, Progress() if progress else NoProgress(), chosen, vm)
+    add_notes(res, engine, chosen, why, None)
     res.model = m
     return res
 

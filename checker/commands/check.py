@@ -136,8 +136,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--fairness applies to temporal properties; name one with --property")
     if args.property:
         why = {"--symmetry": args.symmetry and "symmetry reduction is not sound for per-process fairness",
-               "--workers": args.workers > 1 and "temporal properties are checked on the whole state graph, "
-                                                 "which one process holds",
                "--dfs": args.dfs and "temporal properties are checked on the whole state graph, built breadth-first",
                "--max-violations": args.max_violations is not None and "a temporal property's counterexample is "
                                                                         "one lasso",
@@ -146,8 +144,6 @@ def run(args: argparse.Namespace) -> int:
         for option, reason in why.items():
             if reason:
                 raise UsageError(f"{option} is not available with --property: {reason}; drop {option}")
-    if args.property and args.engine == "vector":
-        raise UsageError("--property: temporal properties are checked by the scalar engine; drop --engine vector")
     params = _tree_params(args, parse_params(args.param))
     if not args.quiet:  # building a large instance takes a while: say what is being built first
         print(f"progress: building {args.spec}" + "".join(f" {k}={v}" for k, v in params.items()), file=sys.stderr,
@@ -326,12 +322,14 @@ def check_smt(args: argparse.Namespace) -> int:
 def _check_properties(args: argparse.Namespace, model, opts: Options) -> int:
     from lockstep.api import temporal
 
-    from ..liveness import check_properties
+    from ..liveness import check_properties, choose_engine
     from ..temporal import parse_overrides
 
     props, fair = temporal(model, args.property, parse_overrides(args.fairness))
+    engine, vm, why = choose_engine(args.engine, model, opts.workers)
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
-    print(f"Checking {model.name}" + (f" ({ps})" if ps else "") + ": explicit breadth-first, whole state graph")
+    print(f"Checking {model.name}" + (f" ({ps})" if ps else "") + f": {engine} breadth-first, whole state graph, "
+          f"{opts.workers} worker{'s' if opts.workers > 1 else ''}")
     for p in props:
         print(f"  property {p.name}: {p.formula}")
     print(f"  fairness: {fair.describe()}")
@@ -339,7 +337,9 @@ def _check_properties(args: argparse.Namespace, model, opts: Options) -> int:
           f"{'checked' if opts.deadlock else 'not checked'}")
     progress = NoProgress() if args.quiet else Progress()
     graph = dump_graph_first(args, model)
-    res = check_properties(model, props, fair, opts, progress)
+    res = check_properties(model, props, fair, opts, progress, engine, vm)
+    if why and args.engine == "auto":
+        res.notes.append(why)
     report(res, args.out, model, args.full)
     write_graph(args, model, graph, res)
     return res.exit_code

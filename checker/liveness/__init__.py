@@ -24,8 +24,8 @@ again). Everything is iterative, in C where a compiler is found (`native`) and i
 otherwise, so graph size, not Python's recursion limit, bounds the search.
 """
 
-from .check import check_properties, temporal_violation
+from .check import check_properties, choose_engine, temporal_violation
 from .graph import StateGraph
 from .lasso import Lasso, find_lasso, lasso_violates
 
-__all__ = ["Lasso", "StateGraph", "check_properties", "find_lasso", "lasso_violates", "temporal_violation"]
+__all__ = ["Lasso", "StateGraph", "check_properties", "choose_engine", "find_lasso", "lasso_violates", "temporal_violation"]

@@ -20,16 +20,17 @@ from .lasso import Lasso, find_lasso
 
 
 def check_properties(model: Model, props: list[Property], fair: Fairness, opts: Options,
-                     progress: Progress | None = None, engine: str = "scalar") -> CheckResult:
+                     progress: Progress | None = None, engine: str = "scalar", vm: Any = None) -> CheckResult:
     """Explore `model` once and decide each of `props` under `fair`; the first violation comes with a lasso.
-    `engine` is "scalar" (state by state) or "vector" (the compiled kernels, `opts.workers` threads)."""
+    `engine` is "scalar" (state by state, one worker) or "vector" (the compiled kernels, on two threads if
+    `opts.workers` > 1; `vm`: the model prepared for it, `choose_engine`'s)."""
     if model.symmetry:
         raise SpecError(f"spec {model.name}: temporal properties are checked without symmetry reduction "
                         "(it is not sound for per-process fairness); load the model with symmetry=False")
     progress = progress or NoProgress()
     t0 = time.monotonic()
     try:
-        g = _build(model, fair, opts, progress, engine)
+        g = _build(model, fair, opts, progress, engine, vm)
     except Stop as stop:
         return CheckResult(VIOLATION, stop.distinct, stop.generated, stop.depth, time.monotonic() - t0,
                            violation=stop.violation, fingerprinted=engine == "vector")
@@ -38,7 +39,7 @@ def check_properties(model: Model, props: list[Property], fair: Fairness, opts: 
     unused = fair.unused()
     if unused:
         raise SpecError(f"fairness is declared for action {unused[0]!r}, but no step of spec {model.name} has that action")
-    res = CheckResult(HOLDS, g.n, g.generated, int(g.depth.max(initial=-1)) + 1, 0.0, fingerprinted=engine == "vector")
+    res = CheckResult(HOLDS, g.n, g.generated, int(g.depth.max(initial=-1)) + 1, 0.0, fingerprinted=g.fingerprinted)
     if g.outside:
         res.notes.append(f"{g.outside:,} states outside the state constraints were not expanded")
     for prop in props:
@@ -55,11 +56,37 @@ def check_properties(model: Model, props: list[Property], fair: Fairness, opts: 
     return res
 
 
-def _build(model: Model, fair: Fairness, opts: Options, progress: Progress, engine: str) -> StateGraph:
+def choose_engine(asked: str, model: Model, workers: int) -> tuple[str, Any, str | None]:
+    """(engine, the vector engine's prepared model or None, why auto chose the scalar engine) for
+    `asked` in auto, vector, scalar, explicit. Refused: more than two workers (the graph is built by two
+    threads at most), more than one on the scalar engine, the vector engine for a spec it cannot run."""
+    from ..errors import UsageError
+    from ..vector.layout import VectorUnsupported
+    from ..vector.search import VectorModel
+
+    if workers > 2:
+        raise UsageError(f"--workers {workers} with --property: the state graph is built by two threads at most; "
+                         "use --workers 2")
+    if asked in ("scalar", "explicit"):
+        if workers > 1:
+            raise UsageError("--workers with --property runs the vector engine; drop --engine scalar or --workers")
+        return "scalar", None, None
+    try:
+        vm = VectorModel(model)
+    except VectorUnsupported as e:
+        if asked == "vector" or workers > 1:
+            flag = "--engine vector" if asked == "vector" else "--workers"
+            raise UsageError(f"{flag} cannot check {model.name}'s temporal properties: {e}; drop {flag}") from None
+        return "scalar", None, f"scalar engine chosen: {e}"
+    return "vector", vm, None
+
+
+def _build(model: Model, fair: Fairness, opts: Options, progress: Progress, engine: str, vm: Any) -> StateGraph:
     if engine == "vector":
         from ..vector.graph import build_graph
+        from ..vector.search import VectorModel
 
-        return build_graph(model, fair, opts, progress)
+        return build_graph(vm or VectorModel(model), fair, opts, progress)
     return explore(model, fair, opts, progress)
 
 

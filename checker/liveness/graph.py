@@ -40,6 +40,7 @@ class StateGraph:
     generated: int = 0
     cut: str | None = None
     outside: int = 0
+    fingerprinted: bool = False  # states told apart by 64-bit fingerprints (a collision is possible)
 
     @property
     def n(self) -> int:

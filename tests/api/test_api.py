@@ -193,8 +193,12 @@ def test_temporal_properties_under_fairness():
         lockstep.check(EWD840, properties=["Safety"])
     with pytest.raises(lockstep.UsageError, match="fairness applies to temporal properties"):
         lockstep.check(EWD840, fairness={"system": "none"})
-    with pytest.raises(lockstep.UsageError, match="engine='vector'"):
-        lockstep.check(EWD840, properties=["Liveness"], engine="vector")
+    for engine, workers in (("scalar", 1), ("vector", 1), ("vector", 2)):  # the same graph, the same verdicts
+        again = lockstep.check(EWD840, properties=["Liveness"], fairness={"system": "none"}, deadlock=False,
+                               engine=engine, workers=workers)
+        assert (again.verdict, again.distinct, len(again.violation.trace.steps)) == ("violation", 302, len(v.trace.steps))
+    with pytest.raises(lockstep.UsageError, match="two threads at most"):
+        lockstep.check(EWD840, properties=["Liveness"], workers=3)
 
 
 def test_simulate_an_actor_spec_class():

@@ -122,8 +122,10 @@ def test_the_same_parameter_twice_is_refused(cli):
 
 
 def test_options_refused_with_property_say_why(cli):
-    r = cli("check", "ewd840", "--property", "Liveness", "--workers", "2")
-    assert r.code == 2 and "--workers" in r.err and "symmetry" not in r.err and "one process" in r.err
+    r = cli("check", "ewd840", "--property", "Liveness", "--workers", "3")
+    assert r.code == 2 and "--workers 3" in r.err and "symmetry" not in r.err and "two threads at most" in r.err
+    r = cli("check", "ewd840", "--property", "Liveness", "--workers", "2", "--engine", "scalar")
+    assert r.code == 2 and "runs the vector engine" in r.err
     r = cli("check", "ewd840", "--property", "Liveness", "--symmetry")
     assert r.code == 2 and "symmetry reduction" in r.err
     r = cli("check", "ewd840", "--property", "Liveness", "--dfs")

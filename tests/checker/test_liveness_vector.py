@@ -1,0 +1,128 @@
+"""Liveness on the vector engine: the same graph, verdicts and valid lassos as the scalar engine, on every temporal
+property of the project's specs (with and without their fairness) and on a generated family of small specs with
+weak and strong fairness; one and two workers; the compiled kernels and the numpy passes."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lockstep
+from lockstep.checker.explicit import Options
+from lockstep.checker.liveness import check_properties, choose_engine, lasso_violates
+from lockstep.checker.loader import load_model
+from lockstep.checker.temporal import fairness, properties
+from lockstep.specs.lang import (
+    Int,
+    Spec,
+    Var,
+    action,
+    always_eventually,
+    eventually,
+    eventually_always,
+    leads_to,
+    require,
+    temporal,
+)
+
+SPECS = [("ewd840", {}), ("ewd840_unstained", {}), ("lock", {"n": 3}), ("lock_weak", {}), ("alternating_bit", {}),
+         ("two_phase_commit", {}), ("two_phase_commit", {"crashes": 0}), ("two_phase_commit", {"crashes": 0, "lossy": 1}),
+         ("two_phase_commit_eager", {}), ("bracha", {"f": 0})]
+
+
+def lasso_ok(model, prop, fair, res) -> None:
+    """A temporal violation's trace is a fair lasso that violates the property (what `lockstep replay` checks)."""
+    v = res.violation
+    if v is None or v.kind != "temporal":
+        return
+    states = [model.decode_state(s.state) for s in v.trace.steps]
+    labels = [None] + [next(lid for lid, t in model.successors(a) if t == b) for a, b in zip(states, states[1:])]
+    assert lasso_violates(model, prop, fair, states, labels, v.trace.loop) is None
+
+
+def outcome(res) -> tuple:
+    v = res.violation
+    return res.verdict, res.distinct, v and v.kind, v and len(v.trace.steps), v and v.trace.loop
+
+
+@pytest.mark.parametrize("native", ["never", "always"])
+@pytest.mark.parametrize(("spec", "params"), SPECS)
+def test_vector_and_scalar_agree_on_every_temporal_property(spec, params, native, monkeypatch):
+    monkeypatch.setenv("LOCKSTEP_NATIVE", native)
+    model = load_model(spec, params)
+    fair_actions = {t.action for t in model.prog.transitions if t.meta.get("fairness")}
+    for prop in properties(model).values():
+        for overrides in ({}, dict.fromkeys(fair_actions, "none")):
+            for deadlock in (False, True):
+                fair = fairness(model, overrides)
+                scalar = check_properties(model, [prop], fair, Options(deadlock=deadlock))
+                lasso_ok(model, prop, fair, scalar)
+                for workers in (1, 2):
+                    fair = fairness(model, overrides)
+                    _engine, vm, _why = choose_engine("vector", model, workers)
+                    vector = check_properties(model, [prop], fair, Options(deadlock=deadlock, workers=workers),
+                                              engine="vector", vm=vm)
+                    assert outcome(vector) == outcome(scalar), (prop.name, overrides, deadlock, workers)
+                    lasso_ok(model, prop, fair, vector)
+
+
+def test_seeded_liveness_bugs_on_the_command_line(cli, tmp_path):
+    """lock_weak starves on both engines and two workers; the lasso file replays unchanged."""
+    out = tmp_path / "starve.json"
+    r = cli("check", "lock_weak", "--property", "no_starvation", "--engine", "vector", "--workers", "2",
+            "--out", str(out))
+    assert r.code == 1 and "vector breadth-first, whole state graph, 2 workers" in r.out and "repeat for ever" in r.out
+    replayed = cli("replay", str(out))
+    assert replayed.code == 0 and "fair behaviour" in replayed.out
+    assert cli("check", "lock", "--property", "no_starvation", "--workers", "2").code == 0
+    r = cli("check", "ewd840", "--property", "Liveness", "--no-deadlock", "--fairness", "system=none", "--engine", "vector")
+    assert r.code == 1 and "stutters for ever" in r.out
+
+
+# ------------------------------------------------------------------------------ a generated family
+
+
+def _step(var: str, guard: int, target: str, value: int):
+    def step(s):
+        require(getattr(s, var) == guard)
+        setattr(s, target, value)
+
+    return step
+
+
+@st.composite
+def small_specs(draw):
+    """Two counters in 0..2, three to five guarded assignments each weakly, strongly or not fair, one property."""
+    steps = draw(st.lists(st.tuples(st.sampled_from("xy"), st.integers(0, 2), st.sampled_from("xy"), st.integers(0, 2),
+                                    st.sampled_from(["weak", "strong", None])), min_size=3, max_size=5))
+    kind = draw(st.sampled_from(["eventually", "always_eventually", "eventually_always", "leads_to"]))
+    p = (draw(st.sampled_from("xy")), draw(st.integers(0, 2)))
+    q = (draw(st.sampled_from("xy")), draw(st.integers(0, 2)))
+    ns: dict = {"x": Var(Int(0, 2), init=0), "y": Var(Int(0, 2), init=0)}
+    for i, (var, guard, target, value, fair) in enumerate(steps):
+        fn = _step(var, guard, target, value)
+        fn.__name__ = f"a{i}"
+        ns[f"a{i}"] = action(fairness=fair)(fn) if fair else action(fn)
+
+    def prop(s):
+        first, second = getattr(s, p[0]) == p[1], getattr(s, q[0]) == q[1]
+        return {"eventually": lambda: eventually(first), "always_eventually": lambda: always_eventually(first),
+                "eventually_always": lambda: eventually_always(first), "leads_to": lambda: leads_to(first, second)}[kind]()
+
+    prop.__name__ = "p"
+    ns["p"] = temporal(prop)
+    return type("Generated", (Spec,), ns), steps, kind
+
+
+@settings(max_examples=25, deadline=None)
+@given(small_specs())
+def test_generated_specs_with_fairness(case):
+    spec, _steps, _kind = case
+    results = [lockstep.check(spec, properties=["p"], deadlock=False, engine=engine, workers=workers)
+               for engine, workers in (("scalar", 1), ("vector", 1), ("vector", 2))]
+    assert len({outcome(r) for r in results}) == 1
+    model = results[0].model
+    prop = properties(model)["p"]
+    for r in results:
+        lasso_ok(model, prop, fairness(model), r)
