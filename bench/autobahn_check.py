@@ -29,9 +29,11 @@ CONFIGS: list[tuple[str, dict[str, int]]] = [
     ("autobahn", {"lanes": 0, "views": 1, "slots": 2, "k": 1}),
     ("autobahn", {"lanes": 0, "views": 1, "slots": 2, "k": 2}),
     ("autobahn", {"lanes": 1, "views": 1, "fetch": 0}),
-    ("autobahn_equivocating_leader", {"lanes": 0, "views": 1}),
-    ("autobahn_byzantine_voter", {"lanes": 0, "views": 1}),
-    ("autobahn_byzantine_lane", {"lanes": 1, "views": 1, "fetch": 0}),
+    ("autobahn_byzantine", {"lanes": 0, "views": 1}),  # the Byzantine replica leads view 1
+    ("autobahn_byzantine", {"lanes": 0, "views": 1, "offset": 0}),  # it votes
+    ("autobahn_byzantine", {"lanes": 1, "views": 1, "fetch": 0, "offset": 0}),  # its lane forks
+    ("autobahn_quorum_2f", {}),
+    ("autobahn_double_vote", {}),
     ("autobahn_weak_poa", {}),
     ("autobahn_weak_fast_path", {}),
     ("autobahn_no_override", {}),

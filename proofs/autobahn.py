@@ -12,11 +12,16 @@ explicit sets (one Boolean per replica and set) for f = 1..4. The lemmas:
 - a fast commit (n Prepare votes) leaves f+1 honest reports of its Prepare in every TC of 2f+1, so
   the f+1 override sees it;
 - two groups of f+1 Timeouts in one TC of 2f+1 share a Timeout, so at most one cut wins the override;
-- f+1 Timeouts reporting a Prepare include an honest one.
+- f+1 Timeouts reporting a Prepare include an honest one;
+- the correct replicas alone (n - f of them) send 2f+1 Timeouts: after GST a view change needs no
+  Byzantine Timeout (liveness).
 
 Each seeded bug's threshold breaks its lemma (refuted, with the counterexample): a PoA of f votes
-may be all Byzantine; a fast quorum of 2f+1 leaves only f honest reports in some TC; and without the
-override, a fast commit leaves no QC at all for the TC's highest-QC rule to find.
+may be all Byzantine; a fast quorum of 2f+1 leaves only f honest reports in some TC; without the
+override, a fast commit leaves no QC at all for the TC's highest-QC rule to find; two quorums of 2f
+may share only the Byzantine replicas (two certificates for different cuts in one view); a TC of
+2f+2 Timeouts needs a Timeout from a faulty replica. (The double-vote seeded bug breaks no size
+lemma: it breaks the assumption that an honest replica in two quorums voted for one cut.)
 
     python -m lockstep.proofs.autobahn
 """
@@ -123,6 +128,12 @@ def reports_include_honest() -> tuple:
     return (["R", "B"], lambda f, size: [size("R") == f + 1], lambda f, size: size("R", outside=("B",)) >= 1)
 
 
+def tc_from_correct_replicas(tc: Callable) -> tuple:
+    """The correct replicas alone (all but the Byzantine set B, at most f) send tc(f) Timeouts: after GST
+    a view change needs no Byzantine Timeout (liveness)."""
+    return (["B"], lambda f, size: [], lambda f, size: size(outside=("B",)) >= tc(f))
+
+
 def qc_after_fast_commit() -> tuple:
     """Without the override, the highest-QC rule must find a QC: after a fast commit no replica holds a
     Confirm (C, the replicas holding a QC for the Prepare, may be empty), so some TC has no QC holder."""
@@ -146,6 +157,8 @@ FACTS = [
             fast_commit_seen_by_tc(lambda f: 3 * f + 1), PROVED),
     *_facts("two groups of f+1 Timeouts in a TC of 2f+1 share a Timeout", override_unique(), PROVED, None),
     *_facts("f+1 Timeouts include an honest one", reports_include_honest(), PROVED),
+    *_facts("the correct replicas alone make a TC of 2f+1 Timeouts", tc_from_correct_replicas(lambda f: 2 * f + 1),
+            PROVED),
     # the seeded bugs' thresholds
     *_facts("a PoA of f votes has an honest voter (seeded bug: poa_quorum = f)", poa_has_honest_voter(lambda f: f),
             REFUTED),
@@ -153,6 +166,10 @@ FACTS = [
             fast_commit_seen_by_tc(lambda f: 2 * f + 1), REFUTED),
     *_facts("after a fast commit, every TC holds a QC for the highest-QC rule (seeded bug: override = 0)",
             qc_after_fast_commit(), REFUTED, None),
+    *_facts("two quorums of 2f share an honest replica (seeded bug: quorum = 2f)", quorums_share_honest(lambda f: 2 * f),
+            REFUTED),
+    *_facts("the correct replicas alone make a TC of 2f+2 Timeouts (seeded bug: tc_quorum = 2f+2)",
+            tc_from_correct_replicas(lambda f: 2 * f + 2), REFUTED),
 ]
 
 

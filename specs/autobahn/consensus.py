@@ -127,20 +127,27 @@ class Consensus:
                    True if s <= z.k else p.committed[s - z.k].is_some(),
                    p.spec.covered(p, s))
 
+    def lead_ready(p: Any, s: int) -> Any:
+        """Whether p may propose in the view of slot s it leads (False if it leads none): it is idle
+        there and in that view, and holds its ticket (view 1) or a TC of the view before."""
+        z = sizes(p)
+        v = z.led_view(p.id, s)
+        if v is None:
+            return False
+        ticket = p.spec.ready_view1(p, s) if v == 1 else p.timeouts_from[s][v - 1].card() >= z.tc_quorum
+        return And(p.phase[s] == "idle", p.view[s] == v, p.spec.in_view(p, s, v), ticket)
+
     def on_lead_timer(p: Any, s: int, c: int) -> Any:
         """p leads the view v of slot s it leads, once ready (the timer stays armed until then):
         in view 1 with its own cut, in a later view with the winner of its TC of view v-1, or its
         own cut if that TC has none. Returns the condition under which the choice c was used."""
-        z = sizes(p)
-        v = z.led_view(p.id, s)
+        v = sizes(p).led_view(p.id, s)
         if v is None:
             require(False)
-        require(p.phase[s] == "idle", p.view[s] == v, p.spec.in_view(p, s, v))
+        require(p.spec.lead_ready(p, s))
         if v == 1:
-            require(p.spec.ready_view1(p, s))
             p.spec.propose(p, s, 1, p.spec.own_cut(p, c), True)
             return True
-        require(p.timeouts_from[s][v - 1].card() >= z.quorum)
         has, cut = p.spec.winner(p, s, v - 1)
         p.spec.propose(p, s, v, If(has, cut, p.spec.own_cut(p, c)), True, Not(has))
         return Not(has)
@@ -154,22 +161,30 @@ class Consensus:
 
     def winner(p: Any, s: int, v: int) -> tuple[Any, Any]:
         """(has a winner, its cut) of the TC of (s, v) p holds: the Timeouts of `p.timeouts_from[s][v]`."""
-        lay, z = layout(p), sizes(p)
         members = p.timeouts_from[s][v]
-        qcs = [And(members.contains(r), p.tqc[s][r].is_some()) for r in range(z.n)]
+        return p.spec.tc_winner(p, [(members.contains(r), p.tprop[s][r], p.tqc[s][r]) for r in range(sizes(p).n)])
+
+    def tc_winner(p: Any, reports: list[tuple[Any, Any, Any]]) -> tuple[Any, Any]:
+        """(has a winner, its cut) of a TC whose Timeouts are `reports`: (in the TC, reported Prepare,
+        reported QC), each an Option(Ref) term or value. The highest-view QC wins, unless f+1 Timeouts
+        report a Prepare of one cut at higher views (the override); the same rule for every replica
+        that builds a TC and every replica that checks one."""
+        lay, z = layout(p), sizes(p)
+        qcs = [And(there, qc.is_some()) for there, _, qc in reports]
         qc_view: Any = 0
-        for r in range(z.n):
-            qc_view = Max(qc_view, If(qcs[r], p.tqc[s][r].get().view, 0))
+        for i, (_, _, qc) in enumerate(reports):
+            qc_view = Max(qc_view, If(qcs[i], qc.get().view, 0))
         qc_cut: Any = 0
-        for r in reversed(range(z.n)):
-            qc_cut = If(And(qcs[r], p.tqc[s][r].get().view == qc_view), p.tqc[s][r].get().cut, qc_cut)
+        for i in reversed(range(len(reports))):
+            qc = reports[i][2]
+            qc_cut = If(And(qcs[i], qc.get().view == qc_view), qc.get().cut, qc_cut)
         has, cut = qc_view > 0, qc_cut
         if z.override:
             for c in reversed(range(lay.ncuts)):
-                reports = Count(range(z.n), lambda r: And(members.contains(r), p.tprop[s][r].is_some(),
-                                                          p.tprop[s][r].get().view > qc_view,
-                                                          p.tprop[s][r].get().cut == c))
-                wins = reports >= z.validity
+                count = Count(range(len(reports)), lambda i: And(reports[i][0], reports[i][1].is_some(),
+                                                                 reports[i][1].get().view > qc_view,
+                                                                 reports[i][1].get().cut == c))
+                wins = count >= z.validity
                 has, cut = Or(wins, has), If(wins, c, cut)
         return has, cut
 
@@ -178,7 +193,7 @@ class Consensus:
         z = sizes(p)
         if src != z.leader(m.s, m.v) or src == p.id:
             require(False)
-        accept = And(p.spec.in_view(p, m.s, m.v), p.pvote[m.s][m.v].is_none())
+        accept = And(p.spec.in_view(p, m.s, m.v), p.spec.unvoted(p, p.pvote, p.pballots, m.s, m.v, m.cut))
         p.spec.sign_prepare(p, m.s, m.v, m.cut, accept)
         send(src, PrepareVote(m.s, m.v, m.cut), when=accept)
         p.spec.start_timers(p)
@@ -187,9 +202,16 @@ class Consensus:
         z = sizes(p)
         if src != z.leader(m.s, m.v) or src == p.id:
             require(False)
-        accept = And(p.spec.in_view(p, m.s, m.v), p.cvote[m.s][m.v].is_none())
+        accept = And(p.spec.in_view(p, m.s, m.v), p.spec.unvoted(p, p.cvote, p.cballots, m.s, m.v, m.cut))
         p.spec.sign_confirm(p, m.s, m.v, m.cut, accept)
         send(src, ConfirmVote(m.s, m.v, m.cut), when=accept)
+
+    def unvoted(p: Any, votes: Any, ballots: Any, s: int, v: int, cut: Any) -> Any:
+        """Whether p may vote for `cut` in (s, v): it has not voted there (with `double_vote=1`, the seeded
+        bug: not for this cut, and at most twice)."""
+        if not sizes(p).double_vote:
+            return votes[s][v].is_none()
+        return Or(votes[s][v].is_none(), And(ballots[s][v] < 2, votes[s][v].get() != cut))
 
     def in_view(p: Any, s: int, v: int) -> Any:
         """Whether p still takes part in view v of slot s: it has not moved past v, has not timed out
@@ -291,14 +313,14 @@ class Consensus:
     def add_timeout(p: Any, src: int, s: int, v: int, prop: Any, qc: Any, when: Any) -> None:
         """Count src's Timeout of (s, v); with a TC, move to view v+1 (and propose, if p leads it)."""
         z = sizes(p)
-        fresh = And(when, p.view[s] <= v)
+        fresh = And(when, p.view[s] <= v, Not(p.timeouts_from[s][v].contains(src)))  # a sender's first Timeout counts
         p.timeouts_from[s][v] = add_if(p.timeouts_from[s][v], src, fresh)
         nxt = v + 1
         leads = z.leader(s, nxt) == p.id
         if leads:
             p.tprop[s][src] = If(fresh, prop, p.tprop[s][src])
             p.tqc[s][src] = If(fresh, qc, p.tqc[s][src])
-        tc = And(fresh, p.timeouts_from[s][v].card() >= z.quorum)
+        tc = And(fresh, p.timeouts_from[s][v].card() >= z.tc_quorum)
         p.view[s] = If(tc, nxt, p.view[s])
         set_timer(f"slot{s}", when=tc)
         if leads:

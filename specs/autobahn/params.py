@@ -28,13 +28,20 @@ FAST = Param("fast", default=1, lo=0, hi=1, doc="the fast path (n Prepare votes 
 COVERAGE = Param("coverage", default=3, lo=0, hi=13,
                  doc="lanes with new tips a view-1 leader waits for (the artifact: 2f+1), at most `lanes`")
 POA_QUORUM = Param("poa_quorum", default=0, lo=0, doc="votes in a PoA; 0: f+1 (the paper)")
-QUORUM = Param("quorum", default=0, lo=0, doc="votes in a PrepareQC, ConfirmQC or TC; 0: 2f+1 (the paper)")
+QUORUM = Param("quorum", default=0, lo=0, doc="votes in a PrepareQC or ConfirmQC; 0: 2f+1 (the paper)")
+TC_QUORUM = Param("tc_quorum", default=0, lo=0, doc="Timeouts in a TC; 0: 2f+1 (the paper)")
 FAST_QUORUM = Param("fast_quorum", default=0, lo=0, doc="Prepare votes for a fast commit; 0: n (the paper)")
 OFFSET = Param("offset", default=0, lo=0, hi=12,
                doc="slot s is the (s + offset)-th of the run: leader(s, v) = (s + offset + v) mod n")
 FETCH = Param("fetch", default=1, lo=0, hi=1, doc="replicas fetch the cars of a committed cut they lack (sync)")
 VOTE_AFTER_TIMEOUT = Param("vote_after_timeout", default=0, lo=0, hi=1,
                            doc="replicas keep voting in a view they timed out of (the artifact); 0: they stop")
+DOUBLE_VOTE = Param("double_vote", default=0, lo=0, hi=1,
+                    doc="honest replicas vote for a second proposal of one (slot, view) (a seeded bug); 0: once")
+GST = Param("gst", default=0, lo=0, hi=1,
+            doc="partial synchrony: a GST step, after which timers are timely (liveness); 0: asynchrony throughout")
+EQUIVOCATIONS = Param("equivocations", default=2, lo=1, hi=4,
+                      doc="distinct Prepares a Byzantine leader sends per (slot, view)")
 OVERRIDE = Param("override", default=1, lo=0, hi=1,
                  doc="the TC rule lets a Prepare reported by f+1 Timeouts override the highest QC")
 
@@ -53,6 +60,10 @@ class Sizes:
         self.fetch = bool(v["fetch"])
         self.poa = v["poa_quorum"] or self.f + 1
         self.quorum = v["quorum"] or 2 * self.f + 1
+        self.tc_quorum = v["tc_quorum"] or 2 * self.f + 1
+        self.double_vote = bool(v["double_vote"])
+        self.gst = bool(v["gst"])
+        self.equivocations = v.get("equivocations", 0)  # a parameter of the Byzantine variants only
         self.fast_quorum = v["fast_quorum"] or self.n
         self.validity = self.f + 1  # Timeouts that must report a Prepare for it to override
         self.coverage = min(v["coverage"], self.lanes)

@@ -16,9 +16,11 @@ from .messages import CarRef, Choice, Message, layout
 from .params import (
     CARS,
     COVERAGE,
+    DOUBLE_VOTE,
     FAST,
     FAST_QUORUM,
     FETCH,
+    GST,
     LANES,
     OFFSET,
     OVERRIDE,
@@ -26,6 +28,7 @@ from .params import (
     PROPOSALS,
     QUORUM,
     SLOTS,
+    TC_QUORUM,
     VIEWS,
     VOTE_AFTER_TIMEOUT,
     F,
@@ -33,6 +36,7 @@ from .params import (
     Replica,
     sizes,
 )
+from .synchrony import PartialSynchrony
 
 CONSENSUS = {"Prepare": "on_prepare", "PrepareVote": "on_prepare_vote", "Confirm": "on_confirm",
              "ConfirmVote": "on_confirm_vote", "Commit": "on_commit"}
@@ -51,6 +55,8 @@ class Autobahn(Lanes, Consensus, ActorSpec):
     f, slots, views, lanes, cars, k, proposals = F, SLOTS, VIEWS, LANES, CARS, K, PROPOSALS
     fast, coverage, poa_quorum, quorum, fast_quorum, override = FAST, COVERAGE, POA_QUORUM, QUORUM, FAST_QUORUM, OVERRIDE
     offset, vote_after_timeout, fetch = OFFSET, VOTE_AFTER_TIMEOUT, FETCH
+    tc_quorum, double_vote, gst = TC_QUORUM, DOUBLE_VOTE, GST
+    _program_builder = PartialSynchrony  # the `gst` step and timely timers after it (`synchrony.py`)
 
     # -- handlers ------------------------------------------------------------------------------
     @on_start
@@ -90,16 +96,27 @@ class Autobahn(Lanes, Consensus, ActorSpec):
             p.spec.on_slot_timer(p, s)
         return False
 
-    # every message to an honest replica is eventually delivered and every armed timer eventually fires
+    # every message between honest replicas is eventually delivered and every armed timer of an honest
+    # replica eventually fires (a Byzantine replica's steps and messages are never fair: `synchrony.py`)
     fairness = {"deliver": "weak", "timeout": "weak"}
+
+    @staticmethod
+    def crashable(values: dict[str, int]) -> tuple[int, ...]:
+        """The replicas a crash (`--param crashes=1`) may stop: the leaders of view 1 (a faulty leader the
+        view change must get past)."""
+        n, offset = 3 * values["f"] + 1, values["offset"]
+        return tuple(sorted({(s + offset + 1) % n for s in range(1, values["slots"] + 1)}))
 
     # -- liveness ------------------------------------------------------------------------------
     @temporal
     def every_slot_commits(s):
-        """Every honest replica eventually commits every slot (with views=1: no timer fires early, the
-        whole run is after GST)."""
+        """Every correct replica (neither Byzantine nor crashed) eventually commits every slot. Claimed with
+        `gst=1` (timers timely after GST, which comes before the last view change) when the last view's
+        leader is correct, and with views=1 (no timer: the whole run is after GST)."""
         z = sizes(s)
-        return eventually(ForAll(s.honest, range(1, z.slots + 1), lambda a, t: s.committed[a][t].is_some()))
+        crashes = object.__getattribute__(s, "_binding").values.get("crashes", 0)
+        return eventually(ForAll(s.honest, range(1, z.slots + 1), lambda a, t: Or(
+            s.crashed.contains(a) if crashes else False, s.committed[a][t].is_some())))
 
     # -- safety --------------------------------------------------------------------------------
     @invariant
@@ -129,7 +146,7 @@ class Autobahn(Lanes, Consensus, ActorSpec):
             tc_loses = False
             if leads:  # b holds a TC of view w-1 whose winning proposal is not the committed cut
                 has, cut = s.spec.winner(_At(s, b), t, w - 1)
-                tc_loses = And(s.timeouts_from[b][t][w - 1].card() >= z.quorum, Not(And(has, cut == c.get().cut)))
+                tc_loses = And(s.timeouts_from[b][t][w - 1].card() >= z.tc_quorum, Not(And(has, cut == c.get().cut)))
             return Implies(done, Not(Or(votes_other, proposes_other, tc_loses)))
 
         return ForAll(s.honest, range(1, z.slots + 1), views, s.honest, views,
