@@ -42,6 +42,7 @@ TARGET_CANDIDATES = 1 << 22  # successors per batch the default batch size aims 
 MAX_CANDIDATES = 1 << 31  # a batch's candidates are numbered in 32 bits (the positions kept per visited table)
 LINKS_IN_MEMORY = 1 << 28  # bytes of parent links kept in memory (32 million states)
 WARM_FROM = 1 << 12  # a level of this many states starts building the C loops (unless they are cached)
+WARM_AFTER = 1.0  # seconds of search on the numpy loops after which their C form is built in any case
 THREADED_LEVEL = 1 << 16  # smaller levels run on one thread (a second one costs more than it saves there)
 
 
@@ -280,6 +281,7 @@ class VectorSearch:
             from .reduced import VectorReduction
 
             self.por = VectorReduction(for_model(vm.model), vm.layout, vm.ntrans)
+        self.started = time.monotonic()  # `run` restarts it
         self.native = kernels.Native(vm.model.prog, vm.layout, not (opts.por and constrained), vopts.native,
                                      reduction=self.por.red if self.por is not None else None,
                                      symmetry=vm.symmetry)
@@ -324,8 +326,10 @@ class VectorSearch:
         self.insert_pool = ThreadPoolExecutor(1, thread_name_prefix="lockstep-insert")
 
     def _use_native(self, level_size: int) -> None:
-        """Move to the C loops once they are built; a level of `WARM_FROM` states starts their build."""
-        if not self.native.loaded and level_size >= WARM_FROM:
+        """Move to the C loops once they are built. A level of `WARM_FROM` states, or `WARM_AFTER` seconds of
+        search, starts their build: a search of small levels that is slow on numpy (reduced or symmetric levels)
+        gets them too, and a build still running when the search ends fills the cache for the next one."""
+        if not self.native.loaded and (level_size >= WARM_FROM or time.monotonic() - self.started >= WARM_AFTER):
             self.native.start()
         if self.native.ready():
             self.k = kernels.backend()
@@ -444,7 +448,7 @@ class VectorSearch:
 
     # -- main loop --------------------------------------------------------------------------------
     def run(self) -> CheckResult:
-        t0 = time.monotonic()
+        t0 = self.started = time.monotonic()
         found: _Found | None = None
         queued = 0
         try:
