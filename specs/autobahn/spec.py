@@ -12,6 +12,7 @@ from ..lang import And, Count, Exists, ForAll, Implies, Not, Or, eventually, inv
 from ..lang.actors import ActorSpec, on_message, on_start, on_timeout
 from .consensus import Consensus, Timer
 from .lanes import Lanes
+from .local import At
 from .messages import CarRef, Choice, Message, layout
 from .params import (
     CARS,
@@ -145,7 +146,7 @@ class Autobahn(Lanes, Consensus, ActorSpec):
             proposes_other = And(s.phase[b][t] != "idle", s.proposal[b][t] != c.get().cut) if leads else False
             tc_loses = False
             if leads:  # b holds a TC of view w-1 whose winning proposal is not the committed cut
-                has, cut = s.spec.winner(_At(s, b), t, w - 1)
+                has, cut = s.spec.winner(At(s, b), t, w - 1)
                 tc_loses = And(s.timeouts_from[b][t][w - 1].card() >= z.tc_quorum, Not(And(has, cut == c.get().cut)))
             return Implies(done, Not(Or(votes_other, proposes_other, tc_loses)))
 
@@ -236,16 +237,3 @@ class Autobahn(Lanes, Consensus, ActorSpec):
 
         return ForAll(s.honest, range(1, z.slots + 1), range(1, z.views + 1),
                       lambda a, t, v: And(confirm_ok(a, t, v), commit_ok(a, t, v)))
-
-
-class _At:
-    """Replica b's local fields in a global state, read as a handler reads them (`p.field`)."""
-
-    def __init__(self, s: Any, b: int):
-        object.__setattr__(self, "_s", s)
-        object.__setattr__(self, "_binding", object.__getattribute__(s, "_binding"))
-        object.__setattr__(self, "id", b)
-        object.__setattr__(self, "spec", s.spec)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._s, name)[self.id]

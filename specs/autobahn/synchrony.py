@@ -27,6 +27,7 @@ from ..lang.actors.networks import SetNetwork
 from ..lang.actors.spec import LocalStep, _ActorBuilder
 from ..lang.program import Check, Field, Transition
 from ..lang.spec import require
+from .local import At
 from .params import sizes
 
 
@@ -77,8 +78,6 @@ class PartialSynchrony(_ActorBuilder):
 
     def _timely(self, prog: ActorProgram, pid: int, slot: int) -> Any:
         """The condition on the global state under which honest replica `pid`'s timer of `slot` may fire."""
-        from .spec import _At
-
         honest = [q for q in self.proc.values() if q not in self.byz]
         to = {b: frozenset(self.types.envelope(a, b, m) for a in honest if a != b for m in self.msg.values()) for b in honest}
 
@@ -86,7 +85,7 @@ class PartialSynchrony(_ActorBuilder):
             z = sizes(s)
             quiet = []
             for q in honest:  # a crashed replica neither receives nor acts
-                at = _At(s, q)
+                at = At(s, q)
                 busy = [s.network.inter(to[q]).is_empty()]
                 for t in range(1, z.slots + 1):
                     if z.fast:
