@@ -49,7 +49,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser of every command; given the command line, only the module of the command it names is imported
     (the others' NAME and HELP are read from their source), so a command does not pay for the others' imports.
     A command line that names a command needs only the others' names (their help is never shown then)."""
-    parser = argparse.ArgumentParser(prog="lockstep", description="Specify, model-check and run synchronization protocols.")
+    parser = _Parser(prog="lockstep", description="Specify, model-check and run synchronization protocols.")
     parser.add_argument("--version", action="version", version=f"lockstep {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -69,6 +69,17 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         else:
             sub.add_parser(head[0], help=head[1], description=head[1])
     return parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, except that help, usage or version written into a closed pipe raises BrokenPipeError (which
+    `entry` turns into exit 141, as for any other output) instead of being dropped with exit 0."""
+
+    def _print_message(self, message: str, file=None) -> None:
+        if message:
+            stream = file or sys.stderr
+            stream.write(message)
+            stream.flush()
 
 
 def _source(module: str) -> str | None:

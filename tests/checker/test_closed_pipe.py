@@ -77,6 +77,9 @@ def only_progress(stderr: str) -> bool:
 
 
 COMMANDS = [
+    ["--help"],  # argparse's own output: help, a command's help, the version
+    ["check", "--help"],
+    ["--version"],
     ["list"],
     ["check", "peterson_buggy"],  # a violation: its trace is printed through rich
     ["check", "peterson"],

@@ -5,8 +5,10 @@ libraries cannot be taken over by another user."""
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -182,6 +184,17 @@ def test_without_a_compiler_the_search_runs_on_numpy_and_says_so(monkeypatch):
     res = check_vector(model, Options())
     assert any("no C compiler" in n for n in res.notes)
     assert (res.distinct, res.generated) == (check(model, Options()).distinct, check(model, Options()).generated)
+
+
+def test_a_library_without_a_compiler_is_refused_and_collected_cleanly(monkeypatch):
+    """No compiler: BuildError says so, and the half-made Library is collected without an exception in `__del__`."""
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    with pytest.raises(cbuild.BuildError, match="no C compiler"):
+        cbuild.Library(PROBE % 1, "probe")
+    gc.collect()
+    assert unraisable == []
 
 
 def test_a_broken_compiler_leaves_a_background_build_to_numpy(monkeypatch, tmp_path):

@@ -51,6 +51,9 @@ class Library:
 
     def __init__(self, source: str, stem: str):
         self.source = source
+        self._dir: int | None = None  # the cache's descriptor (set before anything can fail: `__del__` closes it)
+        self._scratch: int | None = None  # this process's own directory, where there is no private cache
+        self._scratch_path = ""
         cc = compiler()
         if cc is None:
             raise BuildError("no C compiler (set CC, or install cc, gcc or clang)")
@@ -59,18 +62,16 @@ class Library:
         self.name = f"{stem}_{digest}.so"
         self.refusal: str | None = None
         try:
-            self._dir: int | None = cache.open_dir("kernels")
+            self._dir = cache.open_dir("kernels")
         except OSError as e:
-            self._dir, self.refusal = None, str(e)
-        self._scratch: int | None = None  # this process's own directory, where there is no private cache
-        self._scratch_path = ""
+            self.refusal = str(e)
         self._proc: subprocess.Popen | None = None
         self._kill_on_cancel = True
         self._lock = threading.Lock()
 
     def __del__(self) -> None:
-        if getattr(self, "_dir", None) is not None:
-            os.close(self._dir)  # type: ignore[arg-type]
+        if self._dir is not None:
+            os.close(self._dir)
         self._drop_scratch()
 
     def cached(self) -> bool:
