@@ -218,6 +218,8 @@ def _plot(args: argparse.Namespace, protocol: Population, target: str, config: t
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from ..render.population import save_figure
+
     n = protocol.n
     sim = Simulator(protocol, config, seed=args.seed, max_batch=max_batch, method=method)
     samples: list[tuple[float, dict, bool]] = []
@@ -225,8 +227,6 @@ def _plot(args: argparse.Namespace, protocol: Population, target: str, config: t
     record(sim)
     step = max(1, int(n * horizon / 400))
     sim.run(int(horizon * n), every=step, observe=record)
-    from ..render.population import save_figure
-
     values = sorted({k for _, f, _ in samples for k in f}, key=repr)
     fig, ax = plt.subplots(figsize=(9, 4.5))
     ts = [t for t, _, _ in samples]
