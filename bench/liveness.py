@@ -1,45 +1,155 @@
-"""Liveness cost: deciding a temporal property under fairness against the safety-only search of the
-same spec, measured in the same run (the baseline). Run: python -m bench.liveness"""
+"""Liveness against safety and against SPIN: the same property on the same model, in turn.
+
+    python -m bench.liveness                        # every row, once
+    python -m bench.liveness --repeat 3             # medians of 3 rounds
+    python -m bench.liveness --rows lock_weak:17 two_phase:8
+
+Each row is a spec, a size and a temporal property that holds under the spec's weak fairness:
+
+- `lock_weak` (every action weakly fair) and `lock_used_infinitely_often` (□◇ locked): a graph of cycles;
+- `two_phase` (every action weakly fair) and `every_rm_decides` (◇ every RM committed or aborted).
+
+Per row, in rounds of one run per tool (so a slow spell of the shared machine falls on every tool alike):
+Lockstep's safety check of the model (`lockstep check`, the vector engine: the baseline), its liveness check
+(`lockstep check --property`, one and two workers), and SPIN on the Promela model written for the bench
+(bench/promela/lock_live.pml, two_phase_live.pml: each action a process, so SPIN's per-process weak fairness
+is the spec's), compiled with -DNOREDUCE and run as `pan -a -f` (acceptance cycles under weak fairness).
+Every run is a fresh process; its time is the search time it reports (Lockstep: the whole check, graph and
+fair cycles; SPIN: pan's elapsed time), compilation untimed for both (Lockstep's C kernels are built by an
+untimed first run, as SPIN's pan.c is compiled untimed). The table gives distinct states (SPIN: its stored
+states, the product with the property's automaton and fairness counters), seconds, peak RSS, and the
+ratios the targets are about: liveness over safety (target: at most 3), SPIN over Lockstep (target: above 1
+on rows of a million states or more), one worker over two (target: 1.4 on the largest row), each a median
+of the rounds' own ratios. The load average is printed before and after.
+"""
 
 from __future__ import annotations
 
-import time
+import argparse
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
 
-from lockstep.checker.explicit import Options, check
-from lockstep.checker.liveness import check_properties
-from lockstep.checker.loader import load_model
-from lockstep.checker.temporal import fairness, select
+from .vs_peers import ROOT, measure, user_env
 
-CASES = [
-    ("ewd840", "Liveness", {"n": 3}),
-    ("ewd840", "Liveness", {"n": 4}),
-    ("ewd840", "Liveness", {"n": 5}),
-    ("lock", "no_starvation", {"n": 3}),
-    ("lock", "no_starvation", {"n": 5}),
-]
+PROMELA = os.path.join(ROOT, "bench", "promela")
+# spec -> (parameter, Promela macro, Promela file, property)
+MODELS = {"lock_weak": ("n", "N", "lock_live.pml", "lock_used_infinitely_often"),
+          "two_phase": ("rm", "RM", "two_phase_live.pml", "every_rm_decides")}
+ROWS = [("lock_weak", 14), ("lock_weak", 17), ("two_phase", 7), ("two_phase", 8)]
+LARGE = 1_000_000
+TOOLS = ["safety", "liveness", "liveness-2w", "spin"]
+_DONE = re.compile(r"([\d,]+) distinct states, ([\d,]+) generated, depth (\d+).*?, ([\d.]+) s \(")
 
 
-def best_of(fn, repeat: int = 3) -> tuple[float, object]:
-    best, out = float("inf"), None
+def run_lockstep(tool: str, spec: str, n: int, cache: str) -> dict:
+    """One `lockstep check` command, as a user runs it."""
+    param, _macro, _pml, prop = MODELS[spec]
+    cmd = [sys.executable, "-m", "lockstep", "check", spec, "--param", f"{param}={n}", "--no-deadlock", "--quiet"]
+    if tool != "safety":
+        cmd += ["--property", prop]
+    if tool == "liveness-2w":
+        cmd += ["--workers", "2"]
+    out, wall, rss = measure(cmd, env=user_env(cache))
+    m = _DONE.search(out)
+    if m is None or "No violation" not in out:
+        raise RuntimeError(f"unexpected output of {' '.join(cmd)}:\n{out}")
+    return {"distinct": int(m.group(1).replace(",", "")), "seconds": float(m.group(4)), "wall": wall, "rss_mb": rss}
+
+
+def processes(spec: str, n: int) -> int:
+    """The Promela model's processes, the never claim not counted (each needs room in pan's fairness counters)."""
+    return n if spec == "lock_weak" else 3 + 5 * n
+
+
+def compile_pan(spec: str, n: int, workdir: str) -> str:
+    """Generate and compile pan for a row (untimed); the path of the executable."""
+    _param, macro, pml, _prop = MODELS[spec]
+    d = os.path.join(workdir, f"{spec}-{n}")
+    os.makedirs(d, exist_ok=True)
+    shutil.copy(os.path.join(PROMELA, pml), d)
+    subprocess.run(["spin", f"-D{macro}={n}", "-a", pml], cwd=d, check=True, capture_output=True)
+    nfair = max(2, math.ceil((processes(spec, n) + 3) / 4))  # pan holds 4 * NFAIR - 2 processes, the claim one of them
+    flags = ["-O2", "-DNOREDUCE", "-DMEMLIM=16384", f"-DNFAIR={nfair}"]
+    subprocess.run(["gcc", *flags, "-o", "pan", "pan.c"], cwd=d, check=True, capture_output=True)
+    return os.path.join(d, "pan")
+
+
+def run_pan(pan: str, expected: int) -> dict:
+    """pan -a -f with a hash table for the expected product and a depth bound above any path."""
+    w = max(18, math.ceil(math.log2(expected * 4)))
+    out, wall, rss = measure([pan, "-a", "-f", f"-m{max(100_000, 4 * expected)}", f"-w{w}"], cwd=os.path.dirname(pan))
+    if "errors: 0" not in out:
+        raise RuntimeError(f"{pan} reported errors (the property holds in the spec):\n{out[-3000:]}")
+    stored = int(re.search(r"(\d+) states, stored", out).group(1))
+    secs = float(re.search(r"pan: elapsed time ([\d.e+-]+) seconds", out).group(1))
+    return {"distinct": stored, "seconds": secs, "wall": wall, "rss_mb": rss}
+
+
+def rounds(spec: str, n: int, repeat: int, cache: str, work: str, have_spin: bool, expected: int) -> dict[str, list]:
+    runs: dict[str, list] = {tool: [] for tool in TOOLS}
+    pan = compile_pan(spec, n, work) if have_spin else None
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+        for tool in TOOLS:
+            if tool == "spin":
+                if pan is not None:
+                    runs[tool].append(run_pan(pan, expected))
+            else:
+                runs[tool].append(run_lockstep(tool, spec, n, cache))
+    return runs
+
+
+def paired(a: list[dict], b: list[dict]) -> float | None:
+    """The median over rounds of a's time over b's."""
+    ratios = [x["seconds"] / y["seconds"] for x, y in zip(a, b) if y["seconds"] > 0]
+    return statistics.median(ratios) if ratios else None
 
 
 def main() -> None:
-    print(f"{'spec':<10} {'params':<8} {'property':<15} {'states':>8} {'safety s':>9} {'liveness s':>11} {'ratio':>6}  verdict")
-    for spec, prop, params in CASES:
-        model = load_model(spec, params)
-        opts = Options(deadlock=False)
-        t_safe, safe = best_of(lambda model=model, opts=opts: check(model, opts))
-        p, fair = select(model, prop), fairness(model)
-        t_live, live = best_of(lambda model=model, p=p, fair=fair, opts=opts: check_properties(model, [p], fair, opts))
-        assert safe.distinct == live.distinct
-        ps = ",".join(f"{k}={v}" for k, v in params.items())
-        print(f"{spec:<10} {ps:<8} {prop:<15} {live.distinct:>8,} {t_safe:>9.3f} {t_live:>11.3f} "
-              f"{t_live / t_safe:>6.1f}  {live.verdict}")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=1, help="rounds per row; medians are shown")
+    ap.add_argument("--rows", nargs="*", metavar="SPEC:N", help="e.g. lock_weak:17 (default: all)")
+    args = ap.parse_args()
+    rows = [(r.split(":")[0], int(r.split(":")[1])) for r in args.rows] if args.rows else ROWS
+    for spec, _n in rows:
+        if spec not in MODELS:
+            ap.error(f"no bench model {spec!r}: use one of {', '.join(MODELS)}")
+    have_spin = shutil.which("spin") is not None and shutil.which("gcc") is not None
+    print(f"load average at the start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}; cores: {os.cpu_count()}")
+    if not have_spin:
+        print("spin or gcc is not installed (apt-get install spin gcc): SPIN's rows are left out")
+    print(f"{'model':<16}{'property':<28}{'tool':<13}{'distinct':>12}{'search s':>10}{'wall s':>9}{'peak MB':>9}"
+          f"{'ratio':>8}  (ratio: liveness ÷ safety; spin: SPIN ÷ liveness; liveness-2w: one worker ÷ two)")
+    with tempfile.TemporaryDirectory(prefix="lockstep-bench-") as work:
+        cache = os.path.join(work, "cache")
+        for spec, n in rows:
+            param, _macro, _pml, prop = MODELS[spec]
+            first = run_lockstep("liveness", spec, n, cache)  # builds the kernels (untimed)
+            runs = rounds(spec, n, args.repeat, cache, work, have_spin, first["distinct"])
+            ratio = {"safety": None, "liveness": paired(runs["liveness"], runs["safety"]),
+                     "liveness-2w": paired(runs["liveness"], runs["liveness-2w"]),
+                     "spin": paired(runs["spin"], runs["liveness"])}
+            for tool in TOOLS:
+                if not runs[tool]:
+                    continue
+                r = runs[tool]
+                secs, wall = statistics.median(x["seconds"] for x in r), statistics.median(x["wall"] for x in r)
+                rss = max(x["rss_mb"] for x in r)
+                shown = f"{ratio[tool]:.2f}x" if ratio[tool] is not None else "-"
+                print(f"{spec + ' ' + param + '=' + str(n):<16}{prop:<28}{tool:<13}{r[0]['distinct']:>12,}{secs:>10.2f}"
+                      f"{wall:>9.2f}{rss:>9.0f}{shown:>8}", flush=True)
+            if ratio["spin"] is not None and first["distinct"] >= LARGE:
+                verdict = "faster than" if ratio["spin"] > 1 else "NOT faster than"
+                print(f"{'':<16}Lockstep's liveness check is {verdict} SPIN's pan -a -f on this row "
+                      f"({first['distinct']:,} states)")
+    print(f"targets: liveness within 3x safety; faster than SPIN on rows of {LARGE:,}+ states; two workers 1.4x one "
+          "on the largest row")
+    print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

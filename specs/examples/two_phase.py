@@ -11,7 +11,10 @@ type invariant `TPTypeOK` is implied by the field types and checked on every ass
 Additions: `TPConsistent` is an invariant but not an inductive one. The invariants after it
 strengthen it into one (`lockstep prove two_phase --invariant consistent --with ...`, and
 `proofs/two_phase.py`); they are not in the TLA+ spec, and they hold in every reachable
-state, so checking them changes no count.
+state, so checking them changes no count. Every action is weakly fair (per RM), and the temporal
+property `every_rm_decides` (◇ every RM committed or aborted) holds under that fairness
+(`lockstep check two_phase --property every_rm_decides --no-deadlock`; `bench/liveness.py` checks it
+against SPIN's `pan -a -f` on bench/promela/two_phase_live.pml); the TLA+ spec states no fairness.
 """
 
 from ..lang import (
@@ -29,8 +32,10 @@ from ..lang import (
     Union,
     Var,
     action,
+    eventually,
     invariant,
     require,
+    temporal,
 )
 
 RM = Range("rm", default=3, symmetric=True)
@@ -49,43 +54,48 @@ class TwoPhase(Spec):
     tm_prepared = Set(RM)
     msgs = Set(Message)
 
-    @action
+    @action(fairness="weak")
     def tm_rcv_prepared(s, r: RM):
         require(s.tm_state == "init", s.msgs.contains(Prepared(r)))
         s.tm_prepared = s.tm_prepared.add(r)
 
-    @action
+    @action(fairness="weak")
     def tm_commit(s):
         require(s.tm_state == "init", ForAll(RM, lambda r: s.tm_prepared.contains(r)))
         s.tm_state = "committed"
         s.msgs = s.msgs.add(Commit())
 
-    @action
+    @action(fairness="weak")
     def tm_abort(s):
         require(s.tm_state == "init")
         s.tm_state = "aborted"
         s.msgs = s.msgs.add(Abort())
 
-    @action
+    @action(fairness="weak")
     def rm_prepare(s, r: RM):
         require(s.rm_state[r] == "working")
         s.rm_state[r] = "prepared"
         s.msgs = s.msgs.add(Prepared(r))
 
-    @action
+    @action(fairness="weak")
     def rm_choose_to_abort(s, r: RM):
         require(s.rm_state[r] == "working")
         s.rm_state[r] = "aborted"
 
-    @action
+    @action(fairness="weak")
     def rm_rcv_commit_msg(s, r: RM):
         require(s.msgs.contains(Commit()))
         s.rm_state[r] = "committed"
 
-    @action
+    @action(fairness="weak")
     def rm_rcv_abort_msg(s, r: RM):
         require(s.msgs.contains(Abort()))
         s.rm_state[r] = "aborted"
+
+    @temporal
+    def every_rm_decides(s):
+        """Under weak fairness of every action, each RM ends committed or aborted."""
+        return eventually(ForAll(RM, lambda r: Or(s.rm_state[r] == "committed", s.rm_state[r] == "aborted")))
 
     @invariant
     def consistent(s):

@@ -28,7 +28,7 @@ from lockstep.specs.lang import (
 
 SPECS = [("ewd840", {}), ("ewd840_unstained", {}), ("lock", {"n": 3}), ("lock_weak", {}), ("alternating_bit", {}),
          ("two_phase_commit", {}), ("two_phase_commit", {"crashes": 0}), ("two_phase_commit", {"crashes": 0, "lossy": 1}),
-         ("two_phase_commit_eager", {}), ("bracha", {"f": 0})]
+         ("two_phase_commit_eager", {}), ("two_phase", {}), ("bracha", {"f": 0})]
 
 
 def lasso_ok(model, prop, fair, res) -> None:
