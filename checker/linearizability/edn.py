@@ -10,6 +10,7 @@ tuples, maps as dicts (keys must be hashable), sets as frozensets, and a tagged 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -167,8 +168,30 @@ def _parser() -> Lark:
     return Lark(GRAMMAR, parser="lalr", maybe_placeholders=False, propagate_positions=True)
 
 
-def loads(text: str, source: str = "<edn>") -> list[Any]:
-    """Every top-level form of `text`, as Python values (EDNError names the line and column)."""
+_SCAN = re.compile(r'"(?:\\.|[^"\\])*"|;[^\n]*|\\(?:newline|return|space|tab|\S)|([\[({])|([\])}])')
+
+
+def check_nesting(text: str, limit: int, source: str = "<edn>") -> None:
+    """Refuse (EDNError at the first bracket too deep) text whose brackets nest deeper than `limit`: one linear
+    scan before parsing, so a file of a million opening brackets is refused at once, not after a parse."""
+    depth = 0
+    for m in _SCAN.finditer(text):
+        if m.group(1):
+            depth += 1
+            if depth > limit:
+                pos = m.start()
+                line = text.count("\n", 0, pos) + 1
+                column = pos - text.rfind("\n", 0, pos)
+                raise EDNError(f"{source}:{line}:{column}: forms nested too deeply (more than {limit} levels)")
+        elif m.group(2):
+            depth -= 1
+
+
+def loads(text: str, source: str = "<edn>", max_nesting: int | None = None) -> list[Any]:
+    """Every top-level form of `text`, as Python values (EDNError names the line and column); with `max_nesting`,
+    text whose brackets nest deeper is refused before it is parsed."""
+    if max_nesting is not None:
+        check_nesting(text, max_nesting, source)
     try:
         tree = _parser().parse(text)
         return _ToPython().transform(tree)

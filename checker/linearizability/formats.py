@@ -31,6 +31,7 @@ from .history import UNKNOWN, Builder, History, HistoryError
 
 MAX_BYTES = 256 << 20  # a history file larger than this is refused: no more than this and one byte is read
 MAX_NESTING = 64  # values (EDN or JSON) nested deeper than this are refused
+FRAME_NESTING = MAX_NESTING + 8  # brackets nested deeper than this are refused before an EDN history is parsed
 FORMATS = ("auto", "jepsen-log", "edn", "json")
 
 _LOG = re.compile(r"^INFO\s+jepsen\.util\s+-\s+(\d+)\s+:(invoke|ok|fail|info)\s+:(\w+)\s+(.*?)\s*$")
@@ -177,10 +178,10 @@ def parse_edn(text: str, path: str, deadline: float | None = None) -> History:
                     cut = f"{path}:{n}"
                     break
                 if ln.strip():
-                    forms = loads(ln, f"{path}:{n}")
+                    forms = loads(ln, f"{path}:{n}", FRAME_NESTING)
                     events.extend((f"{path}:{n}", ev) for _, ev in _events_from_edn(forms, path))
         else:
-            events = _events_from_edn(loads(text, path), path)
+            events = _events_from_edn(loads(text, path, FRAME_NESTING), path)
     except EDNError as e:
         raise HistoryError(str(e)) from None
     h = _build(events, path, "edn", keywords=True, deadline=deadline)

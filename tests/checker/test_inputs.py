@@ -332,12 +332,15 @@ def test_inputs_out_of_range_or_too_deep_are_input_errors(cli, capsys, tmp_path)
             with pytest.raises(SystemExit) as err:
                 cli("run", spec, "--trace", trace)
             assert err.value.code == 2 and "directory; name a file to write" in capsys.readouterr().err
-    deep = "[" * 5000 + "]" * 5000  # deeper than any parser may recurse
+    deep = "[" * 100_000 + "]" * 100_000  # deeper than any parser may recurse
     for name, text in (("h.edn", f"[{deep}]"), ("h.jsonl", f'{{"process": 0, "type": "invoke", "value": {deep}}}'),
                        ("trace.json", deep)):
         (tmp_path / name).write_text(text + "\n")
     r = no_traceback(cli("linearizable", str(tmp_path / "h.edn"), "--model", "kv"))
-    assert r.code == 2 and "nested too deeply" in r.err
+    assert r.code == 2 and "h.edn:1:73: forms nested too deeply" in r.err  # at the first bracket too deep, unparsed
+    (tmp_path / "v.edn").write_text('[{:process 0 :type :invoke :f :write :value ' + "[" * 70 + "]" * 70 + "}]\n")
+    r = no_traceback(cli("linearizable", str(tmp_path / "v.edn"), "--model", "kv"))
+    assert r.code == 2 and "v.edn: event 1: values nested too deeply (more than 64 levels" in r.err
     r = no_traceback(cli("linearizable", str(tmp_path / "h.jsonl"), "--model", "kv"))
     assert r.code == 2 and "nested too deeply" in r.err
     for command in ("replay", "validate"):
