@@ -12,6 +12,7 @@ from lockstep.specs.datalog.evaluate import NotPreM, Result, evaluate
 from lockstep.specs.datalog.syntax import DatalogError
 
 from .files import load_program
+from .kernels import kernels
 from .prem import Verdict, prove
 
 
@@ -39,11 +40,12 @@ def refusal(prog: Analysed, verdicts: list[Verdict]) -> NotPreM | None:
 def evaluate_program(prog: Analysed, verdicts: list[Verdict], inputs: Mapping[str, np.ndarray],
                      max_iterations: int | None = None,
                      progress: Callable[[str, int, int], None] | None = None) -> Result:
-    """The least model, after checking that every PreM site is proved (NotPreM otherwise)."""
+    """The least model, after checking that every PreM site is proved (NotPreM otherwise); the innermost passes
+    compiled where a C compiler is found (`kernels`)."""
     err = refusal(prog, verdicts)
     if err is not None:
         raise err
-    return evaluate(prog, inputs, {v.site: True for v in verdicts}, max_iterations, progress)
+    return evaluate(prog, inputs, {v.site: True for v in verdicts}, max_iterations, progress, kernels())
 
 
 __all__ = ["DatalogError", "evaluate_program", "prepare", "refusal"]

@@ -27,8 +27,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .analysis import Analysed, Site, Stratum, assignment, is_exit
-from .relations import DENSE_LIMIT, EMPTY, Index, KeySpace, check_values, distinct, group_best, group_sum, merge_new, unique_rows
-from .syntax import Atom, BinOp, Compare, Const, DatalogError, Expr, Neg, Rule, Var, variables
+from .relations import (
+    DENSE_LIMIT,
+    EMPTY,
+    NUMPY,
+    Index,
+    Kernels,
+    KeySpace,
+    check_values,
+    distinct,
+    group_best,
+    group_sum,
+    merge_new,
+    unique_rows,
+)
+from .syntax import Atom, BinOp, Compare, Const, DatalogError, Expr, Neg, Rule, Var, Wildcard, variables
 
 CROSS_LIMIT = 50_000_000  # rows a join without shared variables may produce
 MIN_ROUNDS = 10_000  # a recursion may always run this many rounds before divergence is considered
@@ -48,8 +61,9 @@ class NotPreM(DatalogError):
 class SetRelation:
     """A plain relation: distinct rows as columns, with a membership table over its key space."""
 
-    def __init__(self, arity: int):
+    def __init__(self, arity: int, kernels: Kernels = NUMPY):
         self.arity = arity
+        self.kernels = kernels
         self.cols: list[np.ndarray] = [EMPTY] * arity
         self.space: KeySpace | None = None
         self.table: np.ndarray | None = None  # dense: bool per code
@@ -86,12 +100,12 @@ class SetRelation:
         if self.space is None or not self.space.fits(cols):
             self._reindex(cols)
         space = self.space
-        codes = distinct(space.encode(cols))
+        codes = distinct(space.encode(cols), self.kernels)
         if self.table is not None:
             new = codes[~self.table[codes]]
             self.table[new] = True
         else:
-            self.codes, new = merge_new(self.codes, codes)
+            self.codes, new = merge_new(self.codes, codes, self.kernels)
         out = space.decode(new)
         if len(new):
             self.cols = [np.concatenate([a, b]) for a, b in zip(self.cols, out)]
@@ -99,19 +113,23 @@ class SetRelation:
         return out
 
 
+WORST = {"min": np.iinfo(np.int64).max, "max": np.iinfo(np.int64).min}
+
+
 class AggRelation:
     """An aggregated relation: one value per group (the best for min/max, the total for count/sum).
 
     For count and sum the distinct contributions are kept too, so that a contribution derived twice counts once."""
 
-    def __init__(self, arity: int, func: str):
+    def __init__(self, arity: int, func: str, kernels: Kernels = NUMPY):
         self.nkeys, self.func = arity - 1, func
+        self.kernels = kernels
         self.space: KeySpace | None = None
         self.codes = EMPTY  # sparse: sorted codes of the groups present, and their values
         self.vals = EMPTY
         self.table: np.ndarray | None = None  # dense (a small key space): the value of every code
         self.has: np.ndarray | None = None  # ... and whether the group is present
-        self.contributions = SetRelation(0)
+        self.contributions = SetRelation(0, kernels)
         self.version = 0
         self._cols: list[np.ndarray] | None = None
 
@@ -146,8 +164,8 @@ class AggRelation:
         return self.space.encode(keys)
 
     def _store(self, codes: np.ndarray, vals: np.ndarray) -> None:
-        if self.space.total <= DENSE_LIMIT:
-            self.table = np.zeros(self.space.total, dtype=np.int64)
+        if self.space.total <= DENSE_LIMIT:  # an absent group's value is the worst there is (read only through `has`)
+            self.table = np.full(self.space.total, WORST.get(self.func, 0), dtype=np.int64)
             self.has = np.zeros(self.space.total, dtype=bool)
             self.table[codes] = vals
             self.has[codes] = True
@@ -165,7 +183,7 @@ class AggRelation:
             return [EMPTY] * self.nkeys + [EMPTY]
         codes = self._codes(keys)
         if self.func in ("min", "max"):
-            codes, vals = group_best(codes, vals, self.func, self.space.total)
+            codes, vals = group_best(codes, vals, self.func, self.space.total, self.kernels)
         else:
             codes, vals = group_sum(codes, vals)
         if self.has is not None:  # dense
@@ -204,12 +222,32 @@ class AggRelation:
         keys_out = self.space.decode(out_codes) if self.nkeys else []
         return [*keys_out, out_vals]
 
+    def merge_join(self, probe: np.ndarray, klo: int, indptr: np.ndarray, key: tuple[bool, np.ndarray],
+                   val: tuple[bool, np.ndarray]) -> list[np.ndarray] | None:
+        """`merge` of what a join derives, in one compiled pass (min/max over one group column): the probes meet
+        an offset table (`Index.indptr`, keys from `klo`); each of `key` and `val` is (read from the probe?,
+        column). None where the groups are not held in a table (the caller merges the derived rows instead)."""
+        column = key[1]
+        if len(column) == 0 or len(probe) == 0:
+            return [EMPTY] * self.nkeys + [EMPTY]
+        self._codes([np.array([column.min(), column.max()], dtype=np.int64)])  # every key a match may give
+        if self.has is None:
+            return None
+        mark = np.zeros(len(self.has), dtype=np.uint8)
+        changed = self.kernels.join_best(probe, klo, indptr, key, val, self.space.los[0], self.func, self.table,
+                                         self.has, mark)
+        if len(changed) == 0:
+            return [EMPTY] * self.nkeys + [EMPTY]
+        self.version += 1
+        self._cols = None
+        return [*self.space.decode(changed), self.table[changed]]
+
     def add_contributions(self, cols: list[np.ndarray], vals: np.ndarray) -> list[np.ndarray]:
         """count/sum: contributions are rows (group columns..., distinguishing columns...) with a value each
         (1 for count); the new distinct ones are added to their groups' totals."""
         rows = [*cols, vals] if self.func == "sum" else cols
         if self.contributions.arity == 0:
-            self.contributions = SetRelation(len(rows))
+            self.contributions = SetRelation(len(rows), self.kernels)
         new = self.contributions.add(rows)
         if len(new[0]) == 0:
             return [EMPTY] * self.nkeys + [EMPTY]
@@ -218,6 +256,20 @@ class AggRelation:
 
 
 Relation = SetRelation | AggRelation
+
+
+@dataclass
+class JoinBest:
+    """A recursive rule's candidates for one δ atom, merged in one pass as they are derived (`AggRelation.merge_join`):
+    a rule of two atoms sharing one variable, no comparison, and a min/max head over one group column, whose other
+    atom is of an earlier stratum (so deriving at merge time derives the same rows)."""
+
+    rule: Rule
+    k: int  # the δ atom
+    src: tuple  # its rows and tag
+    at: tuple[int, int]  # the shared variable's position in the δ atom and in the other
+    key: tuple[bool, int]  # the head's group variable: (in the δ atom?, its position there or in the other)
+    val: tuple[bool, int]  # the aggregated variable, the same way
 
 
 # ------------------------------------------------------------------------------------ results
@@ -282,11 +334,14 @@ COMPARE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 
 
 class Evaluator:
-    """Evaluates an analysed program on input relations (numpy int64 columns)."""
+    """Evaluates an analysed program on input relations (numpy int64 columns); `kernels` are the innermost passes
+    (numpy's, or the same compiled: `lockstep.checker.datalog.kernels`)."""
 
     def __init__(self, prog: Analysed, inputs: Mapping[str, np.ndarray], prem: Mapping[Site, bool] | None = None,
-                 max_iterations: int | None = None, progress: Callable[[str, int, int], None] | None = None):
+                 max_iterations: int | None = None, progress: Callable[[str, int, int], None] | None = None,
+                 kernels: Kernels = NUMPY):
         self.prog = prog
+        self.kernels = kernels
         self.prem = dict(prem or {})
         self.progress = progress
         self.rels: dict[str, Relation] = {}
@@ -308,7 +363,7 @@ class Evaluator:
                                        f"uses it with {arity}", None, prog.program.source)
                 parts.append(g)
             allrows = np.concatenate(parts) if parts else np.zeros((0, arity), dtype=np.int64)
-            self.edb_cols[pred] = unique_rows([np.ascontiguousarray(allrows[:, i]) for i in range(arity)]) \
+            self.edb_cols[pred] = unique_rows([np.ascontiguousarray(allrows[:, i]) for i in range(arity)], kernels) \
                 if arity else []
         unknown = sorted(set(inputs) - set(prog.inputs))
         if unknown:
@@ -323,12 +378,13 @@ class Evaluator:
                   for t in (lit.args if isinstance(lit, Atom) else variables(lit.left) + variables(lit.right))
                   if isinstance(t, Const)]
         allv = np.concatenate(vals + consts) if vals or consts else EMPTY
-        return len(distinct(allv))
+        return len(distinct(allv, self.kernels))
 
     # -- relations ---------------------------------------------------------------------------
     def _new_relation(self, pred: str) -> Relation:
         func = self.prog.aggregate.get(pred)
-        return AggRelation(self.prog.arity[pred], func) if func else SetRelation(self.prog.arity[pred])
+        k = self.kernels
+        return AggRelation(self.prog.arity[pred], func, k) if func else SetRelation(self.prog.arity[pred], k)
 
     def _columns(self, pred: str) -> tuple[list[np.ndarray], tuple]:
         """A predicate's rows and a version tag (for index caching)."""
@@ -344,7 +400,7 @@ class Evaluator:
             if tag[0] == "idb":  # drop stale versions of the same relation
                 for k in [k for k in self._index_cache if k[0][:2] == tag[:2]]:
                     del self._index_cache[k]
-            hit = self._index_cache[key] = Index([cols[p] for p in positions])
+            hit = self._index_cache[key] = Index([cols[p] for p in positions], self.kernels)
         return hit
 
     # -- firing one rule ---------------------------------------------------------------------
@@ -439,7 +495,7 @@ class Evaluator:
             names = list(keypos)
             positions = tuple(keypos[x] for x in names)
             fresh = filtered or is_delta
-            index = Index([cols[p] for p in positions]) if fresh else self._index(tag, cols, positions)
+            index = Index([cols[p] for p in positions], self.kernels) if fresh else self._index(tag, cols, positions)
             left, at = index.probe_sorted([b[x] for x in names])
             if fresh:
                 rows = index.order[at]
@@ -504,7 +560,52 @@ class Evaluator:
         extra = [b[name][:n] for name in sorted(b)]
         return cols + extra, v
 
+    def _join_best(self, rule: Rule, k: int, st: Stratum) -> tuple | None:
+        """(at, key, val) of `JoinBest` where the rule has its shape and the kernels join into groups, else None."""
+        h = rule.head
+        if not self.kernels.joins_into_groups or len(rule.atoms) != 2 or len(rule.body) != 2 or h.agg is None or \
+                h.agg.func not in ("min", "max") or len(h.args) != 1 or not isinstance(h.args[0], Var):
+            return None
+        d, o = rule.atoms[k], rule.atoms[1 - k]
+        if o.pred in st.preds:
+            return None
+        names = []
+        for a in (d, o):
+            if not all(isinstance(t, (Var, Wildcard)) for t in a.args):
+                return None
+            vs = [t.name for t in a.args if isinstance(t, Var)]
+            if len(set(vs)) != len(vs):
+                return None
+            names.append({t.name: i for i, t in enumerate(a.args) if isinstance(t, Var)})
+        shared = set(names[0]) & set(names[1])
+        if len(shared) != 1:
+            return None
+        x = shared.pop()
+
+        def where(name: str) -> tuple[bool, int] | None:
+            return (True, names[0][name]) if name in names[0] else (False, names[1][name]) if name in names[1] else None
+
+        key, val = where(h.args[0].name), where(h.agg.var.name)
+        return None if key is None or val is None else ((names[0][x], names[1][x]), key, val)
+
+    def _merge_join(self, pred: str, job: JoinBest) -> list[np.ndarray]:
+        rel = self.rels[pred]
+        assert isinstance(rel, AggRelation)
+        dcols = job.src[0]
+        ocols, tag = self._columns(job.rule.atoms[1 - job.k].pred)
+        index = self._index(tag, ocols, (job.at[1],)) if len(ocols[0]) else None
+        if index is not None and index.dense:
+            def column(where: tuple[bool, int]) -> tuple[bool, np.ndarray]:
+                return (True, dcols[where[1]]) if where[0] else (False, index.column(ocols[where[1]], where[1]))
+
+            out = rel.merge_join(dcols[job.at[0]], index.space.los[0], index.indptr, column(job.key), column(job.val))
+            if out is not None:
+                return out
+        return self._merge(pred, self.derive(job.rule, {job.k: job.src}))
+
     def _merge(self, pred: str, derived) -> list[np.ndarray]:
+        if isinstance(derived, JoinBest):
+            return self._merge_join(pred, derived)
         rel = self.rels[pred]
         if isinstance(rel, SetRelation):
             return rel.add(derived)
@@ -576,7 +677,9 @@ class Evaluator:
                     src = frozen.get(r.atoms[k].pred)
                     if src is None or not src[0] or len(src[0][0]) == 0:
                         continue
-                    cands.setdefault(r.head.pred, []).append(self.derive(r, {k: src}))
+                    plan = self._join_best(r, k, st)
+                    cands.setdefault(r.head.pred, []).append(
+                        JoinBest(r, k, src, *plan) if plan is not None else self.derive(r, {k: src}))
             delta = {}
             for pred, parts in cands.items():
                 new = None
@@ -599,9 +702,10 @@ def _concat(a: list[np.ndarray] | None, b: list[np.ndarray]) -> list[np.ndarray]
 
 
 def evaluate(prog: Analysed, inputs: Mapping[str, np.ndarray] | None = None, prem: Mapping[Site, bool] | None = None,
-             max_iterations: int | None = None, progress: Callable[[str, int, int], None] | None = None) -> Result:
+             max_iterations: int | None = None, progress: Callable[[str, int, int], None] | None = None,
+             kernels: Kernels = NUMPY) -> Result:
     """The least model of an analysed program on these inputs (see the module docstring)."""
-    return Evaluator(prog, inputs or {}, prem, max_iterations, progress).run()
+    return Evaluator(prog, inputs or {}, prem, max_iterations, progress, kernels).run()
 
 
 __all__ = ["AggRelation", "Divergence", "Evaluator", "NotPreM", "Result", "SetRelation", "evaluate", "eval_expr"]

@@ -1,5 +1,9 @@
 """Relations as numpy columns: integer keys packed into one int64 code, joins by sorted index (a CSR-like
-offset table when the key space is dense), grouping and deduplication without Python loops."""
+offset table when the key space is dense), grouping and deduplication without Python loops.
+
+The few passes where the time goes (sorting codes, building an offset table, expanding a probe into its matches,
+the best value per group) are the methods of a `Kernels` object: `NUMPY` here, the same passes compiled in
+`lockstep.checker.datalog.kernels`; both give the same arrays."""
 
 from __future__ import annotations
 
@@ -10,6 +14,63 @@ from .syntax import DatalogError
 VALUE_LIMIT = 1 << 62  # values beyond ±2^62 are an overflow (so + and - of two values never wrap)
 DENSE_LIMIT = 1 << 25  # key spaces up to this many codes get a direct (dense) table
 EMPTY = np.zeros(0, dtype=np.int64)
+
+
+class Kernels:
+    """The evaluator's innermost passes, in numpy (the portable path; a compiled set overrides every method)."""
+
+    joins_into_groups = False  # whether `join_best` (a join and a min/max aggregate in one pass) is provided
+
+    def sort(self, a: np.ndarray) -> np.ndarray:
+        """`a` (int64) in ascending order."""
+        return np.sort(a)
+
+    def offsets(self, codes: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
+        """(indptr, order) of codes in 0..total-1: row order[indptr[c]:indptr[c + 1]] are those of code c, in
+        row order."""
+        counts = np.bincount(codes, minlength=total) if len(codes) else np.zeros(total, np.int64)
+        indptr = np.zeros(total + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        return indptr, np.argsort(codes, kind="stable")
+
+    def expand(self, probes: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(probe, position) for every position in start[i]..stop[i] - 1 of every probe i, in probe order."""
+        counts = stop - start
+        ends = np.cumsum(counts)
+        left = np.repeat(probes, counts)
+        # match j of probe i is start[i] + (j - (ends[i] - counts[i])): one repeat for both terms
+        pos = np.arange(int(ends[-1]) if len(ends) else 0, dtype=np.int64)
+        pos += np.repeat(start - (ends - counts), counts)
+        return left, pos
+
+    def merge_sorted(self, old: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the merged codes, those of `codes` not in `old`) of two non-empty ascending runs of distinct codes: one
+        stable sort of the two runs (a linear merge), each code tagged in its low bit with where it came from."""
+        if max(int(old[-1]), int(codes[-1])) >= 1 << 61:
+            pos = np.searchsorted(old, codes)
+            present = old[np.minimum(pos, len(old) - 1)] == codes
+            new = codes[~present]
+            return np.sort(np.concatenate([old, new]), kind="stable"), new
+        tagged = np.sort(np.concatenate([old << 1, (codes << 1) | 1]), kind="stable")
+        code = tagged >> 1
+        first = np.empty(len(code), dtype=bool)
+        first[0] = True
+        np.not_equal(code[1:], code[:-1], out=first[1:])
+        fresh = first & (tagged & 1).astype(bool)  # a code from `codes` not preceded by the same code of `old`
+        return code[first], code[fresh]
+
+    def best_in_table(self, codes: np.ndarray, vals: np.ndarray, func: str, total: int) -> tuple[np.ndarray, np.ndarray]:
+        """One (code, best value) per distinct code in 0..total-1, codes ascending (min or max)."""
+        fill = np.iinfo(np.int64).max if func == "min" else np.iinfo(np.int64).min
+        table = np.full(total, fill, dtype=np.int64)
+        (np.minimum if func == "min" else np.maximum).at(table, codes, vals)
+        hit = np.zeros(total, dtype=bool)
+        hit[codes] = True
+        c = np.flatnonzero(hit)
+        return c, table[c]
+
+
+NUMPY = Kernels()
 
 
 def as_columns(rows: np.ndarray) -> list[np.ndarray]:
@@ -82,16 +143,14 @@ class Index:
     """A relation's rows sorted by some key columns, for probing: `matches(codes)` gives, for each probe,
     the range of rows with that key."""
 
-    def __init__(self, key_cols: list[np.ndarray]):
+    def __init__(self, key_cols: list[np.ndarray], kernels: Kernels = NUMPY):
+        self.kernels = kernels
         self.space = KeySpace.covering(key_cols)
         self._sorted: dict[int, np.ndarray] = {}
         codes = self.space.encode(key_cols)
         self.dense = self.space.total <= max(DENSE_LIMIT, 4 * len(codes))
         if self.dense:
-            counts = np.bincount(codes, minlength=self.space.total) if len(codes) else np.zeros(self.space.total, np.int64)
-            self.indptr = np.zeros(self.space.total + 1, dtype=np.int64)
-            np.cumsum(counts, out=self.indptr[1:])
-            self.order = np.argsort(codes, kind="stable")
+            self.indptr, self.order = kernels.offsets(codes, self.space.total)
         else:
             self.order = np.argsort(codes, kind="stable")
             self.sorted = codes[self.order]
@@ -104,10 +163,14 @@ class Index:
     def take(self, col: np.ndarray, slot: int, pos: np.ndarray) -> np.ndarray:
         """`col[rows]` for the rows at sorted positions `pos` (from `probe_sorted`): one gather from the column
         in index order, which is kept (under `slot`, the column's place in its relation) for later probes."""
+        return self.column(col, slot)[pos]
+
+    def column(self, col: np.ndarray, slot: int) -> np.ndarray:
+        """A column of the relation in index order (kept under `slot`, the column's place in its relation)."""
         cached = self._sorted.get(slot)
         if cached is None:
             cached = self._sorted[slot] = col[self.order]
-        return cached[pos]
+        return cached
 
     def probe_sorted(self, key_cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """(probe index, position in index order) pairs of every match."""
@@ -120,62 +183,39 @@ class Index:
         else:
             start = np.searchsorted(self.sorted, codes, "left")
             stop = np.searchsorted(self.sorted, codes, "right")
-        counts = stop - start
-        ends = np.cumsum(counts)
-        left = np.repeat(probes, counts)
-        # match j of probe i is sorted row start[i] + (j - (ends[i] - counts[i])): one repeat for both terms
-        pos = np.arange(int(ends[-1]) if len(ends) else 0, dtype=np.int64)
-        pos += np.repeat(start - (ends - counts), counts)
-        return left, pos
+        return self.kernels.expand(probes, start, stop)
 
 
-def distinct(a: np.ndarray) -> np.ndarray:
+def distinct(a: np.ndarray, kernels: Kernels = NUMPY) -> np.ndarray:
     """The distinct values of an int64 array, ascending (a sort: faster here than numpy's hashing unique)."""
     if len(a) == 0:
         return a
-    s = np.sort(a)
+    s = kernels.sort(a)
     keep = np.empty(len(s), dtype=bool)
     keep[0] = True
     np.not_equal(s[1:], s[:-1], out=keep[1:])
     return s[keep]
 
 
-def merge_new(old: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(the merged sorted codes, those of `codes` not in `old`): both sorted and distinct. One stable sort of the
-    two runs (a linear merge), each code tagged in its low bit with where it came from."""
+def merge_new(old: np.ndarray, codes: np.ndarray, kernels: Kernels = NUMPY) -> tuple[np.ndarray, np.ndarray]:
+    """(the merged sorted codes, those of `codes` not in `old`): both sorted and distinct."""
     if len(old) == 0:
         return codes, codes
-    if max(int(old[-1]), int(codes[-1])) >= 1 << 61:
-        pos = np.searchsorted(old, codes)
-        present = old[np.minimum(pos, len(old) - 1)] == codes
-        new = codes[~present]
-        return np.sort(np.concatenate([old, new]), kind="stable"), new
-    tagged = np.sort(np.concatenate([old << 1, (codes << 1) | 1]), kind="stable")
-    code = tagged >> 1
-    first = np.empty(len(code), dtype=bool)
-    first[0] = True
-    np.not_equal(code[1:], code[:-1], out=first[1:])
-    fresh = first & (tagged & 1).astype(bool)  # a code from `codes` not preceded by the same code of `old`
-    return code[first], code[fresh]
+    return kernels.merge_sorted(old, codes)
 
 
-def group_best(codes: np.ndarray, vals: np.ndarray, func: str, total: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def group_best(codes: np.ndarray, vals: np.ndarray, func: str, total: int | None = None,
+               kernels: Kernels = NUMPY) -> tuple[np.ndarray, np.ndarray]:
     """One (code, best value) per distinct code, codes ascending; `func` is min or max. With `total` (codes lie
     in 0..total-1 and the space is small) the best values are gathered in a table instead of sorted."""
     if len(codes) == 0:
         return EMPTY, EMPTY
     if total is not None and total <= max(4 * len(codes), DENSE_LIMIT // 8):
-        fill = np.iinfo(np.int64).max if func == "min" else np.iinfo(np.int64).min
-        table = np.full(total, fill, dtype=np.int64)
-        (np.minimum if func == "min" else np.maximum).at(table, codes, vals)
-        hit = np.zeros(total, dtype=bool)
-        hit[codes] = True
-        c = np.flatnonzero(hit)
-        return c, table[c]
+        return kernels.best_in_table(codes, vals, func, total)
     lo = int(vals.min())
     span = int(vals.max()) - lo + 1
     if int(codes.max()) < (1 << 62) // span:  # (code, value) packed into one int64: one plain sort
-        packed = np.sort(codes * span + (vals - lo))
+        packed = kernels.sort(codes * span + (vals - lo))
         c = packed // span
         edge = np.empty(len(c), dtype=bool)
         if func == "min":  # the first of each group holds its least value, the last its greatest
@@ -203,13 +243,13 @@ def group_sum(codes: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return c[starts], np.add.reduceat(vals[order], starts)
 
 
-def unique_rows(cols: list[np.ndarray]) -> list[np.ndarray]:
+def unique_rows(cols: list[np.ndarray], kernels: Kernels = NUMPY) -> list[np.ndarray]:
     """The distinct rows of a relation given by its columns (in code order): a sort of the packed codes,
     decoded (several times faster than an argsort and a gather)."""
     if not cols or len(cols[0]) == 0:
         return [c[:0] for c in cols]
     space = KeySpace.covering(cols)
-    return space.decode(distinct(space.encode(cols)))
+    return space.decode(distinct(space.encode(cols), kernels))
 
 
 def check_values(a: np.ndarray, what: str) -> np.ndarray:
