@@ -18,10 +18,12 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from lockstep.specs.lang.errors import SpecError
+from lockstep.specs.lang.names import name_hint
 from lockstep.specs.lang.spec import Spec, build_program, param_defaults
 from lockstep.specs.registry import SPECS
 
 from .model import Model
+from .safeio import code_file
 
 if TYPE_CHECKING:  # population protocols are imported when one is loaded (`lockstep check` starts faster)
     from lockstep.specs.lang.population import Population
@@ -101,7 +103,10 @@ def display_name(obj: Any) -> str:
 def _import_path(path: str) -> ModuleType:
     if not os.path.exists(path):
         raise LoadError(f"spec file {path} does not exist")
-    full = os.path.abspath(path)
+    try:
+        full = code_file(path, "spec file")
+    except OSError as e:
+        raise LoadError(f"cannot load spec file {path}: {e}") from None
     mod_name = USER_MODULE_PREFIX + str(abs(hash(full)))
     if mod_name in sys.modules:
         return sys.modules[mod_name]
@@ -135,7 +140,7 @@ def _import_failure(what: str, e: BaseException) -> str:
     frames = traceback.extract_tb(e.__traceback__)
     user = [f for f in frames if "importlib" not in f.filename]
     where = f" at {user[-1].filename}:{user[-1].lineno}" if user else ""
-    return f"cannot import spec {what}: {type(e).__name__}: {e}{where}"
+    return f"cannot import spec {what}: {type(e).__name__}: {e}{where}{name_hint(e)}"
 
 
 def _candidates(module: ModuleType) -> str:

@@ -329,3 +329,45 @@ def _check_directory(st: os.stat_result, where: str, last: bool) -> None:
     elif others_write and not st.st_mode & stat.S_ISVTX:
         raise FileRefused(f"{where} may be written by other users (mode {mode:04o}) and is not sticky: they could "
                           "replace what it holds", errno.EPERM)
+
+
+# -- code ---------------------------------------------------------------------------------------------------------
+
+def code_file(path: str, what: str = "file") -> str:
+    """The resolved path of Python file `path`, once it is shown that no other user can change what it runs: it is
+    a regular file, it and every directory above it belong to the user or root, and none of them may be written by
+    others (a directory others may write must be sticky; group write is allowed to the user's own group only).
+    The caller imports the returned path, with every symbolic link already resolved, so a link re-pointed after
+    this check changes nothing. FileRefused names the file or directory and the fix."""
+    real = os.path.realpath(path)
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise FileRefused(f"{what} {path} changed while it was checked (a symbolic link appeared)", e.errno) from None
+        raise
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise FileRefused(f"{what} {path} is {kind(st.st_mode)}, not a regular file", errno.EINVAL)
+    _check_code(st, real, what, directory=False)
+    here = os.path.dirname(real)
+    while True:
+        _check_code(os.stat(here), here, what, directory=True)
+        if here == "/":
+            return real
+        here = os.path.dirname(here)
+
+
+def _check_code(st: os.stat_result, where: str, what: str, directory: bool) -> None:
+    """Refuse a file (or a directory above it) that a user other than the caller or root could change."""
+    mode = stat.S_IMODE(st.st_mode)
+    if not _trusted(st.st_uid):
+        raise FileRefused(f"{where} belongs to another user (uid {st.st_uid}), who could change the {what}'s code: "
+                          "copy it somewhere that is yours", errno.EPERM)
+    shared = st.st_mode & stat.S_IWOTH or (st.st_mode & stat.S_IWGRP and st.st_gid != os.getegid())
+    if shared and not (directory and st.st_mode & stat.S_ISVTX):
+        raise FileRefused(f"{where} may be written by other users (mode {mode:04o}), who could change the {what}'s "
+                          f"code: chmod go-w {where}", errno.EPERM)

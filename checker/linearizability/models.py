@@ -22,6 +22,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..safeio import code_file
 from .edn import Keyword
 from .history import Operation
 
@@ -346,7 +347,11 @@ def load_model(ref: str) -> Model:
         if path.endswith(".py") or os.sep in path:
             if not os.path.isfile(path):
                 raise ModelError(f"model file {path} does not exist")
-            spec = importlib.util.spec_from_file_location(f"lockstep_user_model_{abs(hash(path))}", path)
+            try:
+                real = code_file(path, "model file")
+            except OSError as e:
+                raise ModelError(f"cannot load model file {path}: {e}") from None
+            spec = importlib.util.spec_from_file_location(f"lockstep_user_model_{abs(hash(real))}", real)
             module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
             spec.loader.exec_module(module)  # type: ignore[union-attr]
         else:

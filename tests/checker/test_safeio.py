@@ -12,6 +12,9 @@ import sys
 import pytest
 
 from lockstep.checker import safeio
+from lockstep.checker.errors import UsageError
+from lockstep.checker.linearizability.models import ModelError, load_model
+from lockstep.checker.validation.conformance.mapping import load_mapping
 
 STRANGER = 65534  # another user's uid (nobody); the tests run as root, so ownership is set, not assumed
 
@@ -178,3 +181,56 @@ def test_population_kernels_are_cached_only_in_the_private_cache(tmp_path):
         assert _population_kernels(str(tmp_path / "cache")) == ([], first)
     finally:
         os.chmod(tmp_path, 0o700)
+
+
+SPEC = ("from lockstep.specs.lang import If, Int, Spec, Var, action\n\n\n"
+        "class Counter(Spec):\n    x = Var(Int(0, 3), init=0)\n\n"
+        "    @action\n    def inc(s):\n        s.x = If(s.x < 3, s.x + 1, 0)\n")
+
+
+@pytest.mark.parametrize("setup, why", [
+    ("foreign file", "belongs to another user (uid 65534), who could change the spec file's code"),
+    ("foreign directory", "theirs belongs to another user (uid 65534)"),
+    ("open directory", "may be written by other users (mode 0777)"),
+    ("group-writable file", "spec.py may be written by other users (mode 0664)"),
+    ("link to a foreign file", "belongs to another user (uid 65534)"),
+])
+def test_code_another_user_could_change_is_not_loaded(tmp_path, cli, setup, why):
+    """A spec file (or --map mapping, or linearizability model) is run only if no other user can change it."""
+    here = tmp_path / ("theirs" if setup == "foreign directory" else "open" if setup == "open directory" else "mine")
+    here.mkdir()
+    spec = here / "spec.py"
+    spec.write_text(SPEC + f"\nopen({str(tmp_path / 'ran')!r}, 'w').write('ran')\n")
+    if setup == "foreign file":
+        os.chown(spec, STRANGER, STRANGER)
+    elif setup == "foreign directory":
+        os.chown(here, STRANGER, STRANGER)
+    elif setup == "open directory":
+        os.chmod(here, 0o777)
+    elif setup == "group-writable file":
+        os.chown(spec, 0, 4242)  # a group that is not the user's own
+        os.chmod(spec, 0o664)
+    else:
+        os.chown(spec, STRANGER, STRANGER)
+        os.symlink(spec, tmp_path / "link.py")
+        spec = tmp_path / "link.py"
+    r = cli("check", f"{spec}:Counter")
+    assert r.code == 2 and why in r.err and "Traceback" not in r.err
+    assert not (tmp_path / "ran").exists()
+    with pytest.raises(OSError, match=re.escape(why)):
+        safeio.code_file(str(spec), "spec file")
+    with pytest.raises(UsageError, match=re.escape(why.replace("spec file", "mapping"))):
+        load_mapping(str(spec), actors=False)
+    with pytest.raises(ModelError, match=re.escape(why.replace("spec file", "model file"))):
+        load_model(f"{spec}:Counter")
+    assert not (tmp_path / "ran").exists()
+
+
+def test_code_the_user_owns_is_loaded_through_the_users_links_and_under_a_sticky_directory(tmp_path, cli):
+    (tmp_path / "tmp").mkdir()
+    os.chmod(tmp_path / "tmp", 0o1777)
+    (tmp_path / "tmp" / "spec.py").write_text(SPEC)
+    os.symlink(tmp_path / "tmp" / "spec.py", tmp_path / "link.py")
+    assert safeio.code_file(str(tmp_path / "link.py")) == str(tmp_path / "tmp" / "spec.py")
+    r = cli("check", f"{tmp_path / 'link.py'}:Counter")
+    assert r.code == 0 and "4 distinct states" in r.out

@@ -37,6 +37,7 @@ from lockstep.specs.lang.jsonvalues import from_json
 from lockstep.specs.lang.types import Domain, MapDomain, RecordValue
 
 from ...errors import TraceError, UsageError
+from ...safeio import code_file
 from .schema import Event
 
 
@@ -164,8 +165,12 @@ def load_mapping(path: str | None, actors: bool) -> Mapping:
         return Mapping("(default)", actors=actors)
     if not path.endswith(".py") or not os.path.isfile(path):
         raise UsageError(f"--map {path}: not a Python file (give the path of a mapping module, e.g. mapping.py)")
+    try:
+        real = code_file(path, "mapping")
+    except OSError as e:
+        raise UsageError(f"--map {path}: {e}") from None
     name = "lockstep_mapping_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(name, real)
     if spec is None or spec.loader is None:
         raise UsageError(f"--map {path}: cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
