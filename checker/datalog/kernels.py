@@ -29,20 +29,23 @@ SOURCE = r"""
 #define RADIX (1 << BITS)
 
 /* a[0..n) in ascending order into out: a least-significant-digit radix sort of the values less their least
-   (as unsigned, so that any int64 range fits), 11 bits a pass; a pass over a digit every value shares is skipped.
+   (as unsigned, so that any int64 range fits), 13 bits a pass; a pass over a digit every value shares is skipped,
+   and values already in order are copied.
    Returns 0, or -1 when out of memory. */
 int sort_i64(const int64_t *a, int64_t n, int64_t *out) {
     if (n <= 0) return 0;
     uint64_t lo = (uint64_t)a[0] ^ SIGN, hi = lo;
+    int ascending = 1;
     for (int64_t i = 1; i < n; i++) {
         uint64_t u = (uint64_t)a[i] ^ SIGN;
         if (u < lo) lo = u;
         if (u > hi) hi = u;
+        ascending &= a[i - 1] <= a[i];
     }
     uint64_t span = hi - lo;
     int passes = 0;
     while (passes * BITS < 64 && (span >> (passes * BITS)) != 0) passes++;
-    if (passes == 0) { memmove(out, a, sizeof(int64_t) * (size_t)n); return 0; }
+    if (passes == 0 || ascending) { memmove(out, a, sizeof(int64_t) * (size_t)n); return 0; }
     uint64_t *buf = malloc(sizeof(uint64_t) * (size_t)n);
     int64_t *count = calloc((size_t)passes * RADIX, sizeof(int64_t));
     if (!buf || !count) { free(buf); free(count); return -1; }
@@ -116,21 +119,46 @@ int64_t merge_sorted(const int64_t *a, int64_t na, const int64_t *b, int64_t nb,
    val_r: one per position, in the table's order). The group table (table, has: an absent group's value is
    the worst, INT64_MAX for min and INT64_MIN for max) keeps the best value; the
    groups whose value improved are listed in changed (once each, mark set) in ascending order. How many. */
+/* One match's value v for group g: kept if better than the group's (an absent group's is the worst value,
+   so has[g] is read only at a tie). */
+#define OFFER(g, v, better)                                                      \
+    do {                                                                         \
+        int64_t g_ = (g), v_ = (v), t_ = table[g_];                              \
+        if ((better) || (v_ == t_ && !has[g_])) {                                \
+            has[g_] = 1;                                                         \
+            table[g_] = v_;                                                      \
+            if (!mark[g_]) { mark[g_] = 1; changed[m++] = g_; }                  \
+        }                                                                        \
+    } while (0)
+#define AHEAD 16  /* matches ahead whose group's entry is fetched into the cache */
+
+/* The matches of the probes whose group key is read from the matched rows and value from the probe (the
+   common shape: cc(Y, min<Z>) <- cc(X, Z), link(X, Y)), groups fetched ahead. */
+#define ROWKEY_LOOP(better)                                                                  \
+    for (int64_t i = 0; i < np; i++) {                                                       \
+        int64_t c = pkey[i] - klo;                                                           \
+        if (c < 0 || c >= ksize) continue;                                                   \
+        int64_t v = val_p[i], q1 = indptr[c + 1];                                            \
+        for (int64_t q = indptr[c]; q < q1; q++) {                                           \
+            if (q + AHEAD < nrows) __builtin_prefetch(&table[gkey_r[q + AHEAD] - glo], 1);   \
+            OFFER(gkey_r[q] - glo, v, better);                                               \
+        }                                                                                    \
+    }
+
 int64_t join_best(const int64_t *pkey, int64_t np, int64_t klo, int64_t ksize, const int64_t *indptr,
-                  const int64_t *gkey_p, const int64_t *gkey_r, const int64_t *val_p, const int64_t *val_r,
-                  int64_t glo, int is_min, int64_t *table, uint8_t *has, uint8_t *mark, int64_t *changed) {
+                  int64_t nrows, const int64_t *gkey_p, const int64_t *gkey_r, const int64_t *val_p,
+                  const int64_t *val_r, int64_t glo, int is_min, int64_t *table, uint8_t *has, uint8_t *mark,
+                  int64_t *changed) {
     int64_t m = 0;
-    for (int64_t i = 0; i < np; i++) {
-        int64_t c = pkey[i] - klo;
-        if (c < 0 || c >= ksize) continue;
-        for (int64_t q = indptr[c]; q < indptr[c + 1]; q++) {
-            int64_t g = (gkey_p ? gkey_p[i] : gkey_r[q]) - glo;
-            int64_t v = val_p ? val_p[i] : val_r[q];
-            int64_t t = table[g];  /* an absent group's is the worst value: has[g] is read only at a tie */
-            if (!(is_min ? v < t : v > t) && (v != t || has[g])) continue;
-            has[g] = 1;
-            table[g] = v;
-            if (!mark[g]) { mark[g] = 1; changed[m++] = g; }
+    if (gkey_r && val_p) {
+        if (is_min) { ROWKEY_LOOP(v_ < t_) } else { ROWKEY_LOOP(v_ > t_) }
+    } else {
+        for (int64_t i = 0; i < np; i++) {
+            int64_t c = pkey[i] - klo;
+            if (c < 0 || c >= ksize) continue;
+            for (int64_t q = indptr[c]; q < indptr[c + 1]; q++)
+                OFFER((gkey_p ? gkey_p[i] : gkey_r[q]) - glo, val_p ? val_p[i] : val_r[q],
+                      is_min ? v_ < t_ : v_ > t_);
         }
     }
     if (sort_i64(changed, m, changed) != 0) return -1;
@@ -220,7 +248,7 @@ class Compiled(Kernels):
         args = []
         for (from_probe, _), c in zip((key, val), cols):
             args += [_ptr(c), None] if from_probe else [None, _ptr(c)]
-        m = self.lib.join_best(_ptr(probe), len(probe), klo, len(indptr) - 1, _ptr(indptr), *args, glo,
+        m = self.lib.join_best(_ptr(probe), len(probe), klo, len(indptr) - 1, _ptr(indptr), int(indptr[-1]), *args, glo,
                                int(func == "min"), _ptr(table), _ptr(has.view(np.uint8)), _ptr(mark), _ptr(changed))
         if m < 0:
             raise MemoryError("sorting the improved groups")
@@ -265,7 +293,7 @@ def compiled() -> Compiled | None:
                 lib.best_in_table.restype = _I
                 lib.merge_sorted.argtypes = [_P, _I, _P, _I, _P, _P, _P]
                 lib.merge_sorted.restype = _I
-                lib.join_best.argtypes = [_P, _I, _I, _I, _P, _P, _P, _P, _P, _I, ctypes.c_int, _P, _P, _P, _P]
+                lib.join_best.argtypes = [_P, _I, _I, _I, _P, _I, _P, _P, _P, _P, _I, ctypes.c_int, _P, _P, _P, _P]
                 lib.join_best.restype = _I
                 out = Compiled(lib)
         _STATE["kernels"] = out

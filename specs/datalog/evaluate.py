@@ -108,7 +108,7 @@ class SetRelation:
             self.codes, new = merge_new(self.codes, codes, self.kernels)
         out = space.decode(new)
         if len(new):
-            self.cols = [np.concatenate([a, b]) for a, b in zip(self.cols, out)]
+            self.cols = [np.concatenate([a, b]) for a, b in zip(self.cols, out)] if len(self.cols[0]) else out
             self.version += 1
         return out
 
