@@ -55,10 +55,25 @@ class Coverage:
                 out.setdefault(key, {"enabled": 0, "taken": 0})[field] += n
         return dict(sorted(out.items()))
 
-    def warnings(self, model: Model) -> list[str]:
-        return [f"action {k} was never enabled" for k, v in self.table(model).items() if not v["enabled"]]
+    def never_enabled(self, model: Model) -> list[str]:
+        """The entries no explored state enabled."""
+        return [k for k, v in self.table(model).items() if not v["enabled"]]
 
-    def print(self, model: Model) -> None:
+    def warning(self, model: Model, exhaustive: bool) -> str | None:
+        """One warning naming every entry never enabled (None if there is none): after a search of every reachable
+        state (`exhaustive`) a vacuous guard; after walks or a bounded search, maybe only states not reached."""
+        never = self.never_enabled(model)
+        if not never:
+            return None
+        what = f"action {never[0]} was" if len(never) == 1 else f"{len(never)} actions were"
+        names = "" if len(never) == 1 else f": {', '.join(never)}"
+        why = ("in any reachable state (a vacuous guard?)" if exhaustive
+               else "in the states explored (a vacuous guard, or states not reached: a search without bounds, or "
+                    "more or longer walks, may enable them)")
+        return f"{what} never enabled {why}{names}"
+
+    def print(self, model: Model, exhaustive: bool) -> None:
+        """The table of enabled and taken counts, then one warning for the entries never enabled."""
         rows = self.table(model)
         if not rows:
             return
@@ -66,8 +81,8 @@ class Coverage:
         print("  coverage (enabled / taken):")
         for k, v in rows.items():
             print(f"    {k:<{width}}  {v['enabled']:>12,}  {v['taken']:>12,}")
-        for w in self.warnings(model):
-            print(f"  warning: {w} (a vacuous guard, or a state the search never reached?)")
+        if (warning := self.warning(model, exhaustive)) is not None:
+            print(f"  warning: {warning}")
 
     def count_enabled(self, model: Model) -> None:
         """Make `model`'s successor function count each enabled step (an exhaustive search takes every one), and
@@ -86,7 +101,7 @@ class Coverage:
 
     def save(self, model: Model, path: str, **extra: Any) -> None:
         data = {"spec": model.name, "params": model.params, **extra, "actions": self.table(model),
-                "never_enabled": [k for k, v in self.table(model).items() if not v["enabled"]]}
+                "never_enabled": self.never_enabled(model)}
         try:
             with replacing(path) as f:
                 json.dump(data, f, indent=2, default=str)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lockstep.specs.lang.errors import Location, SpecError
+from lockstep.specs.lang.names import exception_text
 
 from .itf import encode_plain, show
 from .model import Model, StepFailure
@@ -179,7 +180,7 @@ class PlainModel(Model):
             for _ in got:
                 pass
         except Exception as e:
-            return StepFailure("", "error", f"{type(e).__name__}: {e}", _user_frame(e))
+            return StepFailure("", "error", exception_text(e), _user_frame(e))
         return StepFailure("", "error", "next() failed, but not when re-run", None)
 
     def diagnose_predicate(self, st: Any) -> StepFailure:
@@ -192,7 +193,7 @@ class PlainModel(Model):
             except SpecError as e:
                 return StepFailure(name, "error", f"{e.message}; fix: {e.hint}", str(e.location) if e.location else None)
             except Exception as e:
-                return StepFailure(name, "error", f"{type(e).__name__}: {e}", _user_frame(e))
+                return StepFailure(name, "error", exception_text(e), _user_frame(e))
         return StepFailure("", "error", "a predicate failed, but not when re-run", None)
 
     def label(self, lid: Any) -> str:

@@ -35,20 +35,59 @@ class ReplayResult:
 
 
 def _differences(model: Model, produced: dict[str, Any], recorded: dict[str, Any]) -> str:
+    """Where the spec's state and the trace's differ, element by element, in the notation of the trace listing
+    (`tm_state[1]: spec gives "init", trace has "aborted"`), never as ITF JSON."""
+    from .render.notation import notation_of
+    from .render.values import diff, from_itf
+
+    doms = notation_of(model).doms
     diffs = []
     for k in model.vars:
         if k not in recorded:
             diffs.append(f"{k} is missing from the trace")
         elif not same_values(produced.get(k), recorded[k]):
-            diffs.append(f"{k}: spec gives {_compact(produced.get(k))}, trace has {_compact(recorded[k])}")
+            try:
+                spec_side, trace_side = from_itf(produced.get(k), doms.get(k)), from_itf(recorded[k], doms.get(k))
+            except (TypeError, ValueError, KeyError):  # a value the notation cannot read: shown as it is
+                diffs.append(f"{k}: spec gives {_compact(produced.get(k))}, trace has {_compact(recorded[k])}")
+                continue
+            diffs += [_said(c) for c in diff(k, spec_side, trace_side)] or [
+                f"{k}: spec gives {_shown(spec_side)}, trace has {_shown(trace_side)}"]
     extra = [k for k in recorded if k not in model.vars]
     if extra:
         diffs.append("the trace has variables the spec does not: " + ", ".join(extra))
     return "; ".join(diffs[:4]) + (" ..." if len(diffs) > 4 else "")
 
 
+def _said(c: Any) -> str:
+    """One difference (a `render.values.Change` from the spec's value to the trace's) as a phrase."""
+    at = f" at position {c.at}" if c.at is not None else ""
+    if c.kind == "changed":
+        return f"{c.path}: spec gives {_shown(c.old)}, trace has {_shown(c.new)}"
+    if c.kind == "added":
+        return (f"{c.path}: the trace has entry {_shown(c.new)}, the spec none" if c.entry
+                else f"{c.path}: the trace has {_shown(c.new)}{at}, the spec does not")
+    return (f"{c.path}: the spec has entry {_shown(c.old)}, the trace none" if c.entry
+            else f"{c.path}: the spec has {_shown(c.old)}{at}, the trace does not")
+
+
+def _shown(node: Any) -> str:
+    from .render.values import fmt
+
+    return _cut(fmt(node).plain)
+
+
 def _compact(v: Any) -> str:
-    text = json.dumps(v, separators=(",", ":"))
+    """An ITF value in the spec notation (`Envelope(src=0, ...)`, `{0: "init"}`), cut at 120 characters."""
+    from .render.values import fmt, from_itf
+
+    try:
+        return _cut(fmt(from_itf(v)).plain)
+    except (TypeError, ValueError, KeyError):
+        return _cut(json.dumps(v, separators=(",", ":")))
+
+
+def _cut(text: str) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 

@@ -86,6 +86,14 @@ class CheckResult:
         codes = [w.exit_code for w in self.witnesses]
         return 1 if 1 in codes else max([code, *codes])
 
+    def settle_depth(self) -> None:
+        """Count depth one way, TLC's (the states on the longest shortest path, an initial state at depth 1): a
+        counterexample's last state (the violating state, or the one whose step fails or deadlocks) is at least as
+        deep as the search went. A lasso is left alone: its loop may go round states of any depth."""
+        v = self.violation
+        if v is not None and v.trace.loop is None:
+            self.depth = max(self.depth, len(v.trace.steps))
+
     @property
     def holds(self) -> bool:
         """Every reachable state was explored and no property was violated."""

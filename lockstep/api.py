@@ -110,6 +110,7 @@ def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None 
     res = choice.run(chosen, m, vm, opts, Progress() if progress else NoProgress())
     add_notes(res, engine, chosen, why or several_note, por_note)
     shorten_violation(res, m, chosen, vm, opts, shorten)
+    res.settle_depth()
     res.model = m
     if witnesses and res.violation is None:
         res.witnesses = search_witnesses(m, chosen, replace(opts, max_violations=1), shorten)

@@ -18,6 +18,7 @@ from ..vector import choice
 from .common import (
     add_full_argument,
     add_spec_arguments,
+    depth_text,
     load_typed,
     natural,
     output_file,
@@ -198,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
         shorten_violation(res, model, engine, vm, opts, not args.no_shorten)
     report(res, args.out, model, args.full)
     if coverage is not None:
-        coverage.print(model)
+        coverage.print(model, exhaustive=res.verdict == "holds")
         coverage.save(model, args.coverage, command="check", verdict=res.verdict, distinct=res.distinct)
         print(f"  coverage written to {args.coverage}")
     write_graph(args, model, graph, res)
@@ -314,7 +315,7 @@ def check_smt(args: argparse.Namespace) -> int:
         print(f"\nNo violation: {res.reason}.")
     else:
         print(f"\nInconclusive: {res.reason}.")
-    print(f"  searched to depth {res.depth}, {res.seconds:.2f} s")
+    print(f"  searched to {depth_text(res.depth + 1)}, {res.seconds:.2f} s")  # a bound of K steps: K + 1 states
     sys.stdout.flush()
     return res.exit_code
 

@@ -141,6 +141,12 @@ def print_several(violations: list[Violation], out: str | None, model: Model | N
         print_violation(v, numbered_file(out, i) if out else None, model, full)
 
 
+def depth_text(depth: int) -> str:
+    """A depth as every command prints it: TLC's count of states (an initial state at depth 1), then in steps."""
+    steps = max(depth - 1, 0)
+    return f"depth {depth} ({steps} step{'s' if steps != 1 else ''})"
+
+
 def report(res: CheckResult, out: str | None, model: Model | None = None, full: bool = False) -> None:
     """Print a check's outcome (and save its counterexample, or its several ones)."""
     v = res.violation
@@ -153,9 +159,8 @@ def report(res: CheckResult, out: str | None, model: Model | None = None, full: 
     else:
         print("\nNo violation: all reachable states explored.")
     rate = res.distinct / res.seconds if res.seconds > 0 else 0.0
-    steps = max(res.depth - 1, 0)  # TLC's depth counts the states of the longest shortest path, initial ones as 1
-    in_steps = "" if v is not None else f" ({steps} step{'s' if steps != 1 else ''})"  # a counterexample gives its own
-    print(f"  {res.distinct:,} distinct states, {res.generated:,} generated, depth {res.depth}{in_steps}, "
+    res.settle_depth()
+    print(f"  {res.distinct:,} distinct states, {res.generated:,} generated, {depth_text(res.depth)}, "
           f"{res.seconds:.2f} s ({rate:,.0f} distinct states/s)")
     if res.queued:
         print(f"  {res.queued:,} state{'' if res.queued == 1 else 's'} left unexplored")

@@ -296,14 +296,14 @@ def simulate_walks(args: argparse.Namespace) -> int:
                   file=sys.stderr, flush=True)
         minimise_walk(res, model)
     if res.violation is not None:
-        print_violation(res.violation, args.out)
+        print_violation(res.violation, args.out, model)
         print(f"  found by walk {res.violating_walk + 1:,} (seed {args.seed})")
     else:
         print(f"\nNo violation in {res.runs:,} walks (random simulation: not a proof).")
     rate = res.steps / res.seconds if res.seconds > 0 else 0.0
     print(f"  {res.runs:,} walks, {res.steps:,} steps in {res.seconds:.2f} s ({rate:,.0f} steps/s)")
     e = res.endings
-    print(f"  walks ended: {e['depth']:,} at depth {depth}, {e['deadlock']:,} without a possible step, "
+    print(f"  walks ended: {e['depth']:,} after {depth} steps, {e['deadlock']:,} without a possible step, "
           f"{e['constraint']:,} outside a state constraint")
     if res.seen is not None:
         for line in res.seen.lines():
@@ -311,7 +311,7 @@ def simulate_walks(args: argparse.Namespace) -> int:
     for note in res.notes:
         print(f"  {note}")
     cov: Coverage = res.coverage
-    cov.print(model)
+    cov.print(model, exhaustive=False)
     if args.coverage:
         cov.save(model, args.coverage, command="simulate", runs=res.runs, steps=res.steps, depth=depth, seed=args.seed,
                  states=res.seen.json() if res.seen is not None else None)

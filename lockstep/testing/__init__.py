@@ -29,6 +29,7 @@ def assert_holds(spec: Any, **options: Any) -> CheckResult:
     """Check `spec` exhaustively (as `lockstep.check`, same options and spec parameters) and fail with the
     numbered counterexample if a property is violated or the search was cut short, or if a `@witness` of the
     spec is unreachable (the spec may check less than it seems) or fails to evaluate."""
+    __tracebackhide__ = True  # a failing test starts with the spec's message, not Lockstep's frames
     from lockstep.api import check
 
     res = check(spec, **options)
@@ -51,6 +52,7 @@ def assert_violates(spec: Any, property: str | None = None, max_steps: int | Non
                     **options: Any) -> Violation:
     """Check `spec` and fail unless it violates a property — `property` if named (an invariant, an action
     whose step fails, or "deadlock") — within `max_steps` steps; returns the violation."""
+    __tracebackhide__ = True  # a failing test starts with the spec's message, not Lockstep's frames
     from lockstep.api import check
 
     res = check(spec, max_depth=max_steps, **options)
@@ -69,6 +71,7 @@ def conforms(spec: Any, adapter: Any, *, max_steps: int = 20, max_examples: int 
     with random sequences of the actions `spec` enables and check after every step that its observed
     state is one the spec allows; raises `NonConformance` with a shrunk trace (`.trace`, replayable with
     `lockstep replay`) otherwise."""
+    __tracebackhide__ = True  # a failing test starts with the spec's message, not Lockstep's frames
     from lockstep.api import model
 
     from .conformance import conforms as run

@@ -92,6 +92,7 @@ def machine(model: Model, adapter: Callable[[], Any]) -> type:
 
     class Conformance(RuleBasedStateMachine):
         def __init__(self) -> None:
+            __tracebackhide__ = True
             super().__init__()
             self.impl = adapter()
             first = self.impl.observe()
@@ -104,6 +105,7 @@ def machine(model: Model, adapter: Callable[[], Any]) -> type:
                                                                          property=self._claim("start", first)))
 
         def _check_fields(self, observed: Any) -> None:
+            __tracebackhide__ = True
             if fields is not None and isinstance(observed, dict):
                 unknown = sorted(set(observed) - fields)
                 if unknown:
@@ -115,6 +117,7 @@ def machine(model: Model, adapter: Callable[[], Any]) -> type:
 
         @rule(data=st.data())
         def step(self, data: Any) -> None:
+            __tracebackhide__ = True
             options: dict[str, tuple[Any, dict[str, Any]]] = {}
             for s, _ in self.possible:
                 for lab, lid, _t in successors(s):
@@ -146,6 +149,7 @@ def machine(model: Model, adapter: Callable[[], Any]) -> type:
             self.possible = _dedupe(after)
 
         def _diverged(self, label: str, observed: Any, failure: str | None = None) -> None:
+            __tracebackhide__ = True
             s, path = self.possible[0]
             lid, t = next((lid, t) for lab, lid, t in successors(s) if lab == label)
             expected = view(t)
@@ -193,6 +197,7 @@ def conforms(model: Model, adapter: Callable[[], Any], *, max_steps: int = 20, m
              settings: Any = None) -> None:
     """Test the implementation behind `adapter` against `model` with hypothesis; raises `NonConformance`
     (a shrunk counterexample with its trace) if it ever leaves the spec."""
+    __tracebackhide__ = True  # a failing test starts with the divergence, not Lockstep's frames
     from hypothesis import HealthCheck
     from hypothesis import settings as Settings
     from hypothesis.stateful import run_state_machine_as_test
@@ -202,4 +207,7 @@ def conforms(model: Model, adapter: Callable[[], Any], *, max_steps: int = 20, m
     cls = machine(model, adapter)
     chosen = settings or Settings(max_examples=max_examples, stateful_step_count=max_steps, deadline=None,
                                   suppress_health_check=[HealthCheck.too_slow], database=None)
-    run_state_machine_as_test(cls, settings=chosen)
+    try:
+        run_state_machine_as_test(cls, settings=chosen)
+    except NonConformance as e:  # raised afresh here: the failure shows the test's line, not hypothesis's frames
+        raise e.with_traceback(None) from None

@@ -19,6 +19,7 @@ from typing import Any
 from .errors import Location, SpecError, user_location
 from .limits import check_slots
 from .markers import kind_of, marker, meta_of
+from .names import exception_text, suggestion
 from .params import Binding, Param, ParamLike, bound
 from .program import Check, Field, Predicate, Program, TemporalProperty, Transition
 from .temporal import as_temporal, check_fairness_meta
@@ -165,6 +166,21 @@ def declared_params(cls: type) -> dict[str, Param]:
                 if isinstance(t, Type):
                     for p in t.params():
                         add(p)
+            for p in _module_params(d):
+                add(p)
+    return found
+
+
+def _module_params(fn: Callable) -> list[Any]:
+    """The module-level parameters (`LIMIT = Param("limit", ...)` outside the class) a function's body, or a function
+    or lambda inside it, names: the spec depends on them as on its own."""
+    fn = inspect.unwrap(fn)
+    code, names = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+    found, stack = [], [code] if code is not None else []
+    while stack:
+        c = stack.pop()
+        found += [names[n] for n in c.co_names if isinstance(names.get(n), (Param, ParamLike))]
+        stack += [k for k in c.co_consts if inspect.iscode(k)]
     return found
 
 
@@ -426,7 +442,10 @@ class _Builder:
             except Exception as e:
                 check_pending_quietly()
                 _reraise_internal(e)
-                return Predicate(name, None, _def_location(fn), (f"{type(e).__name__}: {e}", _exception_location(e)),
+                if isinstance(e, NameError) and e.name is not None and hasattr(self.cls, e.name):
+                    raise SpecError(f"{kind_of(fn)} {name}: {e}", _exception_location(e) or _def_location(fn),
+                                    suggestion(e.name, {}, self.cls)) from None  # fails in every state: refused now
+                return Predicate(name, None, _def_location(fn), (exception_text(e), _exception_location(e)),
                                  meta_of(fn))
             check_pending()
         if tracer.checks:
@@ -467,7 +486,7 @@ def trace_body(tracer: Any, body: Callable[[], Any]) -> bool:
         raise
     except Exception as e:
         _reraise_internal(e)
-        tracer.checks.append(Check("error", None, f"{type(e).__name__}: {e}", _exception_location(e)))
+        tracer.checks.append(Check("error", None, exception_text(e), _exception_location(e)))
     check_pending()
     return True
 

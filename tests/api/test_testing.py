@@ -121,6 +121,44 @@ def test_the_pytest_plugin(pytester):
                                  "*Counterexample (6 steps):*", "*big = 4*"])
 
 
+def test_a_failing_test_starts_with_the_spec_message_not_lockstep_frames(pytester):
+    """The failure of assert_holds, assert_violates and conforms shows the test's own line, then the message: none of
+    Lockstep's frames (hidden with `__tracebackhide__`)."""
+    pytester.makepyfile('''
+        from examples.kvstore.test_store import StoreAdapter
+        from lockstep.specs.examples.diehard import DieHard
+        from lockstep.specs.examples.two_phase import TwoPhase
+        from lockstep.testing import assert_holds, assert_violates, conforms
+        from tests.api.test_testing import KVStore
+
+        def test_holds():
+            assert_holds(DieHard)
+
+        def test_violates():
+            assert_violates(TwoPhase, rm=2)
+
+        class Raising(StoreAdapter):
+            def delete(self, k):
+                raise KeyError(k)
+
+        def test_conforms():
+            conforms(KVStore, Raising, max_examples=40)
+    ''')
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=3)
+    out = result.stdout.str()
+    for test, call, message in (("test_holds", "assert_holds(DieHard)", "AssertionError: Violation: invariant not_solved"),
+                                ("test_violates", "assert_violates(TwoPhase, rm=2)",
+                                 "AssertionError: expected a violation, but holds"),
+                                ("test_conforms", "conforms(KVStore, Raising, max_examples=40)",
+                                 "lockstep.testing.conformance.NonConformance: step")):
+        section = out.split(f"_ {test} _", 1)[1]
+        lines = [line for line in section.splitlines() if line.strip()]
+        at = next(i for i, line in enumerate(lines) if line.startswith(">"))
+        assert lines[at] == f">       {call}" and lines[at + 1].startswith(f"E       {message}"), section[:2000]
+    assert "lockstep/testing/" not in out and "lockstep/api.py" not in out
+
+
 def test_a_nonconformance_trace_replays_against_the_spec(tmp_path):
     from examples.kvstore.test_store import EvictingAdapter
 

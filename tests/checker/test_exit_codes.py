@@ -111,6 +111,63 @@ def test_max_depth_is_reported_in_steps(cli):
     assert r.code == 3 and "depth bound of 0 steps" in r.out and "\n  1 state left unexplored" in r.out
 
 
+DEPTHS = """
+from lockstep.specs.lang import Assert, Int, Spec, Var, action, invariant, require
+
+
+class Counter(Spec):
+    x = Var(Int(0, 3), init=0)
+
+    @action
+    def inc(s):
+        require(s.x < 3)
+        s.x = s.x + 1
+
+    @action
+    def reset(s):
+        require(s.x == 3)
+        s.x = 0
+
+
+class BadInit(Counter):
+    @invariant
+    def positive(s):
+        return s.x > 0
+
+
+class BadAfterOne(Counter):
+    @invariant
+    def zero(s):
+        return s.x < 1
+
+
+class FailsAfterOne(Spec):
+    x = Var(Int(0, 3), init=0)
+
+    @action
+    def inc(s):
+        require(s.x < 3)
+        Assert(s.x < 1, "at most one step")
+        s.x = s.x + 1
+"""
+
+
+@pytest.mark.parametrize("engine", ["vector", "scalar"])
+@pytest.mark.parametrize("spec, depth", [("BadInit", "depth 1 (0 steps)"), ("BadAfterOne", "depth 2 (1 step)"),
+                                         ("FailsAfterOne", "depth 2 (1 step)"), ("Counter", "depth 4 (3 steps)")])
+def test_depth_is_counted_one_way_whatever_ends_the_search(cli, tmp_path, engine, spec, depth):
+    """TLC's depth (an initial state at depth 1), then steps: a bad initial state, an invariant broken after one step,
+    a step failing after one step and a search that holds, on both engines; the API's result agrees."""
+    import lockstep
+
+    path = tmp_path / "depths.py"
+    path.write_text(DEPTHS)
+    r = cli("check", f"{path}:{spec}", "--engine", engine, "--quiet")
+    assert r.code == (0 if spec == "Counter" else 1) and f", {depth}, " in r.out, r.out
+    res = lockstep.check(f"{path}:{spec}", engine=engine)
+    assert f"depth {res.depth} " in depth + " "
+
+
 def test_the_same_invariant_twice_is_refused(cli):
     r = cli("check", "two_phase", "--invariant", "consistent", "--invariant", "consistent")
     assert r.code == 2 and "--invariant consistent is given twice" in r.err

@@ -25,7 +25,7 @@ def test_bmc_violation_exit_1_and_replay(cli, tmp_path):
     out = tmp_path / "cex.json"
     r = cli("check", "peterson_buggy", "--engine", "smt", "--depth", "10", "--out", str(out), "--quiet")
     assert r.code == 1 and "Violation: invariant mutual_exclusion is violated" in r.out
-    assert "Counterexample (8 steps)" in r.out and "searched to depth 8" in r.out
+    assert "Counterexample (8 steps)" in r.out and "searched to depth 9 (8 steps)" in r.out
     data = json.loads(out.read_text())
     assert data["#meta"]["lockstep"]["property"] == {"kind": "invariant", "name": "mutual_exclusion"}
     r = cli("replay", str(out))

@@ -67,6 +67,26 @@ def test_edited_state_is_rejected_at_its_step(diehard_trace):
         replay(Trace.load(str(diehard_trace)))
 
 
+def test_a_mismatch_is_shown_element_by_element_in_the_spec_notation(cli, tmp_path):
+    """An edited map entry and a dropped envelope are named as the trace listing names them, not as ITF JSON."""
+    path = tmp_path / "cex.json"
+    assert cli("check", "two_phase_commit", "--quiet", "--out", str(path)).code == 1
+    data = json.loads(path.read_text())
+    data["states"][2]["tm_state"]["#map"][1][1] = "aborted"
+    path.write_text(json.dumps(data))
+    r = cli("replay", str(path))
+    assert r.code == 2 and r.err.strip().endswith('tm_state[1]: spec gives "init", trace has "aborted"'), r.err
+    data = json.loads(path.read_text())
+    data["states"][2]["tm_state"]["#map"][1][1] = "init"
+    dropped = data["states"][2]["network"]["#set"].pop()
+    assert dropped == {"src": {"#bigint": "1"}, "dst": {"#bigint": "0"}, "msg": {"tag": "No", "value": {"#tup": []}}}
+    path.write_text(json.dumps(data))
+    r = cli("replay", str(path))
+    assert r.code == 2 and r.err.strip().endswith("network: the spec has Envelope(src=1, dst=0, msg=No()), the trace "
+                                                  "does not"), r.err
+    assert "#" not in r.err
+
+
 def test_disabled_step_is_rejected_with_its_guard(tmp_path):
     res = check(load_model("peterson_buggy"), Options())
     data = res.violation.trace.to_json()

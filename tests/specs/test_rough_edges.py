@@ -246,3 +246,113 @@ def test_declared_values_must_be_distinct_and_hashable():
         with pytest.raises(SpecError, match=message) as e:
             build_program(Bad)
         assert e.value.location.line == line("marker: oneof-decl")
+
+
+# ------------------------------------------------------------------- names a spec cannot see
+
+MISSPELT_DECORATOR = '''
+from lockstep.specs.lang.actors import ActorSpec
+
+
+class Ping(ActorSpec):
+    @on_timer
+    def tick(s, p):
+        pass
+'''
+
+CLASS_ATTRIBUTE = '''
+from lockstep.specs.lang import Bool, ForAll, Map, Range, Spec, action, invariant
+
+
+class Procs(Spec):
+    Process = Range("n", default=2)
+    up = Map(Process, Bool, init=False)
+
+    @action
+    def wake(s, p: Process):
+        s.up[p] = True
+
+    @invariant
+    def each_up_or_not(s):
+        return ForAll(Process, lambda p: s.up[p] == s.up[p])  # marker: bare
+'''
+
+MISSPELT_HELPERS = '''
+from lockstep.specs.lang import Bool, Spec, Var, action
+
+
+class Flip(Spec):
+    b = Var(Bool, init=False)
+
+    @action
+    def flip(s):
+        requre(s.b == False)
+        s.b = True
+
+    @action
+    def flop(s):
+        s.b = Not(s.b)
+'''
+
+MODULE_PARAM = '''
+from lockstep.specs.lang import Int, Param, Spec, Var, action, require
+
+LIMIT = Param("limit", default=2)
+
+
+class Bounded(Spec):
+    x = Var(Int(0, 5), init=0)
+
+    @action
+    def inc(s):
+        require(s.x < LIMIT)
+        s.x = s.x + 1
+
+    @action
+    def reset(s):
+        require(s.x == LIMIT)
+        s.x = 0
+'''
+
+
+def test_a_misspelt_decorator_suggests_the_handler_it_meant(cli, tmp_path):
+    path = tmp_path / "ping.py"
+    path.write_text(MISSPELT_DECORATOR)
+    r = cli("check", f"{path}:Ping", "--quiet")
+    assert r.code == 2 and f"NameError: name 'on_timer' is not defined at {path}:6; did you mean on_timeout?" in r.err
+
+
+def test_a_class_attribute_used_bare_in_an_invariant_is_refused_at_load_with_the_fix(cli, tmp_path):
+    path = tmp_path / "procs.py"
+    path.write_text(CLASS_ATTRIBUTE)
+    r = cli("check", f"{path}:Procs", "--quiet")
+    at = next(i for i, text in enumerate(CLASS_ATTRIBUTE.splitlines(), 1) if "marker: bare" in text)
+    assert r.code == 2 and r.out == "", r.out
+    assert f"{path}:{at}: invariant each_up_or_not: name 'Process' is not defined" in r.err
+    assert "fix: Process is an attribute of class Procs" in r.err and "write Procs.Process" in r.err
+    fixed = tmp_path / "procs_fixed.py"  # (a file is imported once per process)
+    fixed.write_text(CLASS_ATTRIBUTE.replace("ForAll(Process,", "ForAll(Procs.Process,"))
+    assert cli("check", f"{fixed}:Procs", "--quiet", "--no-deadlock").code == 0
+
+
+def test_a_misspelt_or_unimported_helper_in_an_action_is_named_with_its_fix(cli, tmp_path):
+    path = tmp_path / "flip.py"
+    path.write_text(MISSPELT_HELPERS)
+    r = cli("check", f"{path}:Flip", "--quiet", "--no-deadlock")
+    assert r.code == 5
+    assert "NameError: name 'requre' is not defined; did you mean require?" in r.out
+    fixed = tmp_path / "flip_fixed.py"  # (a file is imported once per process)
+    fixed.write_text(MISSPELT_HELPERS.replace("requre", "require").replace("import Bool,", "import Bool, require,"))
+    r = cli("check", f"{fixed}:Flip", "--quiet", "--no-deadlock")
+    assert r.code == 5
+    assert "NameError: name 'Not' is not defined; Not is not imported: from lockstep.specs.lang import Not" in r.out
+
+
+def test_a_module_level_param_is_a_parameter_wherever_it_is_used(cli, tmp_path):
+    """Named only in guards, outside the class: `--param limit=4` sets it, and its default applies without it."""
+    path = tmp_path / "bounded.py"
+    path.write_text(MODULE_PARAM)
+    r = cli("check", f"{path}:Bounded", "--quiet")
+    assert r.code == 0 and "3 distinct states" in r.out, r.out + r.err
+    r = cli("check", f"{path}:Bounded", "--param", "limit=4", "--quiet")
+    assert r.code == 0 and "5 distinct states" in r.out, r.out + r.err
