@@ -283,7 +283,21 @@ def write_graph(args: argparse.Namespace, model, graph, res) -> None:
     if v is not None:
         mark_trace(graph, model, v.trace)
     write_text(args.dump_graph, to_dot(graph, model, v.message if v is not None else None))
-    print(f"State graph ({len(graph)} states, {graph.number_of_edges()} steps) written to {args.dump_graph}")
+    print(f"State graph written to {args.dump_graph}: {graph_counts(len(graph), graph.number_of_edges(), res)}")
+
+
+def graph_counts(states: int, edges: int, res) -> str:
+    """The graph's counts, said against the search's: the graph holds every reachable state, the search's count
+    differs only where it stopped early or reduced, and says why."""
+    plural = "s" if edges != 1 else ""
+    text = f"{states:,} states (every reachable one) and {edges:,} edge{plural} (pairs of states a step joins)"
+    if states == res.distinct:
+        return text
+    why = ("it stops at the first violation" if res.violation is not None
+           else f"it stopped early: {res.cut}" if res.cut else "it explores a reduced state space")
+    if any(n.startswith("partial-order reduction:") for n in res.notes) and res.violation is None:
+        why = "partial-order reduction explores fewer interleavings"
+    return f"{text}; the search stored {res.distinct:,} ({why})"
 
 
 def check_smt(args: argparse.Namespace) -> int:

@@ -23,7 +23,8 @@ DEFAULT_LIMIT = 1000
 
 
 def state_graph(model: Model, limit: int = DEFAULT_LIMIT) -> nx.DiGraph:
-    """The reachable state graph, or UsageError if it has more than `limit` states."""
+    """The reachable state graph (states within the state constraints, as the search stores them), or UsageError if it
+    has more than `limit` states."""
     canon = model.canonical if model.symmetry else (lambda s: s)
     g = nx.DiGraph()
     queue: deque = deque()
@@ -49,6 +50,8 @@ def state_graph(model: Model, limit: int = DEFAULT_LIMIT) -> nx.DiGraph:
             continue
         for lid, t in succ:
             t = canon(t)
+            if t not in g and _outside(model, t):  # as the search: a state outside a constraint is not stored
+                continue
             if t not in g:
                 g.add_node(t)
                 queue.append(t)
@@ -58,6 +61,13 @@ def state_graph(model: Model, limit: int = DEFAULT_LIMIT) -> nx.DiGraph:
         raise UsageError(f"--dump-graph: the state graph of {model.name} has more than {limit:,} states; a graph "
                          "picture is for small instances: lower the parameters, or raise the limit with --graph-limit")
     return g
+
+
+def _outside(model: Model, state: object) -> bool:
+    try:
+        return bool(model.constraint_names) and model.outside(state) >= 0
+    except Exception:  # a constraint that fails to evaluate: kept, as the search keeps it
+        return False
 
 
 def mark_trace(g: nx.DiGraph, model: Model, trace: Trace) -> None:

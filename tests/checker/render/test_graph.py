@@ -47,3 +47,25 @@ def test_large_graphs_are_refused_before_the_search(cli, tmp_path):
 def test_graph_is_refused_with_the_smt_engine(cli, tmp_path):
     r = cli("check", "diehard", "--engine", "smt", "--dump-graph", str(tmp_path / "g.dot"))
     assert r.code == 2 and "--dump-graph" in r.err
+
+
+def test_the_graph_counts_are_said_against_the_search(cli, tmp_path):
+    """The graph holds every reachable state; where the search stored fewer, the line says how many and why."""
+    out = tmp_path / "g.dot"
+    r = cli("check", "diehard", "--quiet", "--dump-graph", str(out))
+    assert r.code == 1 and "14 distinct states" in r.out
+    assert (f"State graph written to {out}: 16 states (every reachable one) and 74 edges (pairs of states a step joins); "
+            "the search stored 14 (it stops at the first violation)") in r.out
+    assert len(re.findall(r"^  s\d+ \[", out.read_text(), re.M)) == 16
+    r = cli("check", "two_phase", "-p", "rm=2", "--quiet", "--max-depth", "2", "--dump-graph", str(out))
+    assert r.code == 3 and "the search stored 16 (it stopped early: depth bound of 2 steps reached" in r.out, r.out
+
+
+def test_the_graph_leaves_out_states_outside_the_constraints_as_the_search_does(cli, tmp_path):
+    from tests.conftest import model_path
+
+    out = tmp_path / "g.dot"
+    r = cli("check", model_path("constrained.py") + ":Counter", "--quiet", "--dump-graph", str(out))
+    assert r.code == 1 and "10 distinct states" in r.out
+    assert "10 states (every reachable one)" in r.out and "the search stored" not in r.out
+    assert len(re.findall(r"^  s\d+ \[", out.read_text(), re.M)) == 10
