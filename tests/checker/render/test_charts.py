@@ -160,3 +160,83 @@ def test_readme_chart_is_current(cli, tmp_path, eager_cex):
     assert cli("draw", str(eager_cex), "--out", str(out)).code == 0
     committed = Path(__file__).parents[3] / "docs" / "pictures" / "two_phase_commit_eager.svg"
     assert out.read_text() == committed.read_text(), "regenerate it with the command in the README"
+
+
+# ------------------------------------------------------------------------- layout: nothing drawn over anything
+
+TEXT_SIZES = {"label": 12, "note": 12, "msg": 11, "legend": 11}
+
+
+def text_boxes(root: ET.Element) -> list[tuple[str, tuple[float, float, float, float]]]:
+    """Every text of the chart's body (not the title lines above the lifelines' heads, nor the legend below the
+    chart) with the box it covers at most: 0.62 em a character (bold included), 0.8 em above the baseline, 0.25 below."""
+    height = float(root.get("height"))
+    out = []
+    for t in root.iter(SVG + "text"):
+        cls, y = t.get("class") or "", float(t.get("y"))
+        if cls not in TEXT_SIZES or (cls == "legend" and (y < 70 or y > height - 40)):
+            continue
+        size, x, text = TEXT_SIZES[cls], float(t.get("x")), t.text or ""
+        w = len(text) * size * 0.62
+        left = {"start": x, "middle": x - w / 2, "end": x - w}[t.get("text-anchor") or "start"]
+        out.append((text, (left, y - size * 0.8, left + w, y + size * 0.25)))
+    return out
+
+
+def overlap(a, b) -> bool:
+    return not (a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1])
+
+
+def arrow_points(e: ET.Element) -> list[tuple[float, float]]:
+    """Points along an arrow: a line, or a quadratic curve `M ax,ay Q cx,cy bx,by` (self-messages are skipped)."""
+    if e.tag == SVG + "line":
+        a, b = (float(e.get("x1")), float(e.get("y1"))), (float(e.get("x2")), float(e.get("y2")))
+        c = ((a[0] + b[0]) / 2, (a[1] + b[1]) / 2)
+    else:
+        d = e.get("d")
+        if "Q" not in d:
+            return []
+        nums = [float(v) for v in d.replace("M", " ").replace("Q", " ").replace(",", " ").split()]
+        a, c, b = (nums[0], nums[1]), (nums[2], nums[3]), (nums[4], nums[5])
+    return [((1 - t) ** 2 * a[0] + 2 * (1 - t) * t * c[0] + t * t * b[0],
+             (1 - t) ** 2 * a[1] + 2 * (1 - t) * t * c[1] + t * t * b[1]) for t in (i / 200 for i in range(201))]
+
+
+def random_walk(model, seed: int, steps: int) -> Trace:
+    import random
+
+    rng = random.Random(seed)
+    path = [(None, model.initial_states()[0])]
+    for _ in range(steps):
+        succ = model.successors(path[-1][1])
+        if not succ:
+            break
+        path.append(rng.choice(succ))
+    return Trace.from_states(model, path)
+
+
+@pytest.mark.parametrize("spec", ["bracha", "bracha_low_echo_quorum", "two_phase_commit", "chang_roberts_forward_all"])
+def test_no_label_covers_another_and_no_arrow_crosses_a_step_it_does_not_join(spec):
+    """Charts of random walks (broadcasts, messages in flight, several labels at one level): parsed, no two texts'
+    boxes overlap, no text covers a step's dot, and no message arrow comes within a dot's radius of a step other than
+    the two it joins (a broadcast from p0 to p2 bends round p1's dot rather than read as p1 forwarding it)."""
+    model = load_model(spec)
+    bent = 0
+    for seed in range(4):
+        root = parse(svg(chart_of_trace(random_walk(model, seed, 30), model)))
+        boxes = text_boxes(root)
+        dots = [(float(c.get("cx")), float(c.get("cy")), float(c.get("r"))) for c in root.iter(SVG + "circle")]
+        for i, (text, box) in enumerate(boxes):
+            assert not any(overlap(box, other) for _, other in boxes[i + 1:]), text
+            assert not any(overlap(box, (x - r, y - r, x + r, y + r)) for x, y, r in dots), text
+        arrows = [e for tag in ("line", "path") for e in classes(root, tag, "arrow") if "stub" not in e.get("class")]
+        for e in arrows:
+            points = arrow_points(e)
+            ends = {points[0], points[-1]} if points else set()
+            for x, y, r in dots:
+                if any(abs(px - x) <= 8 and abs(py - y) <= 8 for px, py in ends):
+                    continue  # a step the arrow joins
+                assert all((px - x) ** 2 + (py - y) ** 2 > r * r for px, py in points), (e.get("class"), x, y)
+        bent += sum(1 for e in arrows if e.tag == SVG + "path" and "Q" in e.get("d"))
+    if spec.startswith("bracha"):  # its broadcasts pass other processes' steps: some arrows had to bend
+        assert bent > 0
