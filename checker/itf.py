@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from fractions import Fraction
+import sys
 from typing import Any
 
 from lockstep.specs.lang.types import (
@@ -120,9 +120,10 @@ def encode_plain(v: Any) -> Any:
     if isinstance(v, float):
         if v != v or v in (float("inf"), float("-inf")):
             return variant("Float", repr(v))
-        q = Fraction(v)
-        return variant("Float", {"num": bigint(q.numerator), "den": bigint(q.denominator)})
-    if isinstance(v, Fraction):
+        q = v.as_integer_ratio()
+        return variant("Float", {"num": bigint(q[0]), "den": bigint(q[1])})
+    fractions = sys.modules.get("fractions")  # (a Fraction exists only once its module is imported)
+    if fractions is not None and isinstance(v, fractions.Fraction):
         return variant("Fraction", {"num": bigint(v.numerator), "den": bigint(v.denominator)})
     if isinstance(v, RecordValue):
         return variant(v.tag, {k: encode_plain(x) for k, x in v.fields().items()} or UNIT)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -224,7 +223,7 @@ def write_text(path: str, text: str) -> None:
 def _new_file(dfd: int, prefix: str, suffix: str, mode: int) -> tuple[str, int]:
     """A new file of a random name in directory `dfd`, created exclusively: (its name, a descriptor open rw)."""
     while True:
-        name = f"{prefix}{secrets.token_hex(6)}{suffix}"
+        name = f"{prefix}{os.urandom(6).hex()}{suffix}"  # as secrets.token_hex, without importing secrets at start-up
         try:
             return name, os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
                                  dir_fd=dfd)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import secrets
 import shutil
 import signal
 import stat
@@ -109,7 +108,7 @@ class Library:
             return
         store = self._store()
         private = self._dir is not None
-        build = f".build-{secrets.token_hex(8)}"
+        build = f".build-{os.urandom(8).hex()}"
         os.mkdir(build, 0o700, dir_fd=store)
         bfd = os.open(build, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=store)
         try:
