@@ -223,14 +223,14 @@ class AggRelation:
         return [*keys_out, out_vals]
 
     def merge_join(self, probe: np.ndarray, klo: int, indptr: np.ndarray, key: tuple[bool, np.ndarray],
-                   val: tuple[bool, np.ndarray]) -> list[np.ndarray] | None:
+                   val: tuple[bool, np.ndarray], bounds: tuple[int, int]) -> list[np.ndarray] | None:
         """`merge` of what a join derives, in one compiled pass (min/max over one group column): the probes meet
         an offset table (`Index.indptr`, keys from `klo`); each of `key` and `val` is (read from the probe?,
-        column). None where the groups are not held in a table (the caller merges the derived rows instead)."""
-        column = key[1]
-        if len(column) == 0 or len(probe) == 0:
+        column); `bounds` are the least and greatest key a match may give. None where the groups are not held
+        in a table (the caller merges the derived rows instead)."""
+        if len(key[1]) == 0 or len(probe) == 0:
             return [EMPTY] * self.nkeys + [EMPTY]
-        self._codes([np.array([column.min(), column.max()], dtype=np.int64)])  # every key a match may give
+        self._codes([np.array(bounds, dtype=np.int64)])
         if self.has is None:
             return None
         mark = np.zeros(len(self.has), dtype=np.uint8)
@@ -598,7 +598,10 @@ class Evaluator:
             def column(where: tuple[bool, int]) -> tuple[bool, np.ndarray]:
                 return (True, dcols[where[1]]) if where[0] else (False, index.column(ocols[where[1]], where[1]))
 
-            out = rel.merge_join(dcols[job.at[0]], index.space.los[0], index.indptr, column(job.key), column(job.val))
+            key = column(job.key)
+            bounds = index.bounds(key[1], job.key[1]) if not key[0] else \
+                (int(key[1].min()), int(key[1].max())) if len(key[1]) else (0, 0)
+            out = rel.merge_join(dcols[job.at[0]], index.space.los[0], index.indptr, key, column(job.val), bounds)
             if out is not None:
                 return out
         return self._merge(pred, self.derive(job.rule, {job.k: job.src}))

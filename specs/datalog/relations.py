@@ -147,6 +147,7 @@ class Index:
         self.kernels = kernels
         self.space = KeySpace.covering(key_cols)
         self._sorted: dict[int, np.ndarray] = {}
+        self._bounds: dict[int, tuple[int, int]] = {}
         codes = self.space.encode(key_cols)
         self.dense = self.space.total <= max(DENSE_LIMIT, 4 * len(codes))
         if self.dense:
@@ -164,6 +165,13 @@ class Index:
         """`col[rows]` for the rows at sorted positions `pos` (from `probe_sorted`): one gather from the column
         in index order, which is kept (under `slot`, the column's place in its relation) for later probes."""
         return self.column(col, slot)[pos]
+
+    def bounds(self, col: np.ndarray, slot: int) -> tuple[int, int]:
+        """The least and greatest value of a non-empty column of the relation (kept under `slot`, as `column`)."""
+        hit = self._bounds.get(slot)
+        if hit is None:
+            hit = self._bounds[slot] = (int(col.min()), int(col.max()))
+        return hit
 
     def column(self, col: np.ndarray, slot: int) -> np.ndarray:
         """A column of the relation in index order (kept under `slot`, the column's place in its relation)."""
