@@ -172,6 +172,7 @@ class GraphBuilder:
                 self._level(lo, hi, inside, level)
             lo = hi
             level += 1
+        self.index = FingerprintIndex()  # every state is numbered: the table goes before the graph's arrays are joined
         return self._graph(initial)
 
     def _level(self, lo: int, hi: int, inside: np.ndarray, level: int) -> None:

@@ -4,6 +4,8 @@ weak and strong fairness; one and two workers; the compiled kernels and the nump
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -78,6 +80,21 @@ def test_seeded_liveness_bugs_on_the_command_line(cli, tmp_path):
     assert cli("check", "lock", "--property", "no_starvation", "--workers", "2").code == 0
     r = cli("check", "ewd840", "--property", "Liveness", "--no-deadlock", "--fairness", "system=none", "--engine", "vector")
     assert r.code == 1 and "stutters for ever" in r.out
+
+
+def test_every_rm_decides_needs_the_rms_to_hear_the_decision(cli, tmp_path):
+    """Two-phase commit under weak fairness of every action: every RM decides (288 states at rm=3). Without fair
+    receipt of the decision the RMs may stay prepared after an abort: the shortest lasso, which replays."""
+    r = cli("check", "two_phase", "--property", "every_rm_decides", "--no-deadlock", "--workers", "2")
+    assert r.code == 0 and "288 distinct states" in r.out, r.out
+    out = tmp_path / "undecided.json"
+    r = cli("check", "two_phase", "--property", "every_rm_decides", "--no-deadlock", "--fairness", "rm_rcv_commit_msg=none",
+            "--fairness", "rm_rcv_abort_msg=none", "--out", str(out))
+    assert r.code == 1 and "stutters for ever in state 4" in r.out, r.out
+    steps = re.findall(r"^    \d+  (\S+)", r.out, re.MULTILINE)
+    assert steps == ["init", "tm_abort", "rm_prepare(r=0)", "rm_prepare(r=1)", "rm_prepare(r=2)"]
+    replayed = cli("replay", str(out))
+    assert replayed.code == 0 and "fair behaviour" in replayed.out
 
 
 # ------------------------------------------------------------------------------ a generated family
