@@ -21,6 +21,7 @@ from ..loader import load_model
 from ..model import Model
 from ..simulation import Merge, SimResult, Tally, blocks, tally
 from ..simulation.block import ENDINGS
+from ..simulation.kernel import compiled_walks
 from ..simulation.seen import checked, value_hashers
 from .connect import ClusterError, check_address, connect, disconnect
 from .driver import RECOVERIES
@@ -41,17 +42,19 @@ class Walkers:
                  deadlock: bool):
         self.model = load_model(spec, params, invariants=invariants)
         self.depth, self.seed, self.deadlock = depth, seed, deadlock
+        self.kernel = compiled_walks(self.model)[0]
 
     def pid(self) -> int:
         return os.getpid()
 
     def identity(self) -> list[int]:
-        return initial_identity(self.model)
+        """The spec's `initial_identity`, and 1 if the walks run compiled (0: in Python)."""
+        return [*initial_identity(self.model), int(self.kernel is not None)]
 
     def run(self, start: int, stop: int) -> tuple[int, int, list[int], list[tuple[str, int, int]], dict[str, Any],
                                                   list[Any]]:
         """The tally of walks start .. stop-1, as plain values (no objects of this process's making)."""
-        t = tally(self.model, range(int(start), int(stop)), self.depth, self.seed, self.deadlock)
+        t = tally(self.model, range(int(start), int(stop)), self.depth, self.seed, self.deadlock, kernel=self.kernel)
         endings = [t.endings[e] for e in sorted(t.endings)]
         cov = [(k, v[0], v[1]) for k, v in sorted(t.coverage.items())]
         return t.runs, t.steps, endings, cov, t.seen, [] if t.found is None else list(t.found)
@@ -83,6 +86,7 @@ class ClusterSimulation:
         self.recovered = 0
 
     def run(self) -> SimResult:
+        self.kernel, where = compiled_walks(self.model, self.say)
         ray, self.n, started = connect(self.address, self.workers)
         self.ray = ray
         self.remote = ray.remote(num_cpus=1, max_restarts=0)(Walkers)
@@ -92,6 +96,7 @@ class ClusterSimulation:
             merge = Merge(self.model, blocks(self.runs, self.n), self.depth, self.seed, self.deadlock)
             self._drive(merge)
             res = merge.result(time.monotonic() - began)
+            res.notes.append(where)
             size = len(merge.parts[0]) if merge.parts else 0
             res.notes.append(f"cluster: {self.n} Ray actors; walks in blocks of {size:,}, {merge.limit:,} of "
                              f"{len(merge.parts):,} blocks counted"
@@ -111,9 +116,15 @@ class ClusterSimulation:
         m = self.model
         invs = list(m.invariant_names) if m.invariant_names else None
         a = self.remote.remote(self.spec, self.params, invs, self.depth, self.seed, self.deadlock)
-        if list(self.ray.get(a.identity.remote())) != initial_identity(m):
+        got = list(self.ray.get(a.identity.remote()))
+        if got[:-1] != initial_identity(m):
             raise ClusterError("a Ray worker built this spec with other initial states; every node needs the same "
                                "lockstep version and spec files")
+        if got[-1] != int(self.kernel is not None):
+            here, there = ("compiled", "in Python") if self.kernel is not None else ("in Python", "compiled")
+            raise ClusterError(f"a Ray worker runs the walks {there} and this process {here} (they count states by "
+                               "different fingerprints): give every node a C compiler, or set LOCKSTEP_NATIVE=never "
+                               "on every node")
         return a
 
     def _drive(self, merge: Merge) -> None:

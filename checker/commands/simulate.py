@@ -289,7 +289,8 @@ def simulate_walks(args: argparse.Namespace) -> int:
         res = _on_cluster(args, model, params, runs, depth, deadlock, None if args.quiet else tick)
     else:
         res = simulate(model, runs, depth, seed=args.seed, deadlock=deadlock, workers=workers,
-                       tick=None if args.quiet else tick)
+                       tick=None if args.quiet else tick, say=None if args.quiet else
+                       lambda text: print(f"progress: {text}", file=sys.stderr, flush=True))
     if res.violation is not None and not args.no_shorten:
         if not args.quiet:
             print(f"progress: minimising the violating walk ({len(res.violation.trace.steps) - 1} steps)",

@@ -1,22 +1,29 @@
 """A block of random walks of any spec (typed, actor, plain) from its initial states, checking every
 invariant, deadlock and step failure at each state they visit.
 
-Walk k draws from its own generator, seeded by (seed, k), so a walk is the same wherever it runs. A
-contiguous block of walks stops at its first violation and is summed up as a `Tally` of plain data
-(counts, coverage entries, the states and values seen as arrays, the violating walk's number), which is all that
-crosses processes: the driver re-runs that one walk to rebuild its trace.
+Walk k makes counter-based choices, functions of (seed, k) (`rng`), so a walk is the same wherever it runs, and
+the same in a typed spec's compiled kernel (`kernel`) as here. A contiguous block of walks stops at its first
+violation and is summed up as a `Tally` of plain data (counts, coverage entries, the states and values seen as
+arrays, the violating walk's number), which is all that crosses processes: the driver re-runs that one walk to
+rebuild its trace.
 """
 
 from __future__ import annotations
 
-import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ..coverage import Coverage
 from ..model import Model
+from .rng import pick, walk_key
 from .seen import Seen
+
+if TYPE_CHECKING:
+    from .kernel import CompiledWalks
 
 ENDINGS = ("depth", "deadlock", "constraint")
 
@@ -33,10 +40,6 @@ class _Part:
     found: tuple | None = None  # (walk, path, kind, name, message, location)
 
 
-def walk_seed(seed: int, k: int) -> int:
-    return seed * 1_000_003 + k
-
-
 def _walks(model: Model, walks: range, depth: int, seed: int, deadlock: bool,
            tick: Callable[[int, int], None] | None) -> _Part:
     inits = model.initial_states()  # (a plain spec learns its variables' names from them)
@@ -46,8 +49,8 @@ def _walks(model: Model, walks: range, depth: int, seed: int, deadlock: bool,
     checked = bool(model.invariant_names)
     enabled, taken, seen = part.coverage.enabled, part.coverage.taken, part.seen
     for k in walks:
-        rng = random.Random(walk_seed(seed, k))
-        st = inits[rng.randrange(len(inits))]
+        key = walk_key(seed, k)
+        st = inits[pick(key, 0, len(inits))]
         path: list[tuple[Any, Any]] = [(None, st)]
         part.runs += 1
         end = "depth"
@@ -79,7 +82,7 @@ def _walks(model: Model, walks: range, depth: int, seed: int, deadlock: bool,
                 end = "deadlock"
                 break
             enabled.update([lid for lid, _t in succ])
-            lid, st = succ[rng.randrange(len(succ))]
+            lid, st = succ[pick(key, len(path), len(succ))]
             taken[lid] += 1
             path.append((lid, st))
             part.steps += 1
@@ -117,12 +120,50 @@ class Tally:
 
 
 def tally(model: Model, walks: range, depth: int, seed: int, deadlock: bool,
-          tick: Callable[[int, int], None] | None = None) -> Tally:
-    """Run the walks of `walks` (stopping at the first violation) and sum them up."""
+          tick: Callable[[int, int], None] | None = None, kernel: CompiledWalks | None = None) -> Tally:
+    """Run the walks of `walks` (stopping at the first violation), in the compiled `kernel` if given, and sum them
+    up."""
+    if kernel is not None:
+        return _compiled(model, kernel, walks, depth, seed, deadlock, tick)
     part = _walks(model, walks, depth, seed, deadlock, tick)
     cov = {k: [v["enabled"], v["taken"]] for k, v in part.coverage.table(model).items()}
     found = None if part.found is None else (part.found[0], *part.found[2:])
     return Tally(part.runs, part.steps, dict(part.endings), cov, part.seen.plain(), found)
+
+
+def _compiled(model: Model, kernel: CompiledWalks, walks: range, depth: int, seed: int, deadlock: bool,
+              tick: Callable[[int, int], None] | None) -> Tally:
+    """`tally` in the compiled kernel: the same walks, counts and violation (the states and values hashed by the
+    kernel)."""
+    seen = Seen(model)
+    enabled = np.zeros(max(1, kernel.transitions), dtype=np.int64)
+    taken = np.zeros_like(enabled)
+    runs = steps = 0
+    ends = np.zeros(6, dtype=np.int64)
+    found = None
+    size, cache = kernel.chunk(depth), kernel.cache()
+    for a in range(walks.start, walks.stop, size):
+        b = kernel.run(a, min(size, walks.stop - a), depth, seed, deadlock, enabled, taken, cache)
+        seen.walks(a, b.fps, b.values)
+        runs += b.done
+        steps += int(b.steps.sum())
+        ends += np.bincount(b.end, minlength=6)
+        if b.done and b.end[-1] >= 3:
+            k = a + b.done - 1
+            got = _walks(model, range(k, k + 1), depth, seed, deadlock, None).found
+            if got is None or len(got[1]) - 1 != int(b.steps[-1]):
+                raise RuntimeError(f"walk {k + 1} ended differently in the spec's compiled kernel and in Python: "
+                                   "the kernel does not run this spec as the explicit engine does")
+            found = (k, *got[2:])
+            break
+        if tick is not None:
+            tick(runs, steps)
+    counts = Coverage()
+    counts.enabled = Counter({t: int(n) for t, n in enumerate(enabled) if n})
+    counts.taken = Counter({t: int(n) for t, n in enumerate(taken) if n})
+    cov = {k: [v["enabled"], v["taken"]] for k, v in counts.table(model).items()}
+    endings = {e: int(ends[i]) for i, e in enumerate(ENDINGS)}
+    return Tally(runs, steps, endings, cov, seen.plain(), found)
 
 
 def rewalk(model: Model, walk: int, depth: int, seed: int, deadlock: bool) -> tuple:

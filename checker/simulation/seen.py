@@ -103,6 +103,15 @@ class Distinct:
             if len(self._pending) >= 1 << 14:
                 self._flush()
 
+    def add_many(self, hashes: np.ndarray) -> None:
+        """Add an array of (uint64) hashes."""
+        if self.exact is not None:
+            self.exact.update(hashes.tolist())
+            if len(self.exact) > self.bound:
+                self._to_sketch()
+        else:
+            self.sketch.add(hashes)  # type: ignore[union-attr]
+
     def _to_sketch(self) -> None:
         self.sketch = HyperLogLog()
         self.sketch.add(as_u64(self.exact or ()))
@@ -140,7 +149,19 @@ def value_hashers(model: Model) -> tuple[list[str], Callable[[Any], list[int]]]:
     prog = getattr(model, "prog", None)
     if prog is not None:
         spans = [(f.base, f.base + f.count) for f in prog.fields]
-        return [f.name for f in prog.fields], lambda st: [hash(st[a:b]) for a, b in spans]
+        # Python hashes an int modulo 2^61 - 1 (so the sets {0} and {61} would collide): a set of more elements is
+        # hashed as its 60-element chunks
+        wide = [(i, d.elem.size) for i, d in enumerate(prog.slot_doms) if d.kind == "set" and d.elem.size > 60]
+        if not wide:
+            return [f.name for f in prog.fields], lambda st: [hash(st[a:b]) for a, b in spans]
+
+        def hashes(st: tuple) -> list[int]:
+            parts = list(st)
+            for i, size in wide:
+                parts[i] = tuple((st[i] >> c) & ((1 << 60) - 1) for c in range(0, size, 60))
+            return [hash(tuple(parts[a:b])) for a, b in spans]
+
+        return [f.name for f in prog.fields], hashes
     from ..plain_model import plain_fingerprint
 
     names = list(model.vars)
@@ -161,6 +182,9 @@ class Seen:
         self.sizes: list[int] = []  # distinct states of each walk
         self.names, self._hash = value_hashers(model)
         self.values = [Distinct(VALUES if values is None else values) for _ in self.names]
+        self._batches: list[tuple[np.ndarray, np.ndarray]] = []  # from `walks`: (fingerprints, walk) not yet folded
+        self._batched = 0
+        self._table = (np.zeros(0, np.uint64), np.zeros(0, np.int64))  # `counts` as arrays, for `walks`
 
     def walk(self, k: int, states: dict[int, Any]) -> None:
         """Walk `k` visited `states` (fingerprint -> state)."""
@@ -183,6 +207,53 @@ class Seen:
         if len(self._pending) >= 1 << 15:
             self._flush()
 
+    def walks(self, first: int, fps: np.ndarray, values: np.ndarray) -> None:
+        """Walks first, first+1, ... visited the states whose fingerprints are the nonzero entries of each row of
+        `fps`, and their variables had (at least) the values hashed in `values`, (variable, hash) rows: the
+        compiled walkers' record, without the states."""
+        for i, d in enumerate(self.values):
+            d.add_many(np.unique(values[values[:, 0] == i, 1]))
+        s = np.sort(fps, axis=1)
+        new = s != 0
+        new[:, 1:] &= s[:, 1:] != s[:, :-1]
+        sizes = np.count_nonzero(new, axis=1)
+        self.sizes.extend(sizes.tolist())
+        self._batches.append((s[new], np.repeat(np.arange(first, first + len(fps), dtype=np.int64), sizes)))
+        self._batched += int(sizes.sum())
+        if self._batched > max(1 << 20, len(self._table[0])):
+            self._fold()
+
+    def _fold(self) -> None:
+        """Fold the batches of `walks` into the walk counts (as `walk` would have counted them, one by one)."""
+        if not self._batches:
+            return
+        f = np.concatenate([b[0] for b in self._batches])
+        w = np.concatenate([b[1] for b in self._batches])
+        self._batches, self._batched = [], 0
+        if self.sketch is not None:
+            self.sketch.add(f)
+        if self.k:
+            keep = _kept(f, self.k)
+            f, w = f[keep], w[keep]
+        allf = np.concatenate([self._table[0], f])
+        allv = np.concatenate([self._table[1], w * 4 + 1])
+        order = np.argsort(allf)
+        sf, sv = allf[order], allv[order]
+        if len(sf):
+            start = np.flatnonzero(np.concatenate([[True], sf[1:] != sf[:-1]]))
+            fps = sf[start]
+            vals = np.minimum.reduceat(sv >> 2, start) * 4 + np.minimum(np.add.reduceat(sv & 3, start), 3)
+        else:
+            fps, vals = sf, sv
+        if len(fps) > self.bound and self.sketch is None:
+            self.sketch = HyperLogLog()
+            self.sketch.add(fps)
+        while len(fps) > self.bound:
+            self.k += 1
+            keep = _kept(fps, self.k)
+            fps, vals = fps[keep], vals[keep]
+        self._table = (fps, vals)
+
     def _values(self, st: Any) -> None:
         for d, h in zip(self.values, self._hash(st)):
             d.add(h)
@@ -203,9 +274,12 @@ class Seen:
 
     def plain(self) -> dict[str, Any]:
         """Plain data (numpy arrays and ints) that crosses processes and merges in block order."""
+        self._fold()
         self._flush()
-        fps = as_u64(self.counts)
-        vals = np.fromiter(self.counts.values(), dtype=np.int64, count=len(self.counts))
+        # (states counted one by one, by `walk`, or by batches, by `walks`)
+        fps = np.concatenate([as_u64(self.counts), self._table[0]])
+        vals = np.concatenate([np.fromiter(self.counts.values(), dtype=np.int64, count=len(self.counts)),
+                               self._table[1]])
         return {"k": self.k, "fps": fps, "vals": vals,
                 "sketch": None if self.sketch is None else self.sketch.registers,
                 "sizes": np.asarray(self.sizes, dtype=np.int64),

@@ -1,5 +1,6 @@
 """Random simulation of any spec (typed, actor, plain), as TLC's `-simulate`: `simulate` runs the walks in
-this process, or shares them among forked worker processes by blocks (`block`, `merge`)."""
+this process, or shares them among forked worker processes by blocks (`block`, `merge`); in the spec's compiled
+kernel where it has one (`kernel`), else in Python, with the same walks."""
 
 from __future__ import annotations
 
@@ -9,28 +10,33 @@ from collections.abc import Callable
 
 from ..model import Model
 from .block import Tally, tally
+from .kernel import compiled_walks
 from .merge import Merge, SimResult, blocks
 
-_JOB: tuple | None = None  # (model, blocks, depth, seed, deadlock) for forked workers
+_JOB: tuple | None = None  # (model, blocks, depth, seed, deadlock, kernel) for forked workers
 
 
 def _block(i: int) -> tuple[int, Tally]:
-    model, parts, depth, seed, deadlock = _JOB  # type: ignore[misc]
-    return i, tally(model, parts[i], depth, seed, deadlock)
+    model, parts, depth, seed, deadlock, kernel = _JOB  # type: ignore[misc]
+    return i, tally(model, parts[i], depth, seed, deadlock, kernel=kernel)
 
 
 def simulate(model: Model, runs: int, depth: int, seed: int = 1, deadlock: bool = True, workers: int = 1,
-             tick: Callable[[int, int], None] | None = None) -> SimResult:
+             tick: Callable[[int, int], None] | None = None, say: Callable[[str], None] | None = None,
+             compiled: bool = True) -> SimResult:
     """`runs` random walks of at most `depth` steps each, stopping at the first violation; the same result
-    (walks, steps, states, coverage, violation) whatever the number of workers."""
+    (walks, steps, states, coverage, violation) whatever the number of workers, and in the compiled kernel (unless
+    `compiled` is False) as in Python. The kernel is built first (`say` is told) if it is not in the cache; the
+    time is the walks'."""
     global _JOB
+    kernel, where = compiled_walks(model, say) if compiled else (None, "walks run in Python (as asked)")
     began = time.monotonic()
     if workers == 1:
         merge = Merge(model, [range(runs)], depth, seed, deadlock)
-        merge.add(0, tally(model, range(runs), depth, seed, deadlock, tick))
-        return merge.result(time.monotonic() - began)
+        merge.add(0, tally(model, range(runs), depth, seed, deadlock, tick, kernel))
+        return _noted(merge.result(time.monotonic() - began), where)
     merge = Merge(model, blocks(runs, workers), depth, seed, deadlock)
-    _JOB = (model, merge.parts, depth, seed, deadlock)
+    _JOB = (model, merge.parts, depth, seed, deadlock, kernel)
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             for i, t in pool.imap(_block, range(len(merge.parts))):  # in block order: stop at the first violation
@@ -41,4 +47,9 @@ def simulate(model: Model, runs: int, depth: int, seed: int = 1, deadlock: bool 
                     break
     finally:
         _JOB = None
-    return merge.result(time.monotonic() - began)
+    return _noted(merge.result(time.monotonic() - began), where)
+
+
+def _noted(res: SimResult, where: str) -> SimResult:
+    res.notes.insert(0, where)
+    return res

@@ -103,7 +103,7 @@ def test_the_initial_condition_excludes_states_on_every_engine():
                "numpy": tuple(check_vector(m, Options(), vopts=VectorOptions(native="never")) for m in (holds, fails)),
                "C": tuple(check_vector(m, Options(), vopts=VectorOptions(native="always")) for m in (holds, fails)),
                "bmc": (bmc(holds, 4), bmc(fails, 4)),
-               "simulation": (simulate(holds, 50, 10), simulate(fails, 50, 10))}
+               "simulation": (simulate(holds, 50, 10), simulate(fails, 50, 10, seed=2))}  # seed 2: walk 1 starts at (2, 1)
     for engine, (ok, bad) in results.items():
         assert ok.violation is None, engine
         v = bad.violation

@@ -311,12 +311,14 @@ class _Source:
     each row's enabled and unsafe steps, chooses the row's reduced set (`kernels.choose`) and flags each
     candidate for the cycle proviso; with a `symmetry` (a `BatchSymmetry`), each candidate is replaced by
     its orbit's representative (`kernels.canon`) before it is fingerprinted. A kernel without them is
-    smaller, and faster."""
+    smaller, and faster. With `loops`, every enabled step is a candidate, also one that leaves its row as it is
+    (the random walkers choose among them all); `tail` is more C compiled with the kernel."""
 
     def __init__(self, prog: Program, layout: Layout, reduction: Reducer | None = None,
-                 symmetry: BatchSymmetry | None = None):
+                 symmetry: BatchSymmetry | None = None, loops: bool = False, tail: str = ""):
         self.prog, self.layout = prog, layout
         self.marks = reduction is not None
+        self.loops = loops  # every enabled step is a candidate, also one that leaves the row as it is
         self.symmetric = symmetry is not None and bool(symmetry.ranges)
         for i, dom in enumerate(prog.slot_doms):
             if dom.kind not in ("bool", "set") and not (-_I64 < dom.lo and dom.hi < _I64):
@@ -342,7 +344,7 @@ class _Source:
     }}
 }}""")
         self.parts: list[str] = []  # the sources of the transitions, for a large spec (`_gen`)
-        self.text = "\n".join(parts + [self._gen(), self._bad(), self._outside(), ""])
+        self.text = "\n".join(parts + [self._gen(), self._bad(), self._outside(), tail, ""])
         lines = self.text.count("\n") + sum(p.count("\n") for p in self.parts)
         if lines > MAX_LINES:
             raise Unfusable(f"its kernel has {lines:,} lines (the limit is {MAX_LINES:,})")
@@ -406,9 +408,9 @@ class _Source:
         lines.append(f"{ind}const int mv = {moved};")
         if self.marks:
             lines.append(f"{ind}o->en[{tid}] = 1; o->un[{tid}] = !mv{visible}; o->el[(*o->ne)++] = {tid};")
-        if not words:
+        if not words and not self.loops:
             return lines
-        lines.append(f"{ind}if (mv) {{")
+        lines.append(f"{ind}if ({'1' if self.loops else 'mv'}) {{")
         i2 = ind + "    "
         if self.symmetric:  # the row's successors are replaced by their representatives, and hashed, after the row
             if self.wide:
@@ -634,8 +636,8 @@ class Fused:
     """A spec's kernel: its C source, built on demand (`library`), and its functions once loaded."""
 
     def __init__(self, prog: Program, layout: Layout, reduction: Reducer | None = None,
-                 symmetry: BatchSymmetry | None = None):
-        self.source = _Source(prog, layout, reduction, symmetry)
+                 symmetry: BatchSymmetry | None = None, loops: bool = False, tail: str = ""):
+        self.source = _Source(prog, layout, reduction, symmetry, loops, tail)
         self.marks = self.source.marks
         self.symmetric = self.source.symmetric
         self.T1 = self.source.T1
