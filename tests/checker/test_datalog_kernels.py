@@ -4,6 +4,10 @@ programs and of programs whose recursive rule is joined and aggregated in one co
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -17,7 +21,7 @@ from lockstep.specs.datalog.parser import parse
 from lockstep.specs.datalog.relations import NUMPY
 
 C = compiled()
-pytestmark = pytest.mark.skipif(C is None, reason="no C compiler: the engine runs numpy's passes only")
+needs_c = pytest.mark.skipif(C is None, reason="no C compiler: the engine runs numpy's passes only")
 I64 = np.iinfo(np.int64)
 anyint = st.one_of(st.integers(I64.min, I64.max), st.integers(-40, 40), st.integers(0, 1 << 40))
 
@@ -26,12 +30,14 @@ def arr(xs: list[int]) -> np.ndarray:
     return np.array(xs, dtype=np.int64)
 
 
+@needs_c
 @settings(max_examples=150, deadline=None)
 @given(st.lists(anyint, max_size=300))
 def test_sort(xs):
     assert C.sort(arr(xs)).tolist() == sorted(xs)
 
 
+@needs_c
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(0, 30), max_size=100))
 def test_offsets(codes):
@@ -39,6 +45,7 @@ def test_offsets(codes):
         assert got.tolist() == want.tolist()
 
 
+@needs_c
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 6)), max_size=60))
 def test_expand(ranges):
@@ -48,6 +55,7 @@ def test_expand(ranges):
         assert got.tolist() == want.tolist()
 
 
+@needs_c
 @settings(max_examples=100, deadline=None)
 @given(st.sets(st.integers(0, 1 << 62), min_size=1, max_size=80), st.sets(st.integers(0, 1 << 62), min_size=1, max_size=80))
 def test_merge_sorted(old, new):
@@ -57,6 +65,7 @@ def test_merge_sorted(old, new):
     assert [x.tolist() for x in NUMPY.merge_sorted(a, b)] == [merged.tolist(), fresh.tolist()]
 
 
+@needs_c
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 40), anyint), min_size=1, max_size=80), st.sampled_from(["min", "max"]))
 def test_best_in_table(pairs, func):
@@ -92,6 +101,7 @@ def same(prog, inputs) -> tuple[dict, dict]:
     return a.relations, a.iterations
 
 
+@needs_c
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("name", ["cc", "sssp", "reach", "apsp"])
 def test_shipped_programs_evaluate_alike(name, seed):
@@ -113,6 +123,7 @@ def test_shipped_programs_evaluate_alike(name, seed):
         assert dict(zip(rels["cc"][0].tolist(), rels["cc"][1].tolist())) == want
 
 
+@needs_c
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("text", [MAX_LABEL, BACK], ids=["max-label", "group-from-delta"])
 def test_one_pass_join_and_aggregate_evaluates_alike(text, seed):
@@ -123,3 +134,14 @@ def test_one_pass_join_and_aggregate_evaluates_alike(text, seed):
         cols.append(rng.integers(-1000, 1000, 600))
     _, rounds = same(prog, {"edge": np.stack(cols, axis=1)})
     assert max(rounds.values()) >= 2
+
+
+def test_without_the_compiled_passes_the_engine_runs_numpys():
+    code = ("from lockstep.checker.datalog.kernels import kernels, why\n"
+            "from lockstep.specs.datalog.relations import NUMPY\n"
+            "assert kernels() is NUMPY, kernels()\n"
+            "print(why())\n")
+    env = {**os.environ, "LOCKSTEP_NATIVE": "never"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "LOCKSTEP_NATIVE=never"
