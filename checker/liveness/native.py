@@ -274,22 +274,29 @@ out:
     return result;
 }
 
-/* The index of each state by fingerprint: open addressing with linear probing (vals[slot] = -1: empty).
-   For each of m fingerprints in order: its state's index; a new one (next, next + 1, ...) for a fingerprint
-   not in the table while fewer than `limit` states are known (its position in newpos), else -1.
-   Returns the number of new states. */
-int64_t index_fps(uint64_t *keys, int64_t *vals, uint64_t mask, const uint64_t *fps, int64_t m, int64_t *out,
+/* The index of each state by fingerprint: open addressing with linear probing over (fingerprint, index + 1)
+   pairs side by side in `tab` (index + 1 = 0: empty), so a probe reads one cache line; the slot of the
+   fingerprint PF positions ahead is prefetched. For each of m fingerprints in order: its state's index; a new
+   one (next, next + 1, ...) for a fingerprint not in the table while fewer than `limit` states are known (its
+   position in newpos), else -1. Returns the number of new states. */
+#define PF 12
+static inline uint64_t slot_of(uint64_t f, uint64_t mask) { return (f ^ (f >> 31)) & mask; }
+
+int64_t index_fps(uint64_t *tab, uint64_t mask, const uint64_t *fps, int64_t m, int64_t *out,
                   int64_t next, int64_t limit, int64_t *newpos) {
     int64_t added = 0;
     for (int64_t j = 0; j < m; j++) {
-        uint64_t f = fps[j], h = (f ^ (f >> 31)) & mask;
+        if (j + PF < m) __builtin_prefetch(&tab[2 * slot_of(fps[j + PF], mask)], 1);
+        uint64_t f = fps[j], h = slot_of(f, mask);
         for (;;) {
-            if (vals[h] < 0) {
+            uint64_t v = tab[2 * h + 1];
+            if (v == 0) {
                 if (next + added >= limit) { out[j] = -1; break; }
-                keys[h] = f; vals[h] = next + added; out[j] = next + added; newpos[added++] = j;
+                tab[2 * h] = f; tab[2 * h + 1] = (uint64_t)(next + added) + 1;
+                out[j] = next + added; newpos[added++] = j;
                 break;
             }
-            if (keys[h] == f) { out[j] = vals[h]; break; }
+            if (tab[2 * h] == f) { out[j] = (int64_t)v - 1; break; }
             h = (h + 1) & mask;
         }
     }
@@ -297,11 +304,12 @@ int64_t index_fps(uint64_t *keys, int64_t *vals, uint64_t mask, const uint64_t *
 }
 
 /* Put m (fingerprint, index) pairs into a table (growing it). */
-void put_fps(uint64_t *keys, int64_t *vals, uint64_t mask, const uint64_t *fps, const int64_t *idx, int64_t m) {
+void put_fps(uint64_t *tab, uint64_t mask, const uint64_t *fps, const int64_t *idx, int64_t m) {
     for (int64_t j = 0; j < m; j++) {
-        uint64_t f = fps[j], h = (f ^ (f >> 31)) & mask;
-        while (vals[h] >= 0) h = (h + 1) & mask;
-        keys[h] = f; vals[h] = idx[j];
+        if (j + PF < m) __builtin_prefetch(&tab[2 * slot_of(fps[j + PF], mask)], 1);
+        uint64_t h = slot_of(fps[j], mask);
+        while (tab[2 * h + 1]) h = (h + 1) & mask;
+        tab[2 * h] = fps[j]; tab[2 * h + 1] = (uint64_t)idx[j] + 1;
     }
 }
 """
@@ -332,9 +340,9 @@ def library() -> ctypes.CDLL | None:
                 lib.nearest.restype = _I
                 lib.fair_sccs.argtypes = [_I, _P, _P, _P, _P, _P, _P, _P, _I, _P, _P, _P]
                 lib.fair_sccs.restype = _I
-                lib.index_fps.argtypes = [_P, _P, _I, _P, _I, _P, _I, _I, _P]
+                lib.index_fps.argtypes = [_P, _I, _P, _I, _P, _I, _I, _P]
                 lib.index_fps.restype = _I
-                lib.put_fps.argtypes = [_P, _P, _I, _P, _P, _I]
+                lib.put_fps.argtypes = [_P, _I, _P, _P, _I]
                 lib.put_fps.restype = None
         _STATE["lib"] = lib
         return lib

@@ -46,8 +46,7 @@ class FingerprintIndex:
         self.lib = native.library()
         self.n = 0
         self.fps = np.zeros(1 << 16, dtype=np.uint64)  # by index
-        self.keys = np.zeros(1 << 17, dtype=np.uint64)
-        self.vals = np.full(1 << 17, -1, dtype=np.int64)
+        self.table = np.zeros(2 << 17, dtype=np.uint64)  # (fingerprint, index + 1) per slot, 0: empty
         self.map: dict[int, int] = {}
 
     def _fit(self, more: int) -> None:
@@ -56,15 +55,13 @@ class FingerprintIndex:
             fps = np.zeros(max(need, 2 * len(self.fps)), dtype=np.uint64)
             fps[:self.n] = self.fps[:self.n]
             self.fps = fps
-        if self.lib is not None and 2 * need > len(self.keys):
-            cap = len(self.keys)
+        cap = len(self.table) // 2
+        if self.lib is not None and 2 * need > cap:
             while 2 * need > cap:
                 cap *= 2
-            self.keys = np.zeros(cap, dtype=np.uint64)
-            self.vals = np.full(cap, -1, dtype=np.int64)
+            self.table = np.zeros(2 * cap, dtype=np.uint64)
             idx = np.arange(self.n, dtype=np.int64)
-            self.lib.put_fps(self.keys.ctypes.data, self.vals.ctypes.data, cap - 1, self.fps.ctypes.data,
-                             idx.ctypes.data, self.n)
+            self.lib.put_fps(self.table.ctypes.data, cap - 1, self.fps.ctypes.data, idx.ctypes.data, self.n)
 
     def index(self, fps: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """(each fingerprint's state index, -1 past `limit` states; the positions of the new ones, in order)."""
@@ -74,8 +71,8 @@ class FingerprintIndex:
         fps = np.ascontiguousarray(fps, dtype=np.uint64)
         if self.lib is not None:
             newpos = np.empty(m, dtype=np.int64)
-            k = self.lib.index_fps(self.keys.ctypes.data, self.vals.ctypes.data, len(self.keys) - 1, fps.ctypes.data,
-                                   m, out.ctypes.data, self.n, limit, newpos.ctypes.data)
+            k = self.lib.index_fps(self.table.ctypes.data, len(self.table) // 2 - 1, fps.ctypes.data, m, out.ctypes.data,
+                                   self.n, limit, newpos.ctypes.data)
             newpos = newpos[:k]
         else:
             new = []
