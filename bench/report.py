@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TIMEOUT = 3600  # seconds a section may take
+TIMEOUT = 1800  # seconds a run of a section may take (--timeout)
 _TARGET = re.compile(r"^target: (.*): (met|missed)$", re.MULTILINE)
 
 
@@ -80,17 +80,17 @@ def load() -> str:
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def run_section(sec: Section) -> tuple[list[str], list[tuple[str, bool]], float, str, str]:
+def run_section(sec: Section, timeout: float) -> tuple[list[str], list[tuple[str, bool]], float, str, str]:
     """(each run's output, the targets it printed, seconds, load average before, after)."""
     before, t0 = load(), time.perf_counter()
     outputs: list[str] = []
     for _ in range(sec.runs):
         try:
             proc = subprocess.run([sys.executable, "-m", *sec.args], cwd=ROOT, capture_output=True, text=True,
-                                  timeout=TIMEOUT)
+                                  timeout=timeout)
             text = proc.stdout + (f"\n(exit {proc.returncode})\n{proc.stderr[-3000:]}" if proc.returncode else "")
         except subprocess.TimeoutExpired:
-            text = f"(stopped after {TIMEOUT} s)"
+            text = f"(stopped after {timeout:g} s)"
         outputs.append(text.strip())
         print(f"  {sec.name}: run done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
     found = [(m.group(1), m.group(2) == "met") for out in outputs for m in _TARGET.finditer(out)]
@@ -129,6 +129,7 @@ def main() -> None:
     ap.add_argument("--only", help=f"comma-separated sections (default: all: {','.join(s.name for s in SECTIONS)})")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "performance.md"), help="the page to write")
     ap.add_argument("--list", action="store_true", help="print the sections and their commands, and stop")
+    ap.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds a run of a section may take")
     args = ap.parse_args()
     chosen = SECTIONS
     if args.only:
@@ -144,15 +145,19 @@ def main() -> None:
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M")
     start_load = load()
     results = []
-    for sec in chosen:
+    for sec in chosen:  # the page is written after every section: an interrupted run keeps what it measured
         print(f"{sec.name}: python -m {' '.join(sec.args)}", file=sys.stderr, flush=True)
-        results.append((sec, *run_section(sec)))
-    text = page(results, started, start_load)
-    tmp = f"{args.out}.tmp"
+        results.append((sec, *run_section(sec, args.timeout)))
+        write(args.out, page(results, started, start_load))
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+def write(path: str, text: str) -> None:
+    """Replace the page (a new file renamed over it)."""
+    tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
-    os.replace(tmp, args.out)
-    print(f"wrote {args.out}", file=sys.stderr)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":
