@@ -15,6 +15,7 @@ import os
 import re
 import sys
 import traceback
+from typing import NoReturn
 
 from lockstep import __version__
 from lockstep.specs.lang.errors import SpecError
@@ -73,7 +74,19 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 class _Parser(argparse.ArgumentParser):
     """argparse's parser, except that help, usage or version written into a closed pipe raises BrokenPipeError (which
-    `entry` turns into exit 141, as for any other output) instead of being dropped with exit 0."""
+    `entry` turns into exit 141, as for any other output) instead of being dropped with exit 0, and that a usage error
+    of a command line asking for JSON (`--format json`) is also printed as a JSON object."""
+
+    json_errors = False  # set by `main` for each command line: whether it asks for JSON, and the command it names
+    json_command = ""
+
+    def error(self, message: str) -> NoReturn:
+        if self.json_errors:
+            self.print_usage(sys.stderr)
+            print(f"{self.prog}: error: {message}", file=sys.stderr)
+            _print_error_json(2, message, self.json_command)
+            sys.exit(2)
+        super().error(message)
 
     def _print_message(self, message: str, file=None) -> None:
         if message:
@@ -122,36 +135,82 @@ def _declared(source: str | None) -> tuple[str, str] | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _Parser.json_errors = _wants_json(argv)
+    _Parser.json_command = next((a for a in argv if not a.startswith("-")), "")
     try:
         parser = build_parser(argv)
     except ModuleNotFoundError as e:  # a command module that imports an optional library itself
         if (missing := missing_extra(e)) is None:
             raise
-        print(f"lockstep: error: {missing}", file=sys.stderr)
-        return 2
+        return _failed(2, missing)
     args = parser.parse_args(argv)
+    if getattr(args, "format", None) == "json":
+        return _run_json(args)
+    return _run(args)[0]
+
+
+def _run(args: argparse.Namespace) -> tuple[int, str | None]:
+    """(the command's exit code, the error it ended with, if any: said on standard error)."""
     try:
-        return args.run(args)
+        return args.run(args), None
     except (*INPUT_ERRORS, UsageError) as e:
-        print(f"lockstep: error: {e}", file=sys.stderr)
-        return 2
+        return 2, _said("error", str(e))
     except KeyboardInterrupt:
-        print("lockstep: interrupted", file=sys.stderr)
-        return 130
+        return 130, _said("interrupted", None)
     except BrokenPipeError:
         raise  # the reader of our output went away: `entry` exits quietly
     except SystemExit as e:  # spec code called sys.exit(): not a verdict
-        print(f"lockstep: error: the spec's code called sys.exit({e.code!r}) while it was loaded or run; nothing was "
-              "checked (a spec must not exit the process)", file=sys.stderr)
-        return 2
+        return 2, _said("error", f"the spec's code called sys.exit({e.code!r}) while it was loaded or run; nothing "
+                                 "was checked (a spec must not exit the process)")
     except Exception as e:  # an optional library not installed, else a bug in Lockstep itself
         if (missing := missing_extra(e)) is not None:
-            print(f"lockstep: error: {missing}", file=sys.stderr)
-            return 2
+            return 2, _said("error", missing)
         if os.environ.get("LOCKSTEP_DEBUG"):
             traceback.print_exc()
-        print(f"lockstep: internal error: {type(e).__name__}: {e} (set LOCKSTEP_DEBUG=1 for details)", file=sys.stderr)
-        return 4
+        return 4, _said("internal error", f"{type(e).__name__}: {e} (set LOCKSTEP_DEBUG=1 for details)")
+
+
+def _said(kind: str, message: str | None) -> str:
+    print(f"lockstep: {kind}" + (f": {message}" if message else ""), file=sys.stderr)
+    return message or kind
+
+
+def _run_json(args: argparse.Namespace) -> int:
+    """Run a command for `--format json`: its text kept back, its outcome printed as one JSON object."""
+    import contextlib
+    import io
+    import json
+
+    from .commands.json_result import Report
+
+    args.report = Report(args.command)
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        code, error = _run(args)
+    print(json.dumps(args.report.finish(code, text.getvalue(), error), indent=1, default=str))
+    return code
+
+
+def _wants_json(argv: list[str]) -> bool:
+    """Whether a command line asks for JSON output (read before parsing, so that a usage error is JSON too)."""
+    return any(a == "--format=json" or (a == "--format" and i + 1 < len(argv) and argv[i + 1] == "json")
+               for i, a in enumerate(argv))
+
+
+def _failed(code: int, message: str) -> int:
+    """An error before the command runs: said on standard error, and as JSON where JSON is asked for."""
+    _said("error", message)
+    if _Parser.json_errors:
+        _print_error_json(code, message, _Parser.json_command)
+    return code
+
+
+def _print_error_json(code: int, message: str, command: str) -> None:
+    import json
+
+    from .commands.json_result import COMMANDS, Report
+
+    print(json.dumps(Report(command if command in COMMANDS else None).finish(code, "", message), indent=1))
 
 
 def entry() -> None:

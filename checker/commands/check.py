@@ -27,6 +27,7 @@ from .common import (
     report,
     write_text,
 )
+from .json_result import add_format_argument
 from .scaling import (
     EVERY,
     add_scaling_arguments,
@@ -92,6 +93,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="count how often each action is enabled (scalar engine, no partial-order reduction) and "
                         "write it as JSON to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_format_argument(p)
     add_full_argument(p)
     p.add_argument("--dump-graph", type=output_file, metavar="FILE.dot",
                    help="write the state graph (Graphviz DOT), the counterexample in red; for small instances")
@@ -203,9 +205,25 @@ def run(args: argparse.Namespace) -> int:
         coverage.save(model, args.coverage, command="check", verdict=res.verdict, distinct=res.distinct)
         print(f"  coverage written to {args.coverage}")
     write_graph(args, model, graph, res)
-    if res.violation is None:
-        return _check_witnesses(args, res, model, engine, opts)
-    return res.exit_code
+    code = res.exit_code if res.violation is not None else _check_witnesses(args, res, model, engine, opts)
+    record_check(args, res, model, opts, engine)
+    return code
+
+
+def record_check(args: argparse.Namespace, res, model, opts: Options, engine: str) -> None:
+    """Fill the JSON report (`--format json`) of an explicit-state check."""
+    from .json_result import check_fields, of
+
+    if (rep := of(args)) is None:
+        return
+    rep.update(**check_fields(res, model),
+               checked={"invariants": list(model.invariant_names), "deadlock": opts.deadlock,
+                        "properties": list(args.property)},
+               options={"engine": engine, "workers": opts.workers, "dfs": opts.dfs, "max_depth": opts.max_depth,
+                        "max_states": opts.max_states, "symmetry": args.symmetry, "por": opts.por,
+                        "max_violations": opts.max_violations},
+               trace=args.out if args.out and (res.violation is not None or any(w.found for w in res.witnesses))
+               else None)
 
 
 def _check_witnesses(args: argparse.Namespace, res, model, engine: str, opts: Options) -> int:
@@ -331,6 +349,16 @@ def check_smt(args: argparse.Namespace) -> int:
         print(f"\nInconclusive: {res.reason}.")
     print(f"  searched to {depth_text(res.depth + 1)}, {res.seconds:.2f} s")  # a bound of K steps: K + 1 states
     sys.stdout.flush()
+    from .json_result import of, violation_json
+
+    if (rep := of(args)) is not None:
+        rep.update(spec=model.name, params=dict(model.params), violation=violation_json(res.violation),
+                   verdict="spec error" if res.exit_code == 5 else res.verdict,
+                   checked={"invariants": list(model.invariant_names), "deadlock": not args.no_deadlock},
+                   counts={"depth": res.depth + 1, "steps": res.depth}, seconds=res.seconds,
+                   options={"engine": "smt", "depth": depth}, reductions={"symmetry": False, "partial_order": False},
+                   trace=args.out if args.out and res.violation is not None else None,
+                   notes=[res.reason] if res.violation is None else None)
     return res.exit_code
 
 
@@ -357,6 +385,7 @@ def _check_properties(args: argparse.Namespace, model, opts: Options) -> int:
         res.notes.append(why)
     report(res, args.out, model, args.full)
     write_graph(args, model, graph, res)
+    record_check(args, res, model, opts, engine)
     return res.exit_code
 
 

@@ -12,6 +12,7 @@ from ..linearizability import FORMATS, MODELS, HistoryError, ModelError, check, 
 from ..linearizability.report import verdict_lines
 from ..trace import shell_word
 from .common import output_file, write_text
+from .json_result import of
 
 NAME = "linearizable"
 HELP = ("check that a client history (recorded by `lockstep run`, a Porcupine log, or a Jepsen/Knossos EDN history) "
@@ -28,11 +29,24 @@ def budget(text: str) -> float:
     return v
 
 
+def output_format(text: str) -> str:
+    """--format text|json; a history's format (edn, jepsen-log, ...) is named with --history-format."""
+    if text in ("text", "json"):
+        return text
+    if text in FORMATS:
+        raise argparse.ArgumentTypeError(f"{text!r} is a history format: give it as --history-format {text} "
+                                         "(--format is the output's: text or json)")
+    raise argparse.ArgumentTypeError(f"{text!r}: the output is text or json")
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("history", metavar="HISTORY", help="the history file")
     p.add_argument("--model", "-m", required=True, metavar="MODEL",
                    help=f"{', '.join(MODELS)}, or a class of your own as path/to/model.py:Class")
-    p.add_argument("--format", default="auto", choices=FORMATS, help="the history's format (default: from its content)")
+    p.add_argument("--history-format", default="auto", choices=FORMATS,
+                   help="the history's format (default: from its content)")
+    p.add_argument("--format", type=output_format, default="text",
+                   help="the verdict as text for people (default), or one JSON object for scripts (docs/json.md)")
     p.add_argument("--budget", type=budget, default=60.0, metavar="S",
                    help="seconds the check may take, before the verdict is 'unknown' with how far the search got; "
                         "reading the history may take half of them (default 60)")
@@ -44,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     deadline = start + args.budget
     try:
         model = load_model(args.model)
-        history = read_history(args.history, args.format, deadline=start + args.budget / 2)
+        history = read_history(args.history, args.history_format, deadline=start + args.budget / 2)
         v = check(history, model, budget=args.budget, deadline=deadline)
     except (HistoryError, ModelError) as e:
         raise UsageError(str(e)) from None
@@ -60,4 +74,9 @@ def run(args: argparse.Namespace) -> int:
         write_text(args.out, json.dumps(v.to_json(history), indent=1))
         print(f"Verdict written to {args.out}")
     sys.stdout.flush()
+    if (rep := of(args)) is not None:
+        rep.update(verdict=v.verdict, checked={"model": model.name, "history": args.history},
+                   counts={"operations": len(history), "partitions": v.partitions},
+                   seconds=time.monotonic() - start, options={"budget": args.budget, "history_format": history.format},
+                   notes=list(history.notes), trace=args.out, details=v.to_json(history))
     return v.exit_code

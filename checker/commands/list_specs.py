@@ -7,17 +7,20 @@ import argparse
 from lockstep.specs.registry import SPECS
 
 from ..loader import LoadError, spec_summary
+from .json_result import add_format_argument, of
 
 NAME = "list"
 HELP = "list the registered specs"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    pass
+    add_format_argument(p, "text for people (default), or one JSON object whose `specs` lists each spec's name, "
+                           "summary and parameters (docs/json.md)")
 
 
 def run(args: argparse.Namespace) -> int:
     width = max(map(len, SPECS)) + 2
+    specs = []
     for name in sorted(SPECS):
         try:
             doc, params = spec_summary(name)
@@ -25,4 +28,7 @@ def run(args: argparse.Namespace) -> int:
             doc, params = f"(cannot load: {e})", {}
         ps = " ".join(f"{k}={v}" for k, v in params.items())
         print(f"{name:<{width}}{doc}" + (f"  [{ps}]" if ps else ""))
+        specs.append({"name": name, "summary": doc, "params": dict(params)})
+    if (rep := of(args)) is not None:
+        rep.update(verdict="listed", counts={"specs": len(specs)}, specs=specs)
     return 0

@@ -9,6 +9,7 @@ from ..loader import parse_params
 from ..progress import stderr_say
 from ..trace import follow_up
 from .common import add_full_argument, add_spec_arguments, load_typed, output_file, positive, print_trace
+from .json_result import add_format_argument, of
 
 NAME = "prove"
 HELP = "prove that an invariant holds in every reachable state (k-induction with z3)"
@@ -23,6 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=output_file, metavar="FILE",
                    help="write the counterexample (or counterexample to induction) to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_format_argument(p)
     add_full_argument(p)
 
 
@@ -55,4 +57,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"Trace written to {args.out} (replay it: {follow_up('replay', args.out, res.trace.spec)})")
     print(f"  {res.seconds:.2f} s")
     sys.stdout.flush()
+    if (rep := of(args)) is not None:
+        steps = None if res.trace is None else len(res.trace.steps) - 1
+        rep.update(verdict=res.verdict, spec=model.name, params=dict(model.params),
+                   checked={"invariant": args.invariant, "with": assumed, "k": args.k}, seconds=res.seconds,
+                   counts={"trace_steps": steps}, options={"k": args.k}, notes=[res.reason] if res.reason else None,
+                   trace=args.out if args.out and res.trace is not None else None)
     return res.exit_code

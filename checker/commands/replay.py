@@ -10,6 +10,7 @@ from ..render.text import printer
 from ..replay import replay
 from ..trace import Trace, trusted_spec
 from .common import add_full_argument
+from .json_result import add_format_argument, of
 
 NAME = "replay"
 HELP = "re-execute a trace file against its spec, step by step"
@@ -24,6 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a trace of another tool (Quint, Apalache): the spec's parameters (default: its defaults)")
     p.add_argument("--on-processes", action="store_true",
                    help="replay an actor or rounds spec's trace on real OS processes, in the trace's order")
+    add_format_argument(p)
     add_full_argument(p)
 
 
@@ -50,9 +52,16 @@ def run(args: argparse.Namespace) -> int:
         if prop.get("kind") == "step" and res.failed is None:
             print(f"Not reproduced: the trace claims step {prop.get('name')} fails")
             return 1
+        if (rep := of(args)) is not None:
+            rep.update(verdict="reproduced", spec=trace.spec_name or spec, params=dict(trace.params),
+                       checked={"property": prop, "on_processes": True}, counts={"steps": len(trace.steps) - 1})
         return 0
     what = f"spec {trace.spec_name} {trace.params}" if not trace.foreign else \
         f"a trace of {trace.source or 'another tool'}, against spec {spec}"
     print(f"replaying {args.file}: {what}")
-    replay(trace, say=printer(), spec=spec, params=params, full=args.full)
+    res = replay(trace, say=printer(), spec=spec, params=params, full=args.full)
+    if (rep := of(args)) is not None:
+        rep.update(verdict="reproduced", spec=res.model.name, params=dict(res.model.params),
+                   checked={"property": trace.property or {}}, counts={"steps": len(res.states) - 1},
+                   notes=[res.conclusion])
     return 0

@@ -16,6 +16,7 @@ from ..errors import UsageError
 from ..loader import LoadError, parse_params, resolve
 from ..probabilistic import smc
 from ..probabilistic.batched import AGENT_LIMIT, BATCH_CAP, Simulator, auto_method
+from . import json_result
 from .analyze import load_population, target_name
 from .common import add_spec_arguments, natural, output_file, positive
 
@@ -75,6 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--coverage", type=output_file, metavar="FILE",
                    help="write per-action coverage (enabled / taken) as JSON to FILE")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    json_result.add_format_argument(p)
     p.add_argument("--time", type=positive_float, metavar="T",
                    help="parallel time (interactions / n) allowed per run (default 20·ln n + 50)")
     p.add_argument("--seed", type=natural, default=1, help="random seed (default 1)")
@@ -182,6 +184,14 @@ def run(args: argparse.Namespace) -> int:
         code = _claim(args, protocol, event, one_run, nlogn)
     if args.plot:
         _plot(args, protocol, target, configs[0], horizon, method, max_batch)
+    if (rep := json_result.of(args)) is not None:
+        mean = smc.mean_interval(hits, args.confidence)[0] / n if hits else None
+        rep.update(verdict=None if args.within is not None else "measured", spec=protocol.name,
+                   params=dict(protocol.params), checked={"target": target, "leave": args.leave, "start": start,
+                                                          "within": args.within, "prob": args.prob},
+                   counts={"runs": args.runs, "reached": len(hits), "interactions": interactions}, seconds=elapsed,
+                   options={"time": horizon, "seed": args.seed, "sequential": args.sequential},
+                   details={"mean_parallel_time": mean})
     return code
 
 
@@ -206,6 +216,8 @@ def _claim(args: argparse.Namespace, protocol: Population, event: str, one_run, 
     print(f"  {result.successes} of {result.runs} runs succeeded; Clopper–Pearson interval at confidence "
           f"{confidence}: [{lo:.4f}, {hi:.4f}]")
     verdict = {True: "holds", False: "is rejected", None: "is undecided after 20,000 runs"}[result.holds]
+    if (rep := json_result.of(args)) is not None:
+        rep.update(verdict={True: "holds", False: "violation", None: "inconclusive"}[result.holds])
     print(f"  sequential probability ratio test (indifference ±{(1 - args.prob) / 2:g}, error bounds α = β = "
           f"{alpha:.3g}): the claim {verdict} at confidence {confidence}")
     return {True: 0, False: 1, None: 3}[result.holds]
@@ -318,6 +330,16 @@ def simulate_walks(args: argparse.Namespace) -> int:
                  states=res.seen.json() if res.seen is not None else None)
         print(f"  coverage written to {args.coverage}")
     sys.stdout.flush()
+    if (rep := json_result.of(args)) is not None:
+        rep.update(verdict="violation" if res.violation is not None else "no violation", spec=model.name,
+                   params=dict(model.params), violation=json_result.violation_json(res.violation),
+                   checked={"invariants": list(model.invariant_names), "deadlock": deadlock},
+                   counts={"runs": res.runs, "steps": res.steps, "distinct": res.seen.distinct if res.seen else None,
+                           **{f"ended_{k}": v for k, v in res.endings.items()}},
+                   seconds=res.seconds, options={"runs": runs, "depth": depth, "seed": args.seed, "workers": workers},
+                   reductions={"symmetry": False, "partial_order": False}, notes=list(res.notes),
+                   trace=args.out if args.out and res.violation is not None else None,
+                   details={"never_enabled": cov.never_enabled(model)})
     return res.exit_code
 
 
