@@ -37,10 +37,10 @@ CACHE = 1024  # values remembered per variable, so that a value seen again is mo
 
 
 def _values(layout: Layout) -> str:
-    """`count_values(w, vc, vo, no)`: a hash of each variable's value in state `w` (its columns' bits, mixed), kept
-    in a direct-mapped cache of `CACHE` per variable (`vc`) and written to `vo` as (variable, hash) when it is not
-    there: every value at least once, a value seen again mostly not."""
-    lines = ["static inline void count_values(const uint64_t *w, uint64_t *vc, uint64_t *vo, int64_t *no) {",
+    """`count_values(w, vc, vo, ld, no)`: a hash of each variable's value in state `w` (its columns' bits, mixed),
+    kept in a direct-mapped cache of `CACHE` per variable (`vc`) and appended to the variable's row of `vo` (`ld`
+    apart; `no` counts them) when it is not there: every value at least once, a value seen again mostly not."""
+    lines = ["static inline void count_values(const uint64_t *w, uint64_t *vc, uint64_t *vo, int64_t ld, int64_t *no) {",
              "    uint64_t h, *c;"]
     for i, f in enumerate(layout.prog.fields):
         cols = [c for s in range(f.base, f.base + f.count) for c in layout.slot_columns[s] if c.bits]
@@ -49,7 +49,7 @@ def _values(layout: Layout) -> str:
             raw = f"(w[{c.word}] >> {c.shift})" if c.shift else f"w[{c.word}]"
             lines.append(f"    h = mix(h ^ ({raw} & UINT64_C({c.mask})));")
         lines += ["    if (!h) h = 1;", f"    c = vc + {i * CACHE} + (h & {CACHE - 1});",
-                  f"    if (*c != h) {{ *c = h; vo[2 * *no] = {i}; vo[2 * *no + 1] = h; (*no)++; }}"]
+                  f"    if (*c != h) {{ *c = h; vo[{i} * ld + no[{i}]++] = h; }}"]
     return "\n".join([*lines, "}"])
 
 
@@ -66,6 +66,7 @@ static inline uint64_t state_fp(const uint64_t *w) {{
 int64_t walk(const uint64_t *I, int64_t ni, uint64_t seed, int64_t first, int64_t n, int64_t depth, int deadlock,
              int checked, int constrained, uint64_t *cw, uint64_t *cfp, int64_t *ckey, int64_t *steps, int8_t *end,
              uint64_t *fps, int64_t *enabled, int64_t *taken, uint64_t *vc, uint64_t *vo, int64_t *no) {{
+    const int64_t ld = n * (depth + 1);
     uint64_t w[{words}];
     int64_t info[4];
     uint8_t out = 0;
@@ -78,7 +79,7 @@ int64_t walk(const uint64_t *I, int64_t ni, uint64_t seed, int64_t first, int64_
         int e = 0;
         for (;;) {{
             f[j] = h;
-            count_values(w, vc, vo, no);
+            count_values(w, vc, vo, ld, no);
             if (checked && bad(w, 1, 0, 1) >= 0) {{ e = 3; break; }}
             if (constrained) {{ outside(w, 1, 0, 1, &out); if (out) {{ e = 2; break; }} }}
             if (j == depth) break;
@@ -89,7 +90,7 @@ int64_t walk(const uint64_t *I, int64_t ni, uint64_t seed, int64_t first, int64_
             for (int64_t c = 0; c < m; c++) enabled[ckey[c]]++;
             const int64_t c = pick(key, (uint64_t)(j + 1), m);
             for (int64_t k = 0; k < {words}; k++) w[k] = cw[k * {transitions} + c];
-            h = cfp[c];
+            h = state_fp(w);
             taken[ckey[c]]++;
             j++;
         }}
@@ -127,7 +128,7 @@ class Batch:
     steps: np.ndarray  # steps of each walk
     end: np.ndarray  # how each walk ended: 0..2 as `block.ENDINGS`; 3 an invariant, 4 a step failed, 5 a deadlock
     fps: np.ndarray  # (walks, depth + 1): the fingerprints of the states each walk visited, 0 after its end
-    values: np.ndarray  # (variable, hash of its value) pairs: every value of a visited state at least once
+    values: list[np.ndarray]  # per variable, hashes of its values: each value of a visited state at least once
 
 
 class CompiledWalks:
@@ -182,8 +183,8 @@ class CompiledWalks:
         steps = np.zeros(n, dtype=np.int64)
         end = np.zeros(n, dtype=np.int8)
         fps = np.zeros((n, depth + 1), dtype=np.uint64)
-        vo = np.empty((n * (depth + 1) * self.variables, 2), dtype=np.uint64)
-        no = np.zeros(1, dtype=np.int64)
+        vo = np.empty((max(1, self.variables), n * (depth + 1)), dtype=np.uint64)
+        no = np.zeros(max(1, self.variables), dtype=np.int64)
         assert enabled.dtype == taken.dtype == np.int64 and enabled.size >= self.transitions <= taken.size
         assert cache.dtype == np.uint64 and cache.size >= self.variables * CACHE
         done = int(self._walk(self.inits.ctypes.data, self.inits.shape[1], seed & M64, first, n, depth, int(deadlock),
@@ -191,7 +192,7 @@ class CompiledWalks:
                               ckey.ctypes.data, steps.ctypes.data, end.ctypes.data, fps.ctypes.data,
                               enabled.ctypes.data, taken.ctypes.data, cache.ctypes.data, vo.ctypes.data,
                               no.ctypes.data))
-        return Batch(done, steps[:done], end[:done], fps[:done], vo[:int(no[0])])
+        return Batch(done, steps[:done], end[:done], fps[:done], [vo[i, :no[i]] for i in range(self.variables)])
 
 
 def compiled_walks(model: Model, say: Callable[[str], None] | None = None) -> tuple[CompiledWalks | None, str]:

@@ -50,6 +50,13 @@ def mix_one(f: int) -> int:
     return z ^ (z >> 31)
 
 
+def distinct(a: np.ndarray) -> np.ndarray:
+    """The distinct values of `a`, sorted (`np.unique` by sorting: numpy 2's hashing unique is ten times slower on
+    a million fingerprints)."""
+    s = np.sort(a)
+    return s[np.concatenate([[True], s[1:] != s[:-1]])] if len(s) else s
+
+
 def as_u64(values: Iterable[int]) -> np.ndarray:
     """Python ints (fingerprints, hashes, possibly negative) as uint64."""
     return np.fromiter((v & M64 for v in values), dtype=np.uint64)
@@ -92,6 +99,9 @@ class Distinct:
         self.exact: set[int] | None = set()
         self.sketch: HyperLogLog | None = None
         self._pending: list[int] = []
+        self._batch = np.zeros(0, np.uint64)  # the distinct hashes of `add_many`, while exact
+        self._batches: list[np.ndarray] = []
+        self._batched = 0
 
     def add(self, h: int) -> None:
         if self.exact is not None:
@@ -104,17 +114,27 @@ class Distinct:
                 self._flush()
 
     def add_many(self, hashes: np.ndarray) -> None:
-        """Add an array of (uint64) hashes."""
-        if self.exact is not None:
-            self.exact.update(hashes.tolist())
-            if len(self.exact) > self.bound:
-                self._to_sketch()
-        else:
+        """Add an array of (uint64) hashes, repeats allowed (kept as arrays, folded now and then)."""
+        if self.exact is None:
             self.sketch.add(hashes)  # type: ignore[union-attr]
+            return
+        self._batches.append(hashes)
+        self._batched += len(hashes)
+        if self._batched > max(1 << 16, len(self._batch)):
+            self._fold()
+
+    def _fold(self) -> None:
+        if self._batches:
+            self._batch = distinct(np.concatenate([self._batch, *self._batches]))
+            self._batches, self._batched = [], 0
+            if self.exact is not None and len(self._batch) + len(self.exact) > self.bound:
+                self._to_sketch()
 
     def _to_sketch(self) -> None:
         self.sketch = HyperLogLog()
         self.sketch.add(as_u64(self.exact or ()))
+        self.sketch.add(distinct(np.concatenate([self._batch, *self._batches])))
+        self._batch, self._batches, self._batched = np.zeros(0, np.uint64), [], 0
         self.exact = None
 
     def _flush(self) -> None:
@@ -124,8 +144,9 @@ class Distinct:
 
     def plain(self) -> tuple[str, np.ndarray]:
         """("exact", the hashes) or ("sketch", the registers)."""
+        self._fold()
         if self.exact is not None:
-            return "exact", np.unique(as_u64(self.exact))
+            return "exact", distinct(np.concatenate([as_u64(self.exact), self._batch]))
         self._flush()
         return "sketch", self.sketch.registers  # type: ignore[union-attr]
 
@@ -133,7 +154,7 @@ class Distinct:
 def merge_distinct(parts: list[tuple[str, np.ndarray]], bound: int) -> tuple[int, bool]:
     """(the number of distinct hashes in the union of `parts`, whether it is exact)."""
     exact = [a for kind, a in parts if kind == "exact"]
-    union = np.unique(np.concatenate(exact)) if exact else np.zeros(0, np.uint64)
+    union = distinct(np.concatenate(exact)) if exact else np.zeros(0, np.uint64)
     sketches = [a for kind, a in parts if kind == "sketch"]
     if not sketches and len(union) <= bound:
         return len(union), True
@@ -207,12 +228,12 @@ class Seen:
         if len(self._pending) >= 1 << 15:
             self._flush()
 
-    def walks(self, first: int, fps: np.ndarray, values: np.ndarray) -> None:
+    def walks(self, first: int, fps: np.ndarray, values: list[np.ndarray]) -> None:
         """Walks first, first+1, ... visited the states whose fingerprints are the nonzero entries of each row of
-        `fps`, and their variables had (at least) the values hashed in `values`, (variable, hash) rows: the
+        `fps`, and their variables had (at least) the values hashed in `values` (an array per variable): the
         compiled walkers' record, without the states."""
-        for i, d in enumerate(self.values):
-            d.add_many(np.unique(values[values[:, 0] == i, 1]))
+        for d, hashes in zip(self.values, values):
+            d.add_many(hashes)
         s = np.sort(fps, axis=1)
         new = s != 0
         new[:, 1:] &= s[:, 1:] != s[:, :-1]

@@ -1,12 +1,13 @@
 """Random simulation of any spec (typed, actor, plain), as TLC's `-simulate`: `simulate` runs the walks in
-this process, or shares them among forked worker processes by blocks (`block`, `merge`); in the spec's compiled
-kernel where it has one (`kernel`), else in Python, with the same walks."""
+this process, or shares them among workers by blocks (`block`, `merge`): threads where the walks run in the spec's
+compiled kernel (`kernel`, which releases the GIL), forked processes where they run in Python; the same walks."""
 
 from __future__ import annotations
 
 import multiprocessing
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from ..model import Model
 from .block import Tally, tally
@@ -36,6 +37,18 @@ def simulate(model: Model, runs: int, depth: int, seed: int = 1, deadlock: bool 
         merge.add(0, tally(model, range(runs), depth, seed, deadlock, tick, kernel))
         return _noted(merge.result(time.monotonic() - began), where)
     merge = Merge(model, blocks(runs, workers), depth, seed, deadlock)
+    if kernel is not None:
+        with ThreadPoolExecutor(workers, thread_name_prefix="lockstep-walks") as pool:
+            futures = [pool.submit(tally, model, part, depth, seed, deadlock, None, kernel) for part in merge.parts]
+            for i, f in enumerate(futures):  # in block order: stop at the first violation
+                merge.add(i, f.result())
+                if tick is not None:
+                    tick(merge.runs, merge.steps)
+                if merge.done:
+                    for later in futures[i + 1:]:
+                        later.cancel()
+                    break
+        return _noted(merge.result(time.monotonic() - began), where)
     _JOB = (model, merge.parts, depth, seed, deadlock, kernel)
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:

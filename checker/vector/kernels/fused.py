@@ -312,7 +312,8 @@ class _Source:
     candidate for the cycle proviso; with a `symmetry` (a `BatchSymmetry`), each candidate is replaced by
     its orbit's representative (`kernels.canon`) before it is fingerprinted. A kernel without them is
     smaller, and faster. With `loops`, every enabled step is a candidate, also one that leaves its row as it is
-    (the random walkers choose among them all); `tail` is more C compiled with the kernel."""
+    (the random walkers choose among them all, and hash only the one they take); `tail` is more C compiled with the
+    kernel."""
 
     def __init__(self, prog: Program, layout: Layout, reduction: Reducer | None = None,
                  symmetry: BatchSymmetry | None = None, loops: bool = False, tail: str = ""):
@@ -412,7 +413,9 @@ class _Source:
             return lines
         lines.append(f"{ind}if ({'1' if self.loops else 'mv'}) {{")
         i2 = ind + "    "
-        if self.symmetric:  # the row's successors are replaced by their representatives, and hashed, after the row
+        # with symmetry, the row's successors are replaced by their representatives, and hashed, after the row; a
+        # random walk hashes only the step it takes
+        if self.symmetric or self.loops:
             if self.wide:
                 lines.append(f"{i2}for (int64_t k = 0; k < {lay.words}; k++) o->w[k * o->ld + m] = w[k];")
                 lines += [f"{i2}o->w[{w} * o->ld + m] = n{w};" for w in words]
