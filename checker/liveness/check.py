@@ -30,7 +30,7 @@ def check_properties(model: Model, props: list[Property], fair: Fairness, opts: 
     progress = progress or NoProgress()
     t0 = time.monotonic()
     try:
-        g = _build(model, fair, opts, progress, engine, vm)
+        g = _build(model, fair, opts, progress, engine, vm, props)
     except Stop as stop:
         return CheckResult(VIOLATION, stop.distinct, stop.generated, stop.depth, time.monotonic() - t0,
                            violation=stop.violation, fingerprinted=engine == "vector")
@@ -81,18 +81,20 @@ def choose_engine(asked: str, model: Model, workers: int) -> tuple[str, Any, str
     return "vector", vm, None
 
 
-def _build(model: Model, fair: Fairness, opts: Options, progress: Progress, engine: str, vm: Any) -> StateGraph:
+def _build(model: Model, fair: Fairness, opts: Options, progress: Progress, engine: str, vm: Any,
+           props: list[Property]) -> StateGraph:
     if engine == "vector":
         from ..vector.graph import build_graph
         from ..vector.search import VectorModel
 
-        return build_graph(vm or VectorModel(model), fair, opts, progress)
+        return build_graph(vm or VectorModel(model), fair, opts, progress, props)
     return explore(model, fair, opts, progress)
 
 
 def temporal_violation(model: Model, g: StateGraph, prop: Property, fair: Fairness, lasso: Lasso) -> Violation:
     """The violation of `prop` that `lasso` shows, with its trace."""
-    path: list[tuple[Any, Any]] = [(None if lid is None else g.label_of(lid), g.state_of(i)) for lid, i in lasso.path]
+    states = g.path_states(lasso.path) if g.path_states is not None else [g.state_of(i) for _lid, i in lasso.path]
+    path: list[tuple[Any, Any]] = [(None if lid is None else g.label_of(lid), st) for (lid, _i), st in zip(lasso.path, states)]
     last = len(path) - 1
     how = (f"the behaviour stutters for ever in state {last}" if lasso.loop == last
            else f"states {lasso.loop}..{last} repeat for ever")

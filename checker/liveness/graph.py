@@ -41,6 +41,7 @@ class StateGraph:
     cut: str | None = None
     outside: int = 0
     fingerprinted: bool = False  # states told apart by 64-bit fingerprints (a collision is possible)
+    path_states: Callable[[list[tuple[Any, int]]], list[Any]] | None = None  # a path's states, rebuilt (no state kept)
 
     @property
     def n(self) -> int:

@@ -4,8 +4,9 @@ numbered through a fingerprint index, in the scalar engine's order (frontier row
 graph is the one `lockstep.checker.liveness.explore` builds, state for state.
 
 On two workers the next batch is generated on a second thread while one is numbered and stored (ctypes
-releases the GIL). The graph keeps every state's packed words: the property's conditions are evaluated on
-them by numpy passes compiled from the spec's terms, and a lasso's states are unpacked from them. A safety
+releases the GIL). The graph keeps no state: the properties' conditions are evaluated on each new batch of
+packed states by numpy passes compiled from the spec's terms, only the level being expanded keeps its words,
+and a lasso's states are rebuilt from an initial state by its steps' transitions. A safety
 violation on the way (an invariant, a deadlock, a failing step) is reported by the vector engine's safety
 search, which stops at the same place as the scalar engine.
 """
@@ -102,12 +103,19 @@ class _Chunks:
             self.n += a.shape[-1]
 
     def since(self, start: int) -> np.ndarray:
-        """The items from `start` on (`start` at a chunk boundary)."""
+        """The items from `start` on (`start` at a chunk boundary, not dropped)."""
+        return self._join(self.parts[self._part(start):])
+
+    def drop(self, start: int) -> None:
+        """Forget the items before `start` (a chunk boundary); positions keep counting from the first item."""
+        self.parts = self.parts[self._part(start):]
+
+    def _part(self, start: int) -> int:
         k, at = len(self.parts), self.n
         while at > start:
             k -= 1
             at -= self.parts[k].shape[-1]
-        return self._join(self.parts[k:])
+        return k
 
     def whole(self) -> np.ndarray:
         joined = self._join(self.parts)
@@ -125,7 +133,7 @@ class GraphBuilder:
     ahead on a second thread with two workers (the kernel's outputs double-buffered), while the batch
     before is numbered and stored in order."""
 
-    def __init__(self, vm: VectorModel, fair: Fairness, opts: Options, progress: Progress):
+    def __init__(self, vm: VectorModel, fair: Fairness, opts: Options, progress: Progress, props: list[Property]):
         self.vm, self.model, self.opts, self.progress = vm, vm.model, opts, progress
         self.layout, self.program, self.nt = vm.layout, vm.program, vm.ntrans
         self.label_cons = np.array([fair.of(t) for t in range(self.nt)] or [-1], dtype=np.int32)
@@ -136,7 +144,10 @@ class GraphBuilder:
         self.batch = int(np.clip(TARGET_CANDIDATES // max(self.nt, 1), 1 << 8, 1 << 18))
         self.limit = opts.max_states if opts.max_states is not None else 1 << 62
         self.index = FingerprintIndex()
-        self.states = _Chunks(np.uint64, self.layout.words)
+        self.n = 0
+        self.frontier = _Chunks(np.uint64, self.layout.words)  # the words of the states not yet expanded
+        self.initial_words: dict[int, list[int]] = {}
+        self.conditions = Conditions(self.model, self.layout, props)
         self.parent, self.parent_label = _Chunks(np.int64), _Chunks(np.int32)
         self.depth, self.outside = _Chunks(np.int32), _Chunks(np.bool_)
         self.targets, self.labels = _Chunks(np.int32), _Chunks(np.int32)
@@ -156,8 +167,8 @@ class GraphBuilder:
     def run(self) -> StateGraph:
         initial = self._seed()
         lo, level = 0, 0
-        while lo < self.states.n:
-            hi = self.states.n
+        while lo < self.n:
+            hi = self.n
             inside = ~self.outside.since(lo)
             if self.opts.max_depth is not None and level >= self.opts.max_depth:
                 if inside.any():
@@ -167,6 +178,7 @@ class GraphBuilder:
             else:
                 self._use_native(hi - lo)
                 self._level(lo, hi, inside, level)
+            self.frontier.drop(hi)
             lo = hi
             level += 1
         self.index = FingerprintIndex()  # every state is numbered: the table goes before the graph's arrays are joined
@@ -175,7 +187,7 @@ class GraphBuilder:
     def _level(self, lo: int, hi: int, inside: np.ndarray, level: int) -> None:
         """Expand the states lo..hi-1 that are inside the constraints, a batch at a time."""
         rows = np.flatnonzero(inside)
-        words = self.states.since(lo)
+        words = self.frontier.since(lo)
         if not inside.all():
             words = words[:, rows]
         batches = [(a, min(a + self.batch, len(rows))) for a in range(0, len(rows), self.batch)]
@@ -195,7 +207,7 @@ class GraphBuilder:
             sel = lo + rows[a:b]
             per_state[sel - lo] = self._store(sel, segments, level)
             if self.progress.due():
-                self.progress.report(Stats(self.states.n, self.generated, hi - int(sel[-1]) - 1, level + 1))
+                self.progress.report(Stats(self.n, self.generated, hi - int(sel[-1]) - 1, level + 1))
         self.counts.append(per_state)
         self.expanded.append(inside)
 
@@ -212,8 +224,10 @@ class GraphBuilder:
         words = self.layout.pack_many(states) if states else np.zeros((self.layout.words, 0), dtype=np.uint64)
         fps = self.layout.fingerprints(words) if states else np.zeros(0, dtype=np.uint64)
         idx, new = self.index.index(fps, self.limit)
-        self._add(np.ascontiguousarray(words[:, new]), np.full(len(new), -1, dtype=np.int64),
-                  np.full(len(new), -1, dtype=np.int32), 0)
+        words = np.ascontiguousarray(words[:, new])
+        for k, i in enumerate(idx[new].tolist()):
+            self.initial_words[i] = words[:, k].tolist()
+        self._add(words, np.full(len(new), -1, dtype=np.int64), np.full(len(new), -1, dtype=np.int32), 0)
         return idx[new]
 
     def _add(self, words: np.ndarray, parents: np.ndarray, labels: np.ndarray, depth: int) -> None:
@@ -226,7 +240,9 @@ class GraphBuilder:
         outside = np.zeros(n, dtype=bool)
         if self.model.constraint_names:
             outside = np.asarray(self.program.outside(words, n), dtype=bool).copy()
-        self.states.append(words)
+        self.conditions.add(words, self.n)
+        self.frontier.append(words)
+        self.n += n
         self.parent.append(parents)
         self.parent_label.append(labels)
         self.depth.append(np.full(n, depth, dtype=np.int32))
@@ -305,54 +321,79 @@ class GraphBuilder:
 
     # -- the graph -------------------------------------------------------------------------------
     def _graph(self, initial: np.ndarray) -> StateGraph:
-        n = self.states.n
-        offsets = np.zeros(n + 1, dtype=np.int64)
+        offsets = np.zeros(self.n + 1, dtype=np.int64)
         np.cumsum(self.counts.whole(), out=offsets[1:])
-        words = self.states.whole()
-        layout = self.layout
-
-        def state_of(i: int) -> tuple:
-            return layout.unpack(words[:, i].tolist())
-
-        return StateGraph(
+        g = StateGraph(
             offsets=offsets, targets=self.targets.whole(), labels=self.labels.whole(), label_cons=self.label_cons,
             parent=self.parent.whole(), parent_label=self.parent_label.whole(), depth=self.depth.whole(),
             expanded=self.expanded.whole(), initial=np.asarray(initial, dtype=np.int64), label_of=lambda lid: lid,
-            state_of=state_of, evaluate=_evaluator(self.model, layout, words, state_of), extra=self.extra,
+            state_of=lambda i: g.path_states(g.path_to(i))[-1], evaluate=self.conditions.values, extra=self.extra,
             generated=self.generated, cut=self.cut, outside=int(self.outside.whole().sum()),
-            fingerprinted=not layout.exact)
+            fingerprinted=not self.layout.exact)
+        g.path_states = _rebuilder(self.model, self.layout, self.initial_words)
+        return g
 
 
-def _evaluator(model: Any, layout: Any, words: np.ndarray,
-               state_of: Callable[[int], tuple]) -> Callable[[Property], list[np.ndarray]]:
-    """A property's conditions over every state, by numpy passes compiled from their terms (a condition that
-    fails to evaluate on a state is reported as the scalar engine reports it)."""
-    terms = {p.name: p.operands for p in model.prog.properties}
+def _rebuilder(model: Any, layout: Any, initial: dict[int, list[int]]) -> Callable[[list], list]:
+    """The states along a path [(None, initial index), (transition, index), ...]: the initial state's words
+    unpacked, then each step's transition taken."""
 
-    def evaluate(prop: Property) -> list[np.ndarray]:
-        out = []
-        for k, term in enumerate(terms[prop.name]):
-            pred = [Predicate(prop.name, term, None)]
-            bad, inside = _compiled(predicate_source(layout, pred, "invariant")), \
-                _compiled(predicate_source(layout, pred, "constraint"))
+    def states(path: list) -> list:
+        st = layout.unpack(initial[path[0][1]])
+        out = [st]
+        for tid, _i in path[1:]:
+            st = next(t for label, t in model.successors(st) if label == tid)
+            out.append(st)
+        return out
+
+    return states
+
+
+class Conditions:
+    """The temporal properties' conditions, evaluated on each batch of new states by numpy passes compiled from
+    their terms; the first state (by index) where one fails to evaluate is kept and reported when the property
+    is decided, as the scalar engine reports it."""
+
+    def __init__(self, model: Any, layout: Any, props: list[Property]):
+        self.layout = layout
+        self.props = {p.name: p for p in props}
+        self.passes = []
+        terms = {p.name: p.operands for p in model.prog.properties}
+        for prop in props:
+            for k, term in enumerate(terms[prop.name]):
+                pred = [Predicate(prop.name, term, None)]
+                self.passes.append((prop.name, k, _compiled(predicate_source(layout, pred, "invariant")),
+                                    _compiled(predicate_source(layout, pred, "constraint"))))
+        self.holds = {(name, k): _Chunks(np.bool_) for name, k, _b, _i in self.passes}
+        self.failed: dict[tuple[str, int], tuple] = {}
+
+    def add(self, words: np.ndarray, first: int) -> None:
+        """Evaluate every condition on new states `first`, `first` + 1, ... (their packed words)."""
+        for name, k, bad, inside in self.passes:
             holds = np.empty(words.shape[1], dtype=bool)
             for a in range(0, words.shape[1], EVAL_CHUNK):
                 w = words[:, a:a + EVAL_CHUNK]
                 m = w.shape[1]
                 nb, nf = np.asarray(bad(w, m), dtype=bool), np.asarray(inside(w, m), dtype=bool)
                 failed = np.flatnonzero(nb & ~nf)  # neither true nor false: the term failed to evaluate
-                if failed.size:
-                    st = state_of(a + int(failed[0]))
-                    try:
-                        prop.conditions[k](st)
-                    except Exception as e:
-                        raise SpecError(f"temporal property {prop.name}: condition {'PQ'[k]} fails on state "
-                                        f"{st!r}: {type(e).__name__}: {e}") from None
+                if failed.size and (name, k) not in self.failed:
+                    self.failed[(name, k)] = tuple(self.layout.unpack(w[:, int(failed[0])].tolist()))
                 holds[a:a + m] = ~nb
-            out.append(holds)
-        return out
+            self.holds[(name, k)].append(holds)
 
-    return evaluate
+    def values(self, prop: Property) -> list[np.ndarray]:
+        """The property's conditions over every state, one bool array per operand."""
+        out = []
+        for k in range(len(prop.conditions)):
+            st = self.failed.get((prop.name, k))
+            if st is not None:
+                try:
+                    prop.conditions[k](st)
+                except Exception as e:
+                    raise SpecError(f"temporal property {prop.name}: condition {'PQ'[k]} fails on state "
+                                    f"{st!r}: {type(e).__name__}: {e}") from None
+            out.append(self.holds[(prop.name, k)].whole())
+        return out
 
 
 def _compiled(src: str) -> Callable[..., Any]:
@@ -361,11 +402,13 @@ def _compiled(src: str) -> Callable[..., Any]:
     return ns["pred"]
 
 
-def build_graph(vm: VectorModel, fair: Fairness, opts: Options, progress: Progress) -> StateGraph:
-    """The reachable graph of a typed spec, built by the vector engine (two threads if `opts.workers` > 1); a
-    safety violation on the way raises `liveness.explore.Stop` with the safety search's report."""
+def build_graph(vm: VectorModel, fair: Fairness, opts: Options, progress: Progress,
+                props: list[Property]) -> StateGraph:
+    """The reachable graph of a typed spec, built by the vector engine (two threads if `opts.workers` > 1), with
+    the conditions of `props` evaluated on its states; a safety violation on the way raises
+    `liveness.explore.Stop` with the safety search's report."""
     model = vm.model
-    b = GraphBuilder(vm, fair, opts, progress)
+    b = GraphBuilder(vm, fair, opts, progress, props)
     try:
         return b.run()
     except _Unsafe:

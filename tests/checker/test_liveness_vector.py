@@ -17,7 +17,9 @@ from lockstep.checker.loader import load_model
 from lockstep.checker.temporal import fairness, properties
 from lockstep.specs.lang import (
     Int,
+    Seq,
     Spec,
+    SpecError,
     Var,
     action,
     always_eventually,
@@ -95,6 +97,31 @@ def test_every_rm_decides_needs_the_rms_to_hear_the_decision(cli, tmp_path):
     assert steps == ["init", "tm_abort", "rm_prepare(r=0)", "rm_prepare(r=1)", "rm_prepare(r=2)"]
     replayed = cli("replay", str(out))
     assert replayed.code == 0 and "fair behaviour" in replayed.out
+
+
+class OutOfRange(Spec):
+    """Its property reads a sequence past its end once x reaches 2."""
+
+    x = Var(Int(0, 3), init=0)
+    m = Var(Seq(Int(0, 3), 2), init=[1, 2])
+
+    @action(fairness="weak")
+    def go(s):
+        require(s.x < 3)
+        s.x = s.x + 1
+
+    @temporal
+    def p(s):
+        return eventually(s.m[s.x] == 5)
+
+
+def test_a_condition_that_fails_is_reported_at_its_first_state_on_both_engines():
+    messages = set()
+    for engine, workers in (("scalar", 1), ("vector", 1), ("vector", 2)):
+        with pytest.raises(SpecError) as e:
+            lockstep.check(OutOfRange, properties=["p"], deadlock=False, engine=engine, workers=workers)
+        messages.add(str(e.value))
+    assert len(messages) == 1 and "condition P fails on state (2, 14): IndexError" in messages.pop()
 
 
 # ------------------------------------------------------------------------------ a generated family
