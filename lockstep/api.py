@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from lockstep.checker.errors import UsageError
@@ -81,29 +81,19 @@ def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None 
         raise UsageError(f"engine {engine!r}: use auto, vector or scalar (the symbolic engine is lockstep.bmc)")
     if workers < 1:
         raise UsageError(f"workers={workers}: at least one worker")
-    if dfs and workers > 1:
-        raise UsageError("dfs=True runs on one worker; drop workers or dfs")
-    if fairness and not properties:
-        raise UsageError("fairness applies to temporal properties; name them with properties=[...]")
     if max_violations < 1:
         raise UsageError(f"max_violations={max_violations}: at least 1")
-    if properties:
-        for given, why in ((symmetry, "symmetry=True: symmetry reduction is not sound for per-process fairness"),
-                           (max_violations > 1, "max_violations: a temporal property's counterexample is one lasso"),
-                           (dfs, "dfs=True: temporal properties are checked on the whole state graph, built "
-                                 "breadth-first"),
-                           (por, "por=True: its provisos keep invariants and deadlocks, not liveness under fairness")):
-            if given:
-                raise UsageError(f"properties with {why}")
+    given = CheckChoices(dfs=dfs, workers=workers, fairness=bool(fairness), properties=bool(properties),
+                         symmetry=symmetry, max_violations=max_violations, shorten=shorten, por=por)
+    check_rules(given, API_NAMES)
     m = model(spec, symmetry=symmetry, invariants=invariants, **params)
     if properties:
         return _check_properties(m, properties, fairness, engine, Options(deadlock=deadlock, max_depth=max_depth,
                                                                            max_states=max_states, workers=workers),
                                  progress)
-    use_por, por_note = por_choice(m, por, [(dfs, "dfs=True", "its cycle proviso is the breadth-first one"),
-                                            (workers > 1, f"workers={workers}", "it runs on one worker"),
-                                            (max_violations > 1, "max_violations", SEVERAL_POR)], "por=True")
-    asked, several_note = several_engine(engine, max_violations, [(dfs, "dfs=True"), (workers > 1, f"workers={workers}")])
+    use_por, por_note = por_choice(m, por, por_blockers(given, API_NAMES), API_NAMES.por)
+    asked, several_note = several_engine(engine, max_violations, several_blockers(given, API_NAMES),
+                                         API_NAMES.max_violations)
     opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states, dfs=dfs, workers=workers, por=use_por,
                    max_violations=max_violations)
     chosen, vm, why = choice.choose(asked, m, opts)
@@ -115,6 +105,87 @@ def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None 
     if witnesses and res.violation is None:
         res.witnesses = search_witnesses(m, chosen, replace(opts, max_violations=1), shorten)
     return res
+
+
+@dataclass(frozen=True)
+class OptionNames:
+    """How an interface names the options of a check, for its messages: the API's keywords or the command line's
+    flags. The rules that combine them are written once (`check_rules`, `por_blockers`, `several_blockers`)."""
+
+    dfs: str
+    workers: str
+    fairness: str
+    properties: str
+    symmetry: str
+    max_violations: str
+    no_shorten: str
+    por: str
+    cluster: str = "cluster"
+    checkpoint: str = "checkpoint"
+    resume: str = "resume"
+
+
+API_NAMES = OptionNames(dfs="dfs=True", workers="workers", fairness="fairness", properties="properties",
+                        symmetry="symmetry=True", max_violations="max_violations", no_shorten="shorten=False",
+                        por="por=True")
+CLI_NAMES = OptionNames(dfs="--dfs", workers="--workers", fairness="--fairness", properties="--property",
+                        symmetry="--symmetry", max_violations="--max-violations", no_shorten="--no-shorten",
+                        por="--por", cluster="--cluster", checkpoint="--checkpoint", resume="--resume")
+
+
+@dataclass(frozen=True)
+class CheckChoices:
+    """The options of a check that the rules look at, whichever interface they were given through (the command
+    line's scaling options, which the API has not, default to off)."""
+
+    dfs: bool = False
+    workers: int = 1
+    fairness: bool = False
+    properties: bool = False
+    symmetry: bool = False
+    max_violations: int = 1
+    shorten: bool = True
+    por: bool | None = None
+    cluster: bool = False
+    checkpoint: bool = False
+    resume: bool = False
+    resume_full: str = ""  # the directory of a checkpoint of the search without partial-order reduction, resumed
+
+
+def check_rules(c: CheckChoices, names: OptionNames) -> None:
+    """Every rule on how a check's options combine: a UsageError naming the options as `names` spells them."""
+    if c.dfs and c.workers > 1:
+        raise UsageError(f"{names.dfs} runs on one worker; drop {names.workers} or {names.dfs}")
+    if c.fairness and not c.properties:
+        raise UsageError(f"{names.fairness} applies to temporal properties; name one with {names.properties}")
+    if not c.properties:
+        return
+    for given, option, why in (
+            (c.symmetry, names.symmetry, "symmetry reduction is not sound for per-process fairness"),
+            (c.dfs, names.dfs, "temporal properties are checked on the whole state graph, built breadth-first"),
+            (c.max_violations > 1, names.max_violations, "a temporal property's counterexample is one lasso"),
+            (not c.shorten, names.no_shorten, "a temporal property's counterexample is a lasso of the whole state "
+                                              "graph, not shortened"),
+            (c.por is True, names.por, "its provisos keep invariants and deadlocks, not liveness under fairness")):
+        if given:
+            raise UsageError(f"{option} is not available with {names.properties}: {why}; drop {option}")
+
+
+def por_blockers(c: CheckChoices, names: OptionNames) -> list[tuple[bool, str, str]]:
+    """The options given that exclude partial-order reduction, each with why, for `por_choice`."""
+    return [(c.dfs, names.dfs, "its cycle proviso is the breadth-first one"),
+            (c.max_violations > 1, names.max_violations, SEVERAL_POR),
+            (c.workers > 1, names.workers, "it runs on one worker"),
+            (c.cluster, names.cluster, "the partitioned search expands every event"),
+            (c.properties, names.properties, "its provisos keep invariants and deadlocks, not liveness under "
+                                             "fairness (a pruned delivery would look unfair)"),
+            (bool(c.resume_full), names.resume, f"the checkpoint in {c.resume_full} is of the full search")]
+
+
+def several_blockers(c: CheckChoices, names: OptionNames) -> list[tuple[bool, str]]:
+    """The options given that exclude collecting several violations, for `several_engine`."""
+    return [(c.dfs, names.dfs), (c.workers > 1, names.workers), (c.cluster, names.cluster),
+            (c.checkpoint, names.checkpoint), (c.resume, names.resume)]
 
 
 def temporal(m: Model, names: list[str], overrides: dict[str, str] | None) -> tuple[list[Any], Any]:

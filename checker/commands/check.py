@@ -6,7 +6,16 @@ import argparse
 import sys
 from dataclasses import replace
 
-from lockstep.api import SEVERAL_POR, add_notes, several_engine, shorten_violation
+from lockstep.api import (
+    CLI_NAMES,
+    CheckChoices,
+    add_notes,
+    check_rules,
+    por_blockers,
+    several_blockers,
+    several_engine,
+    shorten_violation,
+)
 
 from ..errors import UsageError
 from ..explicit import Options
@@ -133,20 +142,7 @@ def run(args: argparse.Namespace) -> int:
         return check_smt(args)
     if args.depth is not None:
         raise UsageError("--depth bounds the SMT engine (--engine smt); the explicit engine's bound is --max-depth")
-    if args.dfs and args.workers > 1:
-        raise UsageError("--dfs runs on one worker; drop --workers or --dfs")
-    if args.fairness and not args.property:
-        raise UsageError("--fairness applies to temporal properties; name one with --property")
-    if args.property:
-        why = {"--symmetry": args.symmetry and "symmetry reduction is not sound for per-process fairness",
-               "--dfs": args.dfs and "temporal properties are checked on the whole state graph, built breadth-first",
-               "--max-violations": args.max_violations is not None and "a temporal property's counterexample is "
-                                                                        "one lasso",
-               "--no-shorten": args.no_shorten and "a temporal property's counterexample is a lasso of the whole "
-                                                  "state graph, not shortened"}
-        for option, reason in why.items():
-            if reason:
-                raise UsageError(f"{option} is not available with --property: {reason}; drop {option}")
+    check_rules(choices(args), CLI_NAMES)
     params = _tree_params(args, parse_params(args.param))
     if not args.quiet:  # building a large instance takes a while: say what is being built first
         print(f"progress: building {args.spec}" + "".join(f" {k}={v}" for k, v in params.items()), file=sys.stderr,
@@ -166,9 +162,8 @@ def run(args: argparse.Namespace) -> int:
         args.engine = "scalar"
         if por:
             por, por_note = False, "partial-order reduction off with --coverage: it counts every interleaving"
-    asked, several_note = several_engine(args.engine, several, [
-        (args.dfs, "--dfs"), (args.workers > 1, "--workers"), (bool(args.cluster), "--cluster"),
-        (bool(args.checkpoint), "--checkpoint"), (bool(args.resume), "--resume")], "--max-violations")
+    asked, several_note = several_engine(args.engine, several, several_blockers(choices(args), CLI_NAMES),
+                                         CLI_NAMES.max_violations)
     opts = Options(deadlock=not args.no_deadlock, max_depth=args.max_depth, max_states=args.max_states,
                    dfs=args.dfs, workers=args.workers, por=por, max_violations=several)
     if args.property:
@@ -266,20 +261,22 @@ def witness_file(out: str, name: str) -> str:
     return f"{stem}.{name}{ext or '.json'}"
 
 
+def choices(args: argparse.Namespace) -> CheckChoices:
+    """The options of the command line that the API's rules look at (`lockstep.api.check_rules`)."""
+    resume = getattr(args, "resume", None)
+    full = args.por is None and bool(resume) and checkpoint_reduced(resume) is False
+    return CheckChoices(dfs=args.dfs, workers=args.workers, fairness=bool(args.fairness),
+                        properties=bool(args.property), symmetry=args.symmetry,
+                        max_violations=args.max_violations or 1, shorten=not args.no_shorten, por=args.por,
+                        cluster=bool(getattr(args, "cluster", None)), checkpoint=bool(getattr(args, "checkpoint", None)),
+                        resume=bool(resume), resume_full=resume if full else "")
+
+
 def por_choice(args: argparse.Namespace, model) -> tuple[bool, str | None]:
     """(use partial-order reduction, a note why it is off) for `--por` / `--no-por` / neither."""
     from lockstep.api import por_choice as choose_por
 
-    blockers = [(args.dfs, "--dfs", "its cycle proviso is the breadth-first one"),
-                ((args.max_violations or 1) > 1, "--max-violations", SEVERAL_POR),
-                (args.workers > 1, "--workers", "it runs on one worker"),
-                (bool(getattr(args, "cluster", None)), "--cluster", "the partitioned search expands every event"),
-                (bool(args.property), "--property", "its provisos keep invariants and deadlocks, not liveness under "
-                 "fairness (a pruned delivery would look unfair)")]
-    resume = getattr(args, "resume", None)
-    blockers.append((args.por is None and bool(resume) and checkpoint_reduced(resume) is False, "--resume",
-                     f"the checkpoint in {resume} is of the full search"))
-    return choose_por(model, args.por, blockers)
+    return choose_por(model, args.por, por_blockers(choices(args), CLI_NAMES))
 
 
 def dump_graph_first(args: argparse.Namespace, model):

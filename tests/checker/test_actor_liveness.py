@@ -51,7 +51,7 @@ def test_byzantine_steps_are_never_fair():
 
 def test_por_is_refused_with_a_temporal_property(cli):
     r = cli("check", "two_phase_commit", "--property", "all_decide", "--por", "--param", "crashes=0")
-    assert r.code == 2 and "--por with --property" in r.err
+    assert r.code == 2 and "--por is not available with --property" in r.err
 
 
 Ping = Record("Ping")

@@ -1,0 +1,74 @@
+"""One core under the command line: the rules on how a check's options combine live once, in `lockstep.api`
+(`check_rules`, `por_blockers`, `several_blockers`), and `lockstep check` and `lockstep.check` both apply them, each
+naming the options its own way. Where each rule lives: lockstep/api.py; checker/commands/check.py only maps its flags
+onto `CheckChoices`."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import lockstep
+from lockstep.api import API_NAMES, CLI_NAMES, CheckChoices, check_rules
+from lockstep.checker.errors import UsageError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# (the choices, the command line's flags, the API's keywords)
+REFUSED = [
+    (CheckChoices(dfs=True, workers=2), ["--dfs", "--workers", "2"], {"dfs": True, "workers": 2}),
+    (CheckChoices(fairness=True), ["--fairness", "wants=weak"], {"fairness": {"wants": "weak"}}),
+    (CheckChoices(properties=True, symmetry=True), ["--property", "no_starvation", "--symmetry"],
+     {"properties": ["no_starvation"], "symmetry": True}),
+    (CheckChoices(properties=True, dfs=True), ["--property", "no_starvation", "--dfs"],
+     {"properties": ["no_starvation"], "dfs": True}),
+    (CheckChoices(properties=True, max_violations=2), ["--property", "no_starvation", "--max-violations", "2"],
+     {"properties": ["no_starvation"], "max_violations": 2}),
+    (CheckChoices(properties=True, shorten=False), ["--property", "no_starvation", "--no-shorten"],
+     {"properties": ["no_starvation"], "shorten": False}),
+    (CheckChoices(properties=True, por=True), ["--property", "no_starvation", "--por"],
+     {"properties": ["no_starvation"], "por": True}),
+]
+
+
+def refusal(choices: CheckChoices, names) -> str:
+    with pytest.raises(UsageError) as e:
+        check_rules(choices, names)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("choices, flags, keywords", REFUSED, ids=lambda x: " ".join(x) if isinstance(x, list) else None)
+def test_the_command_and_the_api_refuse_alike_through_the_one_rule(cli, choices, flags, keywords):
+    said = refusal(choices, CLI_NAMES)
+    r = cli("check", "lock_weak", *flags, "--quiet")
+    assert r.code == 2 and r.err == f"lockstep: error: {said}\n"
+    with pytest.raises(UsageError) as e:
+        lockstep.check("lock_weak", **keywords)
+    assert str(e.value) == refusal(choices, API_NAMES)
+    for field in ("dfs", "workers", "fairness", "properties", "symmetry", "max_violations", "no_shorten", "por"):
+        said = said.replace(getattr(CLI_NAMES, field), getattr(API_NAMES, field))
+    assert said == str(e.value)  # the same rule, only the options' names differ
+
+
+def test_reduction_blockers_are_named_alike(cli):
+    """A search that cannot use partial-order reduction says why, from the one list of blockers."""
+    r = cli("check", "chang_roberts", "--no-deadlock", "--dfs", "--quiet")
+    assert r.code == 0 and "partial-order reduction off with --dfs: its cycle proviso is the breadth-first one" in r.out
+    res = lockstep.check("chang_roberts", deadlock=False, dfs=True)
+    assert "partial-order reduction off with dfs=True: its cycle proviso is the breadth-first one" in res.notes
+
+
+def test_no_rule_is_written_in_the_command():
+    """The rules' sentences occur in lockstep/api.py, and in no module of the command line."""
+    phrases = ["runs on one worker", "applies to temporal properties", "is not available with",
+               "its cycle proviso is the breadth-first one", "it runs on one worker", "the partitioned search expands"]
+    with open(os.path.join(ROOT, "lockstep", "api.py"), encoding="utf-8") as f:
+        api = f.read()
+    assert all(p in api for p in phrases)
+    commands = os.path.join(ROOT, "checker", "commands")
+    for name in sorted(os.listdir(commands)):
+        if name.endswith(".py"):
+            with open(os.path.join(commands, name), encoding="utf-8") as f:
+                text = f.read()
+            assert not [p for p in phrases if p in text], name
