@@ -137,3 +137,9 @@ def test_plain_specs_and_native_never_walk_in_python(monkeypatch):
 def test_simulate_says_where_the_walks_ran(cli):
     r = cli("simulate", "two_phase_commit", "--runs", "200", "--no-deadlock", "--quiet")
     assert r.code == 0 and COMPILED in r.out and "200 walks" in r.out
+
+
+def test_a_kernel_that_does_not_build_leaves_the_walks_in_python(monkeypatch):
+    monkeypatch.setenv("CC", "false")  # a "compiler" that fails
+    res = simulate(load_model("two_phase", {}), 20, 20, deadlock=False)
+    assert res.notes[0].startswith("walks run in Python: the compiled kernel did not build or load") and res.runs == 20
