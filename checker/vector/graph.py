@@ -33,6 +33,7 @@ from .compile import HELPERS, predicate_source
 from .search import WARM_FROM, Candidates, VectorModel
 
 TARGET_CANDIDATES = 1 << 21  # candidate successors per batch
+TARGET_WORDS = 1 << 24  # and their packed words (128 MB; an output buffer of the kernel holds that much)
 EVAL_CHUNK = 1 << 20  # states per pass of a property's conditions
 
 
@@ -106,6 +107,11 @@ class _Chunks:
         """The items from `start` on (`start` at a chunk boundary, not dropped)."""
         return self._join(self.parts[self._part(start):])
 
+    def take(self) -> list[np.ndarray]:
+        """The chunks held, handed over (positions keep counting)."""
+        parts, self.parts = self.parts, []
+        return parts
+
     def drop(self, start: int) -> None:
         """Forget the items before `start` (a chunk boundary); positions keep counting from the first item."""
         self.parts = self.parts[self._part(start):]
@@ -141,7 +147,8 @@ class GraphBuilder:
         self.native = kernels.Native(self.model.prog, self.layout, True)
         self.fused = self.native.fused if self.native.loaded else None
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="lockstep-graph") if opts.workers > 1 else None
-        self.batch = int(np.clip(TARGET_CANDIDATES // max(self.nt, 1), 1 << 8, 1 << 18))
+        nt = max(self.nt, 1)
+        self.batch = int(np.clip(min(TARGET_CANDIDATES // nt, TARGET_WORDS // (nt * self.layout.words)), 1 << 4, 1 << 18))
         self.limit = opts.max_states if opts.max_states is not None else 1 << 62
         self.index = FingerprintIndex()
         self.n = 0
@@ -185,27 +192,33 @@ class GraphBuilder:
         return self._graph(initial)
 
     def _level(self, lo: int, hi: int, inside: np.ndarray, level: int) -> None:
-        """Expand the states lo..hi-1 that are inside the constraints, a batch at a time."""
-        rows = np.flatnonzero(inside)
-        words = self.frontier.since(lo)
-        if not inside.all():
-            words = words[:, rows]
-        batches = [(a, min(a + self.batch, len(rows))) for a in range(0, len(rows), self.batch)]
+        """Expand the states lo..hi-1 that are inside the constraints, a batch at a time; each chunk of their
+        packed words is let go once its last batch is stored."""
+        parts = self.frontier.take()
+        batches: list[tuple[int, np.ndarray]] = []  # (chunk, its columns to expand), in state order
+        at = lo
+        for c, part in enumerate(parts):
+            cols = np.flatnonzero(inside[at - lo:at - lo + part.shape[1]])
+            batches += [(c, cols[a:a + self.batch]) for a in range(0, len(cols), self.batch)]
+            at += part.shape[1]
+        starts = np.cumsum([0] + [part.shape[1] for part in parts])
         per_state = np.zeros(hi - lo, dtype=np.int64)
 
         def gen(k: int) -> list:
-            a, b = batches[k]
-            return self._successors(np.ascontiguousarray(words[:, a:b]), k % 2)
+            c, cols = batches[k]
+            return self._successors(np.ascontiguousarray(parts[c][:, cols]), k % 2)
 
         ahead = self.pool.submit(gen, 0) if self.pool is not None and batches else None
-        for k, (a, b) in enumerate(batches):
+        for k, (c, cols) in enumerate(batches):
             if ahead is not None:
                 segments = ahead.result()
                 ahead = self.pool.submit(gen, k + 1) if k + 1 < len(batches) else None
             else:
                 segments = gen(k)
-            sel = lo + rows[a:b]
+            sel = lo + int(starts[c]) + cols
             per_state[sel - lo] = self._store(sel, segments, level)
+            if k + 1 == len(batches) or batches[k + 1][0] != c:
+                parts[c] = None  # every batch of this chunk is generated and stored
             if self.progress.due():
                 self.progress.report(Stats(self.n, self.generated, hi - int(sel[-1]) - 1, level + 1))
         self.counts.append(per_state)

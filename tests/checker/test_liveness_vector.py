@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,8 +14,11 @@ from hypothesis import strategies as st
 import lockstep
 from lockstep.checker.explicit import Options
 from lockstep.checker.liveness import check_properties, choose_engine, lasso_violates
+from lockstep.checker.liveness.explore import explore
 from lockstep.checker.loader import load_model
+from lockstep.checker.progress import NoProgress
 from lockstep.checker.temporal import fairness, properties
+from lockstep.checker.vector import graph
 from lockstep.specs.lang import (
     Int,
     Seq,
@@ -69,6 +73,24 @@ def test_vector_and_scalar_agree_on_every_temporal_property(spec, params, native
                                               engine="vector", vm=vm)
                     assert outcome(vector) == outcome(scalar), (prop.name, overrides, deadlock, workers)
                     lasso_ok(model, prop, fair, vector)
+
+
+@pytest.mark.parametrize(("spec", "params"), [("alternating_bit", {}), ("lock_weak", {"n": 5}), ("two_phase", {})])
+def test_the_same_graph_in_batches_of_sixteen_states(spec, params, monkeypatch):
+    """Levels cut into many batches and chunks (and, in the alternating bit, states outside the constraints that
+    are not expanded) give the scalar engine's graph, array for array, and its conditions."""
+    monkeypatch.setattr(graph, "TARGET_WORDS", 1)
+    model = load_model(spec, params)
+    fair, props = fairness(model), list(properties(model).values())
+    scalar = explore(model, fair, Options(deadlock=False), NoProgress())
+    for workers in (1, 2):
+        _engine, vm, _why = choose_engine("vector", model, workers)
+        vector = graph.build_graph(vm, fair, Options(deadlock=False, workers=workers), NoProgress(), props)
+        for name in ("offsets", "targets", "labels", "parent", "parent_label", "depth", "expanded", "initial"):
+            assert np.array_equal(getattr(scalar, name), getattr(vector, name)), (name, workers)
+        assert vector.outside == scalar.outside
+        for p in props:
+            assert all(np.array_equal(a, b) for a, b in zip(scalar.evaluate(p), vector.evaluate(p)))
 
 
 def test_seeded_liveness_bugs_on_the_command_line(cli, tmp_path):
