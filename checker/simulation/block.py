@@ -141,9 +141,9 @@ def _compiled(model: Model, kernel: CompiledWalks, walks: range, depth: int, see
     runs = steps = 0
     ends = np.zeros(6, dtype=np.int64)
     found = None
-    size, cache = kernel.chunk(depth), kernel.cache()
+    size, scratch = kernel.chunk(depth), kernel.scratch(depth)
     for a in range(walks.start, walks.stop, size):
-        b = kernel.run(a, min(size, walks.stop - a), depth, seed, deadlock, enabled, taken, cache)
+        b = kernel.run(a, min(size, walks.stop - a), depth, seed, deadlock, enabled, taken, scratch)
         seen.walks(a, b.fps, b.values)
         runs += b.done
         steps += int(b.steps.sum())

@@ -65,8 +65,7 @@ static inline uint64_t state_fp(const uint64_t *w) {{
 }}
 int64_t walk(const uint64_t *I, int64_t ni, uint64_t seed, int64_t first, int64_t n, int64_t depth, int deadlock,
              int checked, int constrained, uint64_t *cw, uint64_t *cfp, int64_t *ckey, int64_t *steps, int8_t *end,
-             uint64_t *fps, int64_t *enabled, int64_t *taken, uint64_t *vc, uint64_t *vo, int64_t *no) {{
-    const int64_t ld = n * (depth + 1);
+             uint64_t *fps, int64_t *enabled, int64_t *taken, uint64_t *vc, uint64_t *vo, int64_t ld, int64_t *no) {{
     uint64_t w[{words}];
     int64_t info[4];
     uint8_t out = 0;
@@ -94,6 +93,7 @@ int64_t walk(const uint64_t *I, int64_t ni, uint64_t seed, int64_t first, int64_
             taken[ckey[c]]++;
             j++;
         }}
+        for (int64_t q = j + 1; q <= depth; q++) f[q] = 0;
         steps[i] = j;
         end[i] = (int8_t)e;
         if (e >= 3) return i + 1;
@@ -118,6 +118,21 @@ def _fits(prog: Program) -> str | None:
             return f"an expression at {t.loc} may exceed 64-bit integers"
         stack.extend(t.args)
     return None
+
+
+@dataclass
+class Scratch:
+    """The buffers of one caller's kernel calls."""
+
+    cw: np.ndarray  # a state's candidates (words, transitions)
+    cfp: np.ndarray
+    ckey: np.ndarray
+    steps: np.ndarray
+    end: np.ndarray
+    fps: np.ndarray  # (walks, depth + 1)
+    cache: np.ndarray  # the direct-mapped caches of the variables' values
+    vo: np.ndarray  # (variables, walks * (depth + 1)): values recorded
+    no: np.ndarray  # how many per variable
 
 
 @dataclass
@@ -159,7 +174,7 @@ class CompiledWalks:
         self.fused.bind(libs[0], libs[1:])  # type: ignore[arg-type]
         fn = libs[0].walk  # type: ignore[union-attr]
         p, i64, c = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
-        fn.argtypes = [p, i64, ctypes.c_uint64, i64, i64, i64, c, c, c, *[p] * 11]
+        fn.argtypes = [p, i64, ctypes.c_uint64, i64, i64, i64, c, c, c, *[p] * 10, i64, p]
         fn.restype = i64
         self._walk = fn
 
@@ -167,32 +182,31 @@ class CompiledWalks:
         """Walks per kernel call."""
         return max(1, min(4096, CELLS // max(1, self.variables) // (depth + 1)))
 
-    def cache(self) -> np.ndarray:
-        """A fresh cache of the variables' values seen (for `run`)."""
-        return np.zeros(max(1, self.variables) * CACHE, dtype=np.uint64)
+    def scratch(self, depth: int) -> Scratch:
+        """The buffers of `run` for walks of `depth` steps (one set per caller at a time: reused from call to
+        call, with the cache of the variables' values seen)."""
+        T, F, n = max(1, self.transitions), max(1, self.variables), self.chunk(depth)
+        return Scratch(np.empty((self.layout.words, T), dtype=np.uint64), np.empty(T, dtype=np.uint64),
+                       np.empty(T, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int8),
+                       np.empty((n, depth + 1), dtype=np.uint64), np.zeros(F * CACHE, dtype=np.uint64),
+                       np.empty((F, n * (depth + 1)), dtype=np.uint64), np.empty(F, dtype=np.int64))
 
     def run(self, first: int, n: int, depth: int, seed: int, deadlock: bool, enabled: np.ndarray,
-            taken: np.ndarray, cache: np.ndarray) -> Batch:
-        """Walks first .. first+n-1 (stopping after the first that violates), adding to the per-transition counts
-        `enabled` and `taken` (int64 arrays), with the values' `cache` of earlier calls. Releases the GIL while it
-        runs."""
-        T, W = max(1, self.transitions), self.layout.words
-        cw = np.empty((W, T), dtype=np.uint64)
-        cfp = np.empty(T, dtype=np.uint64)
-        ckey = np.empty(T, dtype=np.int64)
-        steps = np.zeros(n, dtype=np.int64)
-        end = np.zeros(n, dtype=np.int8)
-        fps = np.zeros((n, depth + 1), dtype=np.uint64)
-        vo = np.empty((max(1, self.variables), n * (depth + 1)), dtype=np.uint64)
-        no = np.zeros(max(1, self.variables), dtype=np.int64)
+            taken: np.ndarray, scratch: Scratch) -> Batch:
+        """Walks first .. first+n-1 (n at most `chunk(depth)`; stopping after the first that violates), adding to the
+        per-transition counts `enabled` and `taken` (int64 arrays), in the buffers `scratch(depth)` gave (the
+        batch's arrays are views of them until the next call). Releases the GIL while it runs."""
+        b = scratch
         assert enabled.dtype == taken.dtype == np.int64 and enabled.size >= self.transitions <= taken.size
-        assert cache.dtype == np.uint64 and cache.size >= self.variables * CACHE
+        assert b.fps.shape[1] == depth + 1 and n <= len(b.steps)
+        b.no[:] = 0
         done = int(self._walk(self.inits.ctypes.data, self.inits.shape[1], seed & M64, first, n, depth, int(deadlock),
-                              int(self.checked), int(self.constrained), cw.ctypes.data, cfp.ctypes.data,
-                              ckey.ctypes.data, steps.ctypes.data, end.ctypes.data, fps.ctypes.data,
-                              enabled.ctypes.data, taken.ctypes.data, cache.ctypes.data, vo.ctypes.data,
-                              no.ctypes.data))
-        return Batch(done, steps[:done], end[:done], fps[:done], [vo[i, :no[i]] for i in range(self.variables)])
+                              int(self.checked), int(self.constrained), b.cw.ctypes.data, b.cfp.ctypes.data,
+                              b.ckey.ctypes.data, b.steps.ctypes.data, b.end.ctypes.data, b.fps.ctypes.data,
+                              enabled.ctypes.data, taken.ctypes.data, b.cache.ctypes.data, b.vo.ctypes.data,
+                              b.vo.shape[1], b.no.ctypes.data))
+        return Batch(done, b.steps[:done], b.end[:done], b.fps[:done],
+                     [b.vo[i, :b.no[i]].copy() for i in range(self.variables)])
 
 
 def compiled_walks(model: Model, say: Callable[[str], None] | None = None) -> tuple[CompiledWalks | None, str]:

@@ -99,7 +99,8 @@ def test_walk_k_depends_on_the_seed_and_k_only():
 
     def run(first: int, count: int) -> kernel_module.Batch:
         counts = np.zeros(kernel.transitions, dtype=np.int64)
-        return kernel.run(first, count, depth, 9, False, counts, counts.copy(), kernel.cache())
+        out = kernel.run(first, count, depth, 9, False, counts, counts.copy(), kernel.scratch(depth))
+        return kernel_module.Batch(out.done, out.steps.copy(), out.end.copy(), out.fps.copy(), out.values)
 
     whole = run(0, n)
     assert whole.done == n and len({tuple(r) for r in whole.fps}) == n  # 64 different walks
