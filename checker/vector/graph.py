@@ -34,6 +34,7 @@ from .search import WARM_FROM, Candidates, VectorModel
 
 TARGET_CANDIDATES = 1 << 21  # candidate successors per batch
 TARGET_WORDS = 1 << 24  # and their packed words (128 MB; an output buffer of the kernel holds that much)
+MIN_AHEAD = 256  # states per batch at least, when batches are generated ahead on a second thread
 EVAL_CHUNK = 1 << 20  # states per pass of a property's conditions
 
 
@@ -196,10 +197,13 @@ class GraphBuilder:
         packed words is let go once its last batch is stored."""
         parts = self.frontier.take()
         batches: list[tuple[int, np.ndarray]] = []  # (chunk, its columns to expand), in state order
+        size = self.batch
+        if self.pool is not None:  # at least four batches a level where it has a thousand states, to overlap
+            size = min(size, max(MIN_AHEAD, -(-int(inside.sum()) // 4)))
         at = lo
         for c, part in enumerate(parts):
             cols = np.flatnonzero(inside[at - lo:at - lo + part.shape[1]])
-            batches += [(c, cols[a:a + self.batch]) for a in range(0, len(cols), self.batch)]
+            batches += [(c, cols[a:a + size]) for a in range(0, len(cols), size)]
             at += part.shape[1]
         starts = np.cumsum([0] + [part.shape[1] for part in parts])
         per_state = np.zeros(hi - lo, dtype=np.int64)
