@@ -477,3 +477,11 @@ def compile_transitions(prog: Program, transitions: list[Transition]) -> list[Ca
     src = "\n".join(transitions_source(prog, [t], f"step{i}") for i, t in enumerate(transitions))
     ns = _exec(src, _namespace([]), f"<lockstep:{prog.name}:steps>")
     return [ns[f"step{i}"] for i in range(len(transitions))]
+
+
+def term_function(term: Term, name: str = "term") -> Callable[[Any], Any]:
+    """A term compiled to a function of a state (any sequence indexed by slot) that returns its value; where
+    the term may fail, the function raises where `interpret.evaluate` would."""
+    ex = _Expr(_slot_name(False))
+    src = f"def {name}(st):\n    return {ex(term)}\n"
+    return _exec(src, _namespace([]), f"<lockstep:{name}>")[name]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import product
 from typing import Any
 
@@ -37,11 +38,13 @@ from lockstep.specs.lang.program import Program
 from lockstep.specs.lang.terms import Term, slot
 
 from .. import interpret
+from ..codegen import _total, term_function
 
 LIMIT = 4096  # value combinations one proof (frozen value, identity, kill) may enumerate
 MAX_VALUES = 256  # local slots with more values are not searched for frozen values
 MAX_PIVOTS = 8  # frozen values per process whose presence splits its units (2^8 patterns)
 MAX_PAIRS = 250_000  # a process with more pairs of events is one unit
+INTERPRETED = 64  # a proof enumerating at most this many combinations evaluates its terms without compiling them
 MAX_WORK = 2_000_000  # value combinations all proofs together may enumerate (some 20 s); beyond, no reduction
 
 Literal = tuple  # ("bit", slot, i) | ("eq", slot, v) | ("pos", slot): a test on one global slot
@@ -94,20 +97,24 @@ class ProcessUnits:
     def __init__(self, tids: list[int], reasons: dict[tuple[int, int], list[frozenset]]):
         self.tids = np.array(tids, dtype=np.int64)
         self.k = len(tids)
-        count: dict[Literal, int] = {}
+        times: dict[frozenset, int] = {}  # each distinct reason and how often it is given
         for rs in reasons.values():
             for r in rs:
-                for lit in r:
-                    count[lit] = count.get(lit, 0) + 1
+                times[r] = times.get(r, 0) + 1
+        count: dict[Literal, int] = {}
+        for r, c in times.items():
+            for lit in r:
+                count[lit] = count.get(lit, 0) + c
         self.pivots = sorted(count, key=lambda lit: (-count[lit], repr(lit)))[:MAX_PIVOTS]
         bit = {lit: 1 << i for i, lit in enumerate(self.pivots)}
+        mask_of = {r: sum(bit.get(lit, 0) for lit in r) for r in times}
         self.edges: list[tuple[int, int, list[int]]] = []  # (a, b, masks): a and b conflict while, for some
         # mask, none of its literals holds
         always = []
         for (a, b), rs in reasons.items():
             masks = []
             for r in rs:
-                m = sum(bit.get(lit, 0) for lit in r)
+                m = mask_of[r]
                 if m == 0:
                     masks = []
                     always.append((a, b))
@@ -156,6 +163,7 @@ class ActorStructure:
         self.ntrans = len(prog.transitions)
         self._proofs: dict[tuple, bool] = {}  # _always's answers by what was asked: processes share handlers
         self._work = 0  # value combinations enumerated so far (bounded by MAX_WORK)
+        self.facts = _TermFacts()
         self._fields()
         self._check_footprints()
         self.frozen = {p: self._frozen(p) for p in range(self.n)}
@@ -266,7 +274,7 @@ class ActorStructure:
             lt = step.transition
             nstate = self.system.nstate
             requires = [c.term for c in lt.checks if c.kind == "require"]
-            check_reads = frozenset(x for c in lt.checks if c.term is not None for x in _slots(c.term) if x < nstate)
+            check_reads = frozenset(x for c in lt.checks if c.term is not None for x in self.facts.reads(c.term) if x < nstate)
             writes = [self._write(pid, x, u, requires) for x, u in sorted(lt.updates.items()) if x < nstate]
             consumes = self._env(ev[2], pid, ev[3]) if kind == "deliver" else None
             return Event(kind, pid, consumes, self._key(consumes) if consumes else None,
@@ -291,7 +299,7 @@ class ActorStructure:
         for when, dst, msg in step.sends:
             cond = requires + ([when] if isinstance(when, Term) else [])
             kills = ((crash,) if crash else ()) + tuple(("eq", gs[x], v) for x, v in self._falsifiers(pid, cond))
-            reads = frozenset(x for c in cond + [dst, msg] for x in _slots(c))  # what decides whether and what
+            reads = frozenset(x for c in cond + [dst, msg] for x in self.facts.reads(c))  # what decides whether and what
             dsts = [dst] if isinstance(dst, int) else list(range(max(dst.lo, 0), min(dst.hi, self.n - 1) + 1))
             msgs = [msg] if not isinstance(msg, Term) else self.msgs
             for d in dsts:
@@ -301,36 +309,37 @@ class ActorStructure:
         return out
 
     def _write(self, pid: int, x: int, u: Any, requires: list[Term]) -> Write:
-        reads = frozenset(_slots(u))
+        reads = frozenset(self.facts.reads(u))
         add_only = isinstance(u, Term) and u.op == "union" and isinstance(u.args[0], Term) \
-            and u.args[0].op == "slot" and u.args[0].args[0] == x and not _slots(u.args[1])
+            and u.args[0].op == "slot" and u.args[0].args[0] == x and not self.facts.reads(u.args[1])
         gs = self.system.gslots[pid]
         local = self.system.local
-        cands = sorted(reads | {x} | {y for t in requires for y in _slots(t)})
+        cands = sorted(reads | {x} | {y for t in requires for y in self.facts.reads(t)})
         ident = []
         for y in cands:
             for v in self.frozen[pid].get(y, ()):
                 scope = sorted(set(cands) | {x})
-                if y == x or self._proves("identity", requires + [u, slot(x, local.slot_doms[x])], {y: v}, scope,
-                                          lambda vals: not all(vals[:-2]) or vals[-2] == vals[-1]):
+                if y == x or self._proves("identity", requires, [u, slot(x, local.slot_doms[x])], {y: v}, scope,
+                                          lambda vals: vals[0] == vals[1]):
                     ident.append(("eq", gs[y], v))
         return Write(x, tuple(ident), add_only, reads - {x} if add_only else reads)
 
-    def _proves(self, kind: str, terms: list[Any], fixed: dict[int, Any], reads: Iterable[int], ok: Any) -> bool:
+    def _proves(self, kind: str, guards: list[Any], tail: list[Any], fixed: dict[int, Any], reads: Iterable[int],
+                ok: Any) -> bool:
         """`_always` over the local program, remembered by (kind of `ok`, the terms, the fixed slots, the
         slots read): the processes of one role ask the same questions of the same handlers."""
         reads = tuple(reads)
         try:
-            key = (kind, tuple(t.key if isinstance(t, Term) else ("value", t) for t in terms),
+            key = (kind, tuple(t.key if isinstance(t, Term) else ("value", t) for t in guards + [None] + tail),
                    tuple(fixed.items()), reads)
             hash(key)
         except TypeError:  # an unhashable constant: ask without remembering
             self._spend(fixed, reads)
-            return _always(terms, fixed, reads, self.system.local, ok)
+            return _always(guards, tail, fixed, reads, self.system.local, ok, self.facts)
         got = self._proofs.get(key)
         if got is None:
             self._spend(fixed, reads)
-            got = self._proofs[key] = _always(terms, fixed, reads, self.system.local, ok)
+            got = self._proofs[key] = _always(guards, tail, fixed, reads, self.system.local, ok, self.facts)
         return got
 
     def _spend(self, fixed: dict[int, Any], reads: tuple) -> None:
@@ -352,11 +361,11 @@ class ActorStructure:
         other slots it reads hold."""
         if not cond:
             return []
-        reads = sorted(set().union(*(_slots(t) for t in cond)))
+        reads = sorted(set().union(*(self.facts.reads(t) for t in cond)))
         out = []
         for x in reads:
             for v in self.frozen[pid].get(x, ()):
-                if self._proves("false", cond, {x: v}, reads, lambda vals: not all(vals)):
+                if self._proves("false", cond, [], {x: v}, reads, lambda vals: False):
                     out.append((x, v))
         return out
 
@@ -376,9 +385,9 @@ class ActorStructure:
                 if u is None or not keep:
                     continue
                 requires = [c.term for c in s.transition.checks if c.kind == "require"]
-                reads = sorted(set().union(_slots(u), *(_slots(t) for t in requires)) | {x})
-                keep = [v for v in keep if self._proves("keeps", requires + [u], {x: v}, reads,
-                                                       lambda vals, v=v: not all(vals[:-1]) or vals[-1] == v)]
+                reads = sorted(set().union(self.facts.reads(u), *(self.facts.reads(t) for t in requires)) | {x})
+                keep = [v for v in keep if self._proves("keeps", requires, [u], {x: v}, reads,
+                                                       lambda vals, v=v: vals[0] == v)]
             if keep:
                 out[x] = keep
         return out
@@ -401,9 +410,12 @@ class ActorStructure:
         evs = [self.events[t] for t in tids]
         if k * (k - 1) // 2 > MAX_PAIRS or any(ev.kind == "crash" for ev in evs):
             return {(0, j): [frozenset()] for j in range(1, k)}  # one unit
+        fps = [_Footprint(ev) for ev in evs]
         for a in range(k):
             for b in range(a + 1, k):
-                rs = _pair(evs[a], evs[b]) + _pair(evs[b], evs[a], one_way=True)
+                if not fps[a].meets(fps[b]):
+                    continue
+                rs = _pair(fps[a], fps[b]) + _pair(fps[b], fps[a], one_way=True)
                 if any(not r for r in rs):
                     out[(a, b)] = [frozenset()]
                 elif rs:
@@ -435,35 +447,100 @@ class ActorStructure:
         self.waits = [w for w in waits if w[1] in self.producers]
 
 
-def _pair(a: Event, b: Event, one_way: bool = False) -> list[frozenset]:
+class _Footprint:
+    """What `_pair` looks up in an event: its sends' kill sets by envelope key and by local slot read, its
+    writes' identity sets, and the keys and slots they involve (pairs that share none never conflict)."""
+
+    def __init__(self, ev: Event):
+        self.ev = ev
+        self.forge = ev.kind == "forge"
+        kills = [frozenset(s.kills) for s in ev.sends]
+        self.sends = list(zip((s.key for s in ev.sends), kills))
+        self.by_key: dict[tuple, list[frozenset]] = {}
+        self.by_read: dict[int, list[frozenset]] = {}
+        for send, k in zip(ev.sends, kills):
+            self.by_key.setdefault(send.key, []).append(k)
+            for x in sorted(send.reads):
+                self.by_read.setdefault(x, []).append(k)
+        self.writes = [(w, frozenset(w.ident)) for w in ev.writes]
+        self.keys = frozenset(self.by_key)
+        self.slots = frozenset(w.slot for w in ev.writes)
+        self.touches = ev.check_reads.union(self.slots, *(w.reads for w in ev.writes), self.by_read)
+
+    def meets(self, other: _Footprint) -> bool:
+        """Whether `_pair` may find a reason for the two to conflict."""
+        k = self.ev.key
+        return (k is not None and k == other.ev.key or self.forge or other.forge or bool(self.keys & other.keys)
+                or bool(self.slots & other.touches) or bool(other.slots & self.touches))
+
+
+def _pair(a: _Footprint, b: _Footprint, one_way: bool = False) -> list[frozenset]:
     """Reasons a and b conflict because of what a writes or sends (`one_way`: skip the symmetric rules)."""
     rs: list[frozenset] = []
     if not one_way:
-        if a.key is not None and a.key == b.key:
+        if a.ev.key is not None and a.ev.key == b.ev.key:
             return [frozenset()]
-        if a.kind == "forge" or b.kind == "forge":
-            f, o = (a, b) if a.kind == "forge" else (b, a)
-            for s in o.sends:
-                if s.key == f.sends[0].key:
-                    rs.append(frozenset(s.kills))
-        for sa in a.sends:
-            for sb in b.sends:
-                if sa.key == sb.key and a.kind != "forge" and b.kind != "forge":
-                    rs.append(frozenset(sa.kills) | frozenset(sb.kills))
-    for w in a.writes:
-        x, ident = w.slot, frozenset(w.ident)
-        if x in b.check_reads:
+        if a.forge or b.forge:
+            f, o = (a, b) if a.forge else (b, a)
+            rs.extend(o.by_key.get(f.sends[0][0], ()))
+        else:
+            for key, ka in a.sends:
+                for kb in b.by_key.get(key, ()):
+                    rs.append(ka | kb)
+    for w, ident in a.writes:
+        x = w.slot
+        if x in b.ev.check_reads:
             rs.append(ident)
-        for wb in b.writes:
+        for wb, idb in b.writes:
             if wb.slot == x:
                 if not (w.add_only and wb.add_only):
-                    rs.append(ident | frozenset(wb.ident))
+                    rs.append(ident | idb)
             elif x in wb.reads:
-                rs.append(ident | frozenset(wb.ident))
-        for s in b.sends:
-            if x in s.reads:
-                rs.append(ident | frozenset(s.kills))
+                rs.append(ident | idb)
+        for kb in b.by_read.get(x, ()):
+            rs.append(ident | kb)
     return rs
+
+
+class _TermFacts:
+    """What the analysis asks of the program's terms, each answered once (a term answered is kept, so that
+    its id, the key, stays its own)."""
+
+    def __init__(self) -> None:
+        self._reads: dict[int, tuple[Term, frozenset[int]]] = {}
+        self._total: dict[int, tuple[Term, bool]] = {}
+        self._sub: dict[int, bool] = {}  # codegen's memo, of subterms of the terms kept in _total
+        self._fns: dict[int, tuple[Term, Any]] = {}
+
+    def reads(self, t: Any) -> frozenset[int]:
+        """The slots a term reads."""
+        if not isinstance(t, Term):
+            return frozenset()
+        hit = self._reads.get(id(t))
+        if hit is None:
+            hit = self._reads[id(t)] = (t, frozenset(_slots(t)))
+        return hit[1]
+
+    def total(self, t: Any) -> bool:
+        """Whether evaluating the term can never fail."""
+        if not isinstance(t, Term):
+            return True
+        hit = self._total.get(id(t))
+        if hit is None:
+            hit = self._total[id(t)] = (t, _total(t, self._sub))
+        return hit[1]
+
+
+    def function(self, t: Any, compiled: bool) -> Any:
+        """The term as a function of a state (a list or tuple indexed by slot): compiled (once) or interpreted."""
+        if not isinstance(t, Term):
+            return lambda st: t
+        if not compiled:
+            return partial(interpret.evaluate, t)
+        hit = self._fns.get(id(t))
+        if hit is None:
+            hit = self._fns[id(t)] = (t, term_function(t, "proof_term"))
+        return hit[1]
 
 
 def _slots(t: Any) -> set[int]:
@@ -483,31 +560,91 @@ def _slots(t: Any) -> set[int]:
     return out
 
 
-def _always(terms: list[Any], fixed: dict[int, Any], reads: Iterable[int], prog: Program, ok: Any) -> bool:
-    """Whether `ok(values of terms)` holds for every value of the slots in `reads` not fixed (False if
-    there are too many combinations or a term fails to evaluate)."""
+def _always(guards: list[Any], tail: list[Any], fixed: dict[int, Any], reads: Iterable[int], prog: Program,
+            ok: Any, facts: _TermFacts) -> bool:
+    """Whether `ok(values of tail)` holds at every value of the slots in `reads` not fixed where all the
+    `guards` hold (False if there are too many combinations or a term fails to evaluate).
+
+    Where no term can fail, each guard is tested as soon as the slots it reads have values, so that the
+    combinations a false guard rules out are never enumerated; the answer is the exhaustive one."""
     free = [x for x in reads if x not in fixed]
-    pools = []
     total = 1
     for x in free:
-        dom = prog.slot_doms[x]
-        total *= dom.size
+        total *= prog.slot_doms[x].size
         if total > LIMIT:
             return False
-        pools.append([dom.rep_of_index(j) for j in range(dom.size)])
-    base = list(prog.init_defaults)
+    st = list(prog.init_defaults)
     for x, v in fixed.items():
-        base[x] = v
+        st[x] = v
+    if not all(facts.total(t) for t in guards + tail):
+        return _every(guards, tail, free, st, prog, ok)
+    order, at = _schedule(guards, free, facts)
+    pools = [[prog.slot_doms[x].rep_of_index(j) for j in range(prog.slot_doms[x].size)] for x in order]
+    depth = len(order)
+
+    compiled = total > INTERPRETED  # compiling a term costs about as much as this many evaluations
+    at_fns = [[facts.function(g, compiled) for g in gs] for gs in at]
+    tail_fns = [facts.function(t, compiled) for t in tail]
+
+    def holds(d: int) -> bool:  # ok at every completion of the first d slots of `order`
+        for g in at_fns[d]:
+            if not g(st):
+                return True
+        if d == depth:
+            return ok([f(st) for f in tail_fns])
+        x = order[d]
+        if d + 1 == depth:  # the last slot: its completions tested in place
+            last = at_fns[depth]
+            for v in pools[d]:
+                st[x] = v
+                if all(g(st) for g in last) and not ok([f(st) for f in tail_fns]):
+                    return False
+            return True
+        for v in pools[d]:
+            st[x] = v
+            if not holds(d + 1):
+                return False
+        return True
+
+    return holds(0)
+
+
+def _schedule(guards: list[Any], free: list[int], facts: _TermFacts) -> tuple[list[int], list[list[Any]]]:
+    """An order of the free slots that gives the guards their values early (the guard reading the fewest
+    unordered slots first), and the guards to test once the first d slots have values, for each d."""
+    free_set = set(free)
+    needs = [facts.reads(g) & free_set for g in guards]
+    order: list[int] = []
+    placed: set[int] = set()
+    pending = sorted(range(len(guards)), key=lambda i: len(needs[i]))
+    while pending:
+        i = min(pending, key=lambda j: (len(needs[j] - placed), j))
+        pending.remove(i)
+        for x in sorted(needs[i] - placed):
+            order.append(x)
+            placed.add(x)
+    order += [x for x in free if x not in placed]
+    pos = {x: d for d, x in enumerate(order)}
+    at: list[list[Any]] = [[] for _ in range(len(order) + 1)]
+    for g, ns in zip(guards, needs):
+        at[max((pos[x] + 1 for x in ns), default=0)].append(g)
+    return order, at
+
+
+def _every(guards: list[Any], tail: list[Any], free: list[int], base: list[Any], prog: Program, ok: Any) -> bool:
+    """`_always` by evaluating every term at every combination (a term may fail: a failure anywhere is False)."""
+    pools = [[prog.slot_doms[x].rep_of_index(j) for j in range(prog.slot_doms[x].size)] for x in free]
+    ng = len(guards)
     for combo in product(*pools):
         st = list(base)
         for x, v in zip(free, combo):
             st[x] = v
         tup = tuple(st)
         try:
-            vals = [interpret.evaluate(t, tup) for t in terms]
+            vals = [interpret.evaluate(t, tup) for t in guards + tail]
         except interpret.EvalError:
             return False
-        if not ok(vals):
+        if all(vals[:ng]) and not ok(vals[ng:]):
             return False
     return True
 
