@@ -30,8 +30,10 @@ def nodes(values: dict[str, Any], notation: Notation) -> dict[str, Node]:
     return {k: from_itf(v, notation.doms.get(k)) for k, v in values.items()}
 
 
-def action_text(action: dict[str, Any] | None, fallback: str = "init") -> Text:
-    """A step's action in the spec's notation: `deliver(src=0, dst=1, msg=Prepare())`."""
+def action_text(action: dict[str, Any] | None, fallback: str = "init", notation: Notation | None = None) -> Text:
+    """A step's action in the spec's notation: `deliver(src=0, dst=1, msg=Prepare())`; with an actor spec's
+    `notation`, a message is named by its type as in the states (`msg=Elect(uid=0)`, not `msg=(uid=0)`)."""
+    message = notation.actors.system.message if notation is not None and notation.actors is not None else None
     t = Text()
     if not action:
         t.append(fallback, "bold blue")
@@ -44,7 +46,7 @@ def action_text(action: dict[str, Any] | None, fallback: str = "init") -> Text:
             if i:
                 t.append(", ")
             t.append(f"{k}=")
-            t.append_text(fmt(from_itf(v)))
+            t.append_text(fmt(from_itf(v, message if k == "msg" else None)))
         t.append(")")
     return t
 
@@ -104,7 +106,7 @@ def step_lines(i: int, action: dict[str, Any] | None, prev: dict[str, Node] | No
                notation: Notation, full: bool = False, loop_here: bool = False, fallback: str = "init") -> list[Text]:
     """One step: its number and action, then what changed (or the whole state)."""
     head = Text(f"  {i:>3}  ", "dim")
-    head.append_text(action_text(action, fallback))
+    head.append_text(action_text(action, fallback, notation))
     if loop_here:
         head.append("  <- loop starts here", "bold magenta")
     out = [head]
@@ -145,11 +147,11 @@ def trace_lines(trace: Trace, notation: Notation, full: bool = False) -> list[Te
         out += step_lines(i, s.action, prev, cur, notation, full, trace.loop == i,
                           "start" if i == 0 and (trace.property or {}).get("kind") == "induction" else "init")
         prev = cur
-    out += lasso_lines(trace)
+    out += lasso_lines(trace, notation)
     return out
 
 
-def lasso_lines(trace: Trace) -> list[Text]:
+def lasso_lines(trace: Trace, notation: Notation | None = None) -> list[Text]:
     """How a lasso goes on for ever: it stutters in its last state, or an action leads back to the loop's start."""
     if trace.loop is None:
         return []
@@ -159,7 +161,7 @@ def lasso_lines(trace: Trace) -> list[Text]:
         return [Text(f"  {'':>3}  (stutters in state {last} for ever)", "magenta")]
     t = Text(f"  {'->':>3}  ", "bold magenta")
     if action:
-        t.append_text(action_text(action))
+        t.append_text(action_text(action, notation=notation))
         t.append("  ")
     t.append(f"(back to state {trace.loop}; the loop repeats for ever)", "magenta")
     return [t]

@@ -4,6 +4,7 @@ replay (on the spec and on processes), are reproducible by seed whatever the wor
 from __future__ import annotations
 
 import json
+import re
 
 from lockstep.checker.loader import load_model
 from lockstep.checker.replay import replay
@@ -106,6 +107,8 @@ def test_a_walk_prints_its_states_in_the_notation_of_check(cli):
     assert initial[0].strip() == "process 0  leader = False"
     assert "network = {Envelope(src=0, dst=1, msg=Elect(uid=0))," in initial[4]
     assert all(line in walk.out.splitlines() for line in initial), walk.out
+    step = re.compile(r"^    1  deliver\(src=\d, dst=\d, msg=Elect\(uid=\d\)\)$", re.M)  # named by its type
+    assert step.search(search.out) and step.search(walk.out)
 
 
 def test_per_message_tag_coverage_of_actor_specs():

@@ -28,6 +28,11 @@ def classes(root: ET.Element, tag: str, cls: str) -> list[ET.Element]:
     return [e for e in root.iter(SVG + tag) if want <= set((e.get("class") or "").split())]
 
 
+def arrows(root: ET.Element, kind: str) -> list[ET.Element]:
+    """The message arrows of a kind: straight (a line) or bent round a step they do not join (a path)."""
+    return classes(root, "line", f"arrow {kind}") + classes(root, "path", f"arrow {kind}")
+
+
 def walk(model, choose) -> Trace:
     """A trace from the first initial state, taking at each step the first successor whose label passes
     the next test of `choose`."""
@@ -47,8 +52,8 @@ def test_counterexample_chart(cli, tmp_path, eager_cex):
     lifelines = classes(root, "g", "lifeline")
     assert sorted(g.get("data-pid") for g in lifelines) == ["0", "1", "2"]
     deliveries = [s for s in json.loads(cex.read_text())["states"] if s["#meta"]["action"] == "deliver"]
-    assert len(classes(root, "line", "arrow delivered")) == len(deliveries) == 1
-    assert len(classes(root, "line", "arrow in-flight")) == 2  # Prepare to RM 2 and Prepared to the TM
+    assert len(arrows(root, "delivered")) == len(deliveries) == 1
+    assert len(arrows(root, "in-flight")) == 2  # Prepare to RM 2 and Prepared to the TM
     bad = classes(root, "g", "event bad")
     assert len(bad) == 1 and "violates follows_tm" in bad[0].get("data-state")
     assert 'rm_state = "committed"' in bad[0].get("data-state")
@@ -72,8 +77,8 @@ def test_crash_drop_and_duplicate_are_marked():
     chart = chart_of_trace(trace, model)
     root = parse(svg(chart))
     assert len(classes(root, "g", "lifeline")) == 3
-    assert len(classes(root, "line", "arrow delivered")) == 1 and len(classes(root, "line", "arrow duplicate")) == 1
-    assert len(classes(root, "line", "arrow dropped")) == 1
+    assert len(arrows(root, "delivered")) == 1 and len(arrows(root, "duplicate")) == 1
+    assert len(arrows(root, "dropped")) == 1
     assert len(classes(root, "g", "event crash")) == 1
     assert [r.kind for r in chart.rows[3:]] == ["deliver", "deliver", "drop", "crash"]
 
@@ -83,7 +88,7 @@ def test_forged_messages_come_from_the_byzantine_process():
     trace = walk(model, [lambda a: a.startswith("forge(src=0, dst=1"), lambda a: a.startswith("deliver(src=0, dst=1")])
     chart = chart_of_trace(trace, model)
     root = parse(svg(chart))
-    forged = classes(root, "line", "arrow forged")
+    forged = arrows(root, "forged")
     assert len(forged) == 1 and "delivered" in forged[0].get("class")
     assert [g for g in classes(root, "g", "head byzantine")]
     assert chart.rows[len(chart.pids)].kind == "forge" and chart.rows[len(chart.pids)].byzantine
@@ -100,7 +105,7 @@ def test_run_chart_has_an_arrow_per_delivery(cli, tmp_path):
     root = parse(out.read_text())
     assert len(classes(root, "g", "lifeline")) == 3
     delivered = [e for e in events if e["kind"] == "message"]
-    assert len(classes(root, "line", "arrow delivered")) + len(classes(root, "line", "arrow duplicate")) == len(delivered)
+    assert len(arrows(root, "delivered")) + len(arrows(root, "duplicate")) == len(delivered)
     assert len(classes(root, "g", "event crash")) == sum("killed" in n for n in rep.notes) == 1
     assert len(classes(root, "g", "event restart")) == sum(e["kind"] == "restart" for e in events)
 
