@@ -62,7 +62,7 @@ def _walks(model: Model, walks: range, depth: int, seed: int, deadlock: bool,
                 seen.walk(k, visited)
                 part.found = (k, path, *bad)
                 return part
-            if constrained and model.outside(st) >= 0:
+            if constrained and _outside(model, st):
                 end = "constraint"
                 break
             if len(path) > depth:
@@ -91,6 +91,15 @@ def _walks(model: Model, walks: range, depth: int, seed: int, deadlock: bool,
         if tick is not None:
             tick(part.runs, part.steps)
     return part
+
+
+def _outside(model: Model, st: Any) -> bool:
+    """Whether `st` is outside the state constraints (one that fails to evaluate keeps it inside, as in the
+    searches and the compiled kernel)."""
+    try:
+        return model.outside(st) >= 0
+    except Exception:
+        return False
 
 
 def _invariant(model: Model, st: Any) -> tuple[str, str, str, str | None] | None:

@@ -51,6 +51,7 @@ def both(spec: str, runs: int, depth: int, seed: int, deadlock: bool, **params: 
     (model_path("constrained.py") + ":Chain", 20, 40, 1, True, None),  # a step that leaves the state as it is
     (model_path("failing_action.py") + ":Asserting", 50, 20, 1, True, "assertion"),  # a failing step
     (model_path("broken_predicates.py") + ":BrokenInvariant", 50, 20, 1, True, "error"),  # an invariant that raises
+    (model_path("broken_predicates.py") + ":BrokenConstraint", 50, 20, 1, False, None),  # a constraint that raises
 ])
 def test_the_kernel_takes_the_python_walks(spec, runs, depth, seed, deadlock, found):
     fast, slow, model = both(spec, runs, depth, seed, deadlock)
