@@ -153,7 +153,7 @@ def _compiled(model: Model, kernel: CompiledWalks, walks: range, depth: int, see
     size, scratch = kernel.chunk(depth), kernel.scratch(depth)
     for a in range(walks.start, walks.stop, size):
         b = kernel.run(a, min(size, walks.stop - a), depth, seed, deadlock, enabled, taken, scratch)
-        seen.walks(a, b.fps, b.values)
+        seen.walks(a, b.fps, b.sizes, b.values)
         runs += b.done
         steps += int(b.steps.sum())
         ends += np.bincount(b.end, minlength=6)

@@ -63,9 +63,18 @@ static inline uint64_t state_fp(const uint64_t *w) {{
     for (int64_t k = 1; k < {words}; k++) h = mix(h ^ w[k]);{nonzero}
     return h;
 }}
+static inline int first_visit(uint64_t *keys, int64_t *stamp, int64_t mask, int64_t walk, uint64_t h) {{
+    /* whether the walk (stamped walk + 1) visits state h for the first time: a hash set cleared by its stamps */
+    for (int64_t p = (int64_t)(h & (uint64_t)mask);; p = (p + 1) & mask) {{
+        if (stamp[p] != walk + 1) {{ stamp[p] = walk + 1; keys[p] = h; return 1; }}
+        if (keys[p] == h) return 0;
+    }}
+}}
 int64_t walk(const uint64_t *I, int64_t ni, uint64_t seed, int64_t first, int64_t n, int64_t depth, int deadlock,
              int checked, int constrained, uint64_t *cw, uint64_t *cfp, int64_t *ckey, int64_t *steps, int8_t *end,
-             uint64_t *fps, int64_t *enabled, int64_t *taken, uint64_t *vc, uint64_t *vo, int64_t ld, int64_t *no) {{
+             uint64_t *fps, int64_t *sizes, uint64_t *keys, int64_t *stamp, int64_t mask, int64_t *enabled,
+             int64_t *taken, uint64_t *vc, uint64_t *vo, int64_t ld, int64_t *no) {{
+    int64_t d = 0;
     uint64_t w[{words}];
     int64_t info[4];
     uint8_t out = 0;
@@ -73,12 +82,14 @@ int64_t walk(const uint64_t *I, int64_t ni, uint64_t seed, int64_t first, int64_
         const uint64_t key = walk_key(seed, (uint64_t)(first + i));
         const int64_t s0 = pick(key, 0, ni);
         for (int64_t k = 0; k < {words}; k++) w[k] = I[k * ni + s0];
-        uint64_t *f = fps + i * (depth + 1), h = state_fp(w);
-        int64_t j = 0;
+        uint64_t h = state_fp(w);
+        int64_t j = 0, d0 = d;
         int e = 0;
         for (;;) {{
-            f[j] = h;
-            count_values(w, vc, vo, ld, no);
+            if (first_visit(keys, stamp, mask, first + i, h)) {{
+                fps[d++] = h;
+                count_values(w, vc, vo, ld, no);
+            }}
             if (checked && bad(w, 1, 0, 1) >= 0) {{ e = 3; break; }}
             if (constrained) {{ outside(w, 1, 0, 1, &out); if (out) {{ e = 2; break; }} }}
             if (j == depth) break;
@@ -93,7 +104,7 @@ int64_t walk(const uint64_t *I, int64_t ni, uint64_t seed, int64_t first, int64_
             taken[ckey[c]]++;
             j++;
         }}
-        for (int64_t q = j + 1; q <= depth; q++) f[q] = 0;
+        sizes[i] = d - d0;
         steps[i] = j;
         end[i] = (int8_t)e;
         if (e >= 3) return i + 1;
@@ -129,7 +140,10 @@ class Scratch:
     ckey: np.ndarray
     steps: np.ndarray
     end: np.ndarray
-    fps: np.ndarray  # (walks, depth + 1)
+    fps: np.ndarray  # walks * (depth + 1)
+    sizes: np.ndarray
+    keys: np.ndarray  # a hash set of one walk's states (a power of two above twice a walk's states)
+    stamp: np.ndarray
     cache: np.ndarray  # the direct-mapped caches of the variables' values
     vo: np.ndarray  # (variables, walks * (depth + 1)): values recorded
     no: np.ndarray  # how many per variable
@@ -142,7 +156,8 @@ class Batch:
     done: int
     steps: np.ndarray  # steps of each walk
     end: np.ndarray  # how each walk ended: 0..2 as `block.ENDINGS`; 3 an invariant, 4 a step failed, 5 a deadlock
-    fps: np.ndarray  # (walks, depth + 1): the fingerprints of the states each walk visited, 0 after its end
+    fps: np.ndarray  # the fingerprints of the distinct states each walk visited, walk after walk
+    sizes: np.ndarray  # how many of them each walk visited
     values: list[np.ndarray]  # per variable, hashes of its values: each value of a visited state at least once
 
 
@@ -174,7 +189,7 @@ class CompiledWalks:
         self.fused.bind(libs[0], libs[1:])  # type: ignore[arg-type]
         fn = libs[0].walk  # type: ignore[union-attr]
         p, i64, c = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
-        fn.argtypes = [p, i64, ctypes.c_uint64, i64, i64, i64, c, c, c, *[p] * 10, i64, p]
+        fn.argtypes = [p, i64, ctypes.c_uint64, i64, i64, i64, c, c, c, *[p] * 9, i64, *[p] * 4, i64, p]
         fn.restype = i64
         self._walk = fn
 
@@ -186,10 +201,13 @@ class CompiledWalks:
         """The buffers of `run` for walks of `depth` steps (one set per caller at a time: reused from call to
         call, with the cache of the variables' values seen)."""
         T, F, n = max(1, self.transitions), max(1, self.variables), self.chunk(depth)
+        room = 1 << (2 * (depth + 1)).bit_length()
         return Scratch(np.empty((self.layout.words, T), dtype=np.uint64), np.empty(T, dtype=np.uint64),
                        np.empty(T, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int8),
-                       np.empty((n, depth + 1), dtype=np.uint64), np.zeros(F * CACHE, dtype=np.uint64),
-                       np.empty((F, n * (depth + 1)), dtype=np.uint64), np.empty(F, dtype=np.int64))
+                       np.empty(n * (depth + 1), dtype=np.uint64), np.empty(n, dtype=np.int64),
+                       np.empty(room, dtype=np.uint64), np.zeros(room, dtype=np.int64),
+                       np.zeros(F * CACHE, dtype=np.uint64), np.empty((F, n * (depth + 1)), dtype=np.uint64),
+                       np.empty(F, dtype=np.int64))
 
     def run(self, first: int, n: int, depth: int, seed: int, deadlock: bool, enabled: np.ndarray,
             taken: np.ndarray, scratch: Scratch) -> Batch:
@@ -198,14 +216,16 @@ class CompiledWalks:
         batch's arrays are views of them until the next call). Releases the GIL while it runs."""
         b = scratch
         assert enabled.dtype == taken.dtype == np.int64 and enabled.size >= self.transitions <= taken.size
-        assert b.fps.shape[1] == depth + 1 and n <= len(b.steps)
+        assert len(b.fps) == len(b.steps) * (depth + 1) and n <= len(b.steps)
         b.no[:] = 0
         done = int(self._walk(self.inits.ctypes.data, self.inits.shape[1], seed & M64, first, n, depth, int(deadlock),
                               int(self.checked), int(self.constrained), b.cw.ctypes.data, b.cfp.ctypes.data,
                               b.ckey.ctypes.data, b.steps.ctypes.data, b.end.ctypes.data, b.fps.ctypes.data,
+                              b.sizes.ctypes.data, b.keys.ctypes.data, b.stamp.ctypes.data, len(b.keys) - 1,
                               enabled.ctypes.data, taken.ctypes.data, b.cache.ctypes.data, b.vo.ctypes.data,
                               b.vo.shape[1], b.no.ctypes.data))
-        return Batch(done, b.steps[:done], b.end[:done], b.fps[:done],
+        sizes = b.sizes[:done]
+        return Batch(done, b.steps[:done], b.end[:done], b.fps[:int(sizes.sum())], sizes,
                      [b.vo[i, :b.no[i]].copy() for i in range(self.variables)])
 
 

@@ -228,19 +228,15 @@ class Seen:
         if len(self._pending) >= 1 << 15:
             self._flush()
 
-    def walks(self, first: int, fps: np.ndarray, values: list[np.ndarray]) -> None:
-        """Walks first, first+1, ... visited the states whose fingerprints are the nonzero entries of each row of
-        `fps`, and their variables had (at least) the values hashed in `values` (an array per variable): the
+    def walks(self, first: int, fps: np.ndarray, sizes: np.ndarray, values: list[np.ndarray]) -> None:
+        """Walks first, first+1, ... visited `sizes[i]` distinct states each, whose fingerprints are `fps` (walk after
+        walk), and their variables had (at least) the values hashed in `values` (an array per variable): the
         compiled walkers' record, without the states."""
         for d, hashes in zip(self.values, values):
             d.add_many(hashes)
-        s = np.sort(fps, axis=1)
-        new = s != 0
-        new[:, 1:] &= s[:, 1:] != s[:, :-1]
-        sizes = np.count_nonzero(new, axis=1)
         self.sizes.extend(sizes.tolist())
-        self._batches.append((s[new], np.repeat(np.arange(first, first + len(fps), dtype=np.int64), sizes)))
-        self._batched += int(sizes.sum())
+        self._batches.append((fps.copy(), np.repeat(np.arange(first, first + len(sizes), dtype=np.int64), sizes)))
+        self._batched += len(fps)
         if self._batched > max(1 << 20, len(self._table[0])):
             self._fold()
 

@@ -98,24 +98,27 @@ def test_walk_k_depends_on_the_seed_and_k_only():
     assert kernel is not None
     depth, n = 60, 64
 
-    def run(first: int, count: int) -> kernel_module.Batch:
+    def run(first: int, count: int) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+        """(steps, endings, each walk's distinct states) of walks first .. first+count-1."""
         counts = np.zeros(kernel.transitions, dtype=np.int64)
         out = kernel.run(first, count, depth, 9, False, counts, counts.copy(), kernel.scratch(depth))
-        return kernel_module.Batch(out.done, out.steps.copy(), out.end.copy(), out.fps.copy(), out.values)
+        assert out.done == count
+        return out.steps.copy(), out.end.copy(), np.split(out.fps.copy(), np.cumsum(out.sizes)[:-1])
 
-    whole = run(0, n)
-    assert whole.done == n and len({tuple(r) for r in whole.fps}) == n  # 64 different walks
+    steps, ends, states = run(0, n)
+    assert len({tuple(s) for s in states}) == n  # 64 different walks
     for k in (0, 17, 63):
         alone = run(k, 1)
-        assert alone.steps[0] == whole.steps[k] and (alone.fps[0] == whole.fps[k]).all()
-    halves: dict[int, kernel_module.Batch] = {}
+        assert alone[0][0] == steps[k] and (alone[2][0] == states[k]).all()
+    halves: dict[int, tuple] = {}
     threads = [threading.Thread(target=lambda a: halves.__setitem__(a, run(a, n // 2)), args=(a,)) for a in (0, n // 2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert (np.concatenate([halves[0].fps, halves[n // 2].fps]) == whole.fps).all()
-    assert (np.concatenate([halves[0].end, halves[n // 2].end]) == whole.end).all()
+    assert (np.concatenate([halves[0][0], halves[n // 2][0]]) == steps).all()
+    assert (np.concatenate([halves[0][1], halves[n // 2][1]]) == ends).all()
+    assert all((x == y).all() for x, y in zip(halves[0][2] + halves[n // 2][2], states))
 
 
 def test_small_batches_and_two_workers_count_what_one_batch_counts(monkeypatch):
