@@ -36,7 +36,9 @@ from lockstep.specs.lang import (
 
 SPECS = [("ewd840", {}), ("ewd840_unstained", {}), ("lock", {"n": 3}), ("lock_weak", {}), ("alternating_bit", {}),
          ("two_phase_commit", {}), ("two_phase_commit", {"crashes": 0}), ("two_phase_commit", {"crashes": 0, "lossy": 1}),
-         ("two_phase_commit_eager", {}), ("two_phase", {}), ("bracha", {"f": 0})]
+         ("two_phase_commit_eager", {}), ("two_phase", {}), ("bracha", {"f": 0}), ("alternating_bit_reordering", {})]
+# the larger specs with temporal properties, under their own fairness: a verdict, a lasso or a safety violation
+LARGER = [("autobahn", {"views": 1, "lanes": 0}), ("autobahn_wrong_tc_quorum", {}), ("bracha_low_echo_quorum", {})]
 
 
 def lasso_ok(model, prop, fair, res) -> None:
@@ -73,6 +75,21 @@ def test_vector_and_scalar_agree_on_every_temporal_property(spec, params, native
                                               engine="vector", vm=vm)
                     assert outcome(vector) == outcome(scalar), (prop.name, overrides, deadlock, workers)
                     lasso_ok(model, prop, fair, vector)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("spec", "params"), LARGER)
+def test_vector_and_scalar_agree_on_the_larger_specs(spec, params):
+    model = load_model(spec, params)
+    for prop in properties(model).values():
+        fair = fairness(model)
+        scalar = check_properties(model, [prop], fair, Options(deadlock=False))
+        lasso_ok(model, prop, fair, scalar)
+        for workers in (1, 2):
+            _engine, vm, _why = choose_engine("vector", model, workers)
+            vector = check_properties(model, [prop], fair, Options(deadlock=False, workers=workers), engine="vector", vm=vm)
+            assert outcome(vector) == outcome(scalar), (prop.name, workers)
+            lasso_ok(model, prop, fair, vector)
 
 
 @pytest.mark.parametrize(("spec", "params"), [("alternating_bit", {}), ("lock_weak", {"n": 5}), ("two_phase", {})])
