@@ -1,9 +1,10 @@
 """Random walks in a typed spec's compiled kernel: the vector engine's fused successor function (`fused`, built
 with every enabled step as a candidate) and a C loop that advances a batch of walks, one at a time, to the end.
 
-At each state the loop records the state's fingerprint, tests the invariants and the state constraints, then runs
-every transition (`gen`), counts each enabled step and takes the one `rng.pick` chooses: the choice the Python
-walker (`block`) makes on the same state, since both see the enabled steps in transition order. So walk k is the
+At each state the loop records its fingerprint (the first time the walk visits it), tests the invariants and the
+state constraints, then runs every transition (`gen`), counts each enabled step and takes the one `rng.pick`
+chooses: the choice the Python walker (`block`) makes on the same state, since both see the enabled steps in
+transition order. So walk k is the
 same in C and in Python, on any number of processes, threads or Ray actors. A walk that breaks an invariant,
 fails a step or (if deadlocks are checked) deadlocks stops the batch; the caller re-runs it in Python for its
 trace. What the kernel counts: walks, steps, endings, enabled and taken steps per transition (so coverage per
