@@ -34,7 +34,7 @@ def check_vector(model: Any, opts: Options, progress: Progress | None = None,
 
         return check_workers(vm, opts, progress, vopts)
     search = VectorSearch(vm, opts, progress, vopts)
-    search.use_threads(opts.workers)
+    search.use_threads(opts.workers, judge_cores=True)
     try:
         return search.run()
     finally:

@@ -81,6 +81,31 @@ def test_two_threads_agree_with_the_scalar_engine(ref):
     assert outcome(two) == scalar_outcome(ref, True)
 
 
+@pytest.mark.parametrize("recovers", [False, True])
+@pytest.mark.parametrize("ref, params", [("two_phase", {"rm": 5}), ("filter_lock_buggy", {"n": 4})])
+def test_levels_without_a_second_core_run_on_one_thread_with_the_same_result(ref, params, recovers, monkeypatch):
+    """A level on two threads that got less CPU time than a second core gives sends the next levels to one
+    thread (until one of them gets a whole core, here at once or never): the counts, depth and counterexample
+    stay the one-thread search's."""
+    import lockstep.checker.vector.search as vs
+
+    monkeypatch.setattr(vs, "MEASURED", 0.0)
+    monkeypatch.setattr(vs, "CROWDED", float("inf"))  # no level on two threads is judged to have had two cores
+    monkeypatch.setattr(vs, "WHOLE_CORE", 0.0 if recovers else float("inf"))
+    from lockstep.checker.progress import NoProgress
+
+    model = load_model(ref, params)
+    want = outcome(check(model, Options(deadlock=True)))
+    search = VectorSearch(VectorModel(model), Options(deadlock=True), NoProgress(), VectorOptions(batch=256))
+    search.use_threads(2, threaded_level=1, judge_cores=True)
+    try:
+        got = search.run()
+    finally:
+        search.close()
+    assert outcome(got) == want
+    assert search.crowded_levels > 0 and (recovers or search.crowded)
+
+
 @pytest.mark.parametrize("native", NATIVE)
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("ref, params", [("two_phase", {"rm": 5}), ("filter_lock_buggy", {"n": 4}),
