@@ -98,14 +98,18 @@ def run_section(sec: Section, timeout: float) -> tuple[list[str], list[tuple[str
 
 
 def page(results: list[tuple[Section, list[str], list[tuple[str, bool]], float, str, str]], started: str,
-         start_load: str) -> str:
-    """The Markdown page."""
+         start_load: str, pending: list[Section] = ()) -> str:
+    """The Markdown page (`pending`: the sections chosen and not run yet, listed as such)."""
     lines = ["# Performance", "",
              f"Written by `python -m bench.report` ({started} UTC). Every number on this page is from that one run; "
              "each ratio is against a baseline timed in the same run, interleaved with lockstep's. The machine may "
              "be shared: the load average is given before and after each section, and timings carry it.", "",
              f"- machine: {machine()}",
-             f"- load average (1, 5, 15 min) at the start: {start_load}; at the end: {load()}", ""]
+             f"- load average (1, 5, 15 min) at the start: {start_load}; when this page was written: {load()}"]
+    if pending:
+        commands = ", ".join(f"`python -m {' '.join(s.args)}`" for s in pending)
+        lines.append(f"- not run (the report stopped or is still running): {commands}")
+    lines.append("")
     lines += ["## Targets", "", "| section | target, as measured | this run |", "|---|---|---|"]
     for sec, _, found, *_ in results:
         for what, met in found:
@@ -145,10 +149,10 @@ def main() -> None:
     started = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M")
     start_load = load()
     results = []
-    for sec in chosen:  # the page is written after every section: an interrupted run keeps what it measured
+    for i, sec in enumerate(chosen):  # the page is written after every section: a stopped run keeps its measurements
         print(f"{sec.name}: python -m {' '.join(sec.args)}", file=sys.stderr, flush=True)
         results.append((sec, *run_section(sec, args.timeout)))
-        write(args.out, page(results, started, start_load))
+        write(args.out, page(results, started, start_load, chosen[i + 1:]))
     print(f"wrote {args.out}", file=sys.stderr)
 
 
