@@ -478,6 +478,9 @@ class VectorSearch:
             res.notes.append(self.native.note)
         if self.por is not None:
             res.notes.append(self.por.stats.note())
+        if self.crowded_levels:
+            res.notes.append(f"two workers: {self.crowded_levels} level(s) large enough for two threads ran on one, the "
+                             "machine giving the search no second core (a busy machine)")
         if found is not None:
             res.verdict = VIOLATION
             res.violation = self.violation(found)
