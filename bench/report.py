@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TIMEOUT = 1800  # seconds a run of a section may take (--timeout)
+TIMEOUT = 1500  # seconds a run of a section may take (--timeout)
 _TARGET = re.compile(r"^target: (.*): (met|missed)$", re.MULTILINE)
 
 
@@ -44,7 +44,7 @@ class Section:
 SECTIONS = [
     Section("vs_peers", "Model checking: lockstep (one and two workers) against SPIN",
             ("bench.vs_peers", "--models", "filter_lock:5", "two_phase:7", "two_phase:8", "two_phase:9", "filter_lock:6",
-             "--tools", "vector", "vector-2w", "spin", "--repeat", "3")),
+             "--tools", "vector", "vector-2w", "spin", "--repeat", "2")),
     Section("datalog", "Datalog at 10^6 edges against scipy (and networkx)",
             ("bench.datalog", "--skip-workers"), runs=3),
     Section("psmr", "P-SMR: W = 2 against classic SMR (W = 1), I/O-like commands",
