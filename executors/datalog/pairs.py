@@ -8,8 +8,12 @@ broadcasts them to every other worker, whose replicas take them as deltas. Repli
 iterations old; they are values of derivations, and only improve, so a stale one is only a worse candidate
 (γ = min/max is PreM); the clocks, ticks and quiescence detection are the linear worker's.
 
-Deviation from a complete hybrid design: the replica is a dense n × n table, so the workers take graphs
-of up to a few thousand nodes; and such runs are not traced (no protocol spec models the replicas).
+On a graph of the spec catalogue (`--graph ssp:N`) the workers follow the bounds of the hybrid SSP
+spec (`lockstep.specs.datalog.hybrid`, `ssp_apsp`): candidates worse than every walk of at most n edges
+are dropped, one better than every such walk is divergence; and they record each handler run as that
+spec's local step (one `message` event per delta, each improvement sent to every other worker), so the
+run is validated against the spec. Deviation from a complete hybrid design: the replica is a dense n × n
+table, so the workers take graphs of up to a few thousand nodes.
 """
 
 from __future__ import annotations
@@ -57,7 +61,10 @@ class PairWorker(Worker):
 
     def compose(self, d1: np.ndarray, d2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         v, ok = compose(self.literals, self.left, self.right, self.head, d1, d2)
-        return v, ok & (d1 != self.nil) & (d2 != self.nil)
+        ok &= (d1 != self.nil) & (d2 != self.nil)
+        if self.cfg.worst is not None:
+            ok &= ~self.better(self.cfg.worst, v)  # worse than every bounded walk: never a pair's final value
+        return v, ok
 
     def iterate(self) -> None:
         n = self.n
@@ -82,10 +89,16 @@ class PairWorker(Worker):
             cand_v.append(v[ok])
         self.changed[:] = False
         batches: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        sends: list[tuple[int, dict]] = []
         if cand_k:
             k, v = np.concatenate(cand_k), np.concatenate(cand_v)
             if len(v) and (int(v.max()) > LIMIT or int(v.min()) < -LIMIT):
                 self._fail("divergence: a path's value passed ±2^61 (an improving cycle, e.g. a negative one)")
+                return
+            if self.cfg.best is not None and len(v) and self.better(v, self.cfg.best).any():
+                bad = int(k[self.better(v, self.cfg.best)][0])
+                self._fail(f"divergence: the pair of node indices {divmod(bad, n)} would get a value better than "
+                           f"every walk of at most {n} edges")
                 return
             order = np.lexsort((v if self.cfg.func == "min" else -v, k))
             k, v = k[order], v[order]
@@ -99,4 +112,7 @@ class PairWorker(Worker):
             self.stats["improved"] += len(k)
             if len(k):
                 batches = {dst: (k, v) for dst in range(self.W) if dst != self.pid}
-        self._end_iteration(batches, [])
+            if self.trace is not None:  # the spec's order: each improved pair, to every other worker
+                sends = [(dst, {"tag": "Delta", "k": int(x), "v": int(y)}) for x, y in zip(k, v)
+                         for dst in range(self.W) if dst != self.pid]
+        self._end_iteration(batches, sends)

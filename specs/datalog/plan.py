@@ -372,9 +372,77 @@ class PairPlan:
         """The worker of each node (its value mod W): it owns the node's row of pairs."""
         return self.nodes % w
 
+    @cached_property
+    def init(self) -> dict[int, int]:
+        return dict(zip(self.init_keys.tolist(), self.init_vals.tolist()))
+
     def compose(self, d1: np.ndarray, d2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(derived values, enabled mask) of the composing rule for the values read by its two atoms."""
         return compose(self.literals, self.left, self.right, self.head, d1, d2)
+
+    def apply(self, d1: Any, d2: Any, logic: Callable[[list[Any]], Any] = lambda cs: all(cs)) -> tuple[Any, Any]:
+        """(derived value, condition) of the composing rule for one pair of values read, with Python operators:
+        on ints, or on the spec language's terms (`logic` supplies the conjunction), as `Step.apply`."""
+        env: dict[str, Any] = {self.left: d1, self.right: d2}
+        conds = []
+        for lit in self.literals:
+            a = assignment(lit, set(env))
+            if a is not None:
+                env[a[0].name] = _eval(a[1], env)
+            else:
+                conds.append(_compare(lit.op, _eval(lit.left, env), _eval(lit.right, env)))
+        return env[self.head], logic(conds) if conds else True
+
+    def better(self, a: Any, b: Any) -> Any:
+        return a < b if self.func == "min" else a > b
+
+    def bounds(self) -> tuple[int, int]:
+        """(best, worst) values over every derivation along a walk of at most n edges (n nodes).
+
+        Every value derived is that of a walk (the exit values, γ'd per pair, composed along it). With no
+        improving cycle the least model's value of a pair is that of a walk of at most n edges (a simple
+        path, or a simple cycle for (x, x)), so it lies within these bounds; a better value needs an improving
+        cycle (divergence), and a worse candidate can never be a pair's final value."""
+        n = len(self.nodes)
+        layer = {(k // n, k % n, v) for k, v in self.init.items()}
+        seen = set(layer)
+        edges = [(k // n, k % n, v) for k, v in self.init.items()]
+        for _ in range(n - 1):
+            nxt = set()
+            for x, z, a in layer:
+                for z2, y, b in edges:
+                    if z2 == z:
+                        v, ok = self.apply(a, b)
+                        if ok and (x, y, v) not in seen:
+                            nxt.add((x, y, v))
+            if not nxt:
+                break
+            seen |= nxt
+            layer = nxt
+        vals = {v for _, _, v in seen}
+        if not vals:
+            return 0, 0
+        return (min(vals), max(vals)) if self.func == "min" else (max(vals), min(vals))
+
+    def derivable(self, best: int, worst: int) -> dict[int, set[int]]:
+        """Per pair key, every value some derivation gives (any composition of derived pairs), within
+        [best, worst] (a finite set)."""
+        n = len(self.nodes)
+        lo, hi = min(best, worst), max(best, worst)
+        out: dict[int, set[int]] = {k: {v} for k, v in self.init.items() if lo <= v <= hi}
+        grew = True
+        while grew:
+            grew = False
+            for k1, vs1 in list(out.items()):
+                x, z = divmod(k1, n)
+                for y in range(n):
+                    for a in list(vs1):
+                        for b in list(out.get(z * n + y, ())):
+                            v, ok = self.apply(a, b)
+                            if ok and lo <= v <= hi and v not in out.setdefault(x * n + y, set()):
+                                out[x * n + y].add(v)
+                                grew = True
+        return out
 
 
 def compose(literals: tuple[Compare, ...], left: str, right: str, head: str, d1: np.ndarray,

@@ -74,6 +74,25 @@ def test_cc_workers_equal_networkx():
 
 
 @pytest.mark.parametrize("s", [0, 1, -1])
+def test_traced_apsp_runs_are_behaviours_of_the_hybrid_spec(s, tmp_path):
+    """The replicating workers of the non-linear program, on the hybrid spec's default graph (the diamond):
+    every handler run is a step of `ssp_apsp`, broadcast deltas included."""
+    rep = run("apsp", "ssp:1", workers=2, staleness=s, check=True, trace=str(tmp_path / "run.jsonl"))
+    assert rep.spec == "ssp_apsp" and rep.failures == [] and rep.mapping() == rep.plan.fixpoint
+    res = validate(rep.merged)
+    assert res.violation is None and res.failure is None
+    deltas = [e for e in rep.merged.events if e["kind"] == "message" and e["msg"]["tag"] == "Delta"]
+    row_owner = rep.plan.owner(2)  # per node: the worker of its row of pairs (4 nodes)
+    assert deltas and all(row_owner[e["msg"]["k"] // 4] != e["pid"] for e in deltas)  # each updates a replica
+
+
+def test_a_traced_apsp_run_on_a_negative_cycle_fails_as_the_spec_does(capsys):
+    neg = next(i for i, (name, _) in enumerate(GRAPHS) if name == "negative cycle")
+    assert main(["run", "apsp", "--graph", f"ssp:{neg}", "--no-check"]) == 1
+    assert "divergence" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("s", [0, 1, -1])
 def test_traced_runs_are_behaviours_of_the_spec(s, tmp_path):
     rep = run("sssp", "ssp:0", workers=2, staleness=s, check=True, trace=str(tmp_path / "run.jsonl"))
     assert rep.spec == "ssp_sssp" and rep.mapping() == fixpoint_of(rep)
@@ -128,8 +147,6 @@ def test_command(capsys):
     neg = next(i for i, (name, _) in enumerate(GRAPHS) if name == "negative cycle")
     assert main(["run", "sssp", "--graph", f"ssp:{neg}", "--no-check"]) == 1
     assert "divergence" in capsys.readouterr().out
-    assert main(["run", "apsp", "--graph", "ssp:0"]) == 2
-    assert "non-linear" in capsys.readouterr().err
     with pytest.raises(SystemExit) as bad:  # argparse: a chance above 1
         main(["run", "sssp", "--graph", "path:4", "--straggler", "1:5:2"])
     assert bad.value.code == 2 and "PROBABILITY" in capsys.readouterr().err
@@ -154,6 +171,16 @@ def test_command_runs_apsp_with_a_transient_straggler(capsys):
 def test_validated_runs_everywhere(program, s, graph, tmp_path):
     rep = run(program, graph, workers=2, staleness=s, check=True, trace=str(tmp_path / "r.jsonl"))
     assert rep.failures == [] and rep.mapping() == fixpoint_of(rep)
+    res = validate(rep.merged)
+    assert res.violation is None and res.failure is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("s", [0, 1, 2, -1])
+@pytest.mark.parametrize("graph", ["ssp:0", "ssp:2", "ssp:3", "ssp:5", "ssp:100", "ssp:101"])
+def test_validated_apsp_runs_everywhere(s, graph, tmp_path):
+    rep = run("apsp", graph, workers=2, staleness=s, check=True, trace=str(tmp_path / "r.jsonl"))
+    assert rep.failures == [] and rep.mapping() == rep.plan.fixpoint
     res = validate(rep.merged)
     assert res.violation is None and res.failure is None
 
