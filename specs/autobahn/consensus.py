@@ -288,10 +288,13 @@ class Consensus:
 
     # -- view change ---------------------------------------------------------------------------
     def on_slot_timer(p: Any, s: int) -> None:
-        """The slot's timer fired: time out of the current view (once per view)."""
+        """The slot's timer fired: time out of the current view (once per view). The view is the one p is in when
+        the timer fires: a TC its own Timeout completes moves it to the next view, which it does not time out of
+        in the same step."""
         z = sizes(p)
+        current = p.view[s]
         for v in range(1, z.views):
-            go = And(p.view[s] == v, p.committed[s].is_none(), Not(p.timeouts_from[s][v].contains(p.id)))
+            go = And(current == v, p.committed[s].is_none(), Not(p.timeouts_from[s][v].contains(p.id)))
             prop, qc = p.spec.report(p, s)
             broadcast(Timeout(s, v, prop, qc), when=go, include_self=False)
             p.spec.add_timeout(p, p.id, s, v, prop, qc, go)
