@@ -77,6 +77,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the start states and the agents' draws)")
     p.add_argument("--no-trace", action="store_true", help="record nothing (and so validate nothing)")
     p.add_argument("--no-validate", action="store_true", help="do not validate the merged trace")
+    p.add_argument("--bug", metavar="NAME", help="autobahn and psmr: run the executor with one of its seeded "
+                                                 "implementation bugs, which validation catches (refused unless it "
+                                                 "names one: autobahn no_parent_poa, psmr no_barrier)")
     p.add_argument("--tree", metavar="GEN", help="rounds specs with a tree parameter: run on this tree "
                                                  "(random:N, path:N, star:N, binary:DEPTH, edges:0-1,1-2,...)")
     p.add_argument("--initiator", type=natural, metavar="P", help="rounds specs: the node that starts (default 0)")
@@ -107,13 +110,13 @@ def positive(text: str) -> int:
 
 
 PSMR_ONLY = ("replicas", "clients", "outstanding", "keys", "dependent", "service_ms", "service", "kill_replica",
-             "history", "budget")
+             "history", "budget", "spec_workload")
 # The kinds of run that take each option not every run takes: (attribute, kinds; the first names the option's help).
 KIND_OPTIONS = [("tree", ("rounds",)), ("initiator", ("rounds",)), ("kill", ("rounds",)),
                 ("interactions", ("population",)), ("start", ("population",)),
                 ("duration", ("actor", "psmr", "autobahn")), ("graph", ("datalog",)), ("workers", ("datalog", "psmr")),
                 ("staleness", ("datalog",)), ("straggler", ("datalog",)), ("weights", ("datalog",)),
-                ("undirected", ("datalog",)), ("no_check", ("datalog",)), ("rate", ("autobahn",)),
+                ("undirected", ("datalog",)), ("no_check", ("datalog",)), ("rate", ("autobahn",)), ("bug", ("autobahn", "psmr")),
                 ("faults", ("actor", "population", "datalog", "psmr", "autobahn")),
                 ("param", ("actor", "rounds", "population", "datalog", "autobahn")),
                 ("no_trace", ("actor", "population", "datalog", "autobahn"))] + [(a, ("psmr",)) for a in PSMR_ONLY]

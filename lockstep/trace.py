@@ -37,7 +37,7 @@ from lockstep.checker.validation.conformance.schema import SCHEMA
 if TYPE_CHECKING:
     from lockstep.checker.validation.conformance.search import Conformance
 
-__all__ = ["ANY", "SCHEMA", "Log", "Step", "TraceHandler", "one_of", "step", "validate"]
+__all__ = ["ANY", "SCHEMA", "Log", "Step", "TraceHandler", "one_of", "step", "validate", "validate_recorded_run"]
 
 
 class Log:
@@ -207,3 +207,36 @@ def validate(logs: Iterable[str | os.PathLike[str]], spec: Any, *, mapping: str 
 
     ref = spec if isinstance(spec, str) else reference(spec)
     return validate_logs([str(p) for p in logs], ref, params, mapping, max_internal, max_frontier)
+
+
+def validate_recorded_run(path: str | os.PathLike[str], spec: str | None = None) -> int:
+    """Validate the `--trace FILE` of `lockstep run autobahn|psmr` (every process's log in the event schema, each line
+    with its pid) as the run command validates its run: against `spec`, or the registered spec the file names (a
+    file never chooses the code that checks it). Prints the outcome; returns the exit code (0 valid, 1 not, 3 cut
+    short or inconclusive)."""
+    import shutil
+    import tempfile
+
+    from lockstep.checker.trace import TraceError, trusted_spec
+    from lockstep.checker.validation.runtrace import split_traces
+    from lockstep.executors.autobahn import command as autobahn
+    from lockstep.executors.psmr import command as psmr
+
+    path = os.fspath(path)
+    tmp = tempfile.mkdtemp(prefix="lockstep-validate-")
+    try:
+        got = split_traces(path, tmp)
+        name = trusted_spec(got.header.get("spec"), spec, path)
+        if psmr.is_psmr(name):
+            code = psmr.validate_collected(got.paths, name)
+        elif autobahn.is_autobahn(name):
+            code = autobahn.validate_collected(got.paths, name)
+        else:
+            raise TraceError(f"{path} holds the logs of a run of {name!r}; such a file is written by `lockstep run "
+                             "autobahn` and `lockstep run psmr`, whose validation it gets")
+        if not got.ended:
+            print(f"  note: {path} has no end record: it was cut short, and only what it holds was validated")
+            code = code or 3
+        return code
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -11,7 +11,7 @@ from ..loader import parse_params
 from ..trace import TraceError, follow_up, trusted_spec
 from ..validation.actors import Validation
 from ..validation.population import PopulationValidation, configuration_trace, is_population_run
-from ..validation.runtrace import MergedRun, load
+from ..validation.runtrace import MergedRun, is_collected, load
 from .common import natural, output_file, positive
 
 if TYPE_CHECKING:
@@ -43,18 +43,39 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("text", "json"), default="text", help="logs: the outcome as text or JSON")
 
 
+def _collected(path: str) -> bool:
+    """Whether `path` reads as the processes' logs of a `lockstep run autobahn|psmr` (False if it is unreadable: the
+    reader of what it claims to be says why)."""
+    try:
+        return is_collected(path)
+    except TraceError:
+        return False
+
+
 def run(args: argparse.Namespace) -> int:
     from lockstep.runs import validate_merged
 
     from ..validation.conformance.run import is_log, run_command
 
+    if (args.logs or args.map) and _collected(args.file):
+        raise UsageError(f"{'--map' if args.map else 'a second file'} does not apply to {args.file}, the processes' logs "
+                         "of a `lockstep run autobahn|psmr` (the mapping is the executor's): give the file alone")
     if args.logs or args.map or is_log(args.file):
         if args.configurations:
             raise UsageError("--configurations applies to run traces of population protocols, not to logs")
         return run_command([args.file, *args.logs], args.spec, parse_params(args.param), args.map, args.max_internal,
                            args.max_frontier, args.format == "json")
     given = [o for o, v in (("--param", args.param), ("--max-internal", args.max_internal),
-                            ("--max-frontier", args.max_frontier), ("--format json", args.format == "json")) if v]
+                            ("--max-frontier", args.max_frontier), ("--format json", args.format == "json"),
+                            ("--configurations", args.configurations)) if v]
+    if is_collected(args.file):  # every process's log of `lockstep run autobahn|psmr`, validated as that run is
+        if given:
+            raise UsageError(f"{given[0]} does not apply to {args.file}, the processes' logs of a `lockstep run "
+                             "autobahn|psmr` (validated against the spec's rules and step by step, as the run was)")
+        from lockstep.trace import validate_recorded_run
+
+        return validate_recorded_run(args.file, args.spec)
+    given = [g for g in given if g != "--configurations"]
     if given:
         raise UsageError(f"{given[0]} applies to implementation logs; {args.file} is a run trace of `lockstep run` "
                          "(validated against the spec and parameters it records)")

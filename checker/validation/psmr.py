@@ -45,16 +45,27 @@ class PsmrValidation:
 
 
 def _read(path: str) -> list[dict[str, Any]]:
-    out = []
+    """A process's log (in the event schema, `lockstep.trace`) as records: its header first (`k` "header", with
+    its role), then each event's arguments with `k` its action."""
+    out: list[dict[str, Any]] = []
     if not os.path.exists(path):
         return out
     with open(path, encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
             try:
-                out.append(json.loads(line))
+                obj = json.loads(line)
             except json.JSONDecodeError:
                 if fh.readline():  # only the last line may be torn (a killed process)
                     raise RunInvalid(f"{path}:{n}: not JSON") from None
+                continue
+            if not isinstance(obj, dict) or obj.get("end") is True:
+                continue
+            if "schema" in obj:
+                out.append({**obj, "k": "header", "pid": obj.get("node")})
+            elif isinstance(obj.get("action"), str) and isinstance(obj.get("args", {}), dict):
+                out.append({**obj.get("args", {}), "k": obj["action"]})
+            else:
+                raise RunInvalid(f"{path}:{n}: not an event of the schema (node, seq, action, args)")
     return out
 
 

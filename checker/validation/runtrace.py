@@ -31,9 +31,10 @@ import heapq
 import json
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from ..safeio import open_input, replacing
+from ..safeio import create_fresh, open_input, replacing
 from ..safejson import JSONInputError
 from ..safejson import loads as json_loads
 from ..trace import TraceError, registered_name
@@ -249,6 +250,58 @@ def collect(paths: dict[int, str], out: str, spec: str, notes: list[str] | None 
     return count
 
 
+@dataclass
+class CollectedTraces:
+    """A file written by `collect`, split back into one file per process: its header and the paths by process."""
+
+    header: dict[str, Any]
+    paths: dict[int, str]
+    ended: bool  # the file's end record is there (it was not cut short)
+
+
+def is_collected(path: str) -> bool:
+    """Whether `path` is a file written by `collect` (its first line says so)."""
+    first = next(iter_jsonl(path), None)
+    return first is not None and first[1].get("kind") == "traces"
+
+
+def split_traces(path: str, out_dir: str) -> CollectedTraces:
+    """The per-process traces of a file written by `collect`, each written to `out_dir` (`process-P.jsonl`, created
+    new) as the process wrote it (its lines, without the `pid` the collection added); a torn last line (a file cut
+    short) is left out, and the file has no end record then. TraceError for anything that is not such a file."""
+    it = iter_jsonl(path, tolerate_torn_end=True)
+    first = next(it, None)
+    if first is None or first[1].get("kind") != "traces":
+        raise TraceError(f"{path}:1: not the per-process traces of a run (the first line must be "
+                         '{"kind": "traces", ...}, as `lockstep run autobahn|psmr --trace FILE` writes)')
+    header = first[1]
+    n = header.get("processes")
+    if not isinstance(n, int) or isinstance(n, bool) or not 0 < n <= 100_000:
+        raise TraceError(f"{path}:1: the header's processes must be a positive number, got {_compact(n)}")
+    files: dict[int, Any] = {}
+    paths: dict[int, str] = {}
+    ended = False
+    try:
+        for i, e in it:
+            if ended:
+                raise TraceError(f"{path}:{i}: a line after the end record")
+            if "pid" not in e and e.get("kind") == "end":
+                ended = True
+                continue
+            pid = e.pop("pid", None)
+            if not _pid_in(pid, n):
+                raise TraceError(f"{path}:{i}: each line needs the \"pid\" of one of the run's {n} processes, got "
+                                 f"{_compact(pid)}")
+            if pid not in files:
+                paths[pid] = os.path.join(out_dir, f"process-{pid}.jsonl")
+                files[pid] = create_fresh(paths[pid])
+            files[pid].write(json.dumps(e, separators=(",", ":")) + "\n")
+    finally:
+        for f in files.values():
+            f.close()
+    return CollectedTraces(header, dict(sorted(paths.items())), ended)
+
+
 def _tail(path: str) -> tuple[dict[str, Any] | None, bool]:
     """(the last complete JSON record of a file, whether its last line is torn), read from the file's end."""
     try:
@@ -337,9 +390,8 @@ def load(path: str) -> MergedRun:
         raise TraceError(f"{path}: empty trace")
     header = first[1]
     if header.get("kind") == "traces":
-        raise TraceError(f"{path} holds the per-process traces of a `lockstep run {header.get('spec')}`, which that "
-                         "command validates as it runs; `lockstep validate` reads the merged traces of actor, rounds, "
-                         "population and Datalog runs")
+        raise TraceError(f"{path} holds the per-process logs of a `lockstep run {header.get('spec')}`, validated as such "
+                         "(`lockstep validate FILE`), not as a merged run trace")
     if header.get("kind") != "run" or not isinstance(header.get("spec"), str):
         raise TraceError(f"{path}:1: not a Lockstep run trace: the first line must be the run header "
                          '{"kind": "run", "spec": ..., "params": ...} written by `lockstep run --trace`')

@@ -84,14 +84,17 @@ async def _drive(cluster: Cluster, relay: Relay, model: Any, states: list[tuple]
     expected = len(in_flight(prog, states[-1]))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + STEP_TIMEOUT
-    while len(relay.held) < expected and loop.time() < deadline:
+    while len(_envelopes(system, relay, run.delivered)) < expected and loop.time() < deadline:
         await asyncio.sleep(0.01)
-    real = _assemble(prog, run.local, relay, run.killed, run.history)
+    real = _assemble(prog, run.local, _envelopes(system, relay, run.delivered), run.killed, run.history)
     say("  the real processes' global state (local states reported, messages held in the relay):")
     for line in model_state_lines(model, real):
         say(line.plain)
     index = model.violated(real)
     bad = model.invariant_names[index] if index >= 0 else None
+    claimed = prop.get("name") if prop.get("kind") == "invariant" else None
+    if claimed in model.invariant_names and not model.invariant_holds(claimed, real):
+        bad = claimed  # the invariant the counterexample shows (with --invariant NAME, others may fail too)
     if prop.get("kind") == "deadlock" and bad is None:
         if model.successors(real):
             raise TraceError(f"the trace claims a deadlock after step {steps}, but the real processes can still act")
@@ -116,6 +119,7 @@ class _Replaying:
         self.system = prog.system
         self.local = {p: self.system.init_locals[p] for p in self.system.pids}
         self.history: set[Any] = set()
+        self.delivered: list[tuple[int, int, Any]] = []  # on a duplicating network, what was delivered stays in flight
         self.killed: set[int] = set()
 
     def took(self, ev: dict[str, Any]) -> None:
@@ -132,6 +136,8 @@ class _Replaying:
             choice = {k: v for k, v in args.items() if k not in ("src", "dst", "msg")}
             await _wait_held(relay, src, dst, msg)
             relay.release(src, dst, msg, _decode_choice(prog, name, args) if choice else None)
+            if system.net.duplicating:
+                self.delivered.append((src, dst, msg))
             ev = await _next_event(cluster, dst, label, failure)
             what = f"process {dst} received it and ran its handler"
         elif name == "timeout":
@@ -267,14 +273,24 @@ def _observed(prog: ActorProgram, ev: dict[str, Any]) -> set[Any]:
     return {from_json(dom, j, "observed") for j in ev.get("observed", [])} if dom is not None else set()
 
 
-def _assemble(prog: ActorProgram, local: dict[int, tuple], relay: Relay, killed: set[int], history: set[Any]) -> tuple:
-    """The global state made of the real processes' local states and observations and the messages held in the relay."""
+def _envelopes(system: Any, relay: Relay, delivered: list[tuple[int, int, Any]]) -> list[tuple[int, int, Any]]:
+    """The messages in flight among the real processes: those held in the relay, and on a duplicating network
+    (where delivery leaves a message in flight) those delivered, once each."""
+    held = [(s, d, from_json(system.message, m, "msg")) for s, d, m, _ in relay.held]
+    if not delivered:
+        return held
+    again = {(s, d, from_json(system.message, m, "msg")) for s, d, m in delivered}
+    return held + sorted(again - set(held), key=repr)
+
+
+def _assemble(prog: ActorProgram, local: dict[int, tuple], envelopes: list[tuple[int, int, Any]], killed: set[int],
+              history: set[Any]) -> tuple:
+    """The global state made of the real processes' local states and observations and the messages in flight."""
     system = prog.system
     state = list(prog.init_defaults)
     for p, values in local.items():
         for j, v in zip(system.gslots[p], values):
             state[j] = v
-    envelopes = [(s, d, from_json(system.message, m, "msg")) for s, d, m, _ in relay.held]
     net = prog.field("network")
     state[net.base:net.base + net.count] = net.encode(system.net.value_of(envelopes))
     names = {f.name for f in prog.fields}

@@ -1,18 +1,21 @@
 """`lockstep run autobahn`: n = 3f+1 signed replica processes and a client load, with faults, then the run
-validated against the spec's properties."""
+validated against the spec's properties and, slot by slot and lane by lane, step by step against the spec."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
 
 from lockstep.checker.errors import UsageError
 from lockstep.checker.loader import parse_params
+from lockstep.checker.trace import TraceError
 from lockstep.checker.validation.runtrace import collect
 
 from ..interrupted import interrupted_exit
+from .replica import BEHAVIOURS, BUGS
 from .run import Plan, load_plan, run
 from .validate import RunInvalid, validate
 
@@ -40,16 +43,22 @@ def run_autobahn_command(args: argparse.Namespace) -> int:
     rate = 20_000 if args.rate is None else args.rate
     if not 1 <= rate <= 1_000_000:
         raise UsageError(f"--rate {rate}: between 1 and 1000000 transactions per second")
+    if args.bug is not None and args.bug not in BUGS:
+        raise UsageError(f"--bug {args.bug}: not a seeded bug of the Autobahn replicas (its bugs: "
+                         + "; ".join(f"{k}: {v}" for k, v in BUGS.items()) + ")")
     n = 3 * f + 1
     plan = load_plan(args.faults, n) if args.faults else Plan()
     duration = args.duration or 2.0
     byz = "".join(f", replica {p} Byzantine ({b})" for p, b in plan.byzantine.items())
+    buggy = min(p for p in range(n) if p not in plan.byzantine)
+    bug = f"; seeded bug {args.bug} in replica {buggy}: {BUGS[args.bug]}" if args.bug else ""
     print(f"Running Autobahn: {n} replicas (f={f}), ed25519-signed messages, a client at {rate:,} tx/s of 512 bytes, "
-          f"for {duration:g} s" + (f", faults from {args.faults}" if args.faults else "") + byz)
+          f"for {duration:g} s" + (f", faults from {args.faults}" if args.faults else "") + byz + bug)
     tmp = tempfile.mkdtemp(prefix="lockstep-autobahn-")
     try:
         rep = run(duration, tmp, plan, f, rate, args.seed,
-                  progress=lambda t: print(f"progress: {t:.0f} s of {duration:g} s", file=sys.stderr, flush=True))
+                  progress=lambda t: print(f"progress: {t:.0f} s of {duration:g} s", file=sys.stderr, flush=True),
+                  bug=args.bug or "")
         c = rep.client
         print(f"  {c.get('acked', 0):,} of {c.get('sent', 0):,} transactions executed: {rep.throughput:,.0f} tx/s, "
               f"latency p50 {c.get('p50_ms', 0):.0f} ms, p99 {c.get('p99_ms', 0):.0f} ms")
@@ -62,18 +71,66 @@ def run_autobahn_command(args: argparse.Namespace) -> int:
             print(f"  note: {note}")
         if args.trace:
             collect(rep.traces, args.trace, "autobahn", rep.notes)
-            print(f"Trace written to {args.trace}: every replica's events in its order, one JSON object per line with "
-                  "its pid")
+            print(f"Trace written to {args.trace}: every replica's log in the event schema, one JSON object per line "
+                  "with its pid")
         if args.no_validate or args.no_trace:
             return interrupted_exit(rep.interrupted, 0)
-        try:
-            val = validate(rep.traces, n, set(plan.byzantine))
-        except RunInvalid as e:
-            print(f"Invalid: the run breaks the spec: {e}")
-            return 1
+        return interrupted_exit(rep.interrupted, validate_recorded(rep.traces, n, plan.byzantine))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def validate_recorded(traces: dict[int, str], n: int, byzantine: dict[int, str]) -> int:
+    """Check a run's logs (replica -> path) against the spec's properties, then step by step against the spec, slot
+    by slot and lane by lane (`conformance.py`); print the outcomes; the exit code (0 valid, 1 not, 3 a log cut
+    short or inconclusive)."""
+    from .conformance import print_steps, validate_steps
+
+    try:
+        val = validate(traces, n, set(byzantine))
+    except RunInvalid as e:
+        print(f"Invalid: the run breaks the spec: {e}")
+        code = 1
+    else:
         print(f"Valid: {val.events:,} events, {val.slots} slots, {val.commits} commits and {val.votes:,} signed votes "
               "satisfy agreement, prefix-consistent logs, authentic certificates, vote-once, the lock after a commit "
               "and k = 1")
-        return interrupted_exit(rep.interrupted, 0)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        code = 0
+    try:
+        steps = validate_steps(traces, n, byzantine,
+                               progress=lambda what: print(f"progress: {what}", file=sys.stderr, flush=True))
+    except RunInvalid as e:
+        print(f"Invalid: a replica's log is malformed: {e}")
+        return 1
+    return code or print_steps(steps)
+
+
+def validate_collected(paths: dict[int, str], spec: str) -> int:
+    """`lockstep validate FILE` of a run's `--trace FILE` (split into its replicas' logs, `paths`), as the run was
+    validated; the exit code."""
+    n = len(paths)
+    byzantine: dict[int, str] = {}
+    bugs = set()
+    for pid, path in paths.items():
+        with open(path, encoding="utf-8") as fh:
+            first = fh.readline()
+        try:
+            head = json.loads(first)
+        except ValueError:
+            raise TraceError(f"{path}:1: not a replica's log (its first line is not JSON)") from None
+        ok = isinstance(head, dict) and head.get("node") == pid and isinstance(head.get("n"), int) \
+            and head.get("byzantine") in BEHAVIOURS and head.get("bug", "") in ("", *BUGS)
+        if not ok:
+            raise TraceError(f"replica {pid}'s log does not start with its header (node, n, f, byzantine, bug)")
+        n = head["n"]
+        if head["byzantine"]:
+            byzantine[pid] = head["byzantine"]
+        if head.get("bug"):
+            bugs.add(head["bug"])
+    if sorted(paths) != list(range(n)) or (n - 1) % 3 or not 4 <= n <= 10:
+        raise TraceError(f"the file holds the logs of replicas {sorted(paths)}; a run of {n} replicas (3f+1, f <= 3) "
+                         "has one per replica")
+    print(f"validating a run of {spec}: {n} replicas" + "".join(f", replica {p} Byzantine ({b})"
+                                                             for p, b in byzantine.items())
+          + "".join(f", seeded bug {b}" for b in sorted(bugs)))
+    return validate_recorded(paths, n, byzantine)

@@ -42,6 +42,11 @@ def car_id(a: int, h: int, b: str, p: str) -> str:
     return digest(canonical([a, h, b, p]))
 
 
+def message_id(data: bytes) -> str:
+    """The id of a signed message in the replicas' logs: the start of the digest of its signed bytes."""
+    return digest(data)[:16]
+
+
 def cut_id(cut: list[Any]) -> str:
     """The digest of a cut: per lane, the (height, car digest) of its tip, or None."""
     return digest(canonical([None if t is None else [t[0], t[1]] for t in cut]))

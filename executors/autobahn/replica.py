@@ -16,8 +16,11 @@ Source: Giridharan et al., "Autobahn: Seamless high speed BFT", SOSP 2024 (arXiv
 the spec. Where this runtime deviates from the paper (and from the spec's bounded model):
 
 - k = 1: one slot at a time (the spec and the paper allow k concurrent slots);
-- every replica votes for every car (the artifact asks 2f+1 designated voters); the author stops at
-  the first f+1 votes and broadcasts the PoA at once, and the next car carries it;
+- the 2f+1 designated voters of a car (the author and the replicas that do not follow it within f
+  places in ring order: the artifact's `check_cast_vote`, as the spec) vote for it, once per (author,
+  height), and only once they hold its parent, received from its author (a car waits for it; the
+  artifact suspends it); a car fetched from another replica is kept for execution, never voted for;
+  the author stops at the first f+1 votes and broadcasts the PoA at once, and the next car carries it;
 - a view-1 leader proposes as soon as any lane has a tip newer than the last committed cut
   (coverage 1; the artifact waits for 2f+1 lanes);
 - batches are not signed but content-addressed (their channel is authenticated) (a batch is used only when a signed car names its
@@ -28,14 +31,22 @@ the spec. Where this runtime deviates from the paper (and from the spec's bounde
   1.5x per view;
 - Byzantine replicas (the fault plan's `byzantine`) run this module's versions of the spec's
   Byzantine variants: `equivocate` (two Prepares per view, to two halves), `vote_all` (votes for
-  everything, hides its votes in Timeouts), `silent_timeouts`; they hold only their own keys.
+  everything, designated or not, hides its votes in Timeouts), `silent_timeouts`, `rush` (sends each
+  car at once, with made-up signatures as its parent's PoA, and ignores the votes for its cars); they
+  hold only their own keys.
   `forge` (no counterpart in the spec, whose Byzantine replicas send only what honest verifiers
   accept) follows the protocol and also sends what the honest replicas must reject: a vote that
   claims another replica as its author, a PoA with made-up signatures, a transactions frame.
 
-The trace (JSON lines) records what the validator needs: every vote the replica signed, its
-proposals, timeouts, commits with their certificates' signers, and the digest of its execution log
-after each slot.
+The replica's log is in Lockstep's event schema (`lockstep.trace`): one event per frame it acts on or
+timer that fires, listing what it did (`ops`: the messages it took, the votes it signed, its proposals,
+timeouts, commits with their certificates' signers, the digest of its execution log after each slot)
+and the ids of the messages each op received and sent (a signed message's id is its digest), which is
+the run's causal order. It is written before the frames the event sends leave. The property checks
+(`validate.py`) and the step-by-step validation against the spec (`mapping.py`) read it.
+
+A seeded implementation bug (`bug`, `lockstep run autobahn --bug NAME`, run by the first replica that is not
+Byzantine): `no_parent_poa`, the replica takes a car without checking its parent's PoA.
 """
 
 from __future__ import annotations
@@ -49,6 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lockstep.checker.safeio import create_new
+from lockstep.trace import Log
 
 from ..wire import RUNNER, Credentials, Endpoint, FrameError, connect, credentials, member_name, parse, serve
 from .crypto import Signer, canonical
@@ -64,12 +76,14 @@ from .messages import (
     cut_id,
     decode_signed,
     frame_payload,
+    message_id,
     signed_frame,
     split_txs,
     statement,
 )
 
-BEHAVIOURS = ("", "equivocate", "vote_all", "silent_timeouts", "forge")
+BEHAVIOURS = ("", "equivocate", "vote_all", "silent_timeouts", "forge", "rush")
+BUGS = {"no_parent_poa": "a replica takes a car without checking its parent's PoA"}
 FORGE_EVERY = 25  # a `forge` replica sends its forgeries with every 25th message it broadcasts
 MAX_PENDING = 200_000  # transactions a replica buffers before it sheds client load
 MAX_DEFERRED = 1_000
@@ -93,6 +107,7 @@ class ReplicaConfig:
     fast_ms: float = 4.0
     max_batch: int = MAX_BATCH  # transactions per car (a batch frame stays under the 1 MiB frame limit)
     durable: bool = False  # flush the trace after each event (crashes are planned: a killed replica's votes stay recorded)
+    bug: str = ""  # a seeded implementation bug (`BUGS`), or none
 
 
 def main(cfg: dict[str, Any]) -> None:
@@ -130,6 +145,9 @@ class Replica:
         self.tips: list[tuple[int, str] | None] = [None] * self.n
         self.voted_car: dict[tuple[int, int], str] = {}
         self.waiting_batch: dict[str, list[str]] = {}  # batch digest -> cars waiting for it
+        self.from_author: dict[str, str] = {}  # cars received from their author -> the id of that message
+        self.taken: set[str] = set()  # cars taken (held, and voted for if designated), their parents taken first
+        self.waiting_parent: dict[str, list[str]] = {}  # car digest -> cars waiting for it to be taken
         self.pending = bytearray()
         self.my_height = 0
         self.my_parent: tuple[str, list[list[Any]]] = ("", [])
@@ -159,7 +177,16 @@ class Replica:
         self.log = hashlib.sha256(b"autobahn").digest()
         self.kv: dict[int, bytes] = {}
         self.fetched: dict[str, float] = {}
-        self.trace = create_new(cfg.trace, buffering=1 << 16) if cfg.trace else None
+        # the log: the ops of the activation under way, the frames it sends once its event is written
+        self.trace_file = create_new(cfg.trace, buffering=1 << 16) if cfg.trace else None
+        self.trace = None if self.trace_file is None else Log(
+            self.trace_file, self.me, clocks=False,
+            header={"n": self.n, "f": self.f, "byzantine": cfg.byzantine, "bug": cfg.bug})
+        self.ops: list[dict[str, Any]] | None = None
+        self.outq: list[tuple[Endpoint, bytes]] = []
+        self.got_id: str | None = None  # the id of the message being handled (None: this replica's own)
+        self.sent_ids: set[str] = set()
+        self.sent_order: deque[str] = deque()
         self.stopped = False  # once told to stop, nothing is served or sent: what leaves a replica is on its record
 
     # -- the process -----------------------------------------------------------------------------
@@ -168,7 +195,6 @@ class Replica:
         server, port = await serve(creds, self.n + 1, on_frame=self.on_frame, on_rejected=self.unauthenticated,
                                    accept=lambda peer: peer != self.me and 0 <= peer <= self.n)
         self.ctl = await connect(self.cfg.control_port, creds, RUNNER)
-        self.record({"ev": "header", "pid": self.me, "n": self.n, "f": self.f, "byzantine": self.cfg.byzantine})
         self.ctl.send({"op": "hello", "port": port})
         loop = asyncio.get_running_loop()
         try:
@@ -183,9 +209,13 @@ class Replica:
                     await self.connect_peers(cmd.get("ports"), creds)
                 elif op == "go":
                     self.t0 = time.monotonic()
-                    self.arm()
-                    loop.call_later(self.cfg.car_ms / 1000, self.tick)
-                    self.maybe_propose()
+                    outer = self.begin()
+                    try:
+                        self.arm()
+                        loop.call_later(self.cfg.car_ms / 1000, self.tick)
+                        self.maybe_propose()
+                    finally:
+                        self.finish(outer, "start")
                 elif op == "stop":
                     self.stopped = True
                     self.close_trace()
@@ -212,7 +242,7 @@ class Replica:
             try:
                 ep = await connect(port, creds, p, on_frame=self.on_frame, on_rejected=self.unauthenticated)
             except OSError as e:
-                self.record({"ev": "unreachable", "peer": p, "detail": str(e)[:200]})
+                self.record({"op": "unreachable", "peer": p, "detail": str(e)[:200]})
                 continue
             if p == self.n:
                 self.client = ep
@@ -220,24 +250,73 @@ class Replica:
                 self.peers[p] = ep
 
     def close_trace(self) -> None:
+        """Write the log's end record (it is complete) and close it."""
         if self.trace is not None:
             self.trace.close()
+            self.trace_file.close()  # type: ignore[union-attr]
             self.trace = None
 
     def now(self) -> float:
         return round(time.monotonic() - self.t0, 6)
 
-    def record(self, ev: dict[str, Any]) -> None:
-        if self.trace is not None:
-            ev["time"] = self.now()
-            self.trace.write(json.dumps(ev, separators=(",", ":")) + "\n")
-            if self.cfg.durable:
-                self.trace.flush()
+    # -- the log -----------------------------------------------------------------------------------
+    def begin(self) -> bool:
+        """Start an activation (a frame acted on, a timer): its ops and its frames collect until `finish`. False
+        inside one (a frame this replica sends itself is handled within the activation that sends it)."""
+        if self.ops is not None:
+            return False
+        self.ops, self.outq = [], []
+        return True
+
+    def finish(self, outer: bool, kind: str, peer: int | None = None) -> None:
+        """End the activation `begin` started (if `outer`): write its event, if it did anything, then send its
+        frames (a replica killed in between has sent nothing its log does not hold)."""
+        if not outer:
+            return
+        ops, out = self.ops or [], self.outq
+        self.ops, self.outq = None, []
+        if ops:
+            self._write(kind, ops, peer)
+        for ep, body in out:
+            if not ep.is_closing():
+                ep.send_body(body)
+                self.stats["sent"] += 1
+
+    def _write(self, kind: str, ops: list[dict[str, Any]], peer: int | None) -> None:
+        if self.trace is None:
+            return
+        sent = list(dict.fromkeys(i for o in ops for i in o.get("sent", ())))
+        recv = list(dict.fromkeys(i for o in ops for i in o.get("recv", ())))
+        args: dict[str, Any] = {"ops": ops} if peer is None else {"from": peer, "ops": ops}
+        self.trace.event(kind, args, sent=sent or None, recv=recv or None, time=self.now())
+        if self.cfg.durable:
+            self.trace_file.flush()  # type: ignore[union-attr]
+
+    def record(self, op: dict[str, Any]) -> None:
+        """An op of the activation under way (outside one, an event of its own)."""
+        if self.ops is not None:
+            self.ops.append(op)
+        else:
+            self._write("local", [op], None)
+
+    def first_send(self, mid: str) -> list[str]:
+        """[mid] the first time this replica sends message `mid` (a resent message was caused by the first send)."""
+        if mid in self.sent_ids:
+            return []
+        self.sent_ids.add(mid)
+        self.sent_order.append(mid)
+        if len(self.sent_order) > 500_000:
+            self.sent_ids.discard(self.sent_order.popleft())
+        return [mid]
+
+    def received(self) -> list[str]:
+        """[the id of the message being handled], or [] for this replica's own."""
+        return [] if self.got_id is None else [self.got_id]
 
     def reject(self, reason: str, detail: str, src: Any = None) -> None:
         self.stats["rejected"] += 1
         self.rejections[reason] = self.rejections.get(reason, 0) + 1
-        self.record({"ev": "reject", "reason": reason, "detail": detail[:300], "from": src})
+        self.record({"op": "reject", "reason": reason, "detail": detail[:300], "from": src})
 
     def unauthenticated(self, why: str) -> None:
         """A connection or frame refused by the authenticated channel (no run secret, a bad tag, an oversized frame)."""
@@ -254,12 +333,19 @@ class Replica:
     # -- sending ---------------------------------------------------------------------------------
     def sign(self, obj: dict[str, Any]) -> bytes:
         """The body of a frame carrying `obj`, signed by this replica."""
+        return self.sign_id(obj)[0]
+
+    def sign_id(self, obj: dict[str, Any]) -> tuple[bytes, str]:
+        """The body of a frame carrying `obj`, signed by this replica, and the message's id (its digest)."""
         data = canonical(obj)
-        return signed_frame(data, self.signer.sign(data))
+        return signed_frame(data, self.signer.sign(data)), message_id(data)
 
     def send_raw(self, dst: int, body: bytes) -> None:
         ep = self.peers.get(dst)
         if self.stopped or ep is None or ep.is_closing() or self.cut_off(dst):
+            return
+        if self.ops is not None:
+            self.outq.append((ep, body))  # sent once the activation's event is written
             return
         ep.send_body(body)
         self.stats["sent"] += 1
@@ -303,6 +389,16 @@ class Replica:
             return
         self.stats["received"] += 1
         peer = self.me if ep is None else ep.peer
+        outer = self.begin()
+        outer_id = self.got_id
+        try:
+            self.handle(peer, body)
+        finally:
+            self.got_id = outer_id
+            self.finish(outer, "frame", peer)
+
+    def handle(self, peer: int, body: bytes) -> None:
+        """Act on one frame from member `peer`."""
         try:
             frame = parse(body)
             kind = frame.get("k")
@@ -314,7 +410,7 @@ class Replica:
                             peer)
                 return
             if kind == "S":
-                self.on_signed(*decode_signed(frame))
+                self.on_signed(peer, *decode_signed(frame))
             elif kind == "B":
                 self.on_batch(frame_payload(frame, "txs", TX_SIZE, MAX_BATCH))
             else:
@@ -340,10 +436,10 @@ class Replica:
         while len(self.batch_order) > 20_000:  # batches are content-addressed; keep a bounded window
             self.batches.pop(self.batch_order.popleft(), None)
         for c in self.waiting_batch.pop(d, []):
-            self.consider_car(c)
+            self.take(c)
         self.execute()
 
-    def on_signed(self, data: bytes, sig: str, obj: dict[str, Any]) -> None:
+    def on_signed(self, peer: int, data: bytes, sig: str, obj: dict[str, Any]) -> None:
         m = self.schema.check(obj)
         src = m["from"]
         if not self.signer.valid(src, data, sig):
@@ -357,7 +453,11 @@ class Replica:
         self.seen_order.append(h)
         if len(self.seen_order) > 500_000:
             self.seen.discard(self.seen_order.popleft())
-        getattr(self, "on_" + m["t"])(data, sig, m)
+        self.got_id = None if peer == self.me else h.hex()[:16]  # `message_id(data)`
+        if m["t"] == "Car":
+            self.on_Car(data, sig, m, peer)
+        else:
+            getattr(self, "on_" + m["t"])(data, sig, m)
 
     def poa_valid(self, a: int, h: int, c: str, sigs: list[list[Any]]) -> bool:
         if self.certified.get(c) is not None:
@@ -376,66 +476,107 @@ class Replica:
 
     # -- lanes -----------------------------------------------------------------------------------
     def tick(self) -> None:
-        """Every car_ms: if the last car of this lane is certified and transactions wait, send the next car."""
+        """Every car_ms: if the last car of this lane is certified and transactions wait, send the next car (a
+        `rush` replica sends it at once, its parent uncertified)."""
         asyncio.get_running_loop().call_later(self.cfg.car_ms / 1000, self.tick)
-        if self.in_flight is not None or not self.pending:
+        rush = self.cfg.byzantine == "rush"
+        if (self.in_flight is not None and not rush) or not self.pending or self.stopped:
             return
-        take = min(len(self.pending) // TX_SIZE, self.cfg.max_batch) * TX_SIZE
-        payload = bytes(self.pending[:take])
-        del self.pending[:take]
-        b = hashlib.sha256(payload).hexdigest()
-        self.my_height += 1
-        parent, pq = self.my_parent
-        car = {"t": "Car", "from": self.me, "h": self.my_height, "b": b, "p": parent, "pq": pq}
-        self.in_flight = car_id(self.me, self.my_height, b, parent)
-        self.broadcast(bytes_frame("B", "txs", payload))
-        self.on_batch(payload)
-        self.to_all(self.sign(car))
+        outer = self.begin()
+        try:
+            take = min(len(self.pending) // TX_SIZE, self.cfg.max_batch) * TX_SIZE
+            payload = bytes(self.pending[:take])
+            del self.pending[:take]
+            b = hashlib.sha256(payload).hexdigest()
+            self.my_height += 1
+            parent, pq = self.my_parent
+            if rush and self.in_flight is not None:  # its last car, with signatures nobody made as its PoA
+                parent, pq = self.in_flight, [[w, "ab" * 64] for w in range(self.n) if w != self.me][: self.poa_q]
+            car = {"t": "Car", "from": self.me, "h": self.my_height, "b": b, "p": parent, "pq": pq}
+            c = car_id(self.me, self.my_height, b, parent)
+            self.in_flight = c
+            self.broadcast(bytes_frame("B", "txs", payload))
+            self.on_batch(payload)
+            body, mid = self.sign_id(car)
+            self.record({"op": "car_sent", "a": self.me, "h": self.my_height, "c": c, "sent": self.first_send(mid)})
+            self.to_all(body)
+        finally:
+            self.finish(outer, "tick")
 
-    def on_Car(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
+    def on_Car(self, data: bytes, sig: str, m: dict[str, Any], peer: int) -> None:
         a, h, b, p, pq = m["from"], m["h"], m["b"], m["p"], m["pq"]
         c = car_id(a, h, b, p)
         if (h == 1) != (p == "") or (h == 1 and pq):
             self.reject("malformed", f"car {a}:{h} has a parent iff its height is above 1", a)
             return
-        if h > 1 and not self.poa_valid(a, h - 1, p, pq):
+        if h > 1 and self.cfg.bug != "no_parent_poa" and not self.poa_valid(a, h - 1, p, pq):
             self.reject("forged_certificate", f"car {a}:{h} carries an invalid PoA of its parent", a)
             return
         if c not in self.cars:
             self.cars[c] = (a, h, b, p, signed_frame(data, sig))
-        self.consider_car(c)
+        if peer == a and c not in self.from_author:  # from its author (a car fetched from another is not voted for)
+            self.from_author[c] = message_id(data)
+            self.take(c)
         self.execute()
 
-    def consider_car(self, c: str) -> None:
-        """Vote for a car once per (author, height), when its batch is here (its parent is certified)."""
-        a, h, b, _, _ = self.cars[c]
+    def designated(self, author: int) -> bool:
+        """Whether this replica is one of the 2f+1 voters of `author`'s cars: the author and the replicas that do
+        not follow it within f places in ring order."""
+        return self.me == author or (self.me - author) % self.n > self.f
+
+    def take(self, c: str) -> None:
+        """Take a car received from its author once its batch is here and its parent is taken: hold it, and vote
+        for it if designated, once per (author, height) (a `vote_all` replica votes for every car it takes)."""
+        if c in self.taken:
+            return
+        a, h, b, p, _ = self.cars[c]
         if b not in self.batches:
             self.waiting_batch.setdefault(b, []).append(c)
             return
-        if self.voted_car.get((a, h)) is not None and self.cfg.byzantine != "vote_all":
+        if h > 1 and p not in self.taken:
+            self.waiting_parent.setdefault(p, []).append(c)
             return
-        self.voted_car[(a, h)] = c
-        self.record({"ev": "vote", "kind": "car", "a": a, "h": h, "c": c})
-        self.to(a, self.sign({"t": "CarVote", "from": self.me, "a": a, "h": h, "c": c}))
+        self.taken.add(c)
+        byz = self.cfg.byzantine == "vote_all"
+        vote = (self.designated(a) and self.voted_car.get((a, h)) is None) or byz
+        if a != self.me:
+            self.record({"op": "got", "m": "Car", "a": a, "h": h, "c": c, "from": a, "vote": vote,
+                         "recv": [self.from_author[c]]})
+        if vote:
+            self.voted_car[(a, h)] = c
+            body, mid = self.sign_id({"t": "CarVote", "from": self.me, "a": a, "h": h, "c": c})
+            self.record({"op": "vote", "kind": "car", "a": a, "h": h, "c": c, "sent": self.first_send(mid)})
+            self.to(a, body)
+        for child in self.waiting_parent.pop(c, []):
+            self.take(child)
 
     def on_CarVote(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
         a, h, c = m["a"], m["h"], m["c"]
-        if a != self.me or c != self.in_flight:
-            return  # a late vote for a car already certified
+        if a != self.me or c != self.in_flight or self.cfg.byzantine == "rush":
+            return  # a late vote for a car already certified (a `rush` replica ignores every vote)
         votes = self.car_votes.setdefault(c, {})
         votes[m["from"]] = sig
+        if m["from"] != self.me:
+            self.record({"op": "got", "m": "CarVote", "a": a, "h": h, "c": c, "from": m["from"],
+                         "recv": self.received()})
         if len(votes) >= self.poa_q:
             sigs = [[w, s] for w, s in sorted(votes.items())][: self.poa_q]
             self.learn_poa(a, h, c, sigs)
             self.my_parent = (c, sigs)
             self.in_flight = None
             del self.car_votes[c]
-            self.broadcast(self.sign({"t": "PoA", "from": self.me, "a": a, "h": h, "c": c, "sigs": sigs}))
+            body, mid = self.sign_id({"t": "PoA", "from": self.me, "a": a, "h": h, "c": c, "sigs": sigs})
+            self.record({"op": "poa", "a": a, "h": h, "c": c, "signers": [w for w, _ in sigs],
+                         "sent": self.first_send(mid)})
+            self.broadcast(body)
 
     def on_PoA(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
         if not self.poa_valid(m["a"], m["h"], m["c"], m["sigs"]):
             self.reject("forged_certificate", f"PoA of car {m['a']}:{m['h']} has invalid or too few signatures",
                         m["from"])
+        elif m["from"] == m["a"]:  # the author's PoA (the spec's; a PoA another replica relays is no step)
+            self.record({"op": "got", "m": "PoA", "a": m["a"], "h": m["h"], "c": m["c"],
+                         "signers": [w for w, _ in m["sigs"]], "from": m["from"], "recv": self.received()})
 
     def learn_poa(self, a: int, h: int, c: str, sigs: list[list[Any]]) -> None:
         self.certified[c] = sigs
@@ -474,20 +615,32 @@ class Replica:
             return
         self.propose(s, 1, cut, self.ticket(s))
 
-    def propose(self, s: int, v: int, cut: list[Any], tk: Any) -> None:
+    def propose(self, s: int, v: int, cut: list[Any], tk: Any, free: bool = True,
+                tc: list[list[Any]] | None = None) -> None:
+        """Send Prepare(s, v, cut) (`free`: any cut was a valid proposal here; `tc`: the TC's Timeouts as
+        [sender, reported Prepare, reported QC], for the log)."""
+        info: dict[str, Any] = {"free": free}
+        if tc is not None:
+            info["tc"] = tc
         if self.cfg.byzantine == "equivocate":
             other = self.equivocal(cut)
             if other is not None:
                 self.proposed[(s, v)] = [cut, other]
                 half = sorted(self.peers)[: len(self.peers) // 2]
-                for dst in [self.me, *sorted(self.peers)]:
-                    mine = other if dst in half else cut
-                    self.record({"ev": "propose", "s": s, "v": v, "d": cut_id(mine), "dst": dst})
-                    self.to(dst, self.sign({"t": "Prepare", "from": self.me, "s": s, "v": v, "cut": mine, "tk": tk}))
+                sent = {}
+                for mine, dsts in ((cut, [self.me, *(p for p in sorted(self.peers) if p not in half)]), (other, half)):
+                    body, mid = self.sign_id({"t": "Prepare", "from": self.me, "s": s, "v": v, "cut": mine, "tk": tk})
+                    self.record({"op": "propose", "s": s, "v": v, "d": cut_id(mine), "dst": dsts, **info,
+                                 "equivocal": mine is other, "sent": self.first_send(mid)})
+                    sent[cut_id(mine)] = (body, dsts)
+                for body, dsts in sent.values():
+                    for dst in dsts:
+                        self.to(dst, body)
                 return
         self.proposed[(s, v)] = [cut]
-        self.record({"ev": "propose", "s": s, "v": v, "d": cut_id(cut)})
-        self.to_all(self.sign({"t": "Prepare", "from": self.me, "s": s, "v": v, "cut": cut, "tk": tk}))
+        body, mid = self.sign_id({"t": "Prepare", "from": self.me, "s": s, "v": v, "cut": cut, "tk": tk})
+        self.record({"op": "propose", "s": s, "v": v, "d": cut_id(cut), **info, "sent": self.first_send(mid)})
+        self.to_all(body)
 
     def equivocal(self, cut: list[Any]) -> list[Any] | None:
         """A second cut for an equivocating leader: the same tips but one lane left at its last committed tip."""
@@ -523,7 +676,7 @@ class Replica:
             c = tk["commit"]
             if c["s"] != s - 1 or not self.commit_valid(c):
                 return False, None, f"its ticket is not a valid Commit of slot {s - 1}"
-            self.adopt_commit(c)
+            self.adopt_commit(c, "ticket")
             return True, None, ""
         if tk is None or "tc" not in tk:
             return False, None, f"a view-{v} Prepare needs a TC of view {v - 1}"
@@ -573,32 +726,45 @@ class Replica:
             return
         if ((s, v) in self.timed_out or (s, v) in self.voted_prep) and not byz:
             return  # timed out of the view, or an equivocating leader's second Prepare: no second vote
+        if src != self.me:
+            self.record({"op": "got", "m": "Prepare", "s": s, "v": v, "d": d, "from": src, "recv": self.received()})
         if v > self.view:
             self.enter_view(v)
         self.voted_prep.setdefault((s, v), set()).add(d)
         self.hp[s] = (v, cut)
-        self.record({"ev": "vote", "kind": "prepare", "s": s, "v": v, "d": d})
-        self.to(src, self.sign({"t": "PrepareVote", "from": self.me, "s": s, "v": v, "d": d}))
+        body, mid = self.sign_id({"t": "PrepareVote", "from": self.me, "s": s, "v": v, "d": d})
+        self.record({"op": "vote", "kind": "prepare", "s": s, "v": v, "d": d, "sent": self.first_send(mid)})
+        self.to(src, body)
 
     def on_PrepareVote(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
         s, v, d = m["s"], m["v"], m["d"]
         cuts = {cut_id(c): c for c in self.proposed.get((s, v), [])}
-        if d not in cuts or s in self.commits:
-            return
+        if d not in cuts or s in self.commits or (s, v) in self.confirmed:
+            return  # (once it has sent the Confirm, the leader counts Confirm votes, as the spec's)
         votes = self.prep_votes.setdefault((s, v, d), {})
         votes[m["from"]] = sig
+        if m["from"] != self.me:
+            self.record({"op": "got", "m": "PrepareVote", "s": s, "v": v, "d": d, "from": m["from"],
+                         "recv": self.received()})
         if len(votes) >= self.n:
             self.commit_as_leader(s, v, cuts[d], 1, votes)
         elif len(votes) == self.q:
             asyncio.get_running_loop().call_later(self.cfg.fast_ms / 1000, self.slow_path, s, v, cuts[d], d)
 
     def slow_path(self, s: int, v: int, cut: list[Any], d: str) -> None:
-        """No fast quorum in time: send the PrepareQC (Confirm)."""
-        if s in self.commits or (s, v) in self.confirmed:
+        """No fast quorum in time: send the PrepareQC (Confirm), if this replica still takes part in view v (it
+        signs a Confirm vote of its own)."""
+        if self.stopped or s in self.commits or (s, v) in self.confirmed or (s, v) in self.timed_out or self.view > v:
             return
-        self.confirmed.add((s, v))
-        qc = [[w, x] for w, x in sorted(self.prep_votes[(s, v, d)].items())]
-        self.to_all(self.sign({"t": "Confirm", "from": self.me, "s": s, "v": v, "cut": cut, "qc": qc}))
+        outer = self.begin()
+        try:
+            self.confirmed.add((s, v))
+            qc = [[w, x] for w, x in sorted(self.prep_votes[(s, v, d)].items())]
+            body, mid = self.sign_id({"t": "Confirm", "from": self.me, "s": s, "v": v, "cut": cut, "qc": qc})
+            self.record({"op": "fast", "s": s, "v": v, "d": d, "sent": self.first_send(mid)})
+            self.to_all(body)
+        finally:
+            self.finish(outer, "timer")
 
     def on_Confirm(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
         s, v, cut, src = m["s"], m["v"], m["cut"], m["from"]
@@ -620,13 +786,16 @@ class Replica:
             return
         if ((s, v) in self.timed_out or (s, v) in self.voted_conf) and not byz:
             return
+        if src != self.me:
+            self.record({"op": "got", "m": "Confirm", "s": s, "v": v, "d": d, "from": src, "recv": self.received()})
         if v > self.view:
             self.enter_view(v)
         self.voted_conf.setdefault((s, v), set()).add(d)
         if s not in self.hq or self.hq[s][0] < v:
             self.hq[s] = (v, cut, m["qc"])
-        self.record({"ev": "vote", "kind": "confirm", "s": s, "v": v, "d": d})
-        self.to(src, self.sign({"t": "ConfirmVote", "from": self.me, "s": s, "v": v, "d": d}))
+        body, mid = self.sign_id({"t": "ConfirmVote", "from": self.me, "s": s, "v": v, "d": d})
+        self.record({"op": "vote", "kind": "confirm", "s": s, "v": v, "d": d, "sent": self.first_send(mid)})
+        self.to(src, body)
 
     def on_ConfirmVote(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
         s, v, d = m["s"], m["v"], m["d"]
@@ -635,11 +804,17 @@ class Replica:
             return
         votes = self.conf_votes.setdefault((s, v, d), {})
         votes[m["from"]] = sig
+        if m["from"] != self.me:
+            self.record({"op": "got", "m": "ConfirmVote", "s": s, "v": v, "d": d, "from": m["from"],
+                         "recv": self.received()})
         if len(votes) == self.q:
             self.commit_as_leader(s, v, cuts[d], 0, votes)
 
     def commit_as_leader(self, s: int, v: int, cut: list[Any], fast: int, votes: dict[int, str]) -> None:
         qc = [[w, x] for w, x in sorted(votes.items())]
+        d = cut_id(cut)
+        self.record({"op": "lead_commit", "s": s, "v": v, "d": d, "fast": fast,
+                     "sent": self.first_send(commit_id(s, v, d))})
         self.to_all(self.sign({"t": "Commit", "from": self.me, "s": s, "v": v, "cut": cut, "fast": fast, "qc": qc}))
 
     def commit_valid(self, m: dict[str, Any]) -> bool:
@@ -655,10 +830,11 @@ class Replica:
         if m["s"] > self.slot:
             self.defer(data, sig, m)
             return
-        self.adopt_commit(m)
+        self.adopt_commit(m, "own" if self.got_id is None else "msg")
 
-    def adopt_commit(self, m: dict[str, Any]) -> None:
-        """Commit slot s (already verified) if it is the next one; open the next slot."""
+    def adopt_commit(self, m: dict[str, Any], via: str) -> None:
+        """Commit slot s (already verified) if it is the next one; open the next slot. `via`: how the certificate
+        came (own: this replica is the leader that made it; msg: a Commit; ticket: the next slot's Prepare)."""
         s = m["s"]
         if s != self.slot:
             return
@@ -666,8 +842,10 @@ class Replica:
         self.commits[s] = (self.sign(mine), mine)
         self.committed_cut[s] = m["cut"]
         signers = [w for w, _ in m["qc"]]
-        self.record({"ev": "commit", "s": s, "v": m["v"], "d": cut_id(m["cut"]), "fast": m["fast"], "signers": signers,
-                     "cut": [None if t is None else [t[0], t[1], [w for w, _ in t[2]]] for t in m["cut"]]})
+        d = cut_id(m["cut"])
+        self.record({"op": "commit", "s": s, "v": m["v"], "d": d, "fast": m["fast"], "signers": signers,
+                     "cut": [None if t is None else [t[0], t[1], [w for w, _ in t[2]]] for t in m["cut"]],
+                     "via": via, "recv": [] if via == "own" else [commit_id(s, m["v"], d)]})
         self.stats["committed"] += 1
         for a, t in enumerate(m["cut"]):
             if t is not None:
@@ -683,13 +861,16 @@ class Replica:
 
     def defer(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
         if len(self.deferred) < MAX_DEFERRED:
-            self.deferred.append((data, sig, m))
+            self.deferred.append((data, sig, m, self.got_id))
 
     def retry(self) -> None:
         todo, self.deferred = self.deferred, []
-        for data, sig, m in todo:
+        outer_id = self.got_id
+        for data, sig, m, mid in todo:
             if m["s"] >= self.slot:
+                self.got_id = mid
                 getattr(self, "on_" + m["t"])(data, sig, m)
+        self.got_id = outer_id
 
     # -- view change -----------------------------------------------------------------------------
     def arm(self) -> None:
@@ -700,24 +881,36 @@ class Replica:
 
     def enter_view(self, v: int) -> None:
         self.view = v
-        self.record({"ev": "view", "s": self.slot, "v": v})
+        self.record({"op": "view", "s": self.slot, "v": v})
         self.arm()
 
     def expire(self, s: int, v: int) -> None:
-        if s == self.slot and v == self.view:
-            self.time_out(s, v)
-            self.arm()  # keep reporting until a TC or a Commit arrives
+        if s == self.slot and v == self.view and not self.stopped:
+            outer = self.begin()
+            try:
+                self.time_out(s, v)
+                self.arm()  # keep reporting until a TC or a Commit arrives
+            finally:
+                self.finish(outer, "timer")
 
     def time_out(self, s: int, v: int) -> None:
+        """Time out of view v of slot s: send Timeout(s, v, the highest Prepare voted for, the highest QC) to
+        every replica (again, unchanged, each timer period until a TC or a Commit arrives)."""
+        first = (s, v) not in self.timed_out
         self.timed_out.add((s, v))
-        self.record({"ev": "timeout", "s": s, "v": v})
-        if self.cfg.byzantine == "silent_timeouts":
-            return
         hp = list(self.hp[s]) if s in self.hp else None
         hq = list(self.hq[s]) if s in self.hq else None
         if self.cfg.byzantine == "vote_all":
             hp = hq = None  # a Byzantine voter hides what it voted for
-        self.to_all(self.sign({"t": "Timeout", "from": self.me, "s": s, "v": v, "hp": hp, "hq": hq}))
+        op: dict[str, Any] = {"op": "timeout", "s": s, "v": v, "hp": _ref(hp), "hq": _ref(hq)}
+        if self.cfg.byzantine == "silent_timeouts":
+            if first:
+                self.record(op)
+            return
+        body, mid = self.sign_id({"t": "Timeout", "from": self.me, "s": s, "v": v, "hp": hp, "hq": hq})
+        if first:
+            self.record({**op, "sent": self.first_send(mid)})
+        self.to_all(body)
 
     def on_Timeout(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
         s, v, src = m["s"], m["v"], m["from"]
@@ -732,9 +925,13 @@ class Replica:
             self.reject("forged_certificate", f"Timeout({s}, {v}) carries an invalid PrepareQC", src)
             return
         box = self.timeouts.setdefault((s, v), {})
+        counted = src not in box and v >= self.view
         box[src] = (data, sig, m)
         if v < self.view:
             return
+        if counted and src != self.me:
+            self.record({"op": "got", "m": "Timeout", "s": s, "v": v, "from": src, "hp": _ref(m["hp"]),
+                         "hq": _ref(m["hq"]), "recv": self.received()})
         if len(box) >= self.f + 1 and (s, v) not in self.timed_out:
             self.time_out(s, v)  # f+1 Timeouts: one honest replica gave up on the view; join it
         if len(box) >= self.q and self.view <= v:
@@ -742,7 +939,8 @@ class Replica:
             if self.leader(s, v + 1) == self.me and (s, v + 1) not in self.proposed:
                 tc = [[d.decode(), x] for d, x, _ in box.values()]
                 win = self.winner([mm for _, _, mm in box.values()])
-                self.propose(s, v + 1, win if win is not None else self.fresh_cut(), {"tc": tc})
+                members = [[w, _ref(mm["hp"]), _ref(mm["hq"])] for w, (_, _, mm) in sorted(box.items())]
+                self.propose(s, v + 1, win if win is not None else self.fresh_cut(), {"tc": tc}, win is None, members)
 
     # -- execution -------------------------------------------------------------------------------
     def execute(self) -> None:
@@ -768,7 +966,7 @@ class Replica:
                     self.exec_tip[a] = (self.cars[chain[-1]][1], chain[-1])
             self.exec_slot = s
             self.stats["executed_txs"] += ntx
-            self.record({"ev": "exec", "s": s, "log": self.log.hex(), "txs": ntx})
+            self.record({"op": "exec", "s": s, "log": self.log.hex(), "txs": ntx})
 
     def chain(self, a: int, c: str, old: tuple[int, str] | None, poa: list[list[Any]]) -> list[str] | None:
         """The cars of lane a from just above `old` up to car c, oldest first; None (and fetches) if any is missing."""
@@ -810,3 +1008,14 @@ class Replica:
         if a == self.me and self.client is not None and not self.client.is_closing():
             self.client.send_body(bytes_frame("A", "acks", bytes(acks)))
         return len(payload) // TX_SIZE
+
+
+def _ref(report: list[Any] | None) -> list[Any] | None:
+    """A Timeout's reported Prepare or QC in the log: [view, cut digest], or None."""
+    return None if report is None else [report[0], cut_id(report[1])]
+
+
+def commit_id(s: int, v: int, d: str) -> str:
+    """The id, in the logs, of the CommitQC of (s, v, cut d): the leader that makes it sends it, and every
+    replica that commits with it, whoever relays it, received it."""
+    return f"C.{s}.{v}.{d[:16]}"

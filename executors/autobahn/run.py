@@ -78,10 +78,11 @@ class AutobahnRun:
 
 
 class AutobahnCluster(Cluster):
-    def __init__(self, n: int, trace_dir: str, plan: Plan, rate: int, seed: int, durable: bool = False,
+    def __init__(self, n: int, trace_dir: str, plan: Plan, rate: int, seed: int, durable: bool = False, bug: str = "",
                  **tuning: float):
         super().__init__("autobahn", {}, n + 1, trace_dir, seed, durable=durable or bool(plan.faults.crashes))
-        self.n, self.plan, self.rate, self.tuning = n, plan, rate, tuning
+        self.n, self.plan, self.rate, self.bug, self.tuning = n, plan, rate, bug, tuning
+        self.buggy = min(p for p in range(n) if p not in plan.byzantine)  # the replica that runs the seeded bug
         self.private, self.public = new_keys(n)
 
     def process_for(self, pid: int, restore: bool) -> tuple[Callable[[dict[str, Any]], None], dict[str, Any], str]:
@@ -90,19 +91,21 @@ class AutobahnCluster(Cluster):
                 "autobahn-client"
         parts = [[p.start, p.end, [sorted(g) for g in p.groups]] for p in self.plan.faults.partitions]
         cfg = ReplicaConfig(pid, self.n, self.control_port, self.trace_path(pid), self.private[pid], self.public,
-                            self.plan.byzantine.get(pid, ""), parts, durable=self.durable, **self.tuning)
+                            self.plan.byzantine.get(pid, ""), parts, durable=self.durable,
+                            bug=self.bug if pid == self.buggy else "", **self.tuning)
         return replica.main, asdict(cfg), f"autobahn-{pid}"
 
 
 async def run_async(duration: float, trace_dir: str, plan: Plan | None = None, f: int = 1, rate: int = 20_000,
                     seed: int = 0, progress: Callable[[float], None] | None = None,
                     during: Callable[[AutobahnCluster], Awaitable[None]] | None = None, durable: bool = False,
-                    **tuning: float) -> AutobahnRun:
+                    bug: str = "", **tuning: float) -> AutobahnRun:
     """See `run`; `during(cluster)` runs alongside the replicas once they have started (to inject messages);
-    `durable`: the replicas write each event through to their traces (crash plans imply it)."""
+    `durable`: the replicas write each event through to their traces (crash plans imply it); `bug`: a seeded
+    implementation bug (`replica.BUGS`), run by the first replica that is not Byzantine."""
     plan = plan or Plan()
     n = 3 * f + 1
-    cluster = AutobahnCluster(n, trace_dir, plan, rate, seed, durable, **tuning)
+    cluster = AutobahnCluster(n, trace_dir, plan, rate, seed, durable, bug, **tuning)
     crashed: list[int] = []
     notes: list[str] = []
 
@@ -147,6 +150,7 @@ async def run_async(duration: float, trace_dir: str, plan: Plan | None = None, f
 
 
 def run(duration: float, trace_dir: str, plan: Plan | None = None, f: int = 1, rate: int = 20_000, seed: int = 0,
-        progress: Callable[[float], None] | None = None, **tuning: float) -> AutobahnRun:
-    """Run Autobahn with n = 3f+1 replicas and a client sending `rate` tx/s for `duration` seconds."""
-    return asyncio.run(run_async(duration, trace_dir, plan, f, rate, seed, progress, **tuning))
+        progress: Callable[[float], None] | None = None, bug: str = "", **tuning: float) -> AutobahnRun:
+    """Run Autobahn with n = 3f+1 replicas and a client sending `rate` tx/s for `duration` seconds (`bug`: a seeded
+    implementation bug, run by the first replica that is not Byzantine)."""
+    return asyncio.run(run_async(duration, trace_dir, plan, f, rate, seed, progress, bug=bug, **tuning))

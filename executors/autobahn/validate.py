@@ -7,7 +7,7 @@ over all traces together: agreement, prefix-consistent execution logs, certifica
 (every commit's and every committed tip's certificate is big enough and its honest signers' votes
 are in their traces), vote_once, locked_after_commit, no vote after a timeout of the same view, and
 k = 1 (an honest leader proposes slot s only after it committed s - 1). A trace line that does not
-parse, or an event with missing fields, is a `RunInvalid` naming the file and line.
+parse, or an op not of its declared shape (`logshape.py`), is a `RunInvalid` naming the file and line.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
+
+from .logshape import LogShapeError, check_op
 
 
 class RunInvalid(Exception):
@@ -31,20 +33,35 @@ class Validation:
     rejections: dict[str, int] = field(default_factory=dict)
 
 
-def read(path: str, pid: int) -> list[dict[str, Any]]:
+def read(path: str, pid: int, n: int) -> list[dict[str, Any]]:
+    """A replica's log (in the event schema) as the ops it records, in order, each with `ev` its kind and `_at`
+    where it is, each op of its declared shape (`logshape`) in a run of n replicas. A torn last line (a killed
+    replica) is left out."""
     out = []
     with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
+        lines = f.read().split("\n")
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            ev = json.loads(line)
+        except json.JSONDecodeError:
+            if i >= len(lines) - 1:
+                break  # a torn last line of a killed replica
+            raise RunInvalid(f"{path}:{i}: not a JSON line") from None
+        if not isinstance(ev, dict):
+            raise RunInvalid(f"{path}:{i}: an event is a JSON object")
+        if "schema" in ev or ev.get("end") is True:
+            continue  # the header, the end record
+        ops = ev.get("args").get("ops") if "action" in ev and isinstance(ev.get("args"), dict) else None
+        if not isinstance(ops, list):
+            raise RunInvalid(f"{path}:{i}: an event of a replica has an action and lists its ops (args.ops)")
+        for o in ops:
             try:
-                ev = json.loads(line)
-            except json.JSONDecodeError:
-                if i == sum(1 for _ in open(path, encoding="utf-8")):
-                    break  # a torn last line of a killed replica
-                raise RunInvalid(f"{path}:{i}: not a JSON line") from None
-            if not isinstance(ev, dict) or not isinstance(ev.get("ev"), str):
-                raise RunInvalid(f"{path}:{i}: an event is a JSON object with \"ev\"")
-            ev["_at"] = f"replica {pid} ({path}:{i})"
-            out.append(ev)
+                check_op(o, n)
+            except LogShapeError as e:
+                raise RunInvalid(f"{path}:{i}: {e}") from None
+            out.append({**o, "ev": o["op"], "_at": f"replica {pid} ({path}:{i})"})
     return out
 
 
@@ -53,7 +70,7 @@ def validate(traces: dict[int, str], n: int, byzantine: set[int] | frozenset[int
     f = (n - 1) // 3
     q = 2 * f + 1
     honest = [p for p in sorted(traces) if p not in byzantine]
-    events = {p: read(path, p) for p, path in traces.items()}
+    events = {p: read(path, p, n) for p, path in traces.items()}
     res = Validation(events=sum(len(e) for e in events.values()))
     votes: dict[str, set[tuple]] = defaultdict(set)  # kind -> {(voter, ...statement)} of honest replicas
     try:

@@ -21,9 +21,15 @@ class ServiceConfig:
     commands: int = 0  # per client; 0: until told to stop
     seed: int = 0
     cg: str = "keys"  # the command-to-groups function (commands.CG_FUNCTIONS)
+    spec_commands: int = 0  # N > 0: one client issues the first N commands of the spec's workload (keys = workers)
+    bug: str = ""  # a seeded implementation bug of replica 0's workers (`BUGS`), or none
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+BUGS = {"no_barrier": "replica 0's workers each execute a multi-group command on their own, without the barrier "
+                      "(no signal, no go)"}
 
 
 class Layout:

@@ -11,8 +11,10 @@ single point of failure (no Paxos underneath).
 
 A replica is W worker processes sharing the key-value store in shared memory; they execute
 single-group commands alone and synchronise on multi-group commands with signal/go frames. Every
-process appends its events to a JSON-lines trace; clients also write the history of their
-operations, which `lockstep linearizable` checks.
+process writes its events as a log in Lockstep's event schema (`lockstep.trace`, docs/conformance.md):
+each frame carries an id, and an event lists the ids of the frames it sent and received, which is
+its causal order; `mapping.py` relates the events to the spec's steps. Clients also write the history
+of their operations, which `lockstep linearizable` checks.
 
 Every connection is authenticated with the run's secret (`wire`: only the run's processes can
 connect or send). Network input is decoded into declared shapes (`_cmds`), never unpickled; a
@@ -30,7 +32,8 @@ from multiprocessing import shared_memory
 from typing import Any
 
 from lockstep.checker.safeio import create_new
-from lockstep.specs.psmr.commands import CG_FUNCTIONS, Command, execute
+from lockstep.specs.psmr.commands import CG_FUNCTIONS, WORKLOAD, Command, execute
+from lockstep.trace import Log
 
 from ..wire import RUNNER, Endpoint, FrameError, connect, credentials, dumps, member_name, parse, serve
 from .faults import Injector
@@ -79,6 +82,13 @@ def _wire(cid: int, c: Command) -> list:
     return [cid, c.op, c.key, c.value]
 
 
+def _frame_id(v: Any) -> str:
+    """A frame's id (a short string), or FrameError."""
+    if not isinstance(v, str) or not 0 < len(v) <= 40:
+        raise FrameError(f"a frame's id must be a string of at most 40 characters, got {str(v)[:60]!r}")
+    return v
+
+
 class Member:
     """What every process does: the control connection, a server for data frames, peers, a trace."""
 
@@ -95,8 +105,12 @@ class Member:
         self.stopped = False
         self.stats: dict[str, int] = {}
         self.durable = bool(cfg.get("durable"))
+        self.ids = 0  # frames sent, for their ids
         path = cfg.get("trace")
-        self.trace = create_new(path, buffering=1 << 16) if path else None
+        self.trace_file = create_new(path, buffering=1 << 16) if path else None
+        self.trace = None if self.trace_file is None else Log(
+            self.trace_file, self.pid, clocks=False,
+            header={"role": self.role[0], "at": list(self.role[1:]), "service": service.as_dict()})
         self.t0 = time.monotonic()
         plan = cfg.get("faults")
         self.injector = None if plan is None else Injector(plan, self.pid, service.seed, self._replica_of, self.now,
@@ -105,19 +119,24 @@ class Member:
     def groups(self, c: Command) -> frozenset[int]:
         return self.cg(c, self.service.workers, self.service.keys)
 
-    def log(self, ev: dict[str, Any]) -> None:
+    def log(self, action: str, args: dict[str, Any], sent: list[str] | None = None,
+            recv: list[str] | None = None) -> None:
+        """Write an event of this process: what it did, the frames it sent and those it acted on (by id)."""
         if self.trace is not None:
-            self.trace.write(json.dumps(ev, separators=(",", ":")) + "\n")
+            self.trace.event(action, args, sent=sent, recv=recv, time=self.now())
             if self.durable:
-                self.trace.flush()
+                self.trace_file.flush()  # type: ignore[union-attr]
+
+    def new_id(self) -> str:
+        """A new frame id, unique in the run."""
+        self.ids += 1
+        return f"{self.pid}.{self.ids}"
 
     async def run(self) -> None:
         creds = credentials()
         server, port = await serve(creds, self.layout.size, on_frame=self._frame, on_rejected=self._broken,
                                    accept=lambda peer: peer != RUNNER)
         self.ctl = await connect(self.cfg["control_port"], creds, RUNNER)
-        self.log({"k": "header", "pid": self.pid, "role": self.role[0], "at": list(self.role[1:]),
-                  "service": self.service.as_dict()})
         self.ctl.send({"op": "hello", "port": port})
         try:
             while True:
@@ -147,8 +166,10 @@ class Member:
             server.close()
 
     def close_trace(self) -> None:
+        """Write the log's end record (it is complete) and close it."""
         if self.trace is not None:
             self.trace.close()
+            self.trace_file.close()  # type: ignore[union-attr]
             self.trace = None
 
     def start(self) -> None:
@@ -175,7 +196,7 @@ class Member:
     def _broken(self, why: str) -> None:
         self.rejected += 1
         if self.rejected <= MAX_REJECTIONS_LOGGED:
-            self.log({"k": "rejected", "why": why})
+            self.log("rejected", {"why": why})
 
     def on_frame(self, msg: dict[str, Any], peer: int) -> None:
         """Act on a frame from member `peer` (already parsed, its kind checked against the sender's role)."""
@@ -194,7 +215,7 @@ class Member:
 
     def _lost(self, dst: int, msg: dict[str, Any], why: str) -> None:
         """A frame the fault plan lost (`why`: drop or partition), on record."""
-        self.log({"k": "fault", "what": why, "dst": dst, "t": msg.get("t"), "at": self.now()})
+        self.log("fault", {"what": why, "dst": dst, "t": msg.get("t"), "at": self.now()})
 
     def _enqueue(self, dst: int, msg: dict[str, Any]) -> None:
         """Queue a frame to `dst`; the frames of one turn of the event loop leave in one write."""
@@ -239,29 +260,35 @@ class Sequencer(Member):
         self.g = self.role[1]
         self.next = 0
         self.batch: list = []
+        self.batch_ids: list[str] = []  # each position's id, carried by the delivery frame
 
     def on_frame(self, msg: dict[str, Any], peer: int) -> None:
         if msg.get("t") not in ("mc", "fw"):
             raise FrameError(f"a sequencer takes multicasts, not {msg.get('t')!r}")
+        got = _frame_id(msg.get("id"))
         for cid, c in _cmds(msg["cmds"]):
             if self.g not in self.groups(c) or (msg["t"] == "mc" and len(self.groups(c)) > 1):
                 raise FrameError(f"command {cid} is not for group {self.g} alone")
-            self.log({"k": "order", "g": self.g, "seq": self.next, "c": cid, "cmd": _wire(cid, c)[1:]})
+            pos = self.new_id()
+            self.log("order", {"g": self.g, "seq": self.next, "c": cid, "cmd": _wire(cid, c)[1:], "from": msg["t"]},
+                     sent=[pos], recv=[got])
             self.next += 1
             if not self.batch:
                 asyncio.get_running_loop().call_soon(self._deliver)
             self.batch.append(_wire(cid, c))
+            self.batch_ids.append(pos)
 
     def _deliver(self) -> None:
-        batch, self.batch = self.batch, []
+        batch, ids, self.batch, self.batch_ids = self.batch, self.batch_ids, [], []
         first = self.next - len(batch)
         for r in range(self.service.replicas):
-            self.send(self.layout.worker(r, self.g), {"t": "dl", "g": self.g, "seq": first, "cmds": batch})
+            self.send(self.layout.worker(r, self.g), {"t": "dl", "g": self.g, "seq": first, "cmds": batch, "ids": ids})
         self.stats["ordered"] = self.next
 
 
 class Hub(Member):
-    """g_all's sequencer: orders multi-group commands and forwards them, in its order, to their groups' sequencers."""
+    """g_all's sequencer: orders multi-group commands and forwards them, in its order, to their groups' sequencers
+    (with the spec's workload, every command)."""
 
     def __init__(self, *a: Any):
         super().__init__(*a)
@@ -270,22 +297,26 @@ class Hub(Member):
     def on_frame(self, msg: dict[str, Any], peer: int) -> None:
         if msg.get("t") != "mc":
             raise FrameError(f"the hub takes multicasts, not {msg.get('t')!r}")
+        got = _frame_id(msg.get("id"))
         for cid, c in _cmds(msg["cmds"]):
-            groups = self.groups(c)
-            self.log({"k": "hub", "seq": self.count, "c": cid})
+            groups = sorted(self.groups(c))
+            ids = [self.new_id() for _ in groups]
+            self.log("hub", {"seq": self.count, "c": cid, "cmd": _wire(cid, c)[1:], "groups": groups}, sent=ids,
+                     recv=[got])
             self.count += 1
-            for g in sorted(groups):
-                self.send(self.layout.sequencer(g), {"t": "fw", "cmds": [_wire(cid, c)]})
+            for g, fid in zip(groups, ids):
+                self.send(self.layout.sequencer(g), {"t": "fw", "cmds": [_wire(cid, c)], "id": fid})
         self.stats["ordered"] = self.count
 
 
 class Worker(Member):
-    """Worker w of a replica: executes its delivered commands in order, alone or at the barrier."""
+    """Worker w of a replica: executes its delivered commands in order, alone or at the barrier (with
+    `bug="no_barrier"`, the seeded bug, each worker of replica 0 executes a multi-group command alone)."""
 
     def __init__(self, *a: Any):
         super().__init__(*a)
         _, self.replica, self.w = self.role
-        self.queue: deque[tuple[int, Command]] = deque()
+        self.queue: deque[tuple[int, Command, int]] = deque()  # (id, command, its position in the group's stream)
         self.expected = 0  # the next delivery sequence number of its group
         self.signals: dict[int, set[int]] = {}
         self.released: set[int] = set()
@@ -306,10 +337,14 @@ class Worker(Member):
             if msg["g"] != self.w or msg["seq"] != self.expected:
                 raise FrameError(f"delivery {msg['seq']} of group {msg['g']} at worker {self.w}, expected "
                                  f"{self.expected} of group {self.w}")
-            for cid, c in _cmds(msg["cmds"]):
-                self.log({"k": "deliver", "g": self.w, "seq": self.expected, "c": cid})
+            cmds, ids = _cmds(msg["cmds"]), msg.get("ids")
+            if not isinstance(ids, list) or len(ids) != len(cmds):
+                raise FrameError("a delivery frame carries one id per command")
+            ids = [_frame_id(x) for x in ids]
+            for (cid, c), pos in zip(cmds, ids):
+                self.log("deliver", {"g": self.w, "seq": self.expected, "c": cid, "replica": self.replica}, recv=[pos])
+                self.queue.append((cid, c, self.expected))
                 self.expected += 1
-                self.queue.append((cid, c))
         elif t in ("sig", "go"):
             cid, frm, lc = msg["c"], msg["w"], msg["lc"]
             if not (isinstance(cid, int) and isinstance(frm, int) and isinstance(lc, int) and 0 <= lc < MAX_CLOCK):
@@ -317,11 +352,14 @@ class Worker(Member):
             if self.layout.role(peer) != ("worker", self.replica, frm):
                 raise FrameError(f"a {t} from {member_name(peer)} claiming to come from worker {frm} of replica "
                                  f"{self.replica}")
+            got = _frame_id(msg.get("id"))
             self.lc = max(self.lc, lc) + 1
             if t == "sig":
                 self.signals.setdefault(cid, set()).add(frm)
             else:
                 self.released.add(cid)
+            self.log("signalled" if t == "sig" else "released", {"c": cid, "w": frm, "replica": self.replica},
+                     recv=[got])
         else:
             raise FrameError(f"a worker takes deliveries, signals and go, not {t!r}")
         self.wake.set()
@@ -335,37 +373,46 @@ class Worker(Member):
         peers = self.layout.replica_workers(self.replica)
         while True:
             await self._until(lambda: bool(self.queue))
-            cid, c = self.queue.popleft()
+            cid, c, i = self.queue.popleft()
             groups = self.groups(c)
-            if len(groups) == 1:
-                self._execute(cid, c, [])
+            if len(groups) == 1 or (self.service.bug == "no_barrier" and self.replica == 0):
+                self._execute(cid, c, i, [], [])
                 continue
             leader = min(groups)
             if self.w != leader:
                 self.lc += 1
-                self.log({"k": "signal", "c": cid, "to": leader, "lc": self.lc})
-                self.send(peers[leader], {"t": "sig", "c": cid, "w": self.w, "lc": self.lc})
+                sig = self.new_id()
+                self.log("signal", {"c": cid, "g": self.w, "i": i, "to": leader, "lc": self.lc, "replica": self.replica},
+                         sent=[sig])
+                self.send(peers[leader], {"t": "sig", "c": cid, "w": self.w, "lc": self.lc, "id": sig})
                 await self._until(lambda: cid in self.released)
                 self.released.discard(cid)
-                self.log({"k": "resume", "c": cid, "lc": self.lc})
+                self.log("resume", {"c": cid, "lc": self.lc, "replica": self.replica})
             else:
-                others = groups - {leader}
-                await self._until(lambda: others <= self.signals.get(cid, set()))
+                others = sorted(groups - {leader})
+                await self._until(lambda: set(others) <= self.signals.get(cid, set()))
                 self.signals.pop(cid, None)
-                self._execute(cid, c, sorted(others))
-                for o in sorted(others):
-                    self.send(peers[o], {"t": "go", "c": cid, "w": self.w, "lc": self.lc})
+                go = [self.new_id() for _ in others]
+                self._execute(cid, c, i, others, go)
+                for o, gid in zip(others, go):
+                    self.send(peers[o], {"t": "go", "c": cid, "w": self.w, "lc": self.lc, "id": gid})
             await asyncio.sleep(0)  # let frames in between commands
 
-    def _execute(self, cid: int, c: Command, signalled: list[int]) -> None:
+    def _execute(self, cid: int, c: Command, i: int, signalled: list[int], go: list[str]) -> None:
+        """Execute command `cid` (position i of this worker's group) on the replica's store, log it with the
+        values of the keys it accesses afterwards, and reply to its client (`go`: the ids of the go frames
+        that follow)."""
         self._serve()
         store = _StoreView(self.store, self.service.keys)
         result = execute(c, store)  # type: ignore[arg-type]
         self.lc += 1
         self.executed += 1
-        self.log({"k": "exec", "c": cid, "v": result, "lc": self.lc, "signals": signalled})
+        rep = self.new_id()
+        keys = sorted(c.keys(self.service.keys))
+        self.log("exec", {"c": cid, "g": self.w, "i": i, "v": result, "lc": self.lc, "signals": signalled,
+                          "replica": self.replica, "store": {str(k): store[k] for k in keys}}, sent=[rep, *go])
         client = self.layout.client(cid // CLIENT_IDS)
-        self.send(client, {"t": "rep", "c": cid, "v": result, "r": self.replica})
+        self.send(client, {"t": "rep", "c": cid, "v": result, "r": self.replica, "id": rep})
         self.stats["executed"] = self.executed
 
     def _serve(self) -> None:
@@ -410,7 +457,9 @@ CLIENT_IDS = 10_000_000  # command ids: client index * CLIENT_IDS + number
 
 
 class Client(Member):
-    """A client proxy: keeps `outstanding` commands in flight, multicasts each to C-G(C), takes the first reply."""
+    """A client proxy: keeps `outstanding` commands in flight, multicasts each to C-G(C), takes the first reply.
+    With `spec_commands` = N it issues the first N commands of the spec's workload (`commands.WORKLOAD`) in
+    order, command n once command n - outstanding has its reply, as the spec's client proxy does."""
 
     def __init__(self, *a: Any):
         super().__init__(*a)
@@ -418,16 +467,22 @@ class Client(Member):
         self.rng = random.Random(self.service.seed * 7919 + self.index)
         self.n = 0
         self.pending: dict[int, tuple[int, Command]] = {}  # id -> (slot, command)
+        self.completed: set[int] = set()  # the numbers of the commands that have their reply
         self.done = 0
         path = self.cfg.get("history")
         self.history = create_new(path, buffering=1 << 16) if path else None
 
     def start(self) -> None:
+        if self.service.spec_commands:
+            self._issue_in_turn()
+            return
         for slot in range(self.service.outstanding):
             self._issue(slot)
 
     def _command(self) -> Command:
         s = self.service
+        if s.spec_commands:
+            return WORKLOAD[self.n]
         if self.rng.random() < s.dependent:
             return Command("putall", None, self.rng.randrange(1, 1000))
         k = self.rng.randrange(s.keys)
@@ -435,17 +490,27 @@ class Client(Member):
             return Command("get", k)
         return Command("put", k, self.rng.randrange(1, 1000))
 
+    def _issue_in_turn(self) -> None:
+        """The spec's workload: every command whose turn has come (the one `outstanding` before it has its reply)."""
+        k = self.service.outstanding
+        while self.n < self.service.spec_commands and (self.n < k or self.n - k in self.completed):
+            self._issue(self.n % k)
+
     def _issue(self, slot: int) -> None:
         if self.stopped or (self.service.commands and self.n >= self.service.commands):
             return
         cid = self.index * CLIENT_IDS + self.n
-        self.n += 1
         c = self._command()
         self.pending[cid] = (slot, c)
         self._record(slot, "invoke", c, c.value)
         groups = self.groups(c)
-        dst = self.layout.hub if len(groups) > 1 else self.layout.sequencer(next(iter(groups)))
-        self.send(dst, {"t": "mc", "cmds": [_wire(cid, c)]})
+        # the spec's workload goes through the hub, which then orders every command (see `mapping.py`)
+        via_hub = len(groups) > 1 or self.service.spec_commands
+        dst = self.layout.hub if via_hub else self.layout.sequencer(next(iter(groups)))
+        mid = self.new_id()
+        self.log("invoke", {"c": cid, "n": self.n, "cmd": _wire(cid, c)[1:], "client": self.index}, sent=[mid])
+        self.n += 1
+        self.send(dst, {"t": "mc", "cmds": [_wire(cid, c)], "id": mid})
 
     def _record(self, slot: int, kind: str, c: Command, value: Any, output: Any = None) -> None:
         if self.history is None:
@@ -459,17 +524,26 @@ class Client(Member):
     def on_frame(self, msg: dict[str, Any], peer: int) -> None:
         if msg.get("t") != "rep":
             raise FrameError(f"a client takes replies, not {msg.get('t')!r}")
-        cid, v = msg["c"], msg["v"]
-        if not (isinstance(cid, int) and isinstance(v, int)):
+        cid, v, r = msg["c"], msg["v"], msg.get("r")
+        if not (isinstance(cid, int) and isinstance(v, int) and isinstance(r, int)):
             raise FrameError("malformed reply")
+        got = _frame_id(msg.get("id"))
         hit = self.pending.pop(cid, None)
+        self.log("reply", {"c": cid, "n": cid % CLIENT_IDS, "v": v, "replica": r, "first": hit is not None,
+                           "client": self.index}, recv=[got])
         if hit is None:
             return  # a later replica's reply: the first one was taken
         slot, c = hit
         self.done += 1
+        self.completed.add(cid % CLIENT_IDS)
         self._record(slot, "ok", c, v if c.op == "get" else c.value, v)
         self.stats["completed"] = self.done
-        self._issue(slot)
+        if not self.service.spec_commands:
+            self._issue(slot)
+        elif len(self.completed) < self.service.spec_commands:
+            self._issue_in_turn()
+        else:
+            self.ctl.send({"op": "done"})  # the workload is complete: the runner may stop the run
 
     def finish(self) -> None:
         self.stopped = True

@@ -67,7 +67,7 @@ class PsmrCluster(Cluster):
 async def run_async(service: ServiceConfig, duration: float, trace_dir: str, faults: Faults | None = None,
                     progress: Callable[[float], None] | None = None,
                     nemesis: Callable[[PsmrCluster], Awaitable[None]] | None = None) -> ServiceRun:
-    """Run the service for `duration` seconds (or until every client has issued its `commands`), with the fault plan
+    """Run the service for `duration` seconds (or until the client of the spec's workload has every reply), with the fault plan
     `faults`, checked by `faults.check_plan` (its pids are replicas: a crash SIGKILLs that replica's workers).
     `nemesis(cluster)` runs beside the clients, if given, until the end (when it is cancelled)."""
     crashes = sorted((c.at, c.pid) for c in faults.crashes) if faults is not None else []
@@ -110,6 +110,10 @@ async def run_async(service: ServiceConfig, duration: float, trace_dir: str, fau
             if dead:
                 notes.append(f"process {dead[0]} exited unexpectedly")
                 return
+            if service.spec_commands and _done(cluster.members[cluster.layout.client(0)]):
+                notes.append(f"the client had the replies of the spec's {service.spec_commands} commands at "
+                             f"{cluster.elapsed():.2f} s: the run ends there")
+                return
 
     try:
         await cluster.start()
@@ -132,6 +136,14 @@ async def run_async(service: ServiceConfig, duration: float, trace_dir: str, fau
     history = [os.path.join(trace_dir, f"history-{i}.jsonl") for i in range(service.clients)]
     return ServiceRun(service, seconds, completed, stats, traces, history, notes, crashed,  # type: ignore[arg-type]
                       cluster.interrupted)
+
+
+def _done(member: Any) -> bool:
+    """Whether the client has reported (since the last look) that its workload is complete."""
+    while not member.reports.empty():
+        if member.reports.get_nowait().get("op") == "done":
+            return True
+    return False
 
 
 def run(service: ServiceConfig, duration: float, trace_dir: str, faults: Faults | None = None,

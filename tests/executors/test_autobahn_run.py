@@ -1,14 +1,18 @@
-"""Autobahn on real processes: runs with each kind of fault validated against the spec's properties, and
-tampered, forged, replayed, out-of-view and malformed messages rejected by the running replicas."""
+"""Autobahn on real processes: runs with each kind of fault validated against the spec's properties and step by
+step against the spec (slot by slot, lane by lane), a seeded implementation bug caught at its step, and tampered,
+forged, replayed, out-of-view and malformed messages rejected by the running replicas."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
 
 from lockstep.checker.cli import main as cli
+from lockstep.executors.autobahn import mapping
+from lockstep.executors.autobahn.conformance import validate_steps
 from lockstep.executors.autobahn.crypto import Signer, canonical
 from lockstep.executors.autobahn.messages import (
     MAX_BATCH,
@@ -22,6 +26,7 @@ from lockstep.executors.autobahn.messages import (
 from lockstep.executors.autobahn.run import parse_plan, run, run_async
 from lockstep.executors.autobahn.validate import RunInvalid, validate
 from lockstep.executors.faults import FaultsError
+from lockstep.executors.projection import read_log
 from lockstep.executors.wire import CHALLENGE, MAX_FRAME, TAG, Credentials, connect, parse
 from tests.executors.wire_helpers import closed_by_node, trace_lines, until
 
@@ -51,6 +56,27 @@ def test_a_run_with_each_fault_validates(name, tmp_path):
     assert not val.rejections.get("bad_signature") and not val.rejections.get("forged_certificate")
     assert not val.rejections.get("unauthenticated") and not val.rejections.get("wrong_sender")  # the run's channels
     assert rep.client["rejected"] == 0
+    steps = validate_steps(rep.traces, 4, plan.byzantine)
+    assert not steps.failed, steps.failed[:1]
+    # the vote_all replica 3 votes for the cars of lane 2, which it is not a designated voter of (the only lane)
+    want = ["lane 2: replica 3 (vote_all) votes for its cars without"] if name == "byzantine voter" else []
+    assert len(steps.skipped) == len(want) and all(why.startswith(w) for why, w in zip(steps.skipped, want)), \
+        steps.skipped
+    assert steps.slots >= len({s for p in range(4) for s in committed_slots(rep.traces[p])}) and steps.windows >= 4
+    assert steps.events == projected_events(rep.traces, plan.byzantine)  # every event of every instance matched
+
+
+def committed_slots(path: str) -> set[int]:
+    """The slots a replica's log says it committed."""
+    _, events, _ = read_log(path)
+    return {o["s"] for e in events for o in e["args"]["ops"] if o["op"] == "commit"}
+
+
+def projected_events(traces: dict[int, str], byzantine: dict[int, str]) -> int:
+    """The events of the instances a run's logs project onto (`mapping.instances`), those not skipped."""
+    logs = {p: read_log(path) for p, path in traces.items()}
+    return sum(1 for inst in mapping.instances(logs, 4, byzantine) if inst.skipped is None
+               for evs in inst.logs.values() for e in evs if "carry" not in e)
 
 
 @pytest.mark.slow
@@ -74,13 +100,25 @@ def test_a_broken_property_in_a_trace_is_reported(tmp_path):
     lines = open(path, encoding="utf-8").read().splitlines()
     for i, line in enumerate(lines):
         ev = json.loads(line)
-        if ev["ev"] == "commit":
-            ev["d"] = "0" * 64
+        commit = next((o for o in ev.get("args", {}).get("ops", ()) if o["op"] == "commit"), None)
+        if commit is not None:
+            commit["d"] = "0" * 64
             lines[i] = json.dumps(ev)
             break
     open(path, "w", encoding="utf-8").write("\n".join(lines) + "\n")
     with pytest.raises(RunInvalid, match="agreement|certificates_authentic"):
         validate(rep.traces, 4)
+    # an op not of its declared shape (a slot that is not a number, a sender beyond the run) is refused at its line
+    # by both checks, before anything reads it
+    for field, value, why in (("s", "x", r"field 's' is not a slot \(from 1\): 'x'"), ("from", 9, "field 'from'")):
+        k, ev = next((k, json.loads(x)) for k, x in enumerate(lines) if '"op":"got","m":"Prepare"' in x)
+        next(o for o in ev["args"]["ops"] if o["op"] == "got")[field] = value
+        bad = [*lines[:k], json.dumps(ev, separators=(",", ":")), *lines[k + 1:]]
+        open(path, "w", encoding="utf-8").write("\n".join(bad) + "\n")
+        with pytest.raises(RunInvalid, match=f"{re.escape(path)}:{k + 1}: a got op's {why}"):
+            validate(rep.traces, 4)
+        with pytest.raises(RunInvalid, match=f"{re.escape(path)}: event \\d+: a got op's {why}"):
+            validate_steps(rep.traces, 4, {})
 
 
 def test_tampered_forged_replayed_stale_and_malformed_messages_are_rejected(tmp_path):
@@ -143,10 +181,11 @@ def test_tampered_forged_replayed_stale_and_malformed_messages_are_rejected(tmp_
     assert rj.get("unauthenticated", 0) >= 3, rj  # the replayed channel frame, the stranger, the plain connection
     val = validate(rep.traces, 4)
     assert val.slots >= 2 and val.rejections["forged_certificate"] >= 2
-    events = [json.loads(line) for line in open(rep.traces[0], encoding="utf-8")]
-    reasons = [ev.get("reason") for ev in events]
+    _, events, _ = read_log(rep.traces[0])
+    ops = [o for ev in events for o in ev["args"]["ops"]]
+    reasons = [o.get("reason") for o in ops]
     assert "bad_signature" in reasons and "wrong_sender" in reasons  # every rejection is in the trace
-    why = " ".join(ev["detail"] for ev in events if ev.get("reason") == "unauthenticated")
+    why = " ".join(o["detail"] for o in ops if o.get("reason") == "unauthenticated")
     assert "without the run's secret" in why and "authentication tag is wrong" in why and "authenticated hello" in why
     assert not any(rep.replicas[p]["rejections"].get("unauthenticated") for p in (1, 2, 3))  # the run's own channels
 
@@ -193,8 +232,54 @@ def test_the_command_runs_and_validates(capsys, tmp_path):
     lines = [json.loads(x) for x in trace.read_text().splitlines()]
     assert lines[0] == {"kind": "traces", "spec": "autobahn", "processes": 4, "notes": []}
     assert lines[-1] == {"kind": "end", "events": len(lines) - 2}
-    assert {e["pid"] for e in lines[1:-1]} == {0, 1, 2, 3} and all("ev" in e for e in lines[1:-1])
+    assert {e["pid"] for e in lines[1:-1]} == {0, 1, 2, 3}
+    assert all("action" in e or "schema" in e or e.get("end") for e in lines[1:-1])  # each replica's log in the schema
     assert [e["pid"] for e in lines[1:-1]] == sorted(e["pid"] for e in lines[1:-1])
-    assert cli(["validate", str(trace)]) == 2
-    assert "per-process traces of a `lockstep run autobahn`" in capsys.readouterr().err
+    assert cli(["validate", str(trace)]) == 0  # validated again, as the run was
+    out = capsys.readouterr().out
+    assert "Valid:" in out and re.search(r"Step by step .*: the [\d,]+ events of \d+ slot\(s\) and \d+ lane window", out)
     assert cli(["run", "autobahn", "--param", "views=2"]) == 2
+
+
+RUSH = {"byzantine": {"pid": 1, "behaviour": "rush"}}  # sends each car at once, its parent's PoA made up
+
+
+def test_a_replica_taking_a_car_without_its_parents_poa_is_caught_at_its_step(tmp_path):
+    """The seeded bug `no_parent_poa` in replica 0, with a Byzantine author (replica 1) that sends its cars without
+    waiting for their PoAs: replicas 2 and 3 refuse its second car (its parent's PoA is made up); replica 0 takes
+    it, which no behaviour of the spec does, and the validation names that step (replica 0's receipt of the car)."""
+    plan = parse_plan(RUSH, 4)
+    rep = run(1.0, str(tmp_path), plan, rate=2000, bug="no_parent_poa")
+    assert all(rep.replicas[p]["rejections"].get("forged_certificate", 0) >= 1 for p in (2, 3)), rep.replicas
+    assert not rep.replicas[0]["rejections"].get("forged_certificate"), rep.replicas[0]
+    validate(rep.traces, 4, {1})  # the property checks do not see it: no commit needs the uncertified car
+    steps = validate_steps(rep.traces, 4, plan.byzantine)
+    assert steps.exit_code == 1 and steps.failed and not steps.skipped
+    assert all(inst.name.startswith("lane 1, cars ") for inst, _ in steps.failed)  # only the Byzantine author's lane
+    inst, res = steps.failed[0]
+    assert inst.name == "lane 1, cars 1-2" and inst.spec == "autobahn_byzantine" and res.verdict == "invalid"
+    # replica 1 is the spec's replica 3, the author of its last lane, and replica 0 its replica 2; the second car is
+    # the spec's tip 3; no other replica's next event is a step the spec cannot take
+    why = [(c.event, r) for f in res.frontier for c in f.candidates for r in c.reasons]
+    assert why and all(e.node == "2" and e.args["at"].startswith("replica 0, ") for e, _ in why), why
+    assert all(e.args["ops"] == [{"op": "got", "m": "Car", "from": 3, "lane": 3, "tip": 3}] for e, _ in why)
+    assert all(r.startswith("deliver(src=3, dst=2, msg=Car(lane=3, tip=3)) is not enabled: its message is not in "
+                            "flight") for _, r in why), why
+
+
+def test_the_seeded_bug_through_the_command(capsys):
+    r = cli(["run", "autobahn", "--bug", "no_such_bug"])
+    assert r == 2 and "--bug no_such_bug: not a seeded bug of the Autobahn replicas (its bugs: no_parent_poa" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_seeded_bug_caught_by_lockstep_run_and_validate(capsys, tmp_path):
+    faults, trace = tmp_path / "rush.json", tmp_path / "run.jsonl"
+    faults.write_text(json.dumps(RUSH))
+    assert cli(["run", "autobahn", "--faults", str(faults), "--bug", "no_parent_poa", "--duration", "1", "--rate",
+                "2000", "--trace", str(trace)]) == 1
+    out = capsys.readouterr().out
+    assert "seeded bug no_parent_poa" in out and "are not behaviours of the spec; the first, lane 1, cars 1-2" in out
+    assert cli(["validate", str(trace)]) == 1
+    assert "msg=Car(lane=3, tip=3)) is not enabled: its message is not in flight" in capsys.readouterr().out

@@ -7,6 +7,8 @@ import json
 import multiprocessing
 import re
 
+import pytest
+
 from lockstep.checker.linearizability import check, load_model, read_history
 from lockstep.checker.validation.psmr import RunInvalid, validate_run
 from lockstep.executors.faults import parse_faults
@@ -15,13 +17,23 @@ from lockstep.executors.psmr.layout import Layout, ServiceConfig
 from lockstep.executors.psmr.run import merge_history, run
 
 
+def records(path: str) -> list[dict]:
+    """A process's log (in the event schema) as records: each event's arguments with `k` its action."""
+    out = []
+    for line in open(path):
+        e = json.loads(line)
+        if "action" in e:
+            out.append({**e.get("args", {}), "k": e["action"]})
+    return out
+
+
 def test_round_trip_with_a_replica_crash(cli, tmp_path):
     hist, trace = str(tmp_path / "history.jsonl"), tmp_path / "run.jsonl"
     r = cli("run", "psmr", "--duration", "2", "--kill-replica", "1@0.8", "--history", hist, "--trace", str(trace))
     assert r.code == 0, r.out + r.err
     events = [json.loads(x) for x in trace.read_text().splitlines()]  # --trace FILE: every process's events
     assert events[0]["kind"] == "traces" and events[-1] == {"kind": "end", "events": len(events) - 2}
-    assert all(isinstance(e["pid"], int) and "k" in e for e in events[1:-1])
+    assert all(isinstance(e["pid"], int) and ("action" in e or "schema" in e or e.get("end")) for e in events[1:-1])
     assert "replica 1 killed (SIGKILL, its 2 workers)" in r.out
     assert "follow the spec's rules" in r.out and "Linearizable: the clients' history" in r.out
     lines = [json.loads(x) for x in open(hist)]
@@ -31,6 +43,10 @@ def test_round_trip_with_a_replica_crash(cli, tmp_path):
     r = cli("linearizable", hist, "--model", "psmr-kv")
     assert r.code == 0, r.out
     assert multiprocessing.active_children() == []
+    # the trace of a run of the random workload, a replica killed: `lockstep validate` checks the spec's rules again
+    r = cli("validate", str(trace))
+    assert r.code == 0 and "follow the spec's rules" in r.out, r.out + r.err
+    assert "step by step: not validated against the spec: its workload is random" in r.out
 
 
 def test_a_fault_plan_is_applied_and_the_run_validates(cli, tmp_path):
@@ -57,7 +73,7 @@ def test_faults_fall_on_the_replicas_links_and_are_on_record(tmp_path):
     cut = check_plan(parse_faults({"partitions": [{"start": 0, "end": 3600, "groups": [[0], [1]]}]}, 2), "plan")
     (tmp_path / "cut").mkdir()
     rep = run(service, 1.0, str(tmp_path / "cut"), cut)
-    events = {p: [json.loads(x) for x in open(path)] for p, path in rep.traces.items()}
+    events = {p: records(path) for p, path in rep.traces.items()}
     lost = [e for p in range(service.workers) for e in events[lay.sequencer(p)] if e["k"] == "fault"]
     assert lost and {e["what"] for e in lost} == {"partition"} and {e["t"] for e in lost} == {"dl"}
     assert {e["dst"] for e in lost} <= set(lay.replica_workers(1))
@@ -80,7 +96,7 @@ def test_validation_catches_a_reordered_trace(tmp_path):
     validate_run(rep.traces)  # the genuine trace is valid
     worker = rep.traces[3]  # replica 0, worker 0
     lines = open(worker).read().splitlines()
-    execs = [i for i, ln in enumerate(lines) if '"k":"exec"' in ln]
+    execs = [i for i, ln in enumerate(lines) if '"action":"exec"' in ln]
     i, j = execs[0], execs[1]
     lines[i], lines[j] = lines[j], lines[i]
     open(worker, "w").write("\n".join(lines) + "\n")
@@ -154,7 +170,7 @@ def test_processes_reject_strangers_and_members_out_of_their_role(tmp_path):
             for writer in (w, w2):
                 await writer.drain()
             trace = cluster.trace_path(target)  # durable: written through, event by event
-            await until(lambda: sum(e["k"] == "rejected" for e in trace_lines(trace)) == 5, "the rejections")
+            await until(lambda: sum(e.get("action") == "rejected" for e in trace_lines(trace)) == 5, "the rejections")
             await cluster.stop()
         finally:
             cluster.close()
@@ -167,7 +183,7 @@ def test_processes_reject_strangers_and_members_out_of_their_role(tmp_path):
     assert multiprocessing.active_children() == []
     target = cluster.layout.worker(0, 0)
     assert cluster.members[target].bye["stats"]["rejected"] == 5
-    events = [json.loads(x) for x in open(cluster.trace_path(target))]
+    events = records(cluster.trace_path(target))
     reasons = [e["why"] for e in events if e["k"] == "rejected"]
     assert any("without the run's secret" in r for r in reasons) and any("more than the limit" in r for r in reasons)
     assert any("only a sequencer sends it to a worker" in r for r in reasons)
@@ -175,3 +191,76 @@ def test_processes_reject_strangers_and_members_out_of_their_role(tmp_path):
     assert any("malformed sig: c, w and lc must be integers, lc below 2**62" in r for r in reasons), reasons
     assert not any(e.get("c") in (998, 999) for e in events if e["k"] == "deliver"), "a forged delivery acted"
     validate_run({p: cluster.trace_path(p) for p in range(cluster.layout.size)})
+
+
+def test_a_run_of_the_spec_workload_is_validated_step_by_step(cli, tmp_path):
+    """`--spec-workload 4`: every event the mapping takes is a step of the spec, at the spec's bounds; the trace file
+    validates again with `lockstep validate`, and a tampered store value is refused at its step."""
+    trace = tmp_path / "run.jsonl"
+    r = cli("run", "psmr", "--spec-workload", "4", "--duration", "30", "--trace", str(trace))
+    assert r.code == 0, r.out + r.err
+    assert "the spec's first 4 commands" in r.out and "the client had the replies of the spec's 4 commands" in r.out
+    hit = re.search(r"Step by step \(psmr replicas=2 workers=2 commands=4 outstanding=2, through "
+                    r"executors/psmr/mapping.py\): Valid: the (\d+) events of 8 logs are a behaviour of the spec", r.out)
+    assert hit is not None, r.out
+    # 4 invocations, 4 appends by the hub, 6 forwarded positions (two putall in both groups, two single-group
+    # commands), 6 takes by each replica that got that far (at least one: the run ends at the last reply), 4 first
+    # replies
+    events = int(hit.group(1))
+    assert 4 + 4 + 6 + 6 + 4 <= events <= 4 + 4 + 6 + 12 + 4
+    r = cli("validate", str(trace))
+    assert r.code == 0 and "Step by step" in r.out and f"Valid: the {events} events" in r.out, r.out + r.err
+    lines = trace.read_text().splitlines()
+    k = next(i for i, line in enumerate(lines) if '"action":"exec"' in line and '"putall",null,2' not in line
+             and '"c":0,' in line)
+    lines[k] = re.sub(r'"store":\{"0":1', '"store":{"0":3', lines[k])
+    trace.write_text("\n".join(lines) + "\n")
+    r = cli("validate", str(trace))
+    assert r.code == 1, r.out + r.err
+    assert "the logged variables differ: store[" in r.out and "] = 1 in the spec, 3 in the log" in r.out, r.out
+
+
+def test_a_worker_without_the_barrier_is_caught_at_its_step(cli):
+    """`--bug no_barrier`: replica 0's workers execute putall each on its own; the step-by-step validation names those
+    steps (a worker's take of the command): the store the second worker leaves, and the first worker's barrier guard,
+    which no signal satisfies; replica 1, correct, is not blamed."""
+    r = cli("run", "psmr", "--spec-workload", "4", "--duration", "30", "--bug", "no_barrier")
+    assert r.code == 1, r.out + r.err
+    assert "seeded bug no_barrier" in r.out
+    assert "Invalid: no behaviour of the spec matches the logs" in r.out
+    assert re.search(r"next: event \d+ of node \d+ \(.*\): exec \{\"c\": 0, \"g\": 1, \"i\": 0", r.out), r.out
+    assert "after deliver(src=1, dst=2, msg={'tag': 'Deliver', 'c': 0, 'g': 1, 'i': 0}) the logged variables differ: " \
+           "store[2][0] = 0 in the spec, 1 in the log" in r.out
+    assert "p.signals[c].contains(o))` (specs/psmr/spec.py" in r.out  # the leader's take: the barrier's guard
+    blamed = {int(n) for n in re.findall(r"next: event \d+ of node (\d+) ", r.out)}
+    assert blamed and blamed <= {3, 4}, blamed  # replica 0's workers (processes 3 and 4); replica 1's follow the barrier
+
+
+def test_spec_workload_and_bug_options_are_checked(cli):
+    r = cli("run", "psmr", "--bug", "no_such_bug")
+    assert r.code == 2 and "--bug no_such_bug: not a seeded bug of the P-SMR service (its bugs: no_barrier" in r.err
+    assert cli("run", "psmr", "--spec-workload", "9").code == 2
+    r = cli("run", "psmr", "--spec-workload", "4", "--clients", "3")
+    assert r.code == 2 and "--clients does not apply with --spec-workload" in r.err
+    r = cli("run", "psmr", "--spec-workload", "2", "--outstanding", "3")
+    assert r.code == 2 and "--outstanding 3: at most the 2 commands" in r.err
+    r = cli("run", "two_phase", "--bug", "no_barrier")
+    assert r.code == 2 and "--bug applies to autobahn specs (and psmr)" in r.err, r.err
+
+
+@pytest.mark.slow
+def test_the_spec_workload_with_faults_a_crash_and_three_outstanding(cli):
+    """Six commands, three at once, three replicas; delayed and dropped messages, replica 1 cut off from the start,
+    replica 2 killed: what every process recorded is a behaviour of the spec."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        plan = f"{d}/plan.json"
+        with open(plan, "w") as f:
+            json.dump({"delay_ms": [1, 30], "drop": 0.1, "partitions": [{"start": 0, "end": 3600,
+                                                                          "groups": [[0, 2], [1]]}]}, f)
+        r = cli("run", "psmr", "--spec-workload", "6", "--outstanding", "3", "--replicas", "3", "--service-ms", "30",
+                "--faults", plan, "--kill-replica", "2@0.1", "--duration", "1.5")
+    assert r.code == 0, r.out + r.err
+    assert "replica 2 killed" in r.out
+    assert "psmr replicas=3 workers=2 commands=6 outstanding=3" in r.out and "are a behaviour of the spec" in r.out

@@ -66,10 +66,14 @@ def disabled(side: SpecSide, t: Transition, st: tuple) -> str:
         return f"{t.label} is enabled"
     text = _conjunct_text(t, guard)
     guard = _false_conjunct(guard, st)
+    reads = _reads(side, guard, st)
+    names = {side.prog.slot_names[slot].split("[")[0] for slot in _slots(guard)}
+    if t.action == "deliver" and names == {"network"}:  # an actor spec's delivery of a message nobody sent
+        return (f"{t.label} is not enabled: its message is not in flight (no step of the spec so far sent it, or it "
+                f"was taken already), where {reads}")
     where = f" ({_short(guard.loc.file)}:{guard.loc.line})" if guard.loc else ""
     if guard.op == "and" or text is None:
         text = _source(guard)
-    reads = _reads(side, guard, st)
     return f"{t.label} is not enabled: the guard conjunct {text}{where} is false" + (f", where {reads}" if reads else "")
 
 
@@ -150,7 +154,8 @@ def _short(path: str) -> str:
     return rel if not rel.startswith("..") else path
 
 
-def _reads(side: SpecSide, t: Term, st: tuple) -> str:
+def _slots(t: Term) -> set[int]:
+    """The state slots a term reads."""
     slots: set[int] = set()
     stack, seen = [t], set()
     while stack:
@@ -162,6 +167,11 @@ def _reads(side: SpecSide, t: Term, st: tuple) -> str:
             slots.add(x.args[0])
         else:
             stack.extend(a for a in x.args if isinstance(a, Term))
+    return slots
+
+
+def _reads(side: SpecSide, t: Term, st: tuple) -> str:
+    slots = _slots(t)
     shown = [f"{side.prog.slot_names[s]} = {_value(side, s, st[s])}" for s in sorted(slots)[:6]]
     return ", ".join(shown) + (", ..." if len(slots) > 6 else "")
 

@@ -84,7 +84,7 @@ class SpecSide:
         self.by_args: dict[tuple, int] = {}
         for i, t in enumerate(ts):
             self.by_action.setdefault(t.action, []).append(i)
-            self.by_args[(t.action, tuple(v for _, v in t.args))] = i
+            self.by_args[(t.action, tuple(t.args))] = i
         self.fields = {f.name: f for f in self.prog.fields}
         names = self.mapping.internal
         if names is not None:
@@ -158,26 +158,35 @@ class SpecSide:
             raise MappingError(f"{where}: the event stands for {s.action!r}, which is not an action of "
                                f"{self.prog.name} (its actions: {', '.join(self.by_action)}); map it to one in a "
                                f"mapping (--map MAPPING.py, with `def {s.action}(e): return step(...)`)")
-        t0 = self.transitions[tids[0]]
-        names = [n for n, _ in t0.args]
         given = dict(s.args)
-        extra = [k for k in given if k not in names]
-        if extra:
-            raise MappingError(f"{where}: {s.action} has no parameter {extra[0]!r} (its parameters: "
+        shapes: dict[tuple[str, ...], list[int]] = {}  # the action's parameter lists (an actor spec's Byzantine
+        for i in tids:                                   # handlers may take other choices than the honest ones)
+            shapes.setdefault(tuple(n for n, _ in self.transitions[i].args), []).append(i)
+        fits = [names for names in shapes if set(given) <= set(names)]
+        if not fits:
+            names = next(iter(shapes))
+            extra = next(k for k in given if k not in names)
+            raise MappingError(f"{where}: {s.action} has no parameter {extra!r} (its parameters: "
                                f"{', '.join(names) or 'none'})")
-        want: list[Any] = []
-        for name, dom in zip(names, t0.arg_doms):
-            if name not in given or given[name] is ANY:
-                want.append(ANY)
-                continue
-            try:
-                want.append(as_value(dom, given[name], f"{s.action}({name})"))
-            except ValueError as e:
-                raise TraceError(f"{where}: the mapped step {s.label()}: {e}") from None
-        if all(w is not ANY for w in want):
-            hit = self.by_args.get((s.action, tuple(want)))
-            return (hit,) if hit is not None else ()
-        return tuple(i for i in tids if all(w is ANY or w == v for w, (_, v) in zip(want, self.transitions[i].args)))
+        out: list[int] = []
+        for names in fits:
+            t0 = self.transitions[shapes[names][0]]
+            want: list[Any] = []
+            for name, dom in zip(names, t0.arg_doms):
+                if name not in given or given[name] is ANY:
+                    want.append(ANY)
+                    continue
+                try:
+                    want.append(as_value(dom, given[name], f"{s.action}({name})"))
+                except ValueError as e:
+                    raise TraceError(f"{where}: the mapped step {s.label()}: {e}") from None
+            if all(w is not ANY for w in want):
+                hit = self.by_args.get((s.action, tuple(zip(names, want))))
+                out.extend(() if hit is None else (hit,))
+            else:
+                out.extend(i for i in shapes[names]
+                           if all(w is ANY or w == v for w, (_, v) in zip(want, self.transitions[i].args)))
+        return tuple(out)
 
     # -- variables --------------------------------------------------------------------------------
     def slots_of(self, path: tuple, where: str) -> list[tuple[int, Domain, tuple]]:

@@ -1,0 +1,110 @@
+"""The refinement mapping from the P-SMR service's logs (`process.py`) to the spec (`lockstep.specs.psmr`).
+
+The spec's processes are the client proxy (0), the ordering layer (1) and replicas 2..R+1, each holding its
+W workers. The service's processes map onto them: its one client onto the proxy, its group sequencers and
+hub together onto the ordering layer, the W worker processes of replica r onto spec replica r + 2. A run is
+within the spec's bounds only with the spec's workload (`lockstep run psmr --spec-workload N`): one client
+issuing the first N commands of `commands.WORKLOAD`, command n as the spec's command n, keys = workers.
+
+Events to steps:
+- `invoke` (the client sends command n) is the proxy's `tick` timeout issuing n;
+- the ordering layer's atomic append of command n to the streams of every group of C-G(n) is the event
+  that orders it first: the hub's `hub` for a multi-group command, the group's sequencer's `order` for a
+  single-group one;
+- a worker's take of position i of its group's stream is the replica's delivery of `Deliver(n, g, i)`: a
+  `signal` (a worker that waits at the barrier) or an `exec` (the worker that executes n), whose reply is
+  the spec's `Reply`;
+- the client's first reply to n is the delivery of that replica's `Reply(n, v)`; later ones are never taken.
+
+Deviations of the service from the spec, each handled here:
+- The ordering layer is W + 1 processes, not one atomic step: the hub numbers a multi-group command and
+  forwards it to the sequencers of its groups, which merge it into their streams where it arrives. The
+  spec's append is mapped to the hub's event, and a sequencer's later `order` of a forwarded command is no
+  step: its logged position (`stream[1][g][i]`) must be the one the spec's append gave it. With the spec's
+  workload every command goes through the hub (`process.Client`), so the hub's order is the one order the
+  streams are projections of, and each append comes before every event that depends on it. (A command a
+  sequencer orders alone is appended at its `order`; where it races with a forwarded one, only the search
+  over every order of the events consistent with their causes finds where the append falls.)
+- A worker process receives its deliveries ahead of taking them (`deliver`, queued), and the signal and
+  go frames of the barrier (`signalled`, `released`, `resume`) travel between worker processes, where the
+  spec's workers share memory: those events are no steps; the barrier's order is the frames' causal order.
+- Each event of a worker that executes logs the values, afterwards, of the keys the command accesses
+  (`store[r][k]`): no other worker writes those keys then, the barrier holding every worker of a
+  multi-group command, so they are the replica's store as the spec's step leaves it.
+- Rejected frames and the fault plan's losses (`rejected`, `fault`) are no steps: a lost message stays
+  in flight in the spec, never delivered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lockstep.trace import step
+
+INTERNAL: list[str] = []  # every step is logged
+
+CLIENT, ORDER = 0, 1
+CLIENT_IDS = 10_000_000  # the service's command ids: client index * CLIENT_IDS + number (`process.CLIENT_IDS`)
+
+
+def _n(cid: Any) -> int:
+    """The spec's command of a service command id: its number, for the one client of the spec's workload."""
+    if not isinstance(cid, int) or not 0 <= cid < CLIENT_IDS:
+        raise ValueError(f"command id {cid!r} is not one of the first client's: the spec's workload has one client "
+                         "(lockstep run psmr --spec-workload N)")
+    return cid
+
+
+def _replica(e: Any) -> int:
+    return 2 + e.args["replica"]
+
+
+def _take(e: Any) -> Any:
+    """A worker takes position i of its group's stream: the replica's delivery of Deliver(n, g, i)."""
+    a = e.args
+    return step("deliver", src=ORDER, dst=_replica(e),
+                msg={"tag": "Deliver", "c": _n(a["c"]), "g": a["g"], "i": a["i"]})
+
+
+def _invoke(e: Any) -> Any:
+    return step("timeout", p=CLIENT, timer="tick", w=0, c=_n(e.args["c"]))
+
+
+def _multicast(e: Any) -> Any:
+    return step("deliver", src=CLIENT, dst=ORDER, msg={"tag": "Multicast", "c": _n(e.args["c"])})
+
+
+def _order(e: Any) -> Any:
+    return _multicast(e) if e.args["from"] == "mc" else None  # a forwarded command was appended by the hub
+
+
+def _reply(e: Any) -> Any:
+    a = e.args
+    if not a["first"]:
+        return None  # the proxy takes the first reply only
+    return step("deliver", src=2 + a["replica"], dst=CLIENT, msg={"tag": "Reply", "c": _n(a["c"]), "v": a["v"]})
+
+
+def _none(e: Any) -> None:
+    return None
+
+
+EVENTS = {"invoke": _invoke, "hub": _multicast, "order": _order, "signal": _take, "exec": _take, "reply": _reply,
+          "deliver": _none, "signalled": _none, "released": _none, "resume": _none, "rejected": _none,
+          "fault": _none}
+
+
+def variables(e: Any) -> dict[str, Any]:
+    """The stream positions the sequencers number and the store values a worker leaves."""
+    a = e.args
+    if e.action == "order":
+        return {f"stream[{ORDER}][{a['g']}][{a['seq']}]": _n(a["c"])}
+    if e.action == "exec":
+        return {f"store[{_replica(e)}][{k}]": v for k, v in a["store"].items()}
+    return {}
+
+
+def spec_params(service: Any) -> dict[str, int]:
+    """The spec's parameters of a run of the spec's workload (`ServiceConfig` with `spec_commands`)."""
+    return {"replicas": service.replicas, "workers": service.workers, "commands": service.spec_commands,
+            "outstanding": service.outstanding}
