@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 
 import pytest
 
 from lockstep.checker.cli import main as cli
 from lockstep.executors.autobahn import mapping
-from lockstep.executors.autobahn.conformance import validate_steps
+from lockstep.executors.autobahn.conformance import MAPPING, validate_steps
 from lockstep.executors.autobahn.crypto import Signer, canonical
 from lockstep.executors.autobahn.messages import (
     MAX_BATCH,
@@ -28,6 +29,7 @@ from lockstep.executors.autobahn.validate import RunInvalid, validate
 from lockstep.executors.faults import FaultsError
 from lockstep.executors.projection import read_log
 from lockstep.executors.wire import CHALLENGE, MAX_FRAME, TAG, Credentials, connect, parse
+from lockstep.trace import validate as validate_logs
 from tests.executors.wire_helpers import closed_by_node, trace_lines, until
 
 PLANS = {
@@ -283,3 +285,18 @@ def test_the_seeded_bug_caught_by_lockstep_run_and_validate(capsys, tmp_path):
     assert "seeded bug no_parent_poa" in out and "are not behaviours of the spec; the first, lane 1, cars 1-2" in out
     assert cli(["validate", str(trace)]) == 1
     assert "msg=Car(lane=3, tip=3)) is not enabled: its message is not in flight" in capsys.readouterr().out
+
+
+VIEW3 = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "autobahn_view3")
+
+
+def test_a_replica_votes_in_the_view_its_own_timeout_opened():
+    """Slot 1 of a recorded run that went through three views, projected as `mapping.py` does: replica 2 (the spec's
+    ids) completes the TC of view 1 with its own Timeout, then votes for view 2's Prepare. The spec's slot timer once
+    timed a replica out of the view its own Timeout opened in the same step, so this run was not a behaviour of it."""
+    logs = [os.path.join(VIEW3, f"replica-{n}.jsonl") for n in range(4)]
+    _, events, _ = read_log(logs[2])
+    assert [o["op"] for o in events[1]["args"]["ops"]] == ["got", "timer"]  # the third Timeout of view 1: its own
+    assert events[2]["args"]["ops"][0]["check"] == {"pvote[2][1][2]": 0}  # then its vote in view 2
+    res = validate_logs(logs, "autobahn", mapping=MAPPING, f=1, lanes=0, slots=1, views=3, proposals=1)
+    assert res.verdict == "valid" and res.events == 31, res.verdict
