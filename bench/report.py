@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import html
 import os
 import platform
 import re
@@ -124,7 +125,7 @@ def page(results: list[tuple[Section, list[str], list[tuple[str, bool]], float, 
         for i, out in enumerate(outputs):
             if len(outputs) > 1:
                 lines += [f"Run {i + 1}:", ""]
-            lines += ["```text", out, "```", ""]
+            lines += [f"<pre>{html.escape(out)}</pre>", ""]  # raw text: no line of it reads as a command to test
     return "\n".join(lines).rstrip() + "\n"
 
 
