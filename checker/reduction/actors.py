@@ -124,28 +124,54 @@ class ProcessUnits:
                 self.edges.append((a, b, masks))
         self.always = always
         self.tables: dict[int, np.ndarray] = {}
+        self.live: np.ndarray | None = None  # per edge and pattern: the conflict is still possible (`_prepare`)
 
     def table(self, pattern: int) -> np.ndarray:
         """The class (0..k-1, numbered by least member) of each event when the pivots in `pattern` hold."""
         hit = self.tables.get(pattern)
         if hit is None:
-            parent = list(range(self.k))
-
-            def find(i: int) -> int:
-                while parent[i] != i:
-                    parent[i] = parent[parent[i]]
-                    i = parent[i]
-                return i
-
-            for a, b in self.always:
-                parent[find(a)] = find(b)
-            for a, b, masks in self.edges:
-                if any(not (pattern & m) for m in masks):  # some reason for the conflict is still there
-                    parent[find(a)] = find(b)
-            root_rank: dict[int, int] = {}
-            hit = np.array([root_rank.setdefault(find(i), len(root_rank)) for i in range(self.k)], dtype=np.int64)
+            if self.live is None:
+                self._prepare()
+            sel = self.live[:, pattern]
+            a = np.concatenate([self.always_a, self.edge_a[sel]])
+            b = np.concatenate([self.always_b, self.edge_b[sel]])
+            hit = np.unique(_components(self.k, a, b), return_inverse=True)[1].astype(np.int64)
             self.tables[pattern] = hit
         return hit
+
+    def _prepare(self) -> None:
+        """The conflicts as arrays: the always-conflicting pairs, and per other pair and pattern whether some
+        reason for the conflict is still there (none of one of its masks' literals holds)."""
+        self.always_a = np.array([a for a, _b in self.always], dtype=np.int64)
+        self.always_b = np.array([b for _a, b in self.always], dtype=np.int64)
+        self.edge_a = np.array([e[0] for e in self.edges], dtype=np.int64)
+        self.edge_b = np.array([e[1] for e in self.edges], dtype=np.int64)
+        patterns = np.arange(1 << len(self.pivots), dtype=np.int64)
+        masks = np.array([m for e in self.edges for m in e[2]], dtype=np.int64)
+        starts = np.cumsum([0] + [len(e[2]) for e in self.edges[:-1]], dtype=np.int64)
+        if not self.edges:
+            self.live = np.zeros((0, patterns.size), dtype=bool)
+            return
+        open_ = (masks[:, None] & patterns[None, :]) == 0  # (masks, patterns): no literal of the mask holds
+        self.live = np.logical_or.reduceat(open_, starts, axis=0)
+
+
+def _components(k: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per node 0..k-1, the least node of its connected component in the graph of edges (a[i], b[i])."""
+    label = np.arange(k, dtype=np.int64)
+    while True:
+        low = np.minimum(label[a], label[b])
+        new = label.copy()
+        np.minimum.at(new, a, low)
+        np.minimum.at(new, b, low)
+        while True:  # every label is a node of the component no greater than its own: follow them to the end
+            jumped = new[new]
+            if np.array_equal(jumped, new):
+                break
+            new = jumped
+        if np.array_equal(new, label):
+            return label
+        label = new
 
 
 class ActorStructure:

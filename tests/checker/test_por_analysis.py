@@ -61,3 +61,32 @@ def test_every_proof_of_the_analysis_is_the_exhaustive_answer(monkeypatch, spec,
     ActorStructure(load_model(spec, params).prog)
     assert answers[True] and answers[False]  # facts proved and facts refused alike
 
+
+
+def _classes(k: int, edges: list[tuple[int, int]]) -> list[int]:
+    """The definition: each event's connected component in the conflict graph, numbered by least member."""
+    parent = list(range(k))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for a, b in edges:
+        ra, rb = find(a), find(b)
+        parent[max(ra, rb)] = min(ra, rb)
+    rank: dict[int, int] = {}
+    return [rank.setdefault(find(i), len(rank)) for i in range(k)]
+
+
+@pytest.mark.parametrize("spec, params", [("psmr", {"commands": 2}), ("bracha_equivocating_sender", {}),
+                                          ("two_phase_commit", {"crashes": 0})])
+def test_the_units_of_every_pattern_are_the_components_of_its_conflicts(spec, params):
+    s = ActorStructure(load_model(spec, params).prog)
+    checked = 0
+    for pu in s.processes:
+        for pattern in range(1 << len(pu.pivots)):
+            edges = list(pu.always) + [(a, b) for a, b, masks in pu.edges if any(not (pattern & m) for m in masks)]
+            assert pu.table(pattern).tolist() == _classes(pu.k, edges)
+            checked += 1
+    assert checked > len(s.processes)  # processes with pivots: several patterns each
