@@ -45,7 +45,7 @@ MAX_VALUES = 256  # local slots with more values are not searched for frozen val
 MAX_PIVOTS = 8  # frozen values per process whose presence splits its units (2^8 patterns)
 MAX_PAIRS = 250_000  # a process with more pairs of events is one unit
 INTERPRETED = 64  # a proof enumerating at most this many combinations evaluates its terms without compiling them
-MAX_WORK = 2_000_000  # value combinations all proofs together may enumerate (some 20 s); beyond, no reduction
+MAX_WORK = 2_000_000  # value combinations all proofs together may enumerate (before guards prune them); beyond, no reduction
 
 Literal = tuple  # ("bit", slot, i) | ("eq", slot, v) | ("pos", slot): a test on one global slot
 
