@@ -11,8 +11,9 @@ for the key-value service of `lockstep.specs.psmr.commands`:
   dependent => C-G(C) and C-G(C') share a worker;
 - for any number of keys, any access sets and any map of keys to workers (uninterpreted): routing
   a command to the owners of the keys it accesses meets the requirement — the shipped C-G is that;
-- the seeded `cg_first_key` (a multi-key command goes to its first key's worker) is refuted for
-  W = 2..4, with the pair of commands as the counterexample.
+- the seeded `cg_first_key` (a multi-key command goes to its first key's worker) and
+  `cg_read_wrong_group` (a read of key k goes to worker k + 1's group) are refuted for W = 2..4, each
+  with the pair of commands as the counterexample.
 
 Run: python -m lockstep.proofs.psmr
 """
@@ -23,7 +24,7 @@ import sys
 
 import z3
 
-from lockstep.specs.psmr.commands import Command, cg, cg_first_key, dependent
+from lockstep.specs.psmr.commands import Command, cg, cg_first_key, cg_read_wrong_group, dependent
 
 from .facts import PROVED, REFUTED, UNKNOWN, Fact, Outcome, main
 
@@ -66,7 +67,13 @@ def sym_cg_first_key(c: SymCommand, w: int, workers: int) -> z3.BoolRef:
     return z3.If(c.op == OPS.index("putall"), z3.BoolVal(w == 0), c.key % workers == w)
 
 
-ENCODINGS = {"keys": (sym_cg, cg), "first_key": (sym_cg_first_key, cg_first_key)}
+def sym_cg_read_wrong_group(c: SymCommand, w: int, workers: int) -> z3.BoolRef:
+    """Worker w is in the seeded C-G of c: a read goes to the worker after its key's owner."""
+    return z3.If(c.op == OPS.index("get"), (c.key + 1) % workers == w, sym_cg(c, w, workers))
+
+
+ENCODINGS = {"keys": (sym_cg, cg), "first_key": (sym_cg_first_key, cg_first_key),
+             "read_wrong_group": (sym_cg_read_wrong_group, cg_read_wrong_group)}
 
 
 def concrete_commands(nkeys: int) -> list[Command]:
@@ -75,7 +82,7 @@ def concrete_commands(nkeys: int) -> list[Command]:
 
 
 def encoding_agrees(workers: int) -> Outcome:
-    """The z3 encodings equal commands.dependent, cg and cg_first_key on every command and pair."""
+    """The z3 encodings equal commands.dependent and every C-G function on every command and pair."""
     cmds = concrete_commands(workers)
     for name, (sym, concrete) in ENCODINGS.items():
         for c in cmds:
@@ -139,6 +146,8 @@ FACTS = [
          owner_routing_for_any_map),
     *(Fact(f"W = {w}, K = {w}: dependent commands share a worker under the seeded first-key C-G", REFUTED,
            lambda w=w: requirement(w, "first_key")) for w in (2, 3, 4)),
+    *(Fact(f"W = {w}, K = {w}: dependent commands share a worker under the seeded read-wrong-group C-G", REFUTED,
+           lambda w=w: requirement(w, "read_wrong_group")) for w in (2, 3, 4)),
 ]
 
 

@@ -50,4 +50,5 @@ SPECS: dict[str, str] = {
     "psmr": "lockstep.specs.psmr.spec:PSMR",
     "psmr_no_acyclic_order": "lockstep.specs.psmr.spec:PSMRNoAcyclicOrder",
     "psmr_first_key_cg": "lockstep.specs.psmr.spec:PSMRFirstKeyCG",
+    "psmr_read_wrong_group": "lockstep.specs.psmr.spec:PSMRReadWrongGroup",
 }

@@ -14,9 +14,10 @@ C-Dep (Marandi et al.: commands are dependent when they access common state and 
 them writes it) is computed from these access sets. The shipped C-G sends a command to the groups
 of the workers that own its keys (key k belongs to worker k mod W): a single-key command to one
 g_i, a command on every key to g_all. Required: dependent commands share a worker
-(`proofs/psmr.py` proves it for every pair of commands). `cg_first_key` is the seeded bug: it
-routes a multi-key command by its first key only, so `putall` and `put(1, v)` — dependent — go to
-disjoint groups.
+(`proofs/psmr.py` proves it for every pair of commands). Two seeded bugs break it:
+`cg_first_key` routes a multi-key command by its first key only, so `putall` and `put(1, v)` —
+dependent — go to disjoint groups; `cg_read_wrong_group` sends a read of key k to the next worker's
+group ((k + 1) mod W), so `get(0)` and `put(0, v)` go to disjoint groups (with W >= 2).
 """
 
 from __future__ import annotations
@@ -67,7 +68,15 @@ def cg_first_key(c: Command, workers: int, nkeys: int | None = None) -> frozense
     return frozenset({owner(min(c.keys(nkeys or workers)), workers)})
 
 
-CG_FUNCTIONS: dict[str, Callable[..., frozenset[int]]] = {"keys": cg, "first_key": cg_first_key}
+def cg_read_wrong_group(c: Command, workers: int, nkeys: int | None = None) -> frozenset[int]:
+    """Seeded bug: a read goes to the group of the worker after its key's owner."""
+    if c.op == "get":
+        return frozenset({(owner(c.key, workers) + 1) % workers})  # type: ignore[arg-type]
+    return cg(c, workers, nkeys)
+
+
+CG_FUNCTIONS: dict[str, Callable[..., frozenset[int]]] = {"keys": cg, "first_key": cg_first_key,
+                                                          "read_wrong_group": cg_read_wrong_group}
 
 
 def execute(c: Command, store: list[int]) -> int:
@@ -83,9 +92,12 @@ def execute(c: Command, store: list[int]) -> int:
     return 0
 
 
-# The commands checked by the spec: two global commands (so the barrier is exercised and an order
-# that is not acyclic can deadlock it) and a single-key write that depends on both.
-WORKLOAD = (Command("putall", None, 1), Command("putall", None, 2), Command("put", 1, 3), Command("get", 0),
-            Command("put", 0, 1), Command("get", 1))
+# The commands checked by the spec, issued in this order: two global commands (so the barrier is
+# exercised and an order that is not acyclic can deadlock it), then single-key commands for both
+# workers' groups (W = 2): put(0, 3) for worker 0 and get(0), a read of the key it writes (routed to
+# another group, it can miss that write); put(1, 3) for worker 1 (a first-key C-G leaves it unordered
+# with putall); get(1) (the sixth, with --param commands=6).
+WORKLOAD = (Command("putall", None, 1), Command("putall", None, 2), Command("put", 0, 3), Command("get", 0),
+            Command("put", 1, 3), Command("get", 1))
 MAX_COMMANDS = len(WORKLOAD)
 MAX_VALUE = 3

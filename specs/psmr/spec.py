@@ -10,40 +10,66 @@ reply. Worker t of a replica, on the next command C delivered to it:
           if t != E: signal(E, C); wait(go, C)
           else: wait for the signals of every other worker of C-G(C); execute C; reply; go to them all
 
-Processes: 0 is the client proxy (it issues every command of the workload, each once, at any time);
-1 is the ordering layer; 2..R+1 are the replicas, each holding its W workers as shared-memory
-threads (a step of the replica is a step of one worker, chosen by the checker). The ordering
-layer's contract — atomic multicast — is explicit: it keeps the multicast commands not yet
-ordered, and one `order` step delivers a command to every group of C-G(C) at once (FIFO channels
-to every replica), which gives validity and integrity (each command delivered once to each
-addressed worker, and only if multicast), uniform agreement (every replica gets the same per-group
-sequence) and acyclic order (the per-group sequences are projections of one order). The
-invariants below check each of these on the delivered sequences, and the paper's properties on
-the replicas: identical per-worker delivery sequences, dependent commands in the same relative
-order everywhere, equal states after equal executed sets, and a linearizable client history.
-Deadlock freedom of the barrier is the checker's own deadlock check: the client proxy stutters
-once every command has a reply, so a state with no step is a stuck system.
+Processes: 0 is the client proxy, 1 the ordering layer (atomic multicast), 2..R+1 the replicas, each
+holding its W workers as shared-memory threads. Defaults: 3 replicas x 2 workers, the first 5 commands
+of `commands.WORKLOAD` (two putall, put(0, 3), get(0), put(1, 3)), at most 2 of them outstanding.
 
-Seeded bugs:
-- `PSMRNoAcyclicOrder`: the ordering layer orders each group on its own (a sequencer per group and
-  no merge), so two global commands can reach g_1 in one order and g_2 in the other; worker 1 then
-  waits at the barrier of one command while worker 2 waits at the other's: the checker reports the
-  deadlock, with a shortest trace.
-- `PSMRFirstKeyCG`: C-G routes a multi-key command by its first key only, so `putall` and `put(1, v)`
-  (dependent) go to disjoint groups: replicas execute them in different orders and diverge
-  (`replicas_agree` fails).
+Mechanism by mechanism:
 
-Deviations and gaps filled (the paper's text could not be consulted here; the notes in
-shared/research/protocols.md §6 are the source of the worker loop and the multicast properties):
-- One client proxy process issues the whole workload (each command once, concurrently); the
-  commands are fixed per check (`--param commands=N` takes the first N of `commands.WORKLOAD`),
-  so linearizability of the client history is an invariant over that workload's orders.
-- The ordering layer is modelled by its contract, not as Multi-Ring Paxos; it does not fail. Replicas
-  may crash (`--param crashes=1`): a crashed replica stops, the others go on and reply.
-- put(k, v) returns the replaced value, so replies constrain the order (the paper's key-value store
-  replies are not modelled in more detail).
-- Signals and go are per command (`signals[C]`, `released`), the shared memory of the replica's
-  threads, rather than per-thread semaphores.
+- C-Dep and C-G — as in the paper: commands that access a common key, one of them writing, are
+  dependent; C-G sends a command to the groups of the workers owning its keys (a single-key command to
+  one g_i, putall to g_all). Shared with the proof (`lockstep.proofs.psmr`: dependent commands share
+  a worker) and the running service.
+- Atomic multicast — modelled by its contract, not as Multi-Ring Paxos: the ordering layer keeps one
+  numbered stream per group; receiving C's multicast, it appends C to the stream of every group of
+  C-G(C) in one step and sends `Deliver(C, g, i)` (position i of g's stream) to every replica. Each
+  stream is a projection of the one order in which commands are appended, which gives acyclic order;
+  every replica is sent every position (uniform agreement); a command is appended once (integrity).
+  The multicasts arrive in any order, so any order of concurrent commands is explored. The ordering
+  layer does not fail. Invariants `integrity`, `agreement` (every replica's worker took its group's
+  stream, position by position) and `acyclic_order` check the contract on the streams and deliveries.
+- The worker loop — as above: worker g of a replica takes position i of g's stream only as its i-th
+  delivery, and only once the multi-group command it last signalled has been released (its
+  wait(go, C)). A non-leader takes C, signals it and waits; the leader's delivery of C is enabled once
+  every other worker of C-G(C) has signalled (its wait for the signals), then it executes C, replies
+  and releases C (go). Signals and go are the replica's shared memory (`signals[C]`, `released`).
+- Replicas — R identical replicas, interchangeable (`--symmetry` checks one state per permutation of
+  them); they may crash (`--param crashes=1`): a crashed replica stops, the others go on and reply.
+- The client proxy — simplified: one proxy issues the whole workload, each command once, in the
+  workload's order, each at any time after the previous one, with at most `outstanding` commands
+  without a reply (default 2: two closed-loop clients; `--param outstanding=5` lets all five run at
+  once). It takes the first reply; `linearizable` checks its history (real-time order: the commands
+  completed when each was invoked) against every order of the commands.
+- The network — each message is acted on at most once (the proxy takes only a command's first reply,
+  the ordering layer orders a multicast once, a worker takes each stream position once), so the model
+  keeps delivered messages in flight (`Network(duplicating=True)`): replies that arrive after the
+  first, and second copies, are never taken. The behaviours are those of a reliable network, and
+  states that differ only in which late replies were already discarded are one. (With
+  `--param duplicating=0` delivered messages are removed: the same verdicts on more states.) Streams
+  carry positions, so channels need no order (`--param ordered=1` is not a model of P-SMR: a late
+  reply at the head of a channel would block the replies behind it).
+- The service — a key-value store with K = W keys (`commands.py`); put(k, v) returns the value it
+  replaced, so replies constrain the order.
+- Out of scope: Multi-Ring Paxos itself (rings, coordinators, their failures and recovery), replica
+  recovery and state transfer, the networked file system of the paper's evaluation, several clients
+  and unbounded workloads (the service on processes, `lockstep run psmr`, has those).
+
+Properties: the ordering layer's contract (above); `replicas_agree` (replicas that executed the same
+commands hold the same store), `dependent_same_order` (two replicas never execute two dependent
+commands in opposite orders: no state where one has executed only the first and the other only the
+second), `linearizable`, the assertion that no replica executes a command twice, and deadlock freedom
+of the barrier (the checker's deadlock check: the client proxy stutters once every command has a
+reply, so a state with no step is a stuck system).
+
+Seeded bugs, each found by its command at the default parameters:
+- `PSMRNoAcyclicOrder`: `lockstep check psmr_no_acyclic_order` — each group is ordered on its own, so
+  the two global commands can reach g_1 and g_2 in opposite orders and the barrier deadlocks.
+- `PSMRFirstKeyCG`: `lockstep check psmr_first_key_cg --invariant replicas_agree` — C-G routes putall
+  by its first key, so putall and put(1, 3), dependent, go to disjoint groups and replicas diverge.
+- `PSMRReadWrongGroup`: `lockstep check psmr_read_wrong_group` — C-G sends get(k) to worker k + 1's
+  group, so get(0) and put(0, 3), dependent, are not ordered: two replicas execute them in opposite
+  orders (`dependent_same_order`); with `--invariant linearizable`, a lagging replica's stale read
+  is the first reply to a get(0) invoked after put(0, 3) completed.
 """
 
 from __future__ import annotations
@@ -52,7 +78,7 @@ from itertools import combinations, permutations
 
 from ..lang import (
     And,
-    Bool,
+    Assert,
     Enum,
     ForAll,
     If,
@@ -71,22 +97,34 @@ from ..lang import (
     require,
 )
 from ..lang.actors import ActorSpec, Local, Network, on_message, on_start, on_timeout, send, set_timer
-from .commands import MAX_COMMANDS, MAX_VALUE, WORKLOAD, Command, cg, cg_first_key, dependent, execute
+from .commands import (
+    MAX_COMMANDS,
+    MAX_VALUE,
+    WORKLOAD,
+    Command,
+    cg,
+    cg_first_key,
+    cg_read_wrong_group,
+    dependent,
+    execute,
+)
 
-R = Param("replicas", default=2, lo=1, hi=4, doc="replicas")
+R = Param("replicas", default=3, lo=1, hi=4, doc="replicas")
 W = Param("workers", default=2, lo=1, hi=4, doc="worker threads per replica (and groups g_1..g_W)")
-N = Param("commands", default=3, lo=1, hi=MAX_COMMANDS, doc="commands of the workload issued by the client")
+N = Param("commands", default=5, lo=1, hi=MAX_COMMANDS, doc="commands of the workload issued by the client")
+K = Param("outstanding", default=2, lo=1, hi=MAX_COMMANDS, doc="commands the client proxy has without a reply at once")
 
 CLIENT, ORDER = 0, 1
-Proc = Range(R + 2)
+Proc = Range(R + 2, symmetric=True, fixed=(CLIENT, ORDER))  # the replicas are interchangeable
 Cmd = Range(N)
 Wk = Range(W)
 Key = Range(W)
 Val = Int(0, MAX_VALUE)
 Count = Int(0, N)
+Pos = Int(0, N - 1)
 
 Multicast = Record("Multicast", c=Cmd)
-Deliver = Record("Deliver", c=Cmd, g=Wk)
+Deliver = Record("Deliver", c=Cmd, g=Wk, i=Pos)  # position i of group g's stream
 Reply = Record("Reply", c=Cmd, v=Val)
 
 
@@ -104,29 +142,31 @@ class PSMR(ActorSpec):
     Process = Proc
     Message = Union(Multicast, Deliver, Reply)
     Timer = Enum("tick", "idle")
-    network = Network(ordered=True, capacity=8)  # deliveries in flight to a replica: up to sum |C-G(C)|
+    network = Network(ordered=False, duplicating=True)  # each message is taken at most once: see the docstring
     crashable = staticmethod(lambda params: range(2, params["replicas"] + 2))  # replicas may crash
     timeouts = {"tick": 1, "idle": 50}
+    outstanding = K
 
     # the client proxy
     status = Local(Map(Cmd, Enum("idle", "pending", "done")), init="idle")
     reply = Local(Map(Cmd, Option(Val)))
     before = Local(Map(Cmd, Set(Cmd)))  # the commands completed when this one was invoked
-    # the ordering layer: multicast commands not yet delivered to a group
-    pending = Local(Map(Wk, Set(Cmd)))
-    # a replica: per worker, the delivered sequence and how far it has got; the barrier; the store
-    log = Local(Map(Wk, Map(Cmd, Option(Cmd))))
-    delivered = Local(Map(Wk, Count), init=0)
+    # the ordering layer: the multicasts received, and one numbered stream per group
+    received = Local(Set(Cmd))
+    stream = Local(Map(Wk, Map(Pos, Option(Cmd))))
+    length = Local(Map(Wk, Count), init=0)
+    pending = Local(Map(Wk, Set(Cmd)))  # multicast, not yet ordered (only the per-group ordering of a seeded bug)
+    # a replica: per worker, the positions taken and the command last signalled; the barrier; the store
     head = Local(Map(Wk, Count), init=0)
-    waiting = Local(Map(Wk, Bool), init=False)
+    took = Local(Map(Wk, Map(Pos, Option(Cmd))))
+    waiting = Local(Map(Wk, Option(Cmd)))
     signals = Local(Map(Cmd, Set(Wk)))
     released = Local(Set(Cmd))
     store = Local(Map(Key, Val), init=0)
-    rank = Local(Map(Cmd, Int(0, MAX_COMMANDS)), init=0)  # 1 + position in the replica's execution order
-    executed = Local(Int(0, MAX_COMMANDS), init=0)
+    executed = Local(Set(Cmd))
 
     def cg(c: Command, workers: int) -> frozenset[int]:
-        """The command-to-groups function (overridden by the seeded bug)."""
+        """The command-to-groups function (overridden by the seeded bugs)."""
         return cg(c, workers)
 
     def groups(p, c: int) -> frozenset[int]:
@@ -134,27 +174,25 @@ class PSMR(ActorSpec):
 
     @on_start
     def start(p):
-        set_timer("tick")
         if p.id == CLIENT:
+            set_timer("tick")
             set_timer("idle")
+        elif p.id == ORDER:
+            set_timer("tick")
 
     @on_message
     def receive(p, src, m):
         if p.id == CLIENT:
-            require(m.tag == "Reply")
-            first = p.status[m.c] == "pending"  # the proxy takes the first reply
-            p.status[m.c] = If(first, "done", p.status[m.c])
-            p.reply[m.c] = If(first, m.v, p.reply[m.c])
+            require(m.tag == "Reply", p.status[m.c] == "pending")  # the proxy takes the first reply
+            p.status[m.c] = "done"
+            p.reply[m.c] = m.v
         elif p.id == ORDER:
-            require(m.tag == "Multicast")
-            for g in PSMR.groups(p, m.c):
-                p.pending[g] = p.pending[g].add(m.c)
+            require(m.tag == "Multicast", Not(p.received.contains(m.c)))
+            p.received = p.received.add(m.c)
+            p.spec.multicast(p, m.c)
         else:
             require(m.tag == "Deliver")
-            d = p.delivered[m.g]
-            for i in range(int(p.commands)):
-                p.log[m.g][i] = If(d == i, m.c, p.log[m.g][i])
-            p.delivered[m.g] = d + 1
+            PSMR.deliver(p, m.c, m.g, m.i)
 
     @on_timeout
     def timeout(p, timer, w: Wk, c: Cmd):
@@ -169,13 +207,16 @@ class PSMR(ActorSpec):
             if w:
                 require(False)
             PSMR.invoke(p, c)
-        elif p.id == ORDER:
-            p.spec.order(p, w, c)
         else:
-            PSMR.work(p, w, c)
+            p.spec.order(p, w, c)
 
     def invoke(p, c):
+        """The proxy issues command c: the next of the workload, with fewer than `outstanding` without a reply."""
         require(p.status[c] == "idle")
+        if c:
+            require(p.status[c - 1] != "idle")
+        if c >= int(p.outstanding):
+            require(p.status[c - int(p.outstanding)] == "done")
         p.status[c] = "pending"
         done = p.before[c]
         for d in range(int(p.commands)):
@@ -184,46 +225,47 @@ class PSMR(ActorSpec):
         p.before[c] = done
         send(ORDER, Multicast(c))
 
-    def order(p, w, c):
-        """Atomic multicast with acyclic order: deliver c to every group of C-G(c) in one step."""
-        groups = PSMR.groups(p, c)
-        if w != min(groups):
-            require(False)
-        require(p.pending[w].contains(c))
-        for g in groups:
-            p.pending[g] = p.pending[g].remove(c)
-        for r in replicas(p):
-            for g in sorted(groups):
-                send(r, Deliver(c, g))
+    def multicast(p, c):
+        """Atomic multicast with acyclic order: c joins the stream of every group of C-G(c) in one step."""
+        for g in sorted(PSMR.groups(p, c)):
+            PSMR.append(p, g, c)
 
-    def work(p, w, c):
-        """Worker w of this replica takes a step on c, the next command delivered to it."""
+    def order(p, w, c):
+        """The per-group ordering of a seeded bug (the correct ordering layer orders on receipt)."""
+        require(False)
+
+    def append(p, g, c):
+        """Command c takes the next position of group g's stream, sent to every replica."""
+        at = p.length[g]
+        for i in range(int(p.commands)):
+            p.stream[g][i] = If(at == i, c, p.stream[g][i])
+            for r in replicas(p):
+                send(r, Deliver(c, g, i), when=at == i)
+        p.length[g] = at + 1
+
+    def deliver(p, c, g, i):
+        """Worker g of this replica takes position i of its group's stream, command c."""
         groups = PSMR.groups(p, c)
-        if w not in groups:
-            require(False)
-        n = int(p.commands)
-        h = p.head[w]
-        require(Or(*[And(h == i, p.log[w][i] == c) for i in range(n)]))
-        cmd = workload(n)[c]
+        if g not in groups:
+            require(False)  # never sent (`integrity`)
+        last = p.waiting[g]
+        gone = [And(last == d, p.released.contains(d)) for d in range(int(p.commands)) if len(PSMR.groups(p, d)) > 1]
+        require(p.head[g] == i, Or(last == None, *gone))  # noqa: E711 (a term comparison)
+        p.head[g] = i + 1
+        p.took[g][i] = c
+        cmd = workload(int(p.commands))[c]
         if len(groups) == 1:
             PSMR.execute(p, c, cmd)
-            p.head[w] = h + 1
-            return
-        leader = min(groups)
-        if w != leader:
-            signal = Not(p.waiting[w])
-            resume = And(p.waiting[w], p.released.contains(c))
-            require(Or(signal, resume))
-            p.signals[c] = If(signal, p.signals[c].add(w), p.signals[c])
-            p.waiting[w] = signal
-            p.head[w] = If(resume, h + 1, h)
-            return
-        require(ForAll(sorted(groups - {leader}), lambda o: p.signals[c].contains(o)))
-        PSMR.execute(p, c, cmd)
-        p.released = p.released.add(c)
-        p.head[w] = h + 1
+        elif g != min(groups):
+            p.signals[c] = p.signals[c].add(g)  # signal(E, C); wait(go, C)
+            p.waiting[g] = c
+        else:
+            require(ForAll(sorted(groups - {g}), lambda o: p.signals[c].contains(o)))
+            PSMR.execute(p, c, cmd)
+            p.released = p.released.add(c)  # go
 
     def execute(p, c, cmd: Command):
+        Assert(Not(p.executed.contains(c)), f"command {c} ({cmd}) executed twice")
         if cmd.op == "get":
             result = p.store[cmd.key]
         elif cmd.op == "put":
@@ -233,8 +275,7 @@ class PSMR(ActorSpec):
             result = 0
             for k in range(int(p.workers)):
                 p.store[k] = cmd.value
-        p.executed = p.executed + 1
-        p.rank[c] = p.executed
+        p.executed = p.executed.add(c)
         if isinstance(result, int):
             send(CLIENT, Reply(c, result))
         else:
@@ -244,40 +285,38 @@ class PSMR(ActorSpec):
     # ------------------------------------------------------------------ the ordering layer's contract
     @invariant
     def integrity(s):
-        """A worker delivers a command at most once, and only one that was multicast to its group."""
+        """A group's stream holds a command at most once, and only one multicast to that group."""
         n, out = int(s.commands), []
-        for r in replicas(s):
-            for w in range(int(s.workers)):
-                for i in range(n):
-                    live = i < s.delivered[r][w]
-                    for c in range(n):
-                        addressed = w in s.spec.cg(workload(n)[c], int(s.workers))
-                        is_c = s.log[r][w][i] == c
-                        out.append(Implies(And(live, is_c), And(s.status[CLIENT][c] != "idle", addressed)))
-                        for j in range(i):
-                            out.append(Implies(And(live, is_c), s.log[r][w][j] != c))
+        st = s.stream[ORDER]
+        for g in range(int(s.workers)):
+            for i in range(n):
+                for c in range(n):
+                    addressed = g in s.spec.cg(workload(n)[c], int(s.workers))
+                    here = st[g][i] == c
+                    out.append(Implies(here, And(s.status[CLIENT][c] != "idle", addressed)))
+                    out.extend(Implies(here, st[g][j] != c) for j in range(i))
         return And(*out)
 
     @invariant
     def agreement(s):
-        """Identical per-worker delivery sequences: a worker's sequences at two replicas are one the
-        prefix of the other (uniform agreement and order within each group)."""
+        """Identical per-worker delivery sequences: every replica's worker g took, position by position,
+        its group's one stream (uniform agreement and order within each group)."""
         out = []
-        for r1, r2 in combinations(replicas(s), 2):
-            for w in range(int(s.workers)):
+        for r in replicas(s):
+            for g in range(int(s.workers)):
                 for i in range(int(s.commands)):
-                    both = And(i < s.delivered[r1][w], i < s.delivered[r2][w])
-                    out.append(Implies(both, s.log[r1][w][i] == s.log[r2][w][i]))
+                    out.append(Implies(i < s.head[r][g], s.took[r][g][i] == s.stream[ORDER][g][i]))
         return And(*out)
 
     @invariant
     def acyclic_order(s):
-        """The delivery precedence relation (c before c' at some worker of some replica) has no cycle."""
+        """The delivery precedence relation (c before c' in some group's stream) has no cycle."""
         n = int(s.commands)
+        st = s.stream[ORDER]
 
         def before(a, b):
-            return Or(*[And(j < s.delivered[r][w], s.log[r][w][i] == a, s.log[r][w][j] == b)
-                        for r in replicas(s) for w in range(int(s.workers)) for i in range(n) for j in range(i + 1, n)])
+            return Or(*[And(st[g][i] == a, st[g][j] == b)
+                        for g in range(int(s.workers)) for i in range(n) for j in range(i + 1, n)])
 
         cycles = []
         for k in range(2, n + 1):
@@ -290,24 +329,24 @@ class PSMR(ActorSpec):
     @invariant
     def replicas_agree(s):
         """Replicas that have executed the same commands hold the same state."""
-        n, out = int(s.commands), []
+        out = []
         for r1, r2 in combinations(replicas(s), 2):
-            same = And(*[(s.rank[r1][c] > 0) == (s.rank[r2][c] > 0) for c in range(n)])
+            same = s.executed[r1] == s.executed[r2]
             out.append(Implies(same, ForAll(range(int(s.workers)), lambda k: s.store[r1][k] == s.store[r2][k])))
         return And(*out)
 
     @invariant
     def dependent_same_order(s):
-        """Every two dependent commands execute in the same relative order at every replica."""
+        """Every two dependent commands execute in the same relative order at every replica: no replica
+        has executed only the first while another has executed only the second."""
         n, out = int(s.commands), []
         cmds = workload(n)
         for a, b in combinations(range(n), 2):
             if not dependent(cmds[a], cmds[b], int(s.workers)):
                 continue
-            for r1, r2 in combinations(replicas(s), 2):
-                rk1, rk2 = s.rank[r1], s.rank[r2]
-                done = And(rk1[a] > 0, rk1[b] > 0, rk2[a] > 0, rk2[b] > 0)
-                out.append(Implies(done, (rk1[a] < rk1[b]) == (rk2[a] < rk2[b])))
+            for r1, r2 in permutations(replicas(s), 2):
+                e1, e2 = s.executed[r1], s.executed[r2]
+                out.append(Not(And(e1.contains(a), Not(e1.contains(b)), e2.contains(b), Not(e2.contains(a)))))
         return And(*out)
 
     @invariant
@@ -335,30 +374,46 @@ class PSMR(ActorSpec):
 class PSMRNoAcyclicOrder(PSMR):
     """Seeded bug: each group is ordered on its own (no acyclic order): the barrier deadlocks.
 
-    This ordering layer does not promise acyclic order, so that part of the contract is not asserted;
-    the check shows what its absence costs: `lockstep check psmr_no_acyclic_order` finds the deadlock
-    (worker 0 waits for worker 1's signal on one global command, worker 1 at the other's barrier)."""
+    A multicast joins the pending set of each of its groups, and each group's sequencer appends its
+    pending commands in any order, independently of the others. This ordering layer does not promise
+    acyclic order, so that part of the contract is not asserted; the check shows what its absence
+    costs: `lockstep check psmr_no_acyclic_order` finds the deadlock (worker 0, the leader of both
+    global commands, waits for worker 1's signal on one while worker 1 waits for the go of the other)."""
 
     @invariant
     def acyclic_order(s):
         """Not promised by a per-group ordering layer."""
         return True
 
+    def multicast(p, c):
+        for g in PSMR.groups(p, c):
+            p.pending[g] = p.pending[g].add(c)
+
     def order(p, w, c):
-        groups = PSMR.groups(p, c)
-        if w not in groups:
+        if p.id != ORDER or w not in PSMR.groups(p, c):
             require(False)
         require(p.pending[w].contains(c))
         p.pending[w] = p.pending[w].remove(c)
-        for r in replicas(p):
-            send(r, Deliver(c, w))
+        PSMR.append(p, w, c)
 
 
 class PSMRFirstKeyCG(PSMR):
     """Seeded bug: C-G sends a multi-key command to the group of its first key only: replicas diverge.
 
-    `lockstep check psmr_first_key_cg --invariant replicas_agree` shows the divergence; with every
-    invariant, the first violation found is of `linearizable` (a stale reply), a step earlier."""
+    `lockstep check psmr_first_key_cg --invariant replicas_agree` shows the divergence (putall and
+    put(1, 3) execute in opposite orders at two replicas); with every invariant, `dependent_same_order`
+    is violated first, on a shorter trace."""
 
     def cg(c: Command, workers: int) -> frozenset[int]:
         return cg_first_key(c, workers)
+
+
+class PSMRReadWrongGroup(PSMR):
+    """Seeded bug: C-G sends a read of key k to worker k + 1's group instead of its owner's.
+
+    get(0) and put(0, 3) are dependent but go to disjoint groups, so no worker orders them:
+    `lockstep check psmr_read_wrong_group` finds two replicas executing them in opposite orders
+    (`dependent_same_order`); `--invariant linearizable` finds the client's stale read."""
+
+    def cg(c: Command, workers: int) -> frozenset[int]:
+        return cg_read_wrong_group(c, workers)

@@ -18,6 +18,7 @@ LIMIT = 1000  # reachable states compared per spec (breadth-first); specs at the
 COSTLY = {"bracha": 30, "bracha_equivocating_sender": 30, "bracha_low_echo_quorum": 30, "bracha_byzantine_relay": 30,
           "agent_clock": 50, "agent_clock_buggy": 50, "two_phase_commit": 300, "two_phase_commit_eager": 300,
           "tests/models/vector_edges.py:WideSet": 100, "psmr": 5, "psmr_no_acyclic_order": 5, "psmr_first_key_cg": 5,
+          "psmr_read_wrong_group": 5,
           "alternating_bit": 80, "alternating_bit_reordering": 60, "tests/models/sequences.py:Channel": 100,
           "tests/models/quorums.py:Vote": 100, "tests/models/quorums.py:VoteTwice": 60,
           "tests/models/symmetric_shapes.py:Shapes": 30, "tests/models/symmetric_shapes.py:ShapesTwoWay": 30,
