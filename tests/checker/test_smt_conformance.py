@@ -22,9 +22,10 @@ COSTLY = {"bracha": 30, "bracha_equivocating_sender": 30, "bracha_low_echo_quoru
           "alternating_bit": 80, "alternating_bit_reordering": 60, "tests/models/sequences.py:Channel": 100,
           "tests/models/quorums.py:Vote": 100, "tests/models/quorums.py:VoteTwice": 60,
           "tests/models/symmetric_shapes.py:Shapes": 30, "tests/models/symmetric_shapes.py:ShapesTwoWay": 30,
-          "ssp_sssp": 2, "ssp_cc": 2, "ssp_reach": 2, "ssp_stale_delta": 2}
+          "ssp_sssp": 2, "ssp_cc": 2, "ssp_reach": 2, "ssp_stale_delta": 2, "ssp_staleness_off_by_one": 2, "ssp_apsp": 2}
 # How far the slow run compares a costly spec (default LIMIT); the SSP specs take seconds per state.
-FURTHER = {"ssp_sssp": 40, "ssp_cc": 40, "ssp_reach": 40, "ssp_stale_delta": 40}
+FURTHER = {"ssp_sssp": 40, "ssp_cc": 40, "ssp_reach": 40, "ssp_stale_delta": 40, "ssp_staleness_off_by_one": 40,
+           "ssp_apsp": 40}
 
 # What a full comparison covers, where it is known: (initial states, states, steps, failing steps).
 COVERAGE = {
