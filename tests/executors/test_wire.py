@@ -143,7 +143,7 @@ def test_a_malformed_hello_is_a_note_not_a_traceback():
         cluster = Cluster("two_phase_commit", {}, 2, None)
         loop = asyncio.get_running_loop()
         cluster.members[1] = Member(1, None, hello=loop.create_future())
-        for body in (b'{"op": "hello"}', b'{"op": "hello", "port": "x"}', b"[" * 5000, b'{"op": "report"}'):
+        for body in (b'{"op": "hello"}', b'{"op": "hello", "port": "x"}', b"[" * 5000 + b"]" * 5000, b'{"op": "report"}'):
             cluster._on_control(Fake(), body)  # type: ignore[arg-type]
         assert cluster.rejected == 4 and not cluster.members[1].hello.done()
         notes = " ".join(cluster.rejection_notes())
