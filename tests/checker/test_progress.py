@@ -32,13 +32,16 @@ def test_a_slow_plain_spec_reports_progress_within_a_level():
 
 def test_a_heartbeat_speaks_while_a_call_runs_and_stops_after_it():
     said: list[str] = []
-    with Heartbeat(said.append, "solving", interval=0.05):
-        time.sleep(0.3)
+    with Heartbeat(said.append, "solving", interval=0.05) as beat:
+        deadline = time.monotonic() + 60
+        while len(said) < 3 and time.monotonic() < deadline:  # wait for three beats, however loaded the machine
+            time.sleep(0.01)
     n = len(said)
-    time.sleep(0.15)
-    assert n >= 3 and len(said) == n and said[0].startswith("solving, ")
-    with Heartbeat(None, "quiet", interval=0.01):
-        time.sleep(0.05)
+    assert n >= 3 and said[0].startswith("solving, ")
+    assert beat._thread is not None and not beat._thread.is_alive()  # the exit joined it: nothing more is said
+    assert len(said) == n
+    with Heartbeat(None, "quiet", interval=0.01) as quiet:
+        assert quiet._thread is None
 
 
 def test_count_vectors_keep_their_canonical_text():
