@@ -43,15 +43,22 @@ class Step:
         env: dict[str, Any] = dict(self.env)
         if self.value_var is not None:
             env[self.value_var] = v
-        conds = []
-        for lit in self.literals:
-            a = assignment(lit, set(env))
-            if a is not None:
-                env[a[0].name] = _eval(a[1], env)
-            else:
-                conds.append(_compare(lit.op, _eval(lit.left, env), _eval(lit.right, env)))
+        conds = _bind(self.literals, env)
         value = _eval(self.head, env) if self.head is not None else 0
         return value, logic(conds) if conds else True
+
+
+def _bind(literals: tuple[Compare, ...], env: dict[str, Any]) -> list[Any]:
+    """Evaluate `literals` in order: an assignment (`C = C1 + W`) binds its variable in `env`; the values of the
+    other comparisons are returned, for the caller to conjoin."""
+    conds = []
+    for lit in literals:
+        a = assignment(lit, set(env))
+        if a is not None:
+            env[a[0].name] = _eval(a[1], env)
+        else:
+            conds.append(_compare(lit.op, _eval(lit.left, env), _eval(lit.right, env)))
+    return conds
 
 
 def _eval(e: Expr, env: Mapping[str, Any]) -> Any:
@@ -99,12 +106,8 @@ class StepGroup:
         if self.value_var is not None:
             env[self.value_var] = v
         ok = np.ones(len(rows), dtype=bool)
-        for lit in self.literals:
-            a = assignment(lit, set(env))
-            if a is not None:
-                env[a[0].name] = _eval(a[1], env)
-            else:
-                ok &= _compare(lit.op, _eval(lit.left, env), _eval(lit.right, env))
+        for c in _bind(self.literals, env):
+            ok &= c
         value = _eval(self.head, env) if self.head is not None else np.zeros(len(rows), dtype=np.int64)
         if not isinstance(value, np.ndarray):
             value = np.full(len(rows), value, dtype=np.int64)
@@ -384,13 +387,7 @@ class PairPlan:
         """(derived value, condition) of the composing rule for one pair of values read, with Python operators:
         on ints, or on the spec language's terms (`logic` supplies the conjunction), as `Step.apply`."""
         env: dict[str, Any] = {self.left: d1, self.right: d2}
-        conds = []
-        for lit in self.literals:
-            a = assignment(lit, set(env))
-            if a is not None:
-                env[a[0].name] = _eval(a[1], env)
-            else:
-                conds.append(_compare(lit.op, _eval(lit.left, env), _eval(lit.right, env)))
+        conds = _bind(self.literals, env)
         return env[self.head], logic(conds) if conds else True
 
     def better(self, a: Any, b: Any) -> Any:
@@ -450,12 +447,8 @@ def compose(literals: tuple[Compare, ...], left: str, right: str, head: str, d1:
     """(values, enabled mask) of a composing rule's head for the values `d1`, `d2` its two atoms read."""
     env: dict[str, Any] = {left: d1, right: d2}
     ok = np.ones(len(d1), dtype=bool)
-    for lit in literals:
-        a = assignment(lit, set(env))
-        if a is not None:
-            env[a[0].name] = _eval(a[1], env)
-        else:
-            ok &= _compare(lit.op, _eval(lit.left, env), _eval(lit.right, env))
+    for c in _bind(literals, env):
+        ok &= c
     value = env[head]
     if not isinstance(value, np.ndarray):
         value = np.full(len(d1), value, dtype=np.int64)
