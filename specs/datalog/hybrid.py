@@ -50,7 +50,7 @@ from ..lang.params import ParamExpr
 from .analysis import analyse
 from .catalog import load
 from .plan import PairPlan, pair_plan
-from .protocol import clocked, others
+from .protocol import clocked, holds_derivable, holds_fixpoint, others
 from .ssp import GRAPHS, RANDOM_BASE, graph_edges
 
 
@@ -156,27 +156,15 @@ def hybrid_spec(program: str, doc: str, graph: int = 1, capacity: int = 12) -> t
         def derivable(s):
             """Every value a worker holds (its rows and its replica) is the value of some derivation."""
             pl = plan()
-            best, worst = pl.bounds()
-            d = pl.derivable(best, worst)
-            nil = none(pl)
-            conds = []
-            for wk in range(int(W)):
-                for k in range(len(pl.nodes) ** 2):
-                    conds.append(Or(s.val[wk][k] == nil, *[s.val[wk][k] == x for x in sorted(d.get(k, set()))]))
-            return And(*conds)
+            pairs = range(len(pl.nodes) ** 2)
+            return holds_derivable(s, int(W), lambda wk: pairs, pl.derivable(*pl.bounds()), none(pl))
 
         @invariant
         def fixpoint(s):
             """A worker that has stopped holds the sequential least model on every pair, its replica too."""
             pl = plan()
-            if pl.fixpoint is None:
-                return True
-            nil = none(pl)
-            conds = []
-            for wk in range(int(W)):
-                eq = [s.val[wk][k] == pl.fixpoint.get(k, nil) for k in range(len(pl.nodes) ** 2)]
-                conds.append(Or(Not(s.done[wk]), And(*eq)))
-            return And(*conds)
+            pairs = range(len(pl.nodes) ** 2)
+            return holds_fixpoint(s, int(W), lambda wk: pairs, pl.fixpoint, none(pl))
 
     Hybrid.__name__ = Hybrid.__qualname__ = f"SSP_{program}"
     return Hybrid

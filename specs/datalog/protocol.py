@@ -24,6 +24,7 @@ only within s), `knowledge_sound` (what a worker knows of another's clock is not
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..lang import And, Bool, Enum, If, Int, Map, Max, Min, Not, Or, Range, Record, Set, Union, constraint, invariant, require
@@ -33,6 +34,22 @@ from ..lang.params import Param, ParamExpr
 
 def others(pid: int, w: int) -> list[int]:
     return [u for u in range(w) if u != pid]
+
+
+def holds_derivable(s: Any, w: int, held: Callable[[int], Iterable[int]], derivable: Mapping[int, set[int]], nil: int) -> Any:
+    """That each of the w workers holds, on each key `held(worker)` it answers for, no value yet (`nil`) or a value of
+    some derivation (`derivable`: key -> its derivable values)."""
+    return And(*[Or(s.val[wk][k] == nil, *[s.val[wk][k] == x for x in sorted(derivable.get(k, set()))])
+                 for wk in range(w) for k in held(wk)])
+
+
+def holds_fixpoint(s: Any, w: int, held: Callable[[int], Iterable[int]], fixpoint: Mapping[int, int] | None,
+                   nil: int) -> Any:
+    """That each of the w workers that has stopped holds the sequential least model `fixpoint` (key -> value, `nil`
+    where it has none) on each key `held(worker)` it answers for; true when the least model is not known."""
+    if fixpoint is None:
+        return True
+    return And(*[Or(Not(s.done[wk]), And(*[s.val[wk][k] == fixpoint.get(k, nil) for k in held(wk)])) for wk in range(w)])
 
 
 def clocked(doc: str, W: Param, S: Param, C: Param, Key: Any, Value: Any, func: str,
@@ -157,4 +174,4 @@ def clocked(doc: str, W: Param, S: Param, C: Param, Key: Any, Value: Any, func: 
     return Clocked, Delta
 
 
-__all__ = ["clocked", "others"]
+__all__ = ["clocked", "holds_derivable", "holds_fixpoint", "others"]

@@ -57,13 +57,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..lang import And, Assert, If, Int, Max, Min, Not, Or, Param, Range, invariant
+from ..lang import And, Assert, If, Int, Max, Min, Not, Param, Range, invariant
 from ..lang.actors import ActorSpec, on_start, on_timeout, send, set_timer
 from ..lang.params import ParamExpr
 from .analysis import analyse
 from .catalog import load
 from .plan import LinearPlan, linear_plan
-from .protocol import clocked
+from .protocol import clocked, holds_derivable, holds_fixpoint
 
 RANDOM_BASE = 100  # graph parameters from here on are random graphs (seed = graph - RANDOM_BASE)
 
@@ -141,6 +141,10 @@ def ssp_spec(program: str, doc: str, capacity: int = 8, clocks: int = 6) -> type
     def owner(pl: LinearPlan, k: int, w: int) -> int:
         return int(pl.keys[k]) % w
 
+    def keys_of(pl: LinearPlan, wk: int) -> list[int]:
+        """The keys worker wk owns (its stored values; the others' are never set)."""
+        return [k for k in range(len(pl.keys)) if owner(pl, k, int(W)) == wk]
+
     Base, Delta = clocked(doc, W, S, C, Key, Value, plan_for(program, 0, 0).func, capacity)
 
     class SSP(Base):  # type: ignore[valid-type,misc]
@@ -208,28 +212,13 @@ def ssp_spec(program: str, doc: str, capacity: int = 8, clocks: int = 6) -> type
         def derivable(s):
             """Every stored value is the value of some derivation from the exit rules."""
             pl = plan()
-            best, worst = bounds(pl)
-            d = pl.derivable(best, worst)
-            nil = none(pl)
-            conds = []
-            for k in range(len(pl.keys)):
-                o = owner(pl, k, int(W))
-                allowed = sorted(d.get(k, set()))
-                conds.append(Or(s.val[o][k] == nil, *[s.val[o][k] == x for x in allowed]))
-            return And(*conds)
+            return holds_derivable(s, int(W), lambda wk: keys_of(pl, wk), pl.derivable(*bounds(pl)), none(pl))
 
         @invariant
         def fixpoint(s):
             """A worker that has stopped holds the sequential least model on its keys."""
             pl = plan()
-            if pl.fixpoint is None:
-                return True
-            nil = none(pl)
-            conds = []
-            for wk in range(int(W)):
-                eq = [s.val[wk][k] == pl.fixpoint.get(k, nil) for k in range(len(pl.keys)) if owner(pl, k, int(W)) == wk]
-                conds.append(Or(Not(s.done[wk]), And(*eq)))
-            return And(*conds)
+            return holds_fixpoint(s, int(W), lambda wk: keys_of(pl, wk), pl.fixpoint, none(pl))
 
     SSP.__name__ = SSP.__qualname__ = f"SSP_{program}"
     return SSP
