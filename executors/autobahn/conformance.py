@@ -18,9 +18,8 @@ from lockstep.checker.validation.conformance.schema import SCHEMA
 
 from ..projection import read_log
 from . import mapping
-from .logshape import LogShapeError, check_op
 from .mapping import Instance
-from .validate import RunInvalid
+from .validate import event_ops
 
 MAPPING = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mapping.py")
 
@@ -99,14 +98,7 @@ def _read(path: str, n: int) -> mapping.Log:
     """A replica's log, each op of its declared shape (RunInvalid naming the event otherwise)."""
     log = read_log(path)
     for e in log[1]:
-        ops = e.get("args").get("ops") if isinstance(e.get("args"), dict) else None
-        if not isinstance(ops, list):
-            raise RunInvalid(f"{path}: event {e.get('seq')!r:.20} lists no ops (args.ops)")
-        for o in ops:
-            try:
-                check_op(o, n)
-            except LogShapeError as err:
-                raise RunInvalid(f"{path}: event {e.get('seq')!r:.20}: {err}") from None
+        event_ops(e, n, f"{path}: event {e.get('seq')!r:.20}")
     return log
 
 

@@ -53,16 +53,22 @@ def read(path: str, pid: int, n: int) -> list[dict[str, Any]]:
             raise RunInvalid(f"{path}:{i}: an event is a JSON object")
         if "schema" in ev or ev.get("end") is True:
             continue  # the header, the end record
-        ops = ev.get("args").get("ops") if "action" in ev and isinstance(ev.get("args"), dict) else None
-        if not isinstance(ops, list):
-            raise RunInvalid(f"{path}:{i}: an event of a replica has an action and lists its ops (args.ops)")
-        for o in ops:
-            try:
-                check_op(o, n)
-            except LogShapeError as e:
-                raise RunInvalid(f"{path}:{i}: {e}") from None
-            out.append({**o, "ev": o["op"], "_at": f"replica {pid} ({path}:{i})"})
+        out.extend({**o, "ev": o["op"], "_at": f"replica {pid} ({path}:{i})"} for o in event_ops(ev, n, f"{path}:{i}"))
     return out
+
+
+def event_ops(ev: dict[str, Any], n: int, where: str) -> list[dict[str, Any]]:
+    """The ops a replica's event lists (its args.ops), each of its declared shape (`logshape`) in a run of n replicas;
+    RunInvalid at `where` (the event's place in its log) otherwise."""
+    ops = ev.get("args").get("ops") if "action" in ev and isinstance(ev.get("args"), dict) else None
+    if not isinstance(ops, list):
+        raise RunInvalid(f"{where}: an event of a replica has an action and lists its ops (args.ops)")
+    for o in ops:
+        try:
+            check_op(o, n)
+        except LogShapeError as e:
+            raise RunInvalid(f"{where}: {e}") from None
+    return ops
 
 
 def validate(traces: dict[int, str], n: int, byzantine: set[int] | frozenset[int] = frozenset()) -> Validation:
