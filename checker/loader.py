@@ -14,6 +14,7 @@ import inspect
 import os
 import sys
 import traceback
+from collections.abc import Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -236,6 +237,17 @@ def spec_summary(ref: str) -> tuple[str, dict[str, int]]:
     else:
         params = {}
     return (doc[0] if doc else ""), params
+
+
+def spec_summaries() -> Iterator[tuple[str, str, dict[str, int]]]:
+    """(name, first docstring line, parameter defaults) of every registered spec, by name, for `lockstep list` and the
+    manual; a spec that does not load is summarised by why, with no parameters."""
+    for name in sorted(SPECS):
+        try:
+            doc, params = spec_summary(name)
+        except LoadError as e:
+            doc, params = f"(cannot load: {e})", {}
+        yield name, doc, params
 
 
 def load_protocol(ref: str, params: dict[str, int]) -> Population:

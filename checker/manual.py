@@ -40,20 +40,14 @@ def _page(parser: argparse.ArgumentParser) -> str:
 
 def protocols() -> str:
     """The protocol library's index: every registered spec, what it models and its parameters' defaults."""
-    from lockstep.specs.registry import SPECS
-
-    from .loader import LoadError, spec_summary
+    from .loader import spec_summaries
 
     out = ["# The protocol library", "",
            "Every registered spec (`lockstep list`), checked by name: `lockstep check NAME [--param k=v ...]`. The "
            "pages below this one describe the larger protocols with their papers, commands and state counts; each "
            "spec's docstring (`specs/`) cites its source and states every deviation from it.", "",
            "| spec | what it models | parameters (defaults) |", "|---|---|---|"]
-    for name in sorted(SPECS):
-        try:
-            doc, params = spec_summary(name)
-        except LoadError as e:
-            doc, params = f"(cannot load: {e})", {}
+    for name, doc, params in spec_summaries():
         ps = ", ".join(f"{k}={v}" for k, v in params.items())
         out.append(f"| `{name}` | {doc.replace('|', '/')} | {ps} |")
     return "\n".join(out) + "\n"

@@ -6,7 +6,7 @@ import argparse
 
 from lockstep.specs.registry import SPECS
 
-from ..loader import LoadError, spec_summary
+from ..loader import spec_summaries
 from .json_result import add_format_argument, of
 
 NAME = "list"
@@ -21,11 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     width = max(map(len, SPECS)) + 2
     specs = []
-    for name in sorted(SPECS):
-        try:
-            doc, params = spec_summary(name)
-        except LoadError as e:
-            doc, params = f"(cannot load: {e})", {}
+    for name, doc, params in spec_summaries():
         ps = " ".join(f"{k}={v}" for k, v in params.items())
         print(f"{name:<{width}}{doc}" + (f"  [{ps}]" if ps else ""))
         specs.append({"name": name, "summary": doc, "params": dict(params)})
