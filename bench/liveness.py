@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 
-from .vs_peers import ROOT, measure, user_env
+from .vs_peers import ROOT, lockstep_check, measure
 
 PROMELA = os.path.join(ROOT, "bench", "promela")
 # spec -> (parameter, Promela macro, Promela file, property)
@@ -44,7 +44,6 @@ MODELS = {"lock_weak": ("n", "N", "lock_live.pml", "lock_used_infinitely_often")
 ROWS = [("lock_weak", 14), ("lock_weak", 17), ("two_phase", 7), ("two_phase", 8)]
 LARGE = 1_000_000
 TOOLS = ["safety", "liveness", "liveness-2w", "spin"]
-_DONE = re.compile(r"([\d,]+) distinct states, ([\d,]+) generated, depth (\d+).*?, ([\d.]+) s \(")
 
 
 def run_lockstep(tool: str, spec: str, n: int, cache: str) -> dict:
@@ -55,11 +54,7 @@ def run_lockstep(tool: str, spec: str, n: int, cache: str) -> dict:
         cmd += ["--property", prop]
     if tool == "liveness-2w":
         cmd += ["--workers", "2"]
-    out, wall, rss = measure(cmd, env=user_env(cache))
-    m = _DONE.search(out)
-    if m is None or "No violation" not in out:
-        raise RuntimeError(f"unexpected output of {' '.join(cmd)}:\n{out}")
-    return {"distinct": int(m.group(1).replace(",", "")), "seconds": float(m.group(4)), "wall": wall, "rss_mb": rss}
+    return lockstep_check(cmd, cache)[0]
 
 
 def processes(spec: str, n: int) -> int:

@@ -84,6 +84,17 @@ def user_env(cache: str) -> dict:
     return env
 
 
+def lockstep_check(cmd: list[str], cache: str) -> tuple[dict, str]:
+    """Run a `lockstep check` command that finds no violation, as a user runs it: its distinct states, search and
+    wall seconds, peak RSS and CPU seconds, and its output."""
+    out, wall, rss = measure(cmd, env=user_env(cache))
+    m = _DONE.search(out)
+    if m is None or "No violation" not in out:
+        raise RuntimeError(f"unexpected output of {' '.join(cmd)}:\n{out}")
+    return {"distinct": int(m.group(1).replace(",", "")), "seconds": float(m.group(4)), "wall": wall, "rss_mb": rss,
+            "cpu": CPU[-1]}, out
+
+
 def run_lockstep(tool: str, model: str, n: int, cache: str) -> dict:
     """One `lockstep check` command, as a user runs it."""
     cmd = [sys.executable, "-m", "lockstep", "check", model, "--param", f"{PARAM[model][0]}={n}", "--quiet"]
@@ -91,13 +102,8 @@ def run_lockstep(tool: str, model: str, n: int, cache: str) -> dict:
         cmd += ["--workers", "2"]
     if tool == "scalar":
         cmd += ["--engine", "scalar"]
-    out, wall, rss = measure(cmd, env=user_env(cache))
-    m = _DONE.search(out)
-    if m is None or "No violation" not in out:
-        raise RuntimeError(f"unexpected output of {' '.join(cmd)}:\n{out}")
-    notes = [line.strip() for line in out.splitlines() if "numpy passes" in line]
-    return {"distinct": int(m.group(1).replace(",", "")), "seconds": float(m.group(4)), "wall": wall, "rss_mb": rss,
-            "cpu": CPU[-1], "notes": notes}
+    res, out = lockstep_check(cmd, cache)
+    return {**res, "notes": [line.strip() for line in out.splitlines() if "numpy passes" in line]}
 
 
 def compile_spin(model: str, n: int, reduce: bool, workdir: str) -> str:
