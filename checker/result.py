@@ -72,6 +72,7 @@ class CheckResult:
     exact_fingerprints: bool = False  # fingerprints identify states (an injective packing): no collision
     notes: list[str] = field(default_factory=list)
     fingerprinted: bool = True  # states were stored as fingerprints (False: kept whole, no collisions)
+    bitstate_omitted: float | None = None  # a bitstate search: the expected number of states it omitted
     model: object | None = field(default=None, repr=False, compare=False)  # what was explored (set by the API)
     witnesses: list = field(default_factory=list)  # a WitnessResult per `@witness` (searched when nothing failed)
     violations: list[Violation] = field(default_factory=list)  # with max_violations: the distinct ones, first first

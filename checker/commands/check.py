@@ -43,8 +43,8 @@ from .scaling import (
     check_on_cluster,
     check_scalar_checkpointed,
     check_scaling_flags,
-    checkpoint_options,
     checkpoint_reduced,
+    vector_options,
 )
 
 NAME = "check"
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     elif engine == "scalar" and (args.checkpoint or args.resume):
         res = check_scalar_checkpointed(args, model, opts, progress)
     else:
-        res = choice.run(engine, model, vm, opts, progress, checkpoint_options(args, engine, vm, opts))
+        res = choice.run(engine, model, vm, opts, progress, vector_options(args, engine, vm, opts))
     add_notes(res, args.engine, engine, why or several_note, por_note)
     if res.violation is not None and (opts.por or opts.dfs):
         if coverage is not None:  # what the search for a shorter counterexample enables is not counted

@@ -156,6 +156,9 @@ def report(res: CheckResult, out: str | None, model: Model | None = None, full: 
         print_violation(v, out, model, full)
     elif res.verdict == "inconclusive":
         print(f"\nInconclusive: {res.cut}; no violation among the states explored.")
+    elif res.bitstate_omitted is not None:
+        print(f"\nNo violation among the states explored (bitstate: about {res.bitstate_omitted:.3g} states expected "
+              "to be omitted).")
     else:
         print("\nNo violation: all reachable states explored.")
     rate = res.distinct / res.seconds if res.seconds > 0 else 0.0

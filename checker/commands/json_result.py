@@ -129,6 +129,8 @@ def check_fields(res: Any, model: Any) -> dict[str, Any]:
         "reductions": {"symmetry": bool(getattr(model, "symmetry", False)),
                        "partial_order": any(n.startswith("partial-order reduction:") for n in notes)},
     }
+    if res.bitstate_omitted is not None:
+        fields["bitstate"] = {"expected_omitted": res.bitstate_omitted}
     if res.cut:
         fields["notes"] = [f"stopped: {res.cut}", *notes]
     if res.violations:

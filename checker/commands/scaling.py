@@ -1,10 +1,11 @@
-"""`check --checkpoint DIR`, `--resume DIR` and `--cluster ADDRESS`: the command-line side of
-`vector.checkpoint`, `explicit.checkpoint` and `cluster`."""
+"""`check --checkpoint DIR`, `--resume DIR`, `--cluster ADDRESS` and `--bitstate BYTES`: the command-line side
+of `vector.checkpoint`, `explicit.checkpoint`, `cluster` and the vector engine's bitstate visited set."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from typing import Any
 
@@ -16,6 +17,19 @@ from ..vector.checkpoint import Checkpoint, CheckpointError, read_manifest
 from ..vector.search import VectorOptions
 
 EVERY = 60.0  # seconds between checkpoints (and cluster snapshots) by default
+UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+MIN_BITSTATE = 1 << 10  # bytes
+
+
+def _bytes(text: str) -> int:
+    """A size in bytes: a whole number, optionally with K, M, G or T (KiB, MiB, GiB, TiB)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgGtT]?)(?:i?[bB])?\s*", text)
+    if m is None:
+        raise argparse.ArgumentTypeError(f"expected a size in bytes such as 1048576, 512M or 4G, got {text!r}")
+    n = int(m.group(1)) * UNITS[m.group(2).lower()]
+    if n < MIN_BITSTATE:
+        raise argparse.ArgumentTypeError(f"a bitstate table of {n:,} bytes is too small: give at least 1K")
+    return n
 
 
 def _seconds(text: str) -> float:
@@ -37,6 +51,10 @@ def add_scaling_arguments(p: argparse.ArgumentParser) -> None:
                         "0: every level)")
     p.add_argument("--resume", metavar="DIR", help="continue the search checkpointed in DIR (and keep "
                                                    "checkpointing there); same spec, parameters and properties")
+    p.add_argument("--bitstate", type=_bytes, metavar="BYTES",
+                   help="keep only BYTES of bits of the visited set (SPIN's bitstate hashing; e.g. 4G): for spaces "
+                        "larger than memory; reports the expected number of states omitted (vector engine, one "
+                        "worker, breadth-first)")
     p.add_argument("--cluster", metavar="ADDRESS",
                    help="vector engine on Ray actors: local (a Ray instance started for the run), ray://HOST:PORT "
                         "(Ray Client) or HOST:PORT (a cluster's head); --workers N actors")
@@ -44,6 +62,8 @@ def add_scaling_arguments(p: argparse.ArgumentParser) -> None:
 
 def check_scaling_flags(args: argparse.Namespace) -> None:
     """Refuse combinations these options do not support, before anything is built."""
+    if args.bitstate is not None:
+        _check_bitstate(args)
     for flag, on in (("--cluster", args.cluster), ("--checkpoint", args.checkpoint), ("--resume", args.resume)):
         if not on:
             continue
@@ -61,12 +81,40 @@ def check_scaling_flags(args: argparse.Namespace) -> None:
             raise UsageError(f"{flag} {what}; it does not combine with {other[0]}")
 
 
+def _check_bitstate(args: argparse.Namespace) -> None:
+    other = [name for name, given in (("--workers", args.workers > 1), ("--checkpoint", args.checkpoint),
+                                      ("--resume", args.resume), ("--cluster", args.cluster),
+                                      ("--property", args.property), ("--dfs", args.dfs),
+                                      ("--max-violations", args.max_violations), ("--coverage", args.coverage),
+                                      ("--all-trees", args.all_trees),
+                                      ("--engine " + args.engine, args.engine in ("scalar", "explicit", "smt")))
+             if given]
+    if other:
+        raise UsageError(f"--bitstate runs the vector engine's breadth-first search on one worker; it does not "
+                         f"combine with {other[0]}")
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if args.bitstate > total:
+        raise UsageError(f"--bitstate {args.bitstate:,} bytes is more than this machine's memory ({total:,} bytes); "
+                         "give less")
+
+
 def _say(text: str) -> None:
     print("progress: " + text, file=sys.stderr, flush=True)
 
 
-def checkpoint_options(args: argparse.Namespace, engine: str, vm: Any, opts: Options) -> VectorOptions | None:
-    """The vector engine's options for --checkpoint/--resume (None without them)."""
+def vector_options(args: argparse.Namespace, engine: str, vm: Any, opts: Options) -> VectorOptions | None:
+    """The vector engine's options for --checkpoint/--resume or --bitstate (None without them)."""
+    if args.bitstate is not None:
+        if engine != "vector" or vm is None:
+            raise UsageError("--bitstate needs the vector engine, which cannot check this spec; run without "
+                             "--bitstate")
+        from ..vector.kernels import BuildError, bitstate_backend
+
+        try:
+            bitstate_backend()
+        except BuildError as e:
+            raise UsageError(f"--bitstate runs in compiled C loops, which could not be built: {e}") from None
+        return VectorOptions(bitstate=args.bitstate)
     directory = _directory(args)
     if directory is None:
         return None

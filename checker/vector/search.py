@@ -60,6 +60,7 @@ class VectorOptions:
     spill_dir: str | None = None
     checkpoint: Any = None  # a `checkpoint.Checkpoint`: write (or resume) the search at level boundaries
     native: str = "auto"  # the C loops and fused kernel: "auto" (once built), "always" (built first) or "never"
+    bitstate: int | None = None  # bytes of a bitstate visited set instead of the exact one (one thread, C loops)
 
 
 class VectorModel:
@@ -278,7 +279,10 @@ class VectorSearch:
         if self.batch * max(vm.ntrans, 1) >= MAX_CANDIDATES:
             raise ValueError(f"a batch of {self.batch:,} rows has {self.batch * vm.ntrans:,} candidate successors; "
                              f"the vector engine numbers a batch's candidates in 32 bits: use a smaller batch")
-        self.table = VisitedSet()
+        if vopts.bitstate is not None and vopts.checkpoint is not None:
+            raise ValueError("a bitstate search is not checkpointed: its visited set holds no fingerprints to resume from")
+        self.table = VisitedSet(bitstate=vopts.bitstate)
+        self.bitstate = self.table.bitstate
         constrained = bool(vm.model.constraint_names)
         self.por: VectorReduction | None = None
         if opts.por:
@@ -330,6 +334,8 @@ class VectorSearch:
         second core (`CROWDED`). Call before `run`."""
         if threads < 2:
             return
+        if self.bitstate is not None:
+            raise ValueError("a bitstate search runs on one thread: its visited set is one table")
         self.threads, self.threaded_level, self.judge_cores = 2, threaded_level, judge_cores
         from concurrent.futures import ThreadPoolExecutor
 
@@ -478,6 +484,10 @@ class VectorSearch:
             res.notes.append(self.native.note)
         if self.por is not None:
             res.notes.append(self.por.stats.note())
+        if self.bitstate is not None:
+            self.bitstate.settle()
+            res.notes.append(self.bitstate.note())
+            res.bitstate_omitted = self.bitstate.omitted
         if self.crowded_levels:
             res.notes.append(f"two workers: {self.crowded_levels} level(s) large enough for two threads ran on one, the "
                              "machine giving the search no second core (a busy machine)")
@@ -769,8 +779,9 @@ class VectorSearch:
         if part >= len(self.table.parts):
             return
         table, level = self.table.parts[part], self.por.level.parts[part]
+        k = self.k if self.bitstate is None else self.bitstate.ops
         for pos, c in b.routes[part]:
-            self.k.probe(table.table, level.table, b.fingerprints[0], flags, b.c.keys, self.vm.ntrans + 1, pos, c,
+            k.probe(table.table, level.table, b.fingerprints[0], flags, b.c.keys, self.vm.ntrans + 1, pos, c,
                          back[part])
 
     def settle_reduction(self, b: Prepared) -> None:
@@ -904,6 +915,7 @@ class VectorSearch:
         `outputs[part]`; how many were new."""
         n = len(self.table.parts)
         table, out = self.table.parts[part], outputs[part]
+        k = self.k if self.bitstate is None else self.bitstate.ops
         fps, ks, count = b.fingerprints
         out.fit(count if b.routes is None else sum(c for _p, c in b.routes[part]))
         m = 0
@@ -920,7 +932,7 @@ class VectorSearch:
             for pos, c in b.routes[part]:
                 q = 0
                 while True:
-                    q, table.size, m = self.k.insert_at(table.table, table.size, table.limit, fps, ks, pos, q, c,
+                    q, table.size, m = k.insert_at(table.table, table.size, table.limit, fps, ks, pos, q, c,
                                                         out.k, out.fp, m, por)
                     if q == c:
                         break
@@ -929,13 +941,15 @@ class VectorSearch:
             for lo, hi in b.segments or ((0, count),):
                 i = lo
                 while True:
-                    i, table.size, m = self.k.insert_serial(table.table, table.size, table.limit, fps, ks, hi, i,
+                    i, table.size, m = k.insert_serial(table.table, table.size, table.limit, fps, ks, hi, i,
                                                              n - 1, part, out.k, out.fp, m, out.mine)
                     if i == hi:
                         break
                     grow()
         if self.por is not None:  # the cycle proviso tells this level's states from earlier ones
             self.por.level.parts[part].add(out.fp[:m])
+        if self.bitstate is not None:
+            self.bitstate.settle()
         return m
 
     def _expand(self, b: Prepared, level: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .kernels import backend
+from .kernels import backend, bitstate_backend
 
 MAX_LOAD = 0.8  # the table never holds more than this fraction of its slots
 TARGET_LOAD = 0.6  # load after a rebuild, once the expected new keys are in
@@ -137,16 +137,96 @@ class FingerprintTable:
         self.rebuilds += 1
 
 
+class BitTable:
+    """A bitstate visited set (SPIN's supertrace, Holzmann 1988): `nbytes` of bits, each state stored as
+    `HASHES` bits at independent hashes of its fingerprint, in the C loops of `bitstate_backend`. A state whose
+    bits were all set by others is taken for visited and omitted with the states reached only through it; the
+    estimate of how many were (`omitted`) follows Holzmann's analysis: a new state is lost with the probability
+    that all its bits are set, the fill to the power `HASHES`, as it stood when the state came."""
+
+    HASHES = 3  # as the C's HASHES (SPIN's -k3)
+
+    def __init__(self, nbytes: int):
+        words = nbytes // 8
+        if words < 2:
+            raise ValueError(f"a bitstate table of {nbytes} bytes has no room for bits: give at least 16 bytes")
+        self.ops = bitstate_backend()
+        self.mm = mmap.mmap(-1, words * 8, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        if hasattr(mmap, "MADV_HUGEPAGE"):
+            try:
+                self.mm.madvise(mmap.MADV_HUGEPAGE)
+            except OSError:
+                pass
+        self.table = np.frombuffer(self.mm, dtype=np.uint64)  # word 0 counts the bits set (see the C)
+        self.size = 0
+        self.limit = 1 << 62  # never full: past its capacity it omits more, it does not grow
+        self.rebuilds = 0
+        self.omitted = 0.0  # expected states omitted so far
+        self._settled = 0  # states stored when `omitted` was last brought up to date
+
+    @property
+    def nbytes(self) -> int:
+        return self.table.nbytes
+
+    @property
+    def bits(self) -> int:
+        return (len(self.table) - 1) * 64
+
+    @property
+    def fill(self) -> float:
+        """The fraction of the bits set."""
+        return int(self.table[0]) / self.bits
+
+    def settle(self) -> None:
+        """Count the expected omissions of the states stored since the last call, at the fill now: for every
+        state stored, p / (1 - p) new ones are expected to have been taken for visited, p = fill ** HASHES."""
+        p = self.fill ** self.HASHES
+        new = self.size - self._settled
+        if new:
+            self.omitted += new * p / (1 - p) if p < 1 else float("inf")
+        self._settled = self.size
+
+    def contains(self, keys: np.ndarray) -> np.ndarray:
+        """A bool array: which keys have all their bits set."""
+        return self.ops.contains(self.table, np.ascontiguousarray(keys, dtype=np.uint64))
+
+    def add(self, keys: np.ndarray) -> int:
+        """Set the keys' bits; how many keys had a bit clear (were taken for new)."""
+        added = self.ops.insert(self.table, np.ascontiguousarray(keys, dtype=np.uint64))
+        self.size += added
+        self.settle()
+        return added
+
+    def reserve(self, expected: int, then: int = 0) -> None:
+        """A bitstate table never grows (the interface of `FingerprintTable`)."""
+
+    def note(self) -> str:
+        """The table's size, fill and estimate of the states omitted, for the result."""
+        sure = float(np.exp(-self.omitted)) if self.omitted < 745 else 0.0
+        return (f"bitstate: {self.nbytes:,} bytes ({self.bits:,} bits), {self.HASHES} bits per state; "
+                f"{self.bits / max(self.size, 1):,.1f} bits per state stored (hash factor), {self.fill:.2%} of the "
+                f"bits set; expected states omitted {self.omitted:.3g} (probability that none was: {sure:.4f}), "
+                "so the counts are lower bounds and a verdict without a violation is probable, not certain")
+
+
 class VisitedSet:
     """The visited set as a power of two of `FingerprintTable`s, key k in table `k & (parts - 1)`: threads
     that each insert only the keys of their own table need no locks, and the keys a table gets are
     exactly those it would hold alone (the home slot uses a key's high bits, the part its low bits)."""
 
-    def __init__(self, parts: int = 1):
+    def __init__(self, parts: int = 1, bitstate: int | None = None):
         if parts < 1 or parts & (parts - 1):
             raise ValueError(f"a visited set splits into a power of two of tables, not {parts}")
-        self.parts = [FingerprintTable() for _ in range(parts)]
+        if bitstate is not None and parts != 1:
+            raise ValueError("a bitstate visited set is one table")
+        self.parts: list = [BitTable(bitstate)] if bitstate is not None else [FingerprintTable() for _ in range(parts)]
         self.mask = np.uint64(parts - 1)
+
+    @property
+    def bitstate(self) -> BitTable | None:
+        """The bitstate table, if the set is one."""
+        t = self.parts[0]
+        return t if isinstance(t, BitTable) else None
 
     @property
     def size(self) -> int:
@@ -154,7 +234,7 @@ class VisitedSet:
 
     def split(self) -> VisitedSet:
         """This one-table set as two tables (its keys moved a slice at a time, releasing the old table)."""
-        assert len(self.parts) == 1
+        assert len(self.parts) == 1 and self.bitstate is None
         two = VisitedSet(2)
         old = self.parts[0]
         for t in two.parts:

@@ -20,18 +20,27 @@ from lockstep.specs.lang.program import Program
 from . import portable
 from .cbuild import Background, BuildError, Library, compiler
 from .fused import Fused, Unfusable, fuse
-from .runtime import Runtime
+from .runtime import Runtime, bitstate_library
 from .runtime import library as runtime_library
 
-__all__ = ["MODES", "BuildError", "Native", "backend", "portable"]
+__all__ = ["MODES", "BuildError", "Native", "backend", "bitstate_backend", "portable"]
 
 MODES = ("auto", "always", "never")
 _RUNTIME: Runtime | None = None  # the C loops, once loaded in this process
+_BITSTATE: Runtime | None = None  # the C loops over a bitstate table, once loaded
 
 
 def backend() -> Runtime | ModuleType:
     """The loops to use: C if loaded, else numpy."""
     return _RUNTIME if _RUNTIME is not None else portable
+
+
+def bitstate_backend() -> Runtime:
+    """The loops over a bitstate table, in C only (built now unless cached; `BuildError` without a compiler)."""
+    global _BITSTATE
+    if _BITSTATE is None:
+        _BITSTATE = Runtime(bitstate_library().load())
+    return _BITSTATE
 
 
 class Native:

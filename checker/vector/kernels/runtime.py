@@ -7,6 +7,9 @@ occurrence of a state is the one kept without a deduplication pass; the table sl
 a few places ahead is prefetched, so that many probes are in flight at once. The table is linear probing over
 a uint64 array, 0 marking an empty slot, home slot `(key >> 32) * capacity >> 32` (any capacity below
 2^32; homes are monotone in the key). `MIX` is splitmix64's finaliser, as `layout._mix_array`.
+
+The same loops are built a second time over a bitstate table (`bitstate_library`, SPIN's supertrace): the
+table operations `table_add`, `table_has` and `table_prefetch` are the only difference.
 """
 
 from __future__ import annotations
@@ -39,7 +42,66 @@ static inline int add_key(uint64_t *table, uint64_t cap, uint64_t k) {
 }
 """
 
-SOURCE = PRELUDE + r"""
+KEYS = r"""
+static inline int has_exact(const uint64_t *table, uint64_t cap, uint64_t k) {
+    int64_t p = home(k, cap);
+    for (;;) {
+        const uint64_t v = table[p];
+        if (v == k) return 1;
+        if (v == 0) return 0;
+        if (++p == (int64_t)cap) p = 0;
+    }
+}
+"""
+
+EXACT = r"""
+/* The visited table holds the keys themselves (linear probing). */
+static inline int table_add(uint64_t *t, uint64_t cap, uint64_t k) { return add_key(t, cap, k); }
+static inline int table_has(const uint64_t *t, uint64_t cap, uint64_t k) { return has_exact(t, cap, k); }
+static inline void table_prefetch(const uint64_t *t, uint64_t cap, uint64_t k) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(&t[home(k, cap)], 1);
+#endif
+}
+"""
+
+BITSTATE = r"""
+/* A bitstate table: word 0 counts the bits set, words 1..cap-1 hold the bits; a key is stored as HASHES bits,
+   each at a hash of it reduced to the table by multiply-shift. The key is mixed first (an exact layout's key is
+   the packed state itself, not random), then each hash mixes that with its own offset. A key is new when any of
+   its bits was clear: a key whose bits were all set by others is taken for visited. */
+#define HASHES 3
+static inline uint64_t bit_of(uint64_t key, int i, uint64_t nbits) {
+    const uint64_t x = mix(mix(key ^ UINT64_C(0xD6E8FEB86659FD93)) + (uint64_t)(i + 1) * UINT64_C(0x9E3779B97F4A7C15));
+    return (uint64_t)(((unsigned __int128)x * nbits) >> 64);
+}
+static inline int table_add(uint64_t *t, uint64_t cap, uint64_t k) {
+    const uint64_t nbits = (cap - 1) * 64;
+    int fresh = 0;
+    for (int i = 0; i < HASHES; i++) {
+        const uint64_t b = bit_of(k, i, nbits), m = UINT64_C(1) << (b & 63);
+        uint64_t *w = &t[1 + (b >> 6)];
+        if (!(*w & m)) { *w |= m; t[0]++; fresh = 1; }
+    }
+    return fresh;
+}
+static inline int table_has(const uint64_t *t, uint64_t cap, uint64_t k) {
+    const uint64_t nbits = (cap - 1) * 64;
+    for (int i = 0; i < HASHES; i++) {
+        const uint64_t b = bit_of(k, i, nbits);
+        if (!(t[1 + (b >> 6)] & (UINT64_C(1) << (b & 63)))) return 0;
+    }
+    return 1;
+}
+static inline void table_prefetch(const uint64_t *t, uint64_t cap, uint64_t k) {
+#if defined(__GNUC__) || defined(__clang__)
+    const uint64_t nbits = (cap - 1) * 64;
+    for (int i = 0; i < HASHES; i++) __builtin_prefetch(&t[1 + (bit_of(k, i, nbits) >> 6)], 1);
+#endif
+}
+"""
+
+BODY = r"""
 void fingerprints(const uint64_t *words, int64_t ld, int64_t nw, int64_t n, uint64_t seed, int exact, uint64_t *out) {
     for (int64_t r = 0; r < n; r++) {
         uint64_t h = mix(words[r] ^ seed);
@@ -50,22 +112,12 @@ void fingerprints(const uint64_t *words, int64_t ld, int64_t nw, int64_t n, uint
 }
 
 void contains(const uint64_t *table, int64_t cap, const uint64_t *keys, int64_t n, uint8_t *out) {
-    for (int64_t i = 0; i < n; i++) {
-        uint64_t k = keys[i];
-        int64_t p = home(k, (uint64_t)cap);
-        out[i] = 0;
-        for (;;) {
-            uint64_t v = table[p];
-            if (v == k) { out[i] = 1; break; }
-            if (v == 0) break;
-            if (++p == cap) p = 0;
-        }
-    }
+    for (int64_t i = 0; i < n; i++) out[i] = (uint8_t)table_has(table, (uint64_t)cap, keys[i]);
 }
 
 int64_t insert(uint64_t *table, int64_t cap, const uint64_t *keys, int64_t n) {
     int64_t added = 0;
-    for (int64_t i = 0; i < n; i++) added += add_key(table, (uint64_t)cap, keys[i]);
+    for (int64_t i = 0; i < n; i++) added += table_add(table, (uint64_t)cap, keys[i]);
     return added;
 }
 
@@ -223,16 +275,6 @@ void route(const uint64_t *fps, int64_t n, uint64_t rmask, int64_t off, int32_t 
     counts[1] = c[1];
 }
 
-static inline int has_key(const uint64_t *table, uint64_t cap, uint64_t k) {
-    int64_t p = home(k, cap);
-    for (;;) {
-        const uint64_t v = table[p];
-        if (v == k) return 1;
-        if (v == 0) return 0;
-        if (++p == (int64_t)cap) p = 0;
-    }
-}
-
 void probe(const uint64_t *table, int64_t cap, const uint64_t *level, int64_t lcap, const uint64_t *fps,
            const uint8_t *flags, const int64_t *keys, int64_t T1, const int32_t *pos, int64_t c, uint8_t *back) {
     /* The cycle proviso of a partial-order reduction, for the candidates at positions pos[0..c) (one visited
@@ -242,7 +284,7 @@ void probe(const uint64_t *table, int64_t cap, const uint64_t *level, int64_t lc
         const int64_t i = pos[q];
         if (flags[i] != 1) continue;
         const uint64_t h = fps[i];
-        if (has_key(table, (uint64_t)cap, h) && !has_key(level, (uint64_t)lcap, h)) back[keys[i] / T1] = 1;
+        if (table_has(table, (uint64_t)cap, h) && !has_exact(level, (uint64_t)lcap, h)) back[keys[i] / T1] = 1;
     }
 }
 
@@ -261,13 +303,10 @@ int64_t insert_at(uint64_t *table, int64_t cap, int64_t *size, int64_t limit, co
             const int64_t r = keys[i] / T1;
             if (!back0[r] && !back1[r]) continue;
         }
-#if defined(__GNUC__) || defined(__clang__)
-        if (q + PREFETCH < c)
-            __builtin_prefetch(&table[home(fps[pos ? pos[q + PREFETCH] : q + PREFETCH], (uint64_t)cap)], 1);
-#endif
+        if (q + PREFETCH < c) table_prefetch(table, (uint64_t)cap, fps[pos ? pos[q + PREFETCH] : q + PREFETCH]);
         const uint64_t h = fps[i];
         if (s >= limit) break;
-        if (add_key(table, (uint64_t)cap, h)) { s++; out_k[j] = ks ? ks[i] : i; out_fp[j] = h; j++; }
+        if (table_add(table, (uint64_t)cap, h)) { s++; out_k[j] = ks ? ks[i] : i; out_fp[j] = h; j++; }
     }
     *size = s; *m = j;
     return q;
@@ -425,6 +464,15 @@ class Runtime:
                        _ptr(pos), c, _ptr(back))
 
 
+SOURCE = PRELUDE + KEYS + EXACT + BODY
+BITSTATE_SOURCE = PRELUDE + KEYS + BITSTATE + BODY
+
+
 def library() -> Library:
     """The runtime's library (not yet built or loaded)."""
     return Library(SOURCE, "lockstep_runtime")
+
+
+def bitstate_library() -> Library:
+    """The runtime's loops over a bitstate table (not yet built or loaded)."""
+    return Library(BITSTATE_SOURCE, "lockstep_bitstate")
