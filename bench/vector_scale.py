@@ -2,6 +2,7 @@
 
     python bench/vector_scale.py two_phase rm=11                # 363 million states
     python bench/vector_scale.py filter_lock n=6 --memory 2048  # MiB of RAM for frontiers and parent links
+    python bench/vector_scale.py two_phase rm=12 --bitstate 12  # GiB of bits instead of the exact visited set
 
 Prints progress lines while it runs (on standard error) and a table at the end: the counts,
 wall and CPU seconds, distinct states per second, the peak RSS of the process, the visited
@@ -32,9 +33,11 @@ def main() -> None:
     ap.add_argument("--memory", type=int, metavar="MIB", help="RAM for frontiers and parent links before spilling")
     ap.add_argument("--spill-dir", help="where spilled data goes (default: the temporary directory)")
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--bitstate", type=float, metavar="GIB", help="a bitstate visited set of GIB gibibytes")
     args = ap.parse_args()
     model = load_model(args.spec, parse_params(args.params))
-    vopts = VectorOptions(memory=args.memory * 2**20 if args.memory is not None else None, spill_dir=args.spill_dir)
+    vopts = VectorOptions(memory=args.memory * 2**20 if args.memory is not None else None, spill_dir=args.spill_dir,
+                          bitstate=int(args.bitstate * 2**30) if args.bitstate is not None else None)
     t0, c0 = time.perf_counter(), time.process_time()
     res = check_vector(model, Options(workers=args.workers), Progress(interval=30.0), vopts)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
