@@ -19,16 +19,20 @@ from typing import Any
 from lockstep.checker.errors import TraceError
 from lockstep.checker.safeio import create_fresh
 from lockstep.checker.validation.conformance.schema import SCHEMA
+from lockstep.checker.validation.origins import Origins
 
 Keep = Callable[[dict[str, Any]], "dict[str, Any] | None"]
+LINE = "_line"  # the key of an event read by `read_log` that holds its line in the log
 
 
 def project(events: Iterable[dict[str, Any]], node: Any, path: str, keep: Keep, ended: bool,
-            header: dict[str, Any] | None = None) -> int:
+            header: dict[str, Any] | None = None, origins: Origins | None = None, source: str | None = None) -> int:
     """Write the projection of one node's events (JSON forms, in its order) to a new log at `path`: each event
     `keep` returns a rewritten event for (its `action`, `args`, `vars`, `sent`, `recv`), with the receipts of
-    the events before it that `keep` dropped. The number of events written."""
+    the events before it that `keep` dropped. The number of events written. `origins` (with `source`, the log the
+    events were read from by `read_log`) learns the line of `source` each written event comes from."""
     pending: list[str] = []
+    lines: list[int | None] = [None]
     seq = 0
     with create_fresh(path) as f:
         f.write(json.dumps({"schema": SCHEMA, "node": node, **(header or {})}) + "\n")
@@ -49,14 +53,17 @@ def project(events: Iterable[dict[str, Any]], node: Any, path: str, keep: Keep, 
             if e.get("time") is not None:
                 line["time"] = e["time"]
             f.write(json.dumps(line, separators=(",", ":")) + "\n")
+            lines.append(e.get(LINE))
         if ended:
             f.write(json.dumps({"node": node, "end": True}) + "\n")
+    if origins is not None and source is not None:
+        origins.add(path, source, lines)
     return seq
 
 
 def read_log(path: str) -> tuple[dict[str, Any], list[dict[str, Any]], bool]:
-    """A process's log in the schema: (its header, its events as JSON objects, whether it has its end record). A
-    torn last line (a process killed while writing it) is left out."""
+    """A process's log in the schema: (its header, its events as JSON objects, each with its line in `LINE`, whether
+    it has its end record). A torn last line (a process killed while writing it) is left out."""
     header: dict[str, Any] = {}
     events: list[dict[str, Any]] = []
     ended = False
@@ -80,5 +87,6 @@ def read_log(path: str) -> tuple[dict[str, Any], list[dict[str, Any]], bool]:
         elif obj.get("end") is True:
             ended = True
         elif "action" in obj:
+            obj[LINE] = i + 1
             events.append(obj)
     return header, events, ended

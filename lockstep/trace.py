@@ -227,13 +227,14 @@ def validate_recorded_run(path: str | os.PathLike[str], spec: str | None = None)
     try:
         got = split_traces(path, tmp)
         name = trusted_spec(got.header.get("spec"), spec, path)
-        if psmr.is_psmr(name):
-            code = psmr.validate_collected(got.paths, name)
-        elif autobahn.is_autobahn(name):
-            code = autobahn.validate_collected(got.paths, name)
-        else:
+        if not (psmr.is_psmr(name) or autobahn.is_autobahn(name)):
             raise TraceError(f"{path} holds the logs of a run of {name!r}; such a file is written by `lockstep run "
                              "autobahn` and `lockstep run psmr`, whose validation it gets")
+        executor = psmr if psmr.is_psmr(name) else autobahn
+        try:
+            code = executor.validate_collected(got.paths, name, got.origins)
+        except TraceError as e:  # a message about a process's file names its place in `path` instead
+            raise TraceError(got.origins.relocate(str(e))) from None
         if not got.ended:
             print(f"  note: {path} has no end record: it was cut short, and only what it holds was validated")
             code = code or 3

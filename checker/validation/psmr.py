@@ -46,7 +46,7 @@ class PsmrValidation:
 
 def _read(path: str) -> list[dict[str, Any]]:
     """A process's log (in the event schema, `lockstep.trace`) as records: its header first (`k` "header", with
-    its role), then each event's arguments with `k` its action."""
+    its role), then each event's arguments with `k` its action and `at` its place (file:line)."""
     out: list[dict[str, Any]] = []
     if not os.path.exists(path):
         return out
@@ -63,7 +63,7 @@ def _read(path: str) -> list[dict[str, Any]]:
             if "schema" in obj:
                 out.append({**obj, "k": "header", "pid": obj.get("node")})
             elif isinstance(obj.get("action"), str) and isinstance(obj.get("args", {}), dict):
-                out.append({**obj.get("args", {}), "k": obj["action"]})
+                out.append({**obj.get("args", {}), "k": obj["action"], "at": f"{path}:{n}"})
             else:
                 raise RunInvalid(f"{path}:{n}: not an event of the schema (node, seq, action, args)")
     return out
@@ -91,11 +91,12 @@ def validate_run(traces: dict[int, str]) -> PsmrValidation:
             if e["k"] != "order":
                 continue
             if e["seq"] != len(seq):
-                raise RunInvalid(f"sequencer {g} numbered a command {e['seq']} after {len(seq)}")
+                raise RunInvalid(f"sequencer {g} numbered a command {e['seq']} after {len(seq)} ({e['at']})")
             op, key, value = e["cmd"]
             c = Command(op, key, value)
             if g not in cg(c, W, K):
-                raise RunInvalid(f"sequencer {g} ordered command {e['c']} ({c}), which C-G does not address to g_{g}")
+                raise RunInvalid(f"sequencer {g} ordered command {e['c']} ({c}), which C-G does not address to g_{g} "
+                                 f"({e['at']})")
             commands[e["c"]] = c
             seq.append(e["c"])
         streams[g] = seq
@@ -115,7 +116,7 @@ def validate_run(traces: dict[int, str]) -> PsmrValidation:
                 if e["seq"] != i or i >= len(stream) or stream[i] != e["c"]:
                     ordered = f"numbered command {stream[i]} {i}" if i < len(stream) else f"numbered only {len(stream)} commands"
                     raise RunInvalid(f"replica {r} worker {w} delivered command {e['c']} as number {e['seq']} of "
-                                     f"g_{w}, its delivery number {i}, but the sequencer of g_{w} {ordered}")
+                                     f"g_{w}, its delivery number {i}, but the sequencer of g_{w} {ordered} ({e['at']})")
                 if delivered:
                     graph.add_edge(delivered[-1], e["c"])
                 delivered.append(e["c"])
@@ -138,8 +139,8 @@ def _check_replica(r: int, evs: list[tuple[int, int, dict[str, Any]]], commands:
     queue: dict[int, list[int]] = defaultdict(list)
     pos: dict[int, int] = defaultdict(int)
     signals: dict[int, dict[int, int]] = defaultdict(dict)  # cid -> worker -> lc
-    resumes: list[tuple[int, int, int]] = []  # (worker, cid, lc)
-    execs: dict[int, tuple[int, int, int]] = {}  # cid -> (lc, worker, value)
+    resumes: list[tuple[int, int, int, str]] = []  # (worker, cid, lc, where)
+    execs: dict[int, tuple[int, int, int, str]] = {}  # cid -> (lc, worker, value, where)
     for w, _, e in evs:
         k = e["k"]
         if k == "deliver":
@@ -149,37 +150,38 @@ def _check_replica(r: int, evs: list[tuple[int, int, dict[str, Any]]], commands:
             continue
         cid = e["c"]
         if pos[w] >= len(queue[w]) or queue[w][pos[w]] != cid:
-            raise RunInvalid(f"replica {r} worker {w}: {k} of command {cid} out of its delivery order")
+            raise RunInvalid(f"replica {r} worker {w}: {k} of command {cid} out of its delivery order ({e['at']})")
         groups = cg(commands[cid], W, K)
         leader = min(groups)
         if k == "signal":
             if w == leader:
-                raise RunInvalid(f"replica {r} worker {w} signalled command {cid}, which it executes itself")
+                raise RunInvalid(f"replica {r} worker {w} signalled command {cid}, which it executes itself ({e['at']})")
             signals[cid][w] = e["lc"]
         elif k == "resume":
-            resumes.append((w, cid, e["lc"]))
+            resumes.append((w, cid, e["lc"], e["at"]))
             pos[w] += 1
         else:
             if w != leader:
-                raise RunInvalid(f"replica {r}: command {cid} executed by worker {w}, not {leader}, the lowest of C-G")
+                raise RunInvalid(f"replica {r}: command {cid} executed by worker {w}, not {leader}, the lowest of C-G "
+                                 f"({e['at']})")
             if cid in execs:
-                raise RunInvalid(f"replica {r}: command {cid} executed twice")
-            execs[cid] = (e["lc"], w, e["v"])
+                raise RunInvalid(f"replica {r}: command {cid} executed twice ({e['at']})")
+            execs[cid] = (e["lc"], w, e["v"], e["at"])
             pos[w] += 1
-    for cid, (lc, w, _) in execs.items():
+    for cid, (lc, w, _, at) in execs.items():
         groups = cg(commands[cid], W, K)
         early = [o for o in sorted(groups - {w}) if not signals[cid].get(o, lc) < lc]
         if early:
-            raise RunInvalid(f"replica {r}: command {cid} executed before the signals of workers {early}")
-    for w, cid, lc in resumes:
+            raise RunInvalid(f"replica {r}: command {cid} executed before the signals of workers {early} ({at})")
+    for w, cid, lc, at in resumes:
         if cid not in execs or not execs[cid][0] < lc:
-            raise RunInvalid(f"replica {r} worker {w} resumed after command {cid} before it was executed")
+            raise RunInvalid(f"replica {r} worker {w} resumed after command {cid} before it was executed ({at})")
     store = [0] * K
-    for cid, (_lc, _w, v) in sorted(execs.items(), key=lambda x: (x[1][0], x[1][1])):
+    for cid, (_lc, _w, v, at) in sorted(execs.items(), key=lambda x: (x[1][0], x[1][1])):
         want = execute(commands[cid], store)
         if want != v:
             raise RunInvalid(f"replica {r}: command {cid} ({commands[cid]}) replied {v}; executed in the replica's "
-                             f"order on the spec's store it gives {want}")
+                             f"order on the spec's store it gives {want} ({at})")
     return len(execs)
 
 
@@ -187,8 +189,10 @@ def _check_dependent_order(per_replica: dict[int, list], commands: dict[int, Com
     """Dependent commands executed at two replicas are in the same relative order at both: per key, the
     writes in the same order, and each read after the same number of those writes."""
     sigs: dict[int, dict[int, tuple[list[int], dict[int, int]]]] = {}
+    at: dict[int, dict[int, str]] = {}  # replica -> command -> where it executed it
     for r, evs in per_replica.items():
         order = sorted(((e["lc"], w, e["c"]) for w, _, e in evs if e["k"] == "exec"))
+        at[r] = {e["c"]: e["at"] for _, _, e in evs if e["k"] == "exec"}
         per_key: dict[int, tuple[list[int], dict[int, int]]] = defaultdict(lambda: ([], {}))
         for _, _, cid in order:
             c = commands[cid]
@@ -208,9 +212,9 @@ def _check_dependent_order(per_replica: dict[int, list], commands: dict[int, Com
             if fa != fb:
                 i = next(i for i, (x, y) in enumerate(zip(fa, fb)) if x != y)
                 raise RunInvalid(f"key {k}: writes {fa[i]} and {fb[i]} executed in different orders at replicas {a} "
-                                 f"and {b}")
+                                 f"and {b} ({at[a][fa[i]]}, {at[b][fb[i]]})")
             if len(common) == len(wa) == len(wb):
                 for cid in set(ra) & set(rb):
                     if ra[cid] != rb[cid]:
                         raise RunInvalid(f"key {k}: read {cid} executed after {ra[cid]} writes at replica {a} and "
-                                         f"{rb[cid]} at replica {b}")
+                                         f"{rb[cid]} at replica {b} ({at[a][cid]}, {at[b][cid]})")

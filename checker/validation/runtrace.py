@@ -31,13 +31,14 @@ import heapq
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..safeio import create_fresh, open_input, replacing
 from ..safejson import JSONInputError
 from ..safejson import loads as json_loads
 from ..trace import TraceError, registered_name
+from .origins import Origins
 
 
 class Mismatch(Exception):
@@ -227,11 +228,13 @@ def merge(paths: dict[int, str], out: str, spec: str, spec_name: str, params: di
     return MergedRun(header, None, notes, path=out, ended=True)
 
 
-def collect(paths: dict[int, str], out: str, spec: str, notes: list[str] | None = None) -> int:
+def collect(paths: dict[int, str], out: str, spec: str, notes: list[str] | None = None,
+            origins: Origins | None = None) -> int:
     """The per-process traces of a run whose events carry no Lamport clocks (`run autobahn`, `run psmr`, validated
     by their own checks as they run) in one JSON-lines file `out`: a header `{"kind": "traces", "spec",
     "processes", "notes"}`, each process's events in its order, process by process, each with its `pid`, and an
-    end record. A torn last line (a killed process) is left out. The number of events."""
+    end record. A torn last line (a killed process) is left out. The number of events; `origins` (if given) learns
+    the line of `out` each process's line went to, so that messages about the run name `out`."""
     count = 0
     try:
         with replacing(out) as f:
@@ -240,10 +243,14 @@ def collect(paths: dict[int, str], out: str, spec: str, notes: list[str] | None 
             for pid, path in sorted(paths.items()):
                 if not os.path.exists(path):
                     continue
-                for _, e in iter_jsonl(path, tolerate_torn_end=True):
+                lines: list[int | None] = []
+                for i, e in iter_jsonl(path, tolerate_torn_end=True):
                     e.pop("pid", None)
                     f.write(json.dumps({"pid": pid, **e}, separators=(",", ":")) + "\n")
                     count += 1
+                    lines += [None] * (i - 1 - len(lines)) + [count + 1]
+                if origins is not None:
+                    origins.add(path, out, lines)
             f.write(json.dumps({"kind": "end", "events": count}) + "\n")
     except OSError as e:
         raise TraceError(f"cannot write the trace {out}: {e.strerror}") from None
@@ -257,6 +264,7 @@ class CollectedTraces:
     header: dict[str, Any]
     paths: dict[int, str]
     ended: bool  # the file's end record is there (it was not cut short)
+    origins: Origins = field(default_factory=Origins)  # each process's file, line by line, in the file split
 
 
 def is_collected(path: str) -> bool:
@@ -280,6 +288,7 @@ def split_traces(path: str, out_dir: str) -> CollectedTraces:
         raise TraceError(f"{path}:1: the header's processes must be a positive number, got {_compact(n)}")
     files: dict[int, Any] = {}
     paths: dict[int, str] = {}
+    lines: dict[int, list[int | None]] = {}
     ended = False
     try:
         for i, e in it:
@@ -295,11 +304,16 @@ def split_traces(path: str, out_dir: str) -> CollectedTraces:
             if pid not in files:
                 paths[pid] = os.path.join(out_dir, f"process-{pid}.jsonl")
                 files[pid] = create_fresh(paths[pid])
+                lines[pid] = []
             files[pid].write(json.dumps(e, separators=(",", ":")) + "\n")
+            lines[pid].append(i)
     finally:
         for f in files.values():
             f.close()
-    return CollectedTraces(header, dict(sorted(paths.items())), ended)
+    origins = Origins()
+    for pid, made in paths.items():
+        origins.add(made, path, lines[pid])
+    return CollectedTraces(header, dict(sorted(paths.items())), ended, origins)
 
 
 def _tail(path: str) -> tuple[dict[str, Any] | None, bool]:

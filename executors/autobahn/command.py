@@ -12,6 +12,7 @@ import tempfile
 from lockstep.checker.errors import UsageError
 from lockstep.checker.loader import parse_params
 from lockstep.checker.trace import TraceError
+from lockstep.checker.validation.origins import Origins
 from lockstep.checker.validation.runtrace import collect
 
 from ..interrupted import interrupted_exit
@@ -69,27 +70,31 @@ def run_autobahn_command(args: argparse.Namespace) -> int:
                   f"{st.get('verified', 0):,} verified, {st.get('rejected', 0)} messages rejected" + (f" ({why})" if why else ""))
         for note in rep.notes:
             print(f"  note: {note}")
+        origins = Origins()  # where the replicas' lines are in --trace FILE, which messages then name
+        for pid, path in rep.traces.items():
+            origins.label(path, f"replica {pid}'s log")  # without --trace: files that are gone after the run
         if args.trace:
-            collect(rep.traces, args.trace, "autobahn", rep.notes)
+            collect(rep.traces, args.trace, "autobahn", rep.notes, origins)
             print(f"Trace written to {args.trace}: every replica's log in the event schema, one JSON object per line "
                   "with its pid")
         if args.no_validate or args.no_trace:
             return interrupted_exit(rep.interrupted, 0)
-        return interrupted_exit(rep.interrupted, validate_recorded(rep.traces, n, plan.byzantine))
+        return interrupted_exit(rep.interrupted, validate_recorded(rep.traces, n, plan.byzantine, origins))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def validate_recorded(traces: dict[int, str], n: int, byzantine: dict[int, str]) -> int:
+def validate_recorded(traces: dict[int, str], n: int, byzantine: dict[int, str], origins: Origins | None = None) -> int:
     """Check a run's logs (replica -> path) against the spec's properties, then step by step against the spec, slot
-    by slot and lane by lane (`conformance.py`); print the outcomes; the exit code (0 valid, 1 not, 3 a log cut
-    short or inconclusive)."""
+    by slot and lane by lane (`conformance.py`); print the outcomes, each place named in the user's file (`origins`:
+    where the logs' lines are in it); the exit code (0 valid, 1 not, 3 a log cut short or inconclusive)."""
     from .conformance import print_steps, validate_steps
 
+    origins = origins or Origins()
     try:
         val = validate(traces, n, set(byzantine))
     except RunInvalid as e:
-        print(f"Invalid: the run breaks the spec: {e}")
+        print(origins.relocate(f"Invalid: the run breaks the spec: {e}"))
         code = 1
     else:
         print(f"Valid: {val.events:,} events, {val.slots} slots, {val.commits} commits and {val.votes:,} signed votes "
@@ -98,16 +103,18 @@ def validate_recorded(traces: dict[int, str], n: int, byzantine: dict[int, str])
         code = 0
     try:
         steps = validate_steps(traces, n, byzantine,
-                               progress=lambda what: print(f"progress: {what}", file=sys.stderr, flush=True))
+                               progress=lambda what: print(f"progress: {what}", file=sys.stderr, flush=True),
+                               origins=origins)
     except RunInvalid as e:
-        print(f"Invalid: a replica's log is malformed: {e}")
+        print(origins.relocate(f"Invalid: a replica's log is malformed: {e}"))
         return 1
-    return code or print_steps(steps)
+    return code or print_steps(steps, origins)
 
 
-def validate_collected(paths: dict[int, str], spec: str) -> int:
-    """`lockstep validate FILE` of a run's `--trace FILE` (split into its replicas' logs, `paths`), as the run was
-    validated; the exit code."""
+def validate_collected(paths: dict[int, str], spec: str, origins: Origins | None = None) -> int:
+    """`lockstep validate FILE` of a run's `--trace FILE` (split into its replicas' logs, `paths`; `origins`: where
+    their lines are in FILE, which messages name), as the run was validated; the exit code."""
+    origins = origins or Origins()
     n = len(paths)
     byzantine: dict[int, str] = {}
     bugs = set()
@@ -117,11 +124,12 @@ def validate_collected(paths: dict[int, str], spec: str) -> int:
         try:
             head = json.loads(first)
         except ValueError:
-            raise TraceError(f"{path}:1: not a replica's log (its first line is not JSON)") from None
+            raise TraceError(origins.relocate(f"{path}:1: not a replica's log (its first line is not JSON)")) from None
         ok = isinstance(head, dict) and head.get("node") == pid and isinstance(head.get("n"), int) \
             and head.get("byzantine") in BEHAVIOURS and head.get("bug", "") in ("", *BUGS)
         if not ok:
-            raise TraceError(f"replica {pid}'s log does not start with its header (node, n, f, byzantine, bug)")
+            raise TraceError(origins.relocate(f"{path}:1: replica {pid}'s log does not start with its header (node, n, "
+                                              "f, byzantine, bug)"))
         n = head["n"]
         if head["byzantine"]:
             byzantine[pid] = head["byzantine"]
@@ -133,4 +141,4 @@ def validate_collected(paths: dict[int, str], spec: str) -> int:
     print(f"validating a run of {spec}: {n} replicas" + "".join(f", replica {p} Byzantine ({b})"
                                                              for p, b in byzantine.items())
           + "".join(f", seeded bug {b}" for b in sorted(bugs)))
-    return validate_recorded(paths, n, byzantine)
+    return validate_recorded(paths, n, byzantine, origins)

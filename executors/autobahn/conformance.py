@@ -15,8 +15,9 @@ from typing import Any
 
 from lockstep.checker.safeio import create_fresh
 from lockstep.checker.validation.conformance.schema import SCHEMA
+from lockstep.checker.validation.origins import Origins
 
-from ..projection import read_log
+from ..projection import LINE, read_log
 from . import mapping
 from .mapping import Instance
 from .validate import event_ops
@@ -50,9 +51,10 @@ class StepValidation:
 
 
 def validate_steps(traces: dict[int, str], n: int, byzantine: dict[int, str],
-                   progress: Callable[[str], None] | None = None) -> StepValidation:
+                   progress: Callable[[str], None] | None = None, origins: Origins | None = None) -> StepValidation:
     """Validate a run's logs (replica -> path) instance by instance; `byzantine` maps the Byzantine replica to its
-    behaviour. RunInvalid if an op is not of its declared shape."""
+    behaviour. RunInvalid if an op is not of its declared shape. `origins` learns where each event of the instances'
+    logs comes from (their files are gone when this returns)."""
     from lockstep.checker.validation.conformance.causal import Logs
     from lockstep.checker.validation.conformance.search import Search
 
@@ -77,7 +79,8 @@ def validate_steps(traces: dict[int, str], n: int, byzantine: dict[int, str],
                     out.builds += 1
                 out.specs[f"{inst.spec} " + " ".join(f"{a}={b}" for a, b in sorted(inst.params.items())
                                                      if a not in ("offset",))] = inst.params
-            paths = _write(inst, os.path.join(tmp, f"instance-{k}"))
+            paths = _write(inst, os.path.join(tmp, f"instance-{k}"), {me: traces[pid] for me, pid in inst.sources.items()},
+                           origins)
             res = Search(sides[key], Logs.open(paths)).run()
             res.model = sides[key].model
             out.seconds += res.seconds
@@ -98,7 +101,7 @@ def _read(path: str, n: int) -> mapping.Log:
     """A replica's log, each op of its declared shape (RunInvalid naming the event otherwise)."""
     log = read_log(path)
     for e in log[1]:
-        event_ops(e, n, f"{path}: event {e.get('seq')!r:.20}")
+        event_ops(e, n, f"{path}:{e[LINE]} (event {e.get('seq')!r:.20})")
     return log
 
 
@@ -122,12 +125,14 @@ def _side(key: tuple, progress: Callable[[str], None] | None) -> tuple[Any, bool
     return hit, True
 
 
-def _write(inst: Instance, directory: str) -> list[str]:
-    """The instance's logs, one per replica (its id in the instance), in the event schema."""
+def _write(inst: Instance, directory: str, sources: dict[int, str], origins: Origins | None) -> list[str]:
+    """The instance's logs, one per replica (its id in the instance), in the event schema; `origins` learns the line
+    of the replica's log (`sources`, by the instance's ids) each event comes from."""
     os.makedirs(directory)
     paths = []
     for node, events in sorted(inst.logs.items()):
         path = os.path.join(directory, f"replica-{node}.jsonl")
+        lines: list[int | None] = [None]
         with create_fresh(path) as f:
             f.write(json.dumps({"schema": SCHEMA, "node": node, "instance": inst.name}) + "\n")
             seq = 0
@@ -135,17 +140,23 @@ def _write(inst: Instance, directory: str) -> list[str]:
                 if "carry" in e:
                     continue
                 seq += 1
-                f.write(json.dumps({"node": node, "seq": seq, **e}, separators=(",", ":")) + "\n")
+                lines.append(e.get(LINE))
+                f.write(json.dumps({"node": node, "seq": seq, **{k: v for k, v in e.items() if k != LINE}},
+                                   separators=(",", ":")) + "\n")
             if inst.ended.get(node):
                 f.write(json.dumps({"node": node, "end": True}) + "\n")
+        if origins is not None and node in sources:
+            origins.add(path, sources[node], lines)
         paths.append(path)
     return paths
 
 
-def print_steps(val: StepValidation) -> int:
-    """Print a step-by-step validation's outcome; its exit code (0 valid, 1 not, 3 a log cut short or inconclusive)."""
+def print_steps(val: StepValidation, origins: Origins | None = None) -> int:
+    """Print a step-by-step validation's outcome, each event named by its place in the user's file (`origins`); its
+    exit code (0 valid, 1 not, 3 a log cut short or inconclusive)."""
     from lockstep.checker.validation.conformance.run import report
 
+    origins = origins or Origins()
     what = f"{val.slots} slot(s) and {val.windows} lane window(s) of two cars"
     speed = (f"{val.seconds:.2f} s, {val.rate:,.0f} events/s; building the spec {val.builds} time(s) "
              f"{val.build_seconds:.1f} s")
@@ -158,13 +169,13 @@ def print_steps(val: StepValidation) -> int:
               f"instances ({what}) are not behaviours of the spec; the first, {inst.name} ({inst.spec} "
               + " ".join(f"{k}={v}" for k, v in inst.params.items()) + "):")
         for line in report(res, res.model):
-            print(f"  {line}")
+            print(origins.relocate(f"  {line}"))
     for name in val.specs:
         print(f"  instance: {name}")
     for why in val.skipped[:5]:
-        print(f"  not validated step by step: {why}")
+        print(origins.relocate(f"  not validated step by step: {why}"))
     if len(val.skipped) > 5:
         print(f"  ... and {len(val.skipped) - 5} more not validated step by step")
     for note in val.notes[:5]:
-        print(f"  note: {note}")
+        print(origins.relocate(f"  note: {note}"))
     return val.exit_code

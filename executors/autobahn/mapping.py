@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from lockstep.executors.projection import LINE
 from lockstep.trace import step
 
 INTERNAL: list[str] = []  # every step is logged
@@ -135,6 +136,7 @@ class Instance:
     logs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     ended: dict[int, bool] = field(default_factory=dict)
     skipped: str | None = None  # why this stretch is not validated step by step
+    sources: dict[int, int] = field(default_factory=dict)  # the run's replica each instance replica's log comes from
 
 
 Log = tuple[dict[str, Any], list[dict[str, Any]], bool]  # a replica's (header, events, complete)
@@ -250,6 +252,7 @@ def _slot(s: int, per: dict[int, list[tuple[dict[str, Any], list[dict[str, Any]]
                     tc_taken = tc_taken or kind == "propose"
             _add(out, e, pid, spec_ops, sops)
         inst.logs[me] = out
+        inst.sources[me] = pid
         inst.ended[me] = ended[pid]
     return inst
 
@@ -350,6 +353,7 @@ def _window(a: int, h: int, cars: dict, n: int, f: int, byzantine_author: bool, 
                 spec_ops.append(g)
             _add(out, e, pid, spec_ops, cops)
         inst.logs[me] = out
+        inst.sources[me] = pid
         inst.ended[me] = ended[pid]
     return inst
 
@@ -366,7 +370,8 @@ def _add(out: list[dict[str, Any]], e: dict[str, Any], pid: int, spec_ops: list[
     if not spec_ops and not sent:
         out.append({"carry": True, "recv": recv})
         return
-    line: dict[str, Any] = {"action": "ops", "args": {"at": f"replica {pid}, event {e['seq']}", "ops": spec_ops}}
+    line: dict[str, Any] = {"action": "ops", "args": {"at": f"replica {pid}, event {e['seq']}", "ops": spec_ops},
+                            LINE: e.get(LINE)}
     if sent:
         line["sent"] = sent
     if recv:

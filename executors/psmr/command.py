@@ -14,6 +14,7 @@ import time
 from lockstep.checker.commands.common import output_file
 from lockstep.checker.errors import UsageError
 from lockstep.checker.trace import TraceError, shell_word
+from lockstep.checker.validation.origins import Origins
 
 from ..faults import Crash, Faults, load_faults
 from ..interrupted import interrupted_exit
@@ -125,23 +126,26 @@ def _spec_workload(args: argparse.Namespace, cfg: ServiceConfig) -> None:
     cfg.spec_commands, cfg.clients, cfg.keys, cfg.dependent = n, 1, cfg.workers, 0.0
 
 
-def validate_recorded(traces: dict[int, str], service: ServiceConfig, spec: str) -> int:
+def validate_recorded(traces: dict[int, str], service: ServiceConfig, spec: str, origins: Origins | None = None) -> int:
     """Check a run's logs (process -> path) against the spec's rules, then step by step against the spec when the run
-    is within its bounds; print the outcomes; the exit code (0 valid, 1 not, 3 a log cut short or inconclusive)."""
+    is within its bounds; print the outcomes, each place named in the user's file (`origins`: where the logs' lines
+    are in it); the exit code (0 valid, 1 not, 3 a log cut short or inconclusive)."""
     from lockstep.checker.validation.psmr import RunInvalid, validate_run
 
     from .conformance import print_steps
 
+    origins = origins or Origins()
     t0 = time.monotonic()
+    commands = None
     try:
         val = validate_run(traces)
         print(f"Valid: {val.events:,} events of {val.commands:,} commands and {val.executions:,} executions follow "
               f"the spec's rules ({time.monotonic() - t0:.2f} s)")
-        code = 0
+        code, commands = 0, val.commands
     except RunInvalid as e:
-        print(f"Invalid: the run breaks the spec: {e}")
+        print(origins.relocate(f"Invalid: the run breaks the spec: {e}"))
         code = 1
-    steps = print_steps(traces, service, spec)
+    steps = print_steps(traces, service, spec, origins, commands)
     return code or steps
 
 
@@ -175,13 +179,16 @@ def run_psmr_command(args: argparse.Namespace) -> int:
         hist = merge_history(rep, args.history or os.path.join(tmp, "history.jsonl"))
         if args.history:
             print(f"History written to {hist} (check it: lockstep linearizable {shell_word(hist)} --model psmr-kv)")
+        origins = Origins()  # where the processes' lines are in --trace FILE, which messages then name
+        for pid, path in rep.traces.items():
+            origins.label(path, f"process {pid}'s log")  # without --trace: files that are gone after the run
         if args.trace:
-            collect(rep.traces, args.trace, args.spec, rep.notes)
+            collect(rep.traces, args.trace, args.spec, rep.notes, origins)
             print(f"Trace written to {args.trace}: every process's log in the event schema, one JSON object per line "
                   "with its pid")
         if args.no_validate:
             return interrupted_exit(rep.interrupted, 0)
-        code = validate_recorded(rep.traces, cfg, args.spec)
+        code = validate_recorded(rep.traces, cfg, args.spec, origins)
         v = check(read_history(hist), load_model("psmr-kv"), budget=60.0 if args.budget is None else args.budget)
         if v.verdict == "linearizable":
             print(f"Linearizable: the clients' history of {v.operations:,} operations ({v.seconds:.2f} s)")
@@ -197,46 +204,49 @@ def run_psmr_command(args: argparse.Namespace) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def validate_collected(paths: dict[int, str], spec: str) -> int:
-    """`lockstep validate FILE` of a run's `--trace FILE` (split into its processes' logs, `paths`): the spec's rules
-    and, within its bounds, step by step; the exit code. The clients' history is not in the file (`--history`)."""
+def validate_collected(paths: dict[int, str], spec: str, origins: Origins | None = None) -> int:
+    """`lockstep validate FILE` of a run's `--trace FILE` (split into its processes' logs, `paths`; `origins`: where
+    their lines are in FILE, which messages name): the spec's rules and, within its bounds, step by step; the exit
+    code. The clients' history is not in the file (`--history`)."""
+    origins = origins or Origins()
     service = None
     for path in paths.values():
         with open(path, encoding="utf-8") as f:
             first = f.readline()
+        where = origins.relocate(f"{path}:1")
         try:
             head = json.loads(first)
         except ValueError:
-            raise TraceError(f"{path}:1: not a process's log (its first line is not JSON)") from None
+            raise TraceError(f"{where}: not a process's log (its first line is not JSON)") from None
         if isinstance(head, dict) and "service" in head:
-            service = _service(head["service"], path)
+            service = _service(head["service"], where)
             break
     if service is None:
         raise TraceError("no process's log in the file names the service's shape (its header's \"service\")")
     print(f"validating a run of {spec}: {service.replicas} replicas x {service.workers} workers, {service.clients} "
           f"client(s)" + (f", seeded bug {service.bug}" if service.bug else ""))
-    code = validate_recorded(paths, service, spec)
+    code = validate_recorded(paths, service, spec, origins)
     print("  the clients' history is not in the trace: check it with lockstep linearizable HISTORY --model psmr-kv "
           "(written by --history)")
     return code
 
 
 def _service(data: object, where: str) -> ServiceConfig:
-    """The service's shape as a process's log records it, each field of its declared type."""
+    """The service's shape as a process's log records it (at `where`, file:line), each field of its declared type."""
     from dataclasses import fields
 
     if not isinstance(data, dict):
-        raise TraceError(f"{where}:1: the header's service must be an object")
+        raise TraceError(f"{where}: the header's service must be an object")
     kinds = {"int": int, "float": (int, float), "str": str}
     out = {}
     for f in fields(ServiceConfig):
         v = data.get(f.name)
         want = kinds[str(f.type)]
         if v is None or isinstance(v, bool) or not isinstance(v, want):
-            raise TraceError(f"{where}:1: the header's service.{f.name} must be a{'n' if f.type == 'int' else ''} "
+            raise TraceError(f"{where}: the header's service.{f.name} must be a{'n' if f.type == 'int' else ''} "
                              f"{f.type}, got {v!r:.40}")
         out[f.name] = v
     svc = ServiceConfig(**out)
     if (svc.bug and svc.bug not in BUGS) or (svc.cg != "keys" and svc.cg not in SEEDED_CG.values()):
-        raise TraceError(f"{where}:1: the header names an unknown seeded bug or C-G ({svc.bug!r}, {svc.cg!r})")
+        raise TraceError(f"{where}: the header names an unknown seeded bug or C-G ({svc.bug!r}, {svc.cg!r})")
     return svc

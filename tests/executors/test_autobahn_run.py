@@ -119,7 +119,7 @@ def test_a_broken_property_in_a_trace_is_reported(tmp_path):
         open(path, "w", encoding="utf-8").write("\n".join(bad) + "\n")
         with pytest.raises(RunInvalid, match=f"{re.escape(path)}:{k + 1}: a got op's {why}"):
             validate(rep.traces, 4)
-        with pytest.raises(RunInvalid, match=f"{re.escape(path)}: event \\d+: a got op's {why}"):
+        with pytest.raises(RunInvalid, match=f"{re.escape(path)}:{k + 1} \\(event {ev['seq']}\\): a got op's {why}"):
             validate_steps(rep.traces, 4, {})
 
 
@@ -241,6 +241,27 @@ def test_the_command_runs_and_validates(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "Valid:" in out and re.search(r"Step by step .*: the [\d,]+ events of \d+ slot\(s\) and \d+ lane window", out)
     assert cli(["run", "autobahn", "--param", "views=2"]) == 2
+    capsys.readouterr()
+    # tampered, the file's errors are named at its lines, not at the per-replica files the validation made of it
+    genuine = trace.read_text().splitlines()
+    for change in ("shape", "view"):
+        lines = list(genuine)
+        k = next(i for i, x in enumerate(lines) if '"pid":3,' in x and '"op":"got","m":"Prepare"' in x)
+        e = json.loads(lines[k])
+        got = next(o for o in e["args"]["ops"] if o["op"] == "got" and o["m"] == "Prepare")
+        got["v"] = "x" if change == "shape" else got["v"] + 1  # a Prepare of a view no leader opened
+        lines[k] = json.dumps(e)
+        trace.write_text("\n".join(lines) + "\n")
+        assert cli(["validate", str(trace)]) == 1
+        out = capsys.readouterr().out
+        assert "lockstep-" not in out and "replica-" not in out and "process-" not in out, out
+        where = re.escape(f"{trace}:{k + 1}")
+        if change == "shape":
+            assert re.search(rf"Invalid: the run breaks the spec: {where}: a got op's field 'v' is not", out), out
+        else:
+            assert re.search(rf"next: event \d+ of node \d+ \({where}\): ops \{{\"at\": \"replica 3, event "
+                             rf"{e['seq']}\"", out), out
+            assert "the spec has no step deliver(src=" in out, out
 
 
 RUSH = {"byzantine": {"pid": 1, "behaviour": "rush"}}  # sends each car at once, its parent's PoA made up

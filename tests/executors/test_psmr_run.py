@@ -43,10 +43,20 @@ def test_round_trip_with_a_replica_crash(cli, tmp_path):
     r = cli("linearizable", hist, "--model", "psmr-kv")
     assert r.code == 0, r.out
     assert multiprocessing.active_children() == []
-    # the trace of a run of the random workload, a replica killed: `lockstep validate` checks the spec's rules again
+    # the trace of a run of the random workload, a replica killed: `lockstep validate` checks the spec's rules again,
+    # and says in one message why no instance of the spec can have this run, what it checked instead, and how to get
+    # a run that is validated step by step
     r = cli("validate", str(trace))
     assert r.code == 0 and "follow the spec's rules" in r.out, r.out + r.err
-    assert "step by step: not validated against the spec: its workload is random" in r.out
+    commands = int(re.search(r"Valid: [\d,]+ events of ([\d,]+) commands", r.out).group(1).replace(",", ""))
+    message = r.out[r.out.index("Step by step:"):].splitlines()[:3]
+    assert message[0].startswith(f"Step by step: not validated against the spec: its workload is random: {commands:,} "
+                                 "commands drawn by 2 client(s) (get, put and putall on 8 keys"), r.out
+    assert "the first N <= 6 commands of the fixed workload of specs/psmr/commands.py" in message[0]
+    assert message[1].startswith("  checked instead: every event against the spec's rules (integrity, agreement")
+    assert message[2].startswith("  to validate step by step, run the spec's workload: lockstep run psmr "
+                                 "--spec-workload N (N <= 6"), message
+    assert r.out.count("Step by step") == 1  # no search was run
 
 
 def test_a_fault_plan_is_applied_and_the_run_validates(cli, tmp_path):
@@ -218,14 +228,61 @@ def test_a_run_of_the_spec_workload_is_validated_step_by_step(cli, tmp_path):
     r = cli("validate", str(trace))
     assert r.code == 1, r.out + r.err
     assert "the logged variables differ: store[" in r.out and "] = 1 in the spec, 3 in the log" in r.out, r.out
+    # the step is named by its place in the user's file, not in the per-process files the validation made
+    assert re.search(rf"next: event \d+ of node \d+ \({re.escape(str(trace))}:{k + 1}\): exec ", r.out), r.out
+    assert "lockstep-" not in r.out and "process-" not in r.out, r.out
 
 
-def test_a_worker_without_the_barrier_is_caught_at_its_step(cli):
+def test_errors_in_a_combined_trace_name_the_users_file_and_line(cli, tmp_path):
+    """`lockstep validate FILE` splits FILE into one file per process: a broken rule of the spec, an event that is not
+    one of the schema and a malformed header are each named at their line of FILE, never at a temporary file's."""
+    trace = tmp_path / "run.jsonl"
+    assert cli("run", "psmr", "--spec-workload", "4", "--duration", "30", "--trace", str(trace)).code == 0
+    genuine = trace.read_text().splitlines()
+
+    def tampered(change: str) -> tuple[int, str]:
+        """FILE with one line changed (`reply`: an execution's reply; `event`: an event's action removed; `header`: a
+        header's service shape): the line's number and `lockstep validate`'s output."""
+        lines = list(genuine)
+        k = next(i for i, x in enumerate(lines) if (change == "header" and '"service"' in x)
+                 or (change != "header" and '"action":"exec"' in x and '"replica":1' in x))
+        e = json.loads(lines[k])
+        if change == "reply":
+            e["args"]["v"] += 7
+        elif change == "event":
+            del e["action"]
+        else:
+            e["service"]["workers"] = "two"
+        lines[k] = json.dumps(e)
+        trace.write_text("\n".join(lines) + "\n")
+        r = cli("validate", str(trace))
+        out = r.out + r.err
+        assert r.code in (1, 2) and "lockstep-" not in out and "process-" not in out, out
+        return k + 1, out
+
+    line, out = tampered("reply")
+    assert re.search(rf"Invalid: the run breaks the spec: replica 1: command \d+ \(.*\) replied \d+; executed in the "
+                     rf"replica's order on the spec's store it gives \d+ \({re.escape(str(trace))}:{line}\)", out), out
+    line, out = tampered("event")
+    assert f"Invalid: the run breaks the spec: {trace}:{line}: not an event of the schema (node, seq, action, args)" \
+        in out, out
+    line, out = tampered("header")
+    assert f"{trace}:{line}: the header's service.workers must be an int, got 'two'" in out, out
+
+
+def test_a_worker_without_the_barrier_is_caught_at_its_step(cli, tmp_path):
     """`--bug no_barrier`: replica 0's workers execute putall each on its own; the step-by-step validation names those
-    steps (a worker's take of the command): the store the second worker leaves, and the first worker's barrier guard,
-    which no signal satisfies; replica 1, correct, is not blamed."""
-    r = cli("run", "psmr", "--spec-workload", "4", "--duration", "30", "--bug", "no_barrier")
+    steps (a worker's take of the command) at their lines of the run's --trace FILE: the store the second worker
+    leaves, and the first worker's barrier guard, which no signal satisfies; replica 1, correct, is not blamed."""
+    trace = tmp_path / "run.jsonl"
+    r = cli("run", "psmr", "--spec-workload", "4", "--duration", "30", "--bug", "no_barrier", "--trace", str(trace))
     assert r.code == 1, r.out + r.err
+    lines = trace.read_text().splitlines()
+    takes = {json.loads(x)["pid"]: i + 1 for i, x in enumerate(lines)
+             if '"action":"exec"' in x and '"replica":0' in x and '"c":0,' in x}
+    assert sorted(takes) == [3, 4], takes
+    for node, line in takes.items():
+        assert re.search(rf"next: event \d+ of node {node} \({re.escape(str(trace))}:{line}\): exec ", r.out), r.out
     assert "seeded bug no_barrier" in r.out
     assert "Invalid: no behaviour of the spec matches the logs" in r.out
     assert re.search(r"next: event \d+ of node \d+ \(.*\): exec \{\"c\": 0, \"g\": 1, \"i\": 0", r.out), r.out
