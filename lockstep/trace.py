@@ -231,10 +231,8 @@ def validate_recorded_run(path: str | os.PathLike[str], spec: str | None = None)
             raise TraceError(f"{path} holds the logs of a run of {name!r}; such a file is written by `lockstep run "
                              "autobahn` and `lockstep run psmr`, whose validation it gets")
         executor = psmr if psmr.is_psmr(name) else autobahn
-        try:
+        with got.origins.naming():  # a message about a process's file names its place in `path` instead
             code = executor.validate_collected(got.paths, name, got.origins)
-        except TraceError as e:  # a message about a process's file names its place in `path` instead
-            raise TraceError(got.origins.relocate(str(e))) from None
         if not got.ended:
             print(f"  note: {path} has no end record: it was cut short, and only what it holds was validated")
             code = code or 3

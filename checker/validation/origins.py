@@ -9,7 +9,11 @@ and line instead (through every stage: a projection of a split file names the co
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from ..errors import TraceError, UsageError
 
 
 @dataclass
@@ -51,3 +55,14 @@ class Origins:
             return path if line is None else f"{path}:{line}"
 
         return re.sub(rf"({names})(?::(\d+))?", user, text)
+
+    @contextmanager
+    def naming(self) -> Iterator[None]:
+        """An input or usage error raised in the block is raised again naming the user's places (`relocate`)."""
+        try:
+            yield
+        except (TraceError, UsageError) as e:
+            text = self.relocate(str(e))
+            if text == str(e):
+                raise
+            raise type(e)(text) from None

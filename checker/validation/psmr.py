@@ -61,12 +61,53 @@ def _read(path: str) -> list[dict[str, Any]]:
             if not isinstance(obj, dict) or obj.get("end") is True:
                 continue
             if "schema" in obj:
+                _check_header(obj, f"{path}:{n}")
                 out.append({**obj, "k": "header", "pid": obj.get("node")})
             elif isinstance(obj.get("action"), str) and isinstance(obj.get("args", {}), dict):
-                out.append({**obj.get("args", {}), "k": obj["action"], "at": f"{path}:{n}"})
+                e = {**obj.get("args", {}), "k": obj["action"], "at": f"{path}:{n}"}
+                bad = [a for a in INTEGER_ARGS.get(e["k"], ()) if not _integer(e.get(a))]
+                if bad:
+                    raise RunInvalid(f"{path}:{n}: a{'n' if e['k'][0] in 'aeiou' else ''} {e['k']} event needs integer "
+                                     f"args {', '.join(INTEGER_ARGS[e['k']])}; {', '.join(bad)} is not")
+                out.append(e)
             else:
                 raise RunInvalid(f"{path}:{n}: not an event of the schema (node, seq, action, args)")
     return out
+
+
+INTEGER_ARGS = {"order": ("seq", "c"), "deliver": ("seq", "c"), "signal": ("c", "lc"), "resume": ("c", "lc"),
+                "exec": ("c", "lc", "v")}  # the arguments of each event the rules read, all integers
+ROLES = ("sequencer", "hub", "worker", "client")
+
+
+def _integer(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_header(obj: dict[str, Any], where: str) -> None:
+    """A process's header names its role, its place (two integers) and the service's shape; RunInvalid otherwise."""
+    svc, at = obj.get("service"), obj.get("at")
+    if obj.get("role") not in ROLES or not (isinstance(at, list) and len(at) == 2 and all(map(_integer, at))):
+        raise RunInvalid(f"{where}: a process's header names its role ({', '.join(ROLES)}) and its place (at: two "
+                         "integers)")
+    if not (isinstance(svc, dict) and all(_integer(svc.get(k)) and svc[k] >= 1 for k in ("workers", "replicas", "keys"))
+            and svc.get("cg") in CG_FUNCTIONS):
+        raise RunInvalid(f"{where}: the header's service needs workers, replicas and keys (positive integers) and cg "
+                         f"(one of {', '.join(CG_FUNCTIONS)})")
+
+
+def _command(e: dict[str, Any], keys: int) -> Command:
+    """The command a sequencer's event orders (its `cmd`: [op, key, value], as the service issues them)."""
+    cmd = e.get("cmd")
+    ok = isinstance(cmd, list) and len(cmd) == 3
+    if ok:
+        op, key, value = cmd
+        ok = (op == "putall" and key is None or op in ("get", "put") and _integer(key) and 0 <= key < keys) and \
+            (value is None if op == "get" else _integer(value))
+    if not ok:
+        raise RunInvalid(f"{e['at']}: an order event's cmd must be [op, key, value]: get with a key (0..{keys - 1}), put "
+                         f"with a key and an integer value, putall with a value; got {json.dumps(cmd)[:80]}")
+    return Command(*cmd)
 
 
 def validate_run(traces: dict[int, str]) -> PsmrValidation:
@@ -92,8 +133,7 @@ def validate_run(traces: dict[int, str]) -> PsmrValidation:
                 continue
             if e["seq"] != len(seq):
                 raise RunInvalid(f"sequencer {g} numbered a command {e['seq']} after {len(seq)} ({e['at']})")
-            op, key, value = e["cmd"]
-            c = Command(op, key, value)
+            c = _command(e, K)
             if g not in cg(c, W, K):
                 raise RunInvalid(f"sequencer {g} ordered command {e['c']} ({c}), which C-G does not address to g_{g} "
                                  f"({e['at']})")

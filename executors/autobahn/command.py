@@ -102,9 +102,10 @@ def validate_recorded(traces: dict[int, str], n: int, byzantine: dict[int, str],
               "and k = 1")
         code = 0
     try:
-        steps = validate_steps(traces, n, byzantine,
-                               progress=lambda what: print(f"progress: {what}", file=sys.stderr, flush=True),
-                               origins=origins)
+        with origins.naming():
+            steps = validate_steps(traces, n, byzantine,
+                                   progress=lambda what: print(f"progress: {what}", file=sys.stderr, flush=True),
+                                   origins=origins)
     except RunInvalid as e:
         print(origins.relocate(f"Invalid: a replica's log is malformed: {e}"))
         return 1

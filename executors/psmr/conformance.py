@@ -91,7 +91,8 @@ def print_steps(traces: dict[int, str], service: ServiceConfig, spec: str, origi
               f"most {MAX_REPLICAS} replicas of {MAX_WORKERS} workers; docs/conformance.md)")
         return 0
     origins = origins or Origins()
-    res = validate_steps(traces, service, spec, origins)
+    with origins.naming():
+        res = validate_steps(traces, service, spec, origins)
     params = " ".join(f"{k}={v}" for k, v in spec_params(service).items())
     lines = report(res, res.model)
     print(origins.relocate(f"Step by step ({spec} {params}, through executors/psmr/mapping.py): {lines[0]}"))

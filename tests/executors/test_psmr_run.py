@@ -235,14 +235,16 @@ def test_a_run_of_the_spec_workload_is_validated_step_by_step(cli, tmp_path):
 
 def test_errors_in_a_combined_trace_name_the_users_file_and_line(cli, tmp_path):
     """`lockstep validate FILE` splits FILE into one file per process: a broken rule of the spec, an event that is not
-    one of the schema and a malformed header are each named at their line of FILE, never at a temporary file's."""
+    one of the schema, an argument that is not of its type, a value the mapping cannot read and a malformed header are
+    each named at their line of FILE, never at a temporary file's."""
     trace = tmp_path / "run.jsonl"
     assert cli("run", "psmr", "--spec-workload", "4", "--duration", "30", "--trace", str(trace)).code == 0
     genuine = trace.read_text().splitlines()
 
     def tampered(change: str) -> tuple[int, str]:
-        """FILE with one line changed (`reply`: an execution's reply; `event`: an event's action removed; `header`: a
-        header's service shape): the line's number and `lockstep validate`'s output."""
+        """FILE with one line changed (`reply`: an execution's reply; `event`: its action removed; `clock`: its Lamport
+        clock removed; `store`: its store a list; `header`: a header's service shape): the line's number and
+        `lockstep validate`'s output."""
         lines = list(genuine)
         k = next(i for i, x in enumerate(lines) if (change == "header" and '"service"' in x)
                  or (change != "header" and '"action":"exec"' in x and '"replica":1' in x))
@@ -251,6 +253,10 @@ def test_errors_in_a_combined_trace_name_the_users_file_and_line(cli, tmp_path):
             e["args"]["v"] += 7
         elif change == "event":
             del e["action"]
+        elif change == "clock":
+            del e["args"]["lc"]
+        elif change == "store":
+            e["args"]["store"] = [1]
         else:
             e["service"]["workers"] = "two"
         lines[k] = json.dumps(e)
@@ -266,6 +272,11 @@ def test_errors_in_a_combined_trace_name_the_users_file_and_line(cli, tmp_path):
     line, out = tampered("event")
     assert f"Invalid: the run breaks the spec: {trace}:{line}: not an event of the schema (node, seq, action, args)" \
         in out, out
+    line, out = tampered("clock")
+    assert f"Invalid: the run breaks the spec: {trace}:{line}: an exec event needs integer args c, lc, v; lc is not" \
+        in out, out
+    line, out = tampered("store")
+    assert f"{trace}:{line}: the mapping's variables() failed: AttributeError" in out, out
     line, out = tampered("header")
     assert f"{trace}:{line}: the header's service.workers must be an int, got 'two'" in out, out
 
