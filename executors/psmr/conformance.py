@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from lockstep.checker.validation.origins import Origins
 
 from ..projection import project, read_log
-from .layout import ServiceConfig
+from .layout import MAX_RANDOM_VALUE, ServiceConfig
 from .mapping import spec_params
 
 if TYPE_CHECKING:
@@ -29,8 +29,8 @@ def beyond_bounds(service: ServiceConfig, commands: int | None = None) -> str | 
     if not service.spec_commands:
         issued = f"{commands:,} commands" if commands is not None else "its commands"
         return (f"its workload is random: {issued} drawn by {service.clients} client(s) (get, put and putall on "
-                f"{service.keys} keys, values up to 999, {service.outstanding} in flight each); the spec's one client "
-                f"proxy issues, in order, the first N <= {MAX_COMMANDS} commands of the fixed workload of "
+                f"{service.keys} keys, values up to {MAX_RANDOM_VALUE}, {service.outstanding} in flight each); the "
+                f"spec's one client proxy issues, in order, the first N <= {MAX_COMMANDS} commands of the fixed workload of "
                 f"specs/psmr/commands.py, on as many keys as workers, with values 0..{MAX_VALUE} (its invariants range "
                 "over every order of those commands), so no instance of the spec issues this run's commands")
     if service.replicas > MAX_REPLICAS or service.workers > MAX_WORKERS:

@@ -28,6 +28,8 @@ class ServiceConfig:
         return asdict(self)
 
 
+MAX_RANDOM_VALUE = 999  # a random workload's put and putall write values 1..this
+
 BUGS = {"no_barrier": "replica 0's workers each execute a multi-group command on their own, without the barrier "
                       "(no signal, no go)"}
 

@@ -37,7 +37,7 @@ from lockstep.trace import Log
 
 from ..wire import RUNNER, Endpoint, FrameError, connect, credentials, dumps, member_name, parse, serve
 from .faults import Injector
-from .layout import Layout, ServiceConfig
+from .layout import MAX_RANDOM_VALUE, Layout, ServiceConfig
 
 OPS = ("get", "put", "putall")
 # who may send each kind of frame to each role: a member of the run speaks only in its own role
@@ -484,11 +484,11 @@ class Client(Member):
         if s.spec_commands:
             return WORKLOAD[self.n]
         if self.rng.random() < s.dependent:
-            return Command("putall", None, self.rng.randrange(1, 1000))
+            return Command("putall", None, self.rng.randrange(1, MAX_RANDOM_VALUE + 1))
         k = self.rng.randrange(s.keys)
         if self.rng.random() < s.reads:
             return Command("get", k)
-        return Command("put", k, self.rng.randrange(1, 1000))
+        return Command("put", k, self.rng.randrange(1, MAX_RANDOM_VALUE + 1))
 
     def _issue_in_turn(self) -> None:
         """The spec's workload: every command whose turn has come (the one `outstanding` before it has its reply)."""
