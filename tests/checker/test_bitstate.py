@@ -12,7 +12,7 @@ from lockstep.checker.explicit import Options
 from lockstep.checker.loader import load_model
 from lockstep.checker.vector import VectorOptions, check_vector
 from lockstep.checker.vector.visited import BitTable
-from tests.checker.test_vector import AGREEMENT_BOUND, outcome
+from tests.checker.test_vector import bound, outcome
 from tests.conftest import typed_spec_refs
 
 ROOMY = 1 << 22  # bytes: 32 M bits for the agreement bound's 20,000 states (and its last level's candidates)
@@ -34,7 +34,7 @@ def test_the_table_counts_its_bits_and_finds_what_it_stored():
 def test_a_roomy_table_is_the_exact_search(ref):
     """Every typed spec and seeded bug at its default parameters: the same verdict, counts and counterexample."""
     model = load_model(ref, {})
-    opts = Options(deadlock=True, max_states=AGREEMENT_BOUND)
+    opts = Options(deadlock=True, max_states=bound(ref))
     exact = check_vector(model, opts)
     bits = check_vector(model, opts, vopts=VectorOptions(bitstate=ROOMY))
     assert outcome(bits) == outcome(exact)

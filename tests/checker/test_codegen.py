@@ -61,10 +61,36 @@ def reference_successors(prog, state):
     return out
 
 
-@pytest.mark.parametrize("spec", TYPED)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Specs of hundreds of transitions (the reference evaluator takes a tenth of a second per state): fewer random
+# states by default, as many as the others in the slow run.
+LARGE = [s for s in TYPED if s.startswith(("autobahn", "psmr", "ssp_"))]
+EXAMPLES, LARGE_EXAMPLES = 150, 40
+
+
+@pytest.mark.parametrize("spec", [s for s in TYPED if s not in LARGE])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_compiled_code_matches_the_reference_evaluator(spec, data):
+    matches_the_reference_evaluator(spec, data)
+
+
+@pytest.mark.parametrize("spec", LARGE)
+@settings(max_examples=LARGE_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_compiled_code_of_large_specs_matches_the_reference_evaluator(spec, data):
+    matches_the_reference_evaluator(spec, data)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", LARGE)
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_compiled_code_of_large_specs_matches_the_reference_evaluator_on_more_states(spec, data):
+    matches_the_reference_evaluator(spec, data)
+
+
+def matches_the_reference_evaluator(spec: str, data: st.DataObject) -> None:
+    """One random state: the compiled successors, invariants and fused expansion are the reference's."""
     model = cached_model(spec)
     assert isinstance(model, TypedModel)
     prog = model.prog

@@ -15,8 +15,11 @@ from tests.conftest import typed_spec_refs
 LIMIT = 1000  # reachable states compared per spec (breadth-first); specs at their default parameters
 # Specs whose states take the solver a tenth of a second or more each: the default run compares
 # their first states; the slow run compares them as far as every other spec.
-COSTLY = {"bracha": 30, "bracha_equivocating_sender": 30, "bracha_low_echo_quorum": 30, "bracha_byzantine_relay": 30,
-          "agent_clock": 50, "agent_clock_buggy": 50, "two_phase_commit": 300, "two_phase_commit_eager": 300,
+COSTLY = {"bracha": 12, "bracha_equivocating_sender": 12, "bracha_low_echo_quorum": 12, "bracha_byzantine_relay": 12,
+          "agent_clock": 25, "agent_clock_buggy": 25, "chang_roberts": 300, "chang_roberts_forward_all": 300,
+          "filter_lock": 300, "filter_lock_buggy": 300, "tests/models/sparse_sets.py:SparseSet": 300,
+          "tests/models/sparse_sets.py:HugeSet": 300, "tests/models/ring_assert.py:RingAssert": 300,
+          "two_phase_commit": 300, "two_phase_commit_eager": 300,
           "tests/models/vector_edges.py:WideSet": 100, "psmr": 5, "psmr_no_acyclic_order": 5, "psmr_first_key_cg": 5,
           "psmr_read_wrong_group": 5,
           "alternating_bit": 80, "alternating_bit_reordering": 60, "tests/models/sequences.py:Channel": 100,
