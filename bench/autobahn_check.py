@@ -8,6 +8,8 @@ rate at which it was exploring.
     python -m bench.autobahn_check --max-states 200000
     python -m bench.autobahn_check --compile         # the vector engine's compile time per configuration: its
                                                      # numpy program, and its fused C kernel (lines, parts, build)
+    python -m bench.autobahn_check --growth 13       # the default bounds' breadth-first levels, on the vector
+                                                     # engine's C path: states per level and growth per level
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import time
 
 from lockstep.checker.explicit import Options, check
 from lockstep.checker.loader import load_model
-from lockstep.checker.vector import VectorModel
+from lockstep.checker.vector import VectorModel, VectorOptions, check_vector
 from lockstep.checker.vector.kernels.cbuild import Background
 from lockstep.checker.vector.kernels.fused import fuse
 
@@ -51,9 +53,14 @@ def main() -> None:
     ap.add_argument("--max-states", type=int, default=2_000_000, help="stop a configuration after this many states")
     ap.add_argument("--compile", action="store_true", help="only time building each configuration and compiling it "
                     "for the vector engine")
+    ap.add_argument("--growth", type=int, metavar="DEPTH", help="only measure the default bounds' levels up to "
+                    "DEPTH (each depth one vector search bounded by --max-depth)")
     args = ap.parse_args()
     if args.compile:
         compile_times()
+        return
+    if args.growth:
+        growth(args.growth)
         return
     print(f"{'spec':<30}{'bounds':<34}{'verdict':<14}{'distinct':>11}{'depth':>7}{'seconds':>9}{'states/s':>10}")
     for spec, params in CONFIGS:
@@ -64,6 +71,24 @@ def main() -> None:
         bounds = f"slots={z['slots']} views={z['views']} lanes={z['lanes']} cars={z['cars']} k={z['k']}"
         print(f"{spec:<30}{bounds:<34}{v:<14}{res.distinct:>11,}{res.depth:>7}{res.seconds:>9.1f}"
               f"{res.distinct / max(res.seconds, 1e-9):>10,.0f}")
+
+
+def growth(depth: int) -> None:
+    """States per breadth-first level of Autobahn at its default bounds, up to `depth`: each depth is a vector
+    search bounded there (C kernels, no reduction), the level's states the difference of successive counts."""
+    model = load_model("autobahn", {})
+    print(f"{'depth':>6}{'level states':>14}{'cumulative':>14}{'growth':>8}{'seconds':>9}{'states/s':>10}")
+    before = last = 0
+    for d in range(1, depth + 1):
+        res = check_vector(model, Options(deadlock=False, max_depth=d), vopts=VectorOptions(native="always"))
+        level = res.distinct - before
+        grown = f"{level / last:>8.2f}" if last else f"{'':>8}"
+        print(f"{d:>6}{level:>14,}{res.distinct:>14,}{grown}{res.seconds:>9.1f}"
+              f"{res.distinct / max(res.seconds, 1e-9):>10,.0f}", flush=True)
+        before, last = res.distinct, level
+        if res.verdict != "inconclusive":
+            print(f"the search ends at depth {res.depth}: {res.verdict}")
+            return
 
 
 def compile_times() -> None:
