@@ -90,6 +90,8 @@ class Report:
                 d["counts"] = d["counts"] or {k: own[k] for k in ("events", "total") if isinstance(own.get(k), int)}
                 d["seconds"] = own.get("seconds") if d["seconds"] is None else d["seconds"]
                 d["notes"] = d["notes"] or [str(n) for n in own.get("notes", [])]
+                d["spec"] = d["spec"] or (own["spec"] if isinstance(own.get("spec"), str) else None)
+                d["params"] = d["params"] or (own["params"] if isinstance(own.get("params"), dict) else {})
         d["exit_code"] = code
         if error is not None:
             d["error"], d["verdict"] = error, VERDICTS.get(code, "error")

@@ -4,7 +4,10 @@ LOG... --spec SPEC [--map MAPPING.py]`: that implementation logs in the event sc
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+import contextlib
+import io
+import json
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..loader import parse_params
@@ -40,7 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="logs: unlogged internal steps of the spec allowed before each event (default 0)")
     p.add_argument("--max-frontier", type=positive, default=None, metavar="N",
                    help="logs: give up (inconclusive, exit 3) when more than N spec states match (default 100,000)")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="logs: the outcome as text or JSON")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="logs and run traces of `lockstep run --trace`: the outcome as text or JSON (docs/json.md)")
 
 
 def _collected(path: str) -> bool:
@@ -53,7 +57,6 @@ def _collected(path: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lockstep.runs import validate_merged
 
     from ..validation.conformance.run import is_log, run_command
 
@@ -66,9 +69,9 @@ def run(args: argparse.Namespace) -> int:
         return run_command([args.file, *args.logs], args.spec, parse_params(args.param), args.map, args.max_internal,
                            args.max_frontier, args.format == "json")
     given = [o for o, v in (("--param", args.param), ("--max-internal", args.max_internal),
-                            ("--max-frontier", args.max_frontier), ("--format json", args.format == "json"),
-                            ("--configurations", args.configurations)) if v]
+                            ("--max-frontier", args.max_frontier), ("--configurations", args.configurations)) if v]
     if is_collected(args.file):  # every process's log of `lockstep run autobahn|psmr`, validated as that run is
+        given += ["--format json"] if args.format == "json" else []
         if given:
             raise UsageError(f"{given[0]} does not apply to {args.file}, the processes' logs of a `lockstep run "
                              "autobahn|psmr` (validated against the spec's rules and step by step, as the run was)")
@@ -79,6 +82,18 @@ def run(args: argparse.Namespace) -> int:
     if given:
         raise UsageError(f"{given[0]} applies to implementation logs; {args.file} is a run trace of `lockstep run` "
                          "(validated against the spec and parameters it records)")
+    if args.format == "json":  # the text goes nowhere; the outcome is one object
+        with contextlib.redirect_stdout(io.StringIO()):
+            code, res, notes = _validate_run(args)
+        print(json.dumps(run_json(res, notes), default=str))
+        return code
+    return _validate_run(args)[0]
+
+
+def _validate_run(args: argparse.Namespace) -> tuple[int, ValidationResult, list[str]]:
+    """Validate a run trace of `lockstep run --trace`, printing the outcome: (exit code, result, notes)."""
+    from lockstep.runs import validate_merged
+
     merged = load(args.file)
     recorded = merged.header["spec"]
     merged.header["spec"] = trusted_spec(recorded, args.spec, args.file)
@@ -87,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
           f"a run of {h.get('processes', '?')} processes")
     if h["spec"] != recorded:
         print(f"  note: the run was recorded with spec {recorded!r}; validating it against {h['spec']!r}, as asked")
-    for note in merged.notes:
+    notes = list(merged.notes)
+    for note in notes:
         print(f"  note: {note}")
     if args.configurations and not is_population_run(merged):
         from ..validation.rounds import is_rounds_trace  # networkx: only for runs of rounds specs
@@ -101,7 +117,14 @@ def run(args: argparse.Namespace) -> int:
         saved.save(args.configurations)
         print(f"Configurations written to {args.configurations} "
               f"(re-check them: {follow_up('replay', args.configurations, saved.spec)})")
-    return code
+    return code, res, notes
+
+
+def run_json(res: ValidationResult, notes: list[str]) -> dict[str, Any]:
+    """A run trace's validation as the JSON object `validate --format json` prints (under `details`)."""
+    return {"verdict": res.verdict, "model": res.model, "spec": res.spec, "params": res.params, "events": res.events,
+            "seconds": res.seconds, "violation": res.violation, "event": res.event, "mismatch": res.mismatch,
+            "incomplete": res.incomplete, "notes": [*notes, *res.notes]}
 
 
 def print_validation(res: ValidationResult) -> int:

@@ -128,6 +128,24 @@ def test_validate_linearizable_and_list(cli, tmp_path):
         [s["name"] for s in d["specs"]].index("two_phase")]["summary"], "params": {"rm": 3}} in d["specs"]
 
 
+def test_validate_a_run_trace(cli, tmp_path):
+    """A run of real processes (`lockstep run --trace`), validated: the outcome as one object, the result's
+    fields under `details`; a tampered run is invalid, and says where."""
+    trace = tmp_path / "run.jsonl"
+    assert cli("run", "two_phase_commit", "--trace", str(trace)).code == 0
+    code, d = result(cli, "validate", str(trace))
+    details = d["details"]
+    assert (code, d["verdict"], details["model"], d["spec"]) == (0, "valid", "actors", "two_phase_commit")
+    assert d["params"]["rm"] == 2
+    assert details["events"] == d["counts"]["events"] > 0 and details["mismatch"] is None
+    lines = trace.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if '"kind":"message","pid":1' in line and '"rm_state":"prepared"' in line)
+    lines[at] = lines[at].replace('"rm_state":"prepared"', '"rm_state":"aborted"')
+    trace.write_text("\n".join(lines) + "\n")
+    code, d = result(cli, "validate", str(trace))
+    assert (code, d["verdict"]) == (1, "invalid") and d["details"]["mismatch"]
+
+
 def test_a_history_format_given_as_the_output_format_is_refused_with_the_option_it_meant(cli):
     r = cli("linearizable", os.path.join(CORPUS, "kv/c01-ok.txt"), "--model", "kv", "--format", "edn")
     assert r.code == 2 and "give it as --history-format edn" in r.err
