@@ -75,13 +75,18 @@ def _cut(x: Any, n: int) -> bool:
         for t in x)
 
 
+def _tips(x: Any, n: int) -> bool:
+    return isinstance(x, list) and len(x) == n and all(
+        t is None or (isinstance(t, list) and len(t) == 2 and _int(t[0], 1) and _text(t[1])) for t in x)
+
+
 FIELDS: dict[str, Callable[[Any, int], bool]] = {  # each field's check, in a run of n replicas
     "s": lambda x, n: _int(x, 1), "v": lambda x, n: _int(x, 1), "h": lambda x, n: _int(x, 1),
     "a": lambda x, n: _int(x, 0, n), "from": lambda x, n: _int(x, 0, n), "signers": _replicas,
     "dst": lambda x, n: _replicas(x, n + 1),  # an equivocating leader's recipients
     "d": lambda x, n: _text(x), "c": lambda x, n: _text(x), "log": lambda x, n: _text(x),
     "kind": lambda x, n: x in ("car", "prepare", "confirm"), "m": lambda x, n: x in MESSAGES,
-    "hp": _ref, "hq": _ref, "tc": _tc, "cut": _cut, "sent": _ids, "recv": _ids,
+    "hp": _ref, "hq": _ref, "tc": _tc, "cut": _cut, "tips": _tips, "sent": _ids, "recv": _ids,
     "fast": lambda x, n: x in (0, 1) and not isinstance(x, bool), "txs": lambda x, n: _int(x),
     "free": lambda x, n: isinstance(x, bool), "equivocal": lambda x, n: isinstance(x, bool),
     "vote": lambda x, n: isinstance(x, bool), "via": lambda x, n: x in ("own", "msg", "ticket"),
@@ -90,12 +95,13 @@ FIELDS: dict[str, Callable[[Any, int], bool]] = {  # each field's check, in a ru
 DESCRIBED = {"s": "a slot (from 1)", "v": "a view (from 1)", "h": "a height (from 1)", "a": "a replica",
              "from": "a replica", "signers": "a list of replicas", "dst": "a list of replicas", "hp": "[view, digest]",
              "hq": "[view, digest]", "tc": "a list of [replica, report, report]",
-             "cut": "a cut: per lane null or [height, digest, voters]", "sent": "a list of message ids",
+             "cut": "a cut: per lane null or [height, digest, voters]",
+             "tips": "a proposed cut: per lane null or [height, digest]", "sent": "a list of message ids",
              "recv": "a list of message ids", "fast": "0 or 1", "via": "own, msg or ticket"}
 
 REQUIRED: dict[str, tuple[str, ...]] = {
     "got": ("m", "from"), "vote": ("kind",), "commit": ("s", "v", "d", "fast", "signers", "cut"),
-    "lead_commit": ("s", "v", "d"), "propose": ("s", "v", "d", "free"), "timeout": ("s", "v", "hp", "hq"),
+    "lead_commit": ("s", "v", "d"), "propose": ("s", "v", "d", "free", "tips"), "timeout": ("s", "v", "hp", "hq"),
     "fast": ("s", "v", "d"), "view": ("s", "v"), "exec": ("s", "log"), "car_sent": ("a", "h", "c"),
     "poa": ("a", "h", "c", "signers"), "reject": ("reason", "detail"), "unreachable": (),
 }

@@ -21,8 +21,9 @@ the spec. Where this runtime deviates from the paper (and from the spec's bounde
   height), and only once they hold its parent, received from its author (a car waits for it; the
   artifact suspends it); a car fetched from another replica is kept for execution, never voted for;
   the author stops at the first f+1 votes and broadcasts the PoA at once, and the next car carries it;
-- a view-1 leader proposes as soon as any lane has a tip newer than the last committed cut
-  (coverage 1; the artifact waits for 2f+1 lanes);
+- coverage: a view-1 leader proposes once `coverage` lanes (default 2f+1, the paper's and the artifact's) have
+  certified tips newer than in the last committed cut (with k = 1 the previous slot's proposal); until then the
+  slot waits, and its timer's view change lets the next leader propose what it holds;
 - batches are not signed but content-addressed (their channel is authenticated) (a batch is used only when a signed car names its
   digest); a replica keeps a bounded window of them and fetches a missing car and its batch from the
   car's author and PoA signers;
@@ -108,6 +109,7 @@ class ReplicaConfig:
     max_batch: int = MAX_BATCH  # transactions per car (a batch frame stays under the 1 MiB frame limit)
     durable: bool = False  # flush the trace after each event (crashes are planned: a killed replica's votes stay recorded)
     bug: str = ""  # a seeded implementation bug (`BUGS`), or none
+    coverage: int | None = None  # lanes with new certified tips a view-1 leader waits for; None: 2f+1 (the paper)
 
 
 def main(cfg: dict[str, Any]) -> None:
@@ -126,6 +128,7 @@ class Replica:
         self.me, self.n = cfg.pid, cfg.n
         self.f = (self.n - 1) // 3
         self.q, self.poa_q = 2 * self.f + 1, self.f + 1
+        self.coverage = self.q if cfg.coverage is None else cfg.coverage
         self.signer = Signer(self.me, cfg.private, cfg.public)
         self.schema = Schema(self.n)
         self.peers: dict[int, Endpoint] = {}  # the other replicas
@@ -181,7 +184,7 @@ class Replica:
         self.trace_file = create_new(cfg.trace, buffering=1 << 16) if cfg.trace else None
         self.trace = None if self.trace_file is None else Log(
             self.trace_file, self.me, clocks=False,
-            header={"n": self.n, "f": self.f, "byzantine": cfg.byzantine, "bug": cfg.bug})
+            header={"n": self.n, "f": self.f, "byzantine": cfg.byzantine, "bug": cfg.bug, "coverage": self.coverage})
         self.ops: list[dict[str, Any]] | None = None
         self.outq: list[tuple[Endpoint, bytes]] = []
         self.got_id: str | None = None  # the id of the message being handled (None: this replica's own)
@@ -599,7 +602,8 @@ class Replica:
         return [None if t is None else [t[0], t[1], self.certified[t[1]]] for t in self.tips]
 
     def covers_new(self, cut: list[Any]) -> bool:
-        return any(t is not None and (old is None or t[0] > old[0]) for t, old in zip(cut, self.last_cut))
+        """Whether `coverage` lanes of `cut` have tips newer than in the last committed cut."""
+        return sum(t is not None and (old is None or t[0] > old[0]) for t, old in zip(cut, self.last_cut)) >= self.coverage
 
     def ticket(self, s: int) -> Any:
         if s == 1:
@@ -631,7 +635,7 @@ class Replica:
                 for mine, dsts in ((cut, [self.me, *(p for p in sorted(self.peers) if p not in half)]), (other, half)):
                     body, mid = self.sign_id({"t": "Prepare", "from": self.me, "s": s, "v": v, "cut": mine, "tk": tk})
                     self.record({"op": "propose", "s": s, "v": v, "d": cut_id(mine), "dst": dsts, **info,
-                                 "equivocal": mine is other, "sent": self.first_send(mid)})
+                                 "equivocal": mine is other, "tips": _tips(mine), "sent": self.first_send(mid)})
                     sent[cut_id(mine)] = (body, dsts)
                 for body, dsts in sent.values():
                     for dst in dsts:
@@ -639,7 +643,8 @@ class Replica:
                 return
         self.proposed[(s, v)] = [cut]
         body, mid = self.sign_id({"t": "Prepare", "from": self.me, "s": s, "v": v, "cut": cut, "tk": tk})
-        self.record({"op": "propose", "s": s, "v": v, "d": cut_id(cut), **info, "sent": self.first_send(mid)})
+        self.record({"op": "propose", "s": s, "v": v, "d": cut_id(cut), **info, "tips": _tips(cut),
+                     "sent": self.first_send(mid)})
         self.to_all(body)
 
     def equivocal(self, cut: list[Any]) -> list[Any] | None:
@@ -1013,6 +1018,11 @@ class Replica:
 def _ref(report: list[Any] | None) -> list[Any] | None:
     """A Timeout's reported Prepare or QC in the log: [view, cut digest], or None."""
     return None if report is None else [report[0], cut_id(report[1])]
+
+
+def _tips(cut: list[Any]) -> list[Any]:
+    """A proposed cut in the log: per lane null or [height, car digest] (its digest is the cut's, `cut_id`)."""
+    return [None if t is None else [t[0], t[1]] for t in cut]
 
 
 def commit_id(s: int, v: int, d: str) -> str:

@@ -71,6 +71,7 @@ class AutobahnRun:
     crashed: list[int]
     notes: list[str] = field(default_factory=list)
     interrupted: float | None = None  # seconds into the run when SIGINT stopped it
+    coverage: int = 0  # lanes with new tips a view-1 leader waited for
 
     @property
     def throughput(self) -> float:
@@ -79,7 +80,7 @@ class AutobahnRun:
 
 class AutobahnCluster(Cluster):
     def __init__(self, n: int, trace_dir: str, plan: Plan, rate: int, seed: int, durable: bool = False, bug: str = "",
-                 **tuning: float):
+                 **tuning: Any):
         super().__init__("autobahn", {}, n + 1, trace_dir, seed, durable=durable or bool(plan.faults.crashes))
         self.n, self.plan, self.rate, self.bug, self.tuning = n, plan, rate, bug, tuning
         self.buggy = min(p for p in range(n) if p not in plan.byzantine)  # the replica that runs the seeded bug
@@ -99,13 +100,16 @@ class AutobahnCluster(Cluster):
 async def run_async(duration: float, trace_dir: str, plan: Plan | None = None, f: int = 1, rate: int = 20_000,
                     seed: int = 0, progress: Callable[[float], None] | None = None,
                     during: Callable[[AutobahnCluster], Awaitable[None]] | None = None, durable: bool = False,
-                    bug: str = "", **tuning: float) -> AutobahnRun:
+                    bug: str = "", coverage: int | None = None, **tuning: float) -> AutobahnRun:
     """See `run`; `during(cluster)` runs alongside the replicas once they have started (to inject messages);
     `durable`: the replicas write each event through to their traces (crash plans imply it); `bug`: a seeded
     implementation bug (`replica.BUGS`), run by the first replica that is not Byzantine."""
     plan = plan or Plan()
     n = 3 * f + 1
-    cluster = AutobahnCluster(n, trace_dir, plan, rate, seed, durable, bug, **tuning)
+    coverage = 2 * f + 1 if coverage is None else coverage
+    if not 1 <= coverage <= n:
+        raise ValueError(f"coverage {coverage}: between 1 and n = {n} lanes")
+    cluster = AutobahnCluster(n, trace_dir, plan, rate, seed, durable, bug, coverage=coverage, **tuning)
     crashed: list[int] = []
     notes: list[str] = []
 
@@ -146,11 +150,14 @@ async def run_async(duration: float, trace_dir: str, plan: Plan | None = None, f
     cl = (cluster.members[n].bye or {}).get("stats", {})
     traces = {p: path for p in range(n) if (path := cluster.trace_path(p)) and os.path.exists(path)}
     return AutobahnRun(n, duration if cluster.interrupted is None else seconds, reps, cl, traces, dict(plan.byzantine),
-                       crashed, notes, cluster.interrupted)
+                       crashed, notes, cluster.interrupted, coverage)
 
 
 def run(duration: float, trace_dir: str, plan: Plan | None = None, f: int = 1, rate: int = 20_000, seed: int = 0,
-        progress: Callable[[float], None] | None = None, bug: str = "", **tuning: float) -> AutobahnRun:
+        progress: Callable[[float], None] | None = None, bug: str = "", coverage: int | None = None,
+        **tuning: float) -> AutobahnRun:
     """Run Autobahn with n = 3f+1 replicas and a client sending `rate` tx/s for `duration` seconds (`bug`: a seeded
-    implementation bug, run by the first replica that is not Byzantine)."""
-    return asyncio.run(run_async(duration, trace_dir, plan, f, rate, seed, progress, bug=bug, **tuning))
+    implementation bug, run by the first replica that is not Byzantine; `coverage`: lanes with new tips a view-1
+    leader waits for, 1..n, None: 2f+1, the paper's)."""
+    return asyncio.run(run_async(duration, trace_dir, plan, f, rate, seed, progress, bug=bug, coverage=coverage,
+                                 **tuning))

@@ -5,9 +5,11 @@ a certificate authentic when each honest signer really cast that vote (a Byzanti
 signed anything). Each replica's trace is that record for the replica, so the validator checks,
 over all traces together: agreement, prefix-consistent execution logs, certificates_authentic
 (every commit's and every committed tip's certificate is big enough and its honest signers' votes
-are in their traces), vote_once, locked_after_commit, no vote after a timeout of the same view, and
-k = 1 (an honest leader proposes slot s only after it committed s - 1). A trace line that does not
-parse, or an op not of its declared shape (`logshape.py`), is a `RunInvalid` naming the file and line.
+are in their traces), vote_once, locked_after_commit, no vote after a timeout of the same view,
+k = 1 (an honest leader proposes slot s only after it committed s - 1) and coverage (an honest view-1 leader's
+cut has `coverage` lanes with tips newer than in its last committed cut, and its digest is the one it proposed).
+A trace line that does not parse, or an op not of its declared shape (`logshape.py`), is a `RunInvalid` naming the
+file and line.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .logshape import LogShapeError, check_op
+from .messages import cut_id
 
 
 class RunInvalid(Exception):
@@ -71,10 +74,13 @@ def event_ops(ev: dict[str, Any], n: int, where: str) -> list[dict[str, Any]]:
     return ops
 
 
-def validate(traces: dict[int, str], n: int, byzantine: set[int] | frozenset[int] = frozenset()) -> Validation:
-    """Validate the traces of one run (replica -> trace file); RunInvalid at the first broken property."""
+def validate(traces: dict[int, str], n: int, byzantine: set[int] | frozenset[int] = frozenset(),
+             coverage: int | None = None) -> Validation:
+    """Validate the traces of one run (replica -> trace file; `coverage` the replicas', None: 2f+1); RunInvalid at the
+    first broken property."""
     f = (n - 1) // 3
     q = 2 * f + 1
+    cover = q if coverage is None else coverage
     honest = [p for p in sorted(traces) if p not in byzantine]
     events = {p: read(path, p, n) for p, path in traces.items()}
     res = Validation(events=sum(len(e) for e in events.values()))
@@ -84,6 +90,7 @@ def validate(traces: dict[int, str], n: int, byzantine: set[int] | frozenset[int
             once: dict[tuple, str] = {}
             timed_out: set[tuple[int, int]] = set()
             committed: set[int] = set()
+            last: list[int] = [0] * n  # the tips' heights in the last cut p committed
             for ev in events[p]:
                 kind = ev["ev"]
                 if kind == "vote":
@@ -100,9 +107,12 @@ def validate(traces: dict[int, str], n: int, byzantine: set[int] | frozenset[int
                     timed_out.add((ev["s"], ev["v"]))
                 elif kind == "commit":
                     committed.add(ev["s"])
-                elif kind == "propose" and ev["s"] > 1 and ev["s"] - 1 not in committed:
-                    raise RunInvalid(f"open_slots_bounded (k = 1): {ev['_at']} proposed slot {ev['s']} "
-                                     f"before it committed slot {ev['s'] - 1}")
+                    last = [0 if t is None else t[0] for t in ev["cut"]]
+                elif kind == "propose":
+                    if ev["s"] > 1 and ev["s"] - 1 not in committed:
+                        raise RunInvalid(f"open_slots_bounded (k = 1): {ev['_at']} proposed slot {ev['s']} "
+                                         f"before it committed slot {ev['s'] - 1}")
+                    _covered(ev, last, cover)
         decided: dict[int, tuple[int, str, str]] = {}
         logs: dict[int, tuple[str, str]] = {}
         for p in honest:
@@ -134,6 +144,17 @@ def validate(traces: dict[int, str], n: int, byzantine: set[int] | frozenset[int
     except (KeyError, TypeError) as e:
         raise RunInvalid(f"an event lacks a field or has the wrong type ({e})") from None
     return res
+
+
+def _covered(ev: dict[str, Any], last: list[int], cover: int) -> None:
+    """A proposal's logged tips are its cut (their digest is the one proposed); in view 1, `cover` of them are newer
+    than in the proposer's last committed cut (`last`, by lane)."""
+    if cut_id(ev["tips"]) != ev["d"]:
+        raise RunInvalid(f"{ev['_at']} logs tips whose digest is not the cut {ev['d'][:12]} it proposed")
+    newer = sum(t is not None and t[0] > old for t, old in zip(ev["tips"], last))
+    if ev["v"] == 1 and newer < cover:
+        raise RunInvalid(f"coverage: {ev['_at']} proposed slot {ev['s']} with {newer} lane(s) newer than its last "
+                         f"committed cut, fewer than the coverage {cover}")
 
 
 def _authentic(ev: dict[str, Any], votes: dict[str, set[tuple]], byzantine: set[int] | frozenset[int], n: int,

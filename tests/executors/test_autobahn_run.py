@@ -20,6 +20,7 @@ from lockstep.executors.autobahn.messages import (
     TX_SIZE,
     Malformed,
     bytes_frame,
+    cut_id,
     decode_signed,
     frame_payload,
     signed_frame,
@@ -121,6 +122,63 @@ def test_a_broken_property_in_a_trace_is_reported(tmp_path):
             validate(rep.traces, 4)
         with pytest.raises(RunInvalid, match=f"{re.escape(path)}:{k + 1} \\(event {ev['seq']}\\): a got op's {why}"):
             validate_steps(rep.traces, 4, {})
+
+
+def view1_proposals(path: str, n: int) -> list[tuple[int, int, list[int]]]:
+    """A replica's view-1 proposals: (slot, lanes newer than in the last cut it committed, that cut's heights)."""
+    _, events, _ = read_log(path)
+    last, out = [0] * n, []
+    for e in events:
+        for o in e["args"]["ops"]:
+            if o["op"] == "commit":
+                last = [0 if t is None else t[0] for t in o["cut"]]
+            elif o["op"] == "propose" and o["v"] == 1:
+                out.append((o["s"], sum(t is not None and t[0] > h for t, h in zip(o["tips"], last)), list(last)))
+    return out
+
+
+def test_a_view1_leader_waits_for_coverage_and_a_proposal_short_of_it_is_reported(tmp_path):
+    """Coverage 2f+1 (the paper's): each view-1 leader proposes only once 3 of the 4 lanes have certified tips newer
+    than in the last cut it committed; a log whose proposal has fewer (or whose logged tips are not its cut) is
+    reported by the property checks at its line."""
+    rep = run(2.0, str(tmp_path), rate=2000)
+    assert rep.coverage == 3
+    props = {p: view1_proposals(path, 4) for p, path in rep.traces.items()}
+    assert sum(len(v) for v in props.values()) >= 3, props
+    assert all(newer >= 3 for v in props.values() for _, newer, _ in v), props
+    validate(rep.traces, 4)
+    p, s = next((p, s) for p, v in sorted(props.items()) for s, _, _ in v if s > 1)  # a proposal after a commit
+    path = rep.traces[p]
+    lines = open(path, encoding="utf-8").read().splitlines()
+    k, ev = next((k, json.loads(x)) for k, x in enumerate(lines) if '"op":"propose"' in x and f'"s":{s},"v":1,' in x)
+    commit = next(json.loads(x) for x in reversed(lines[:k]) if '"op":"commit"' in x)
+    old = next(o for o in commit["args"]["ops"] if o["op"] == "commit")["cut"]
+    prop = next(o for o in ev["args"]["ops"] if o["op"] == "propose")
+    first = next(a for a, t in enumerate(prop["tips"]) if t is not None and (old[a] is None or t[0] > old[a][0]))
+    genuine = dict(prop)
+    # every lane but one back at the committed tips, under the digest of that cut: one new lane, short of 3
+    prop["tips"] = [t if a == first else None if old[a] is None else old[a][:2] for a, t in enumerate(prop["tips"])]
+    prop["d"] = cut_id(prop["tips"])
+    for tampered, why in ((prop, "coverage: replica .* proposed slot .* with 1 lane\\(s\\) newer than its last "
+                                 "committed cut, fewer than the coverage 3"),
+                          ({**prop, "d": genuine["d"]}, "logs tips whose digest is not the cut")):
+        ev["args"]["ops"] = [tampered if o["op"] == "propose" else o for o in ev["args"]["ops"]]
+        bad = [*lines[:k], json.dumps(ev, separators=(",", ":")), *lines[k + 1:]]
+        open(path, "w", encoding="utf-8").write("\n".join(bad) + "\n")
+        with pytest.raises(RunInvalid, match=why):
+            validate(rep.traces, 4)
+
+
+def test_seven_replicas_run_and_validate(capsys):
+    """n = 7 (f = 2): the replicas wait for coverage 5, and the run is valid against the properties and step by step."""
+    assert cli(["run", "autobahn", "--param", "f=2", "--duration", "1.5", "--rate", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert "Running Autobahn: 7 replicas (f=2, coverage 5)" in out and "k = 1 and coverage 5" in out, out
+    assert re.search(r"Step by step .*: the [\d,]+ events of [1-9]\d* slot\(s\) and [1-9]\d* lane window", out), out
+    assert "instance: autobahn f=2 lanes=0" in out, out
+    for bad in ("coverage=0", "coverage=8"):
+        assert cli(["run", "autobahn", "--param", "f=2", "--param", bad]) == 2
+        assert f"--param {bad}: between 1 and n = 7 lanes (default 2f+1 = 5)" in capsys.readouterr().err
 
 
 def test_tampered_forged_replayed_stale_and_malformed_messages_are_rejected(tmp_path):
