@@ -39,6 +39,14 @@ the spec. Where this runtime deviates from the paper (and from the spec's bounde
   accept) follows the protocol and also sends what the honest replicas must reject: a vote that
   claims another replica as its author, a PoA with made-up signatures, a transactions frame.
 
+The baseline the paper measures Autobahn's hangover against (`lanes=False`, for `bench/autobahn_run.py`): the same
+consensus with no lanes and no cars, a traditional leader-batching BFT. The leader of a slot (view 1, or a later view
+whose TC has no winner) proposes a batch of its own pending transactions, at most `max_batch`, which it sends every
+replica just ahead of its Prepare; the cut names it (lane = the leader, height = the slot, no PoA: the consensus's
+quorums certify it); a replica votes only for a batch it holds, fetches one it lacks to execute it, and a leader whose
+batch lost its slot puts the transactions back at the front of its pending ones. With no lanes there is no
+coverage; Byzantine behaviours are not run in it.
+
 The replica's log is in Lockstep's event schema (`lockstep.trace`): one event per frame it acts on or
 timer that fires, listing what it did (`ops`: the messages it took, the votes it signed, its proposals,
 timeouts, commits with their certificates' signers, the digest of its execution log after each slot)
@@ -110,6 +118,7 @@ class ReplicaConfig:
     durable: bool = False  # flush the trace after each event (crashes are planned: a killed replica's votes stay recorded)
     bug: str = ""  # a seeded implementation bug (`BUGS`), or none
     coverage: int | None = None  # lanes with new certified tips a view-1 leader waits for; None: 2f+1 (the paper)
+    lanes: bool = True  # False: the baseline without lanes, each leader proposing a batch of its own transactions
 
 
 def main(cfg: dict[str, Any]) -> None:
@@ -171,6 +180,7 @@ class Replica:
         self.commits: dict[int, tuple[bytes, dict[str, Any]]] = {}  # slot -> its Commit's frame and message
         # (the message is the next slot's ticket; the frame answers Timeouts of the slot)
         self.committed_cut: dict[int, list[Any]] = {}
+        self.my_batches: dict[int, list[bytes]] = {}  # without lanes: slot -> the batches this replica proposed in it
         self.last_cut: list[Any] = [None] * self.n
         self.deferred: list[tuple[bytes, str, dict[str, Any]]] = []
         self.timer: asyncio.TimerHandle | None = None
@@ -184,7 +194,8 @@ class Replica:
         self.trace_file = create_new(cfg.trace, buffering=1 << 16) if cfg.trace else None
         self.trace = None if self.trace_file is None else Log(
             self.trace_file, self.me, clocks=False,
-            header={"n": self.n, "f": self.f, "byzantine": cfg.byzantine, "bug": cfg.bug, "coverage": self.coverage})
+            header={"n": self.n, "f": self.f, "byzantine": cfg.byzantine, "bug": cfg.bug, "coverage": self.coverage,
+                    "lanes": cfg.lanes})
         self.ops: list[dict[str, Any]] | None = None
         self.outq: list[tuple[Endpoint, bytes]] = []
         self.got_id: str | None = None  # the id of the message being handled (None: this replica's own)
@@ -475,13 +486,29 @@ class Replica:
         return len(sigs) >= need and all(self.signer.valid(w, statement(kind, w, s=s, v=v, d=d), x) for w, x in sigs)
 
     def cut_valid(self, cut: list[Any]) -> bool:
+        if not self.cfg.lanes:  # batches, which the consensus's own quorums certify
+            return all(t is None or not t[2] for t in cut)
         return all(t is None or self.poa_valid(a, t[0], t[1], t[2]) for a, t in enumerate(cut))
+
+    def missing_batch(self, cut: list[Any]) -> tuple[int, str] | None:
+        """Without lanes: a (lane, batch digest) of the cut this replica does not hold, or None."""
+        if self.cfg.lanes:
+            return None
+        return next(((a, t[1]) for a, t in enumerate(cut) if t is not None and t[1] not in self.batches), None)
 
     # -- lanes -----------------------------------------------------------------------------------
     def tick(self) -> None:
         """Every car_ms: if the last car of this lane is certified and transactions wait, send the next car (a
         `rush` replica sends it at once, its parent uncertified)."""
         asyncio.get_running_loop().call_later(self.cfg.car_ms / 1000, self.tick)
+        if not self.cfg.lanes:  # no cars: a leader waiting for transactions proposes once some are here
+            if not self.stopped:
+                outer = self.begin()
+                try:
+                    self.maybe_propose()
+                finally:
+                    self.finish(outer, "tick")
+            return
         rush = self.cfg.byzantine == "rush"
         if (self.in_flight is not None and not rush) or not self.pending or self.stopped:
             return
@@ -593,6 +620,8 @@ class Replica:
         if car is not None and car[2] in self.batches:
             self.send_raw(m["from"], bytes_frame("B", "txs", self.batches[car[2]]))
             self.send_raw(m["from"], car[4])
+        elif not self.cfg.lanes and m["c"] in self.batches:  # without lanes, a cut names batches
+            self.send_raw(m["from"], bytes_frame("B", "txs", self.batches[m["c"]]))
 
     # -- consensus: proposing --------------------------------------------------------------------
     def leader(self, s: int, v: int) -> int:
@@ -614,10 +643,32 @@ class Replica:
         s = self.slot
         if self.view != 1 or self.leader(s, 1) != self.me or (s, 1) in self.proposed or (s, 1) in self.timed_out:
             return
-        cut = self.fresh_cut()
-        if not self.covers_new(cut):
+        if self.cfg.lanes:
+            cut = self.fresh_cut()
+            if not self.covers_new(cut):
+                return
+        elif self.pending:
+            cut = self.own_cut(s)
+        else:
             return
         self.propose(s, 1, cut, self.ticket(s))
+
+    def own_cut(self, s: int) -> list[Any]:
+        """The cut this replica proposes when it is free to: its certified tips; without lanes, a batch of its pending
+        transactions (at most max_batch), sent to every replica ahead of the Prepare that names it (as lane `me`, height
+        s, no PoA), or no batch if none wait."""
+        if self.cfg.lanes:
+            return self.fresh_cut()
+        cut: list[Any] = [None] * self.n
+        if self.pending:
+            take = min(len(self.pending) // TX_SIZE, self.cfg.max_batch) * TX_SIZE
+            payload = bytes(self.pending[:take])
+            del self.pending[:take]
+            self.my_batches.setdefault(s, []).append(payload)
+            self.broadcast(bytes_frame("B", "txs", payload))
+            self.on_batch(payload)
+            cut[self.me] = [s, hashlib.sha256(payload).hexdigest(), []]
+        return cut
 
     def propose(self, s: int, v: int, cut: list[Any], tk: Any, free: bool = True,
                 tc: list[list[Any]] | None = None) -> None:
@@ -724,6 +775,11 @@ class Replica:
             return
         if not self.cut_valid(cut):
             self.reject("forged_certificate", f"Prepare({s}, {v}) has a tip without a valid PoA", src)
+            return
+        gone = self.missing_batch(cut)
+        if gone is not None:  # without lanes, a replica votes only for a batch it holds (and asks for it)
+            self.reject("unavailable", f"Prepare({s}, {v}) names batch {gone[1][:12]}, which this replica lacks", src)
+            self.fetch(gone[1], gone[0], [])
             return
         byz = self.cfg.byzantine == "vote_all"
         if v < self.view and not byz:
@@ -853,8 +909,12 @@ class Replica:
                      "via": via, "recv": [] if via == "own" else [commit_id(s, m["v"], d)]})
         self.stats["committed"] += 1
         for a, t in enumerate(m["cut"]):
-            if t is not None:
+            if t is not None and self.cfg.lanes:
                 self.poa_valid(a, t[0], t[1], t[2])
+        mine_tip = m["cut"][self.me]
+        for payload in self.my_batches.pop(s, []):  # without lanes: a batch of this replica's that lost the slot
+            if mine_tip is None or hashlib.sha256(payload).hexdigest() != mine_tip[1]:
+                self.pending[:0] = payload  # goes back to the front of its pending transactions
         self.last_cut = [None if t is None else (t[0], t[1]) for t in m["cut"]]
         self.slot, self.view = s + 1, 1
         for old in [k for k in self.timeouts if k[0] < s]:
@@ -945,7 +1005,7 @@ class Replica:
                 tc = [[d.decode(), x] for d, x, _ in box.values()]
                 win = self.winner([mm for _, _, mm in box.values()])
                 members = [[w, _ref(mm["hp"]), _ref(mm["hq"])] for w, (_, _, mm) in sorted(box.items())]
-                self.propose(s, v + 1, win if win is not None else self.fresh_cut(), {"tc": tc}, win is None, members)
+                self.propose(s, v + 1, win if win is not None else self.own_cut(s), {"tc": tc}, win is None, members)
 
     # -- execution -------------------------------------------------------------------------------
     def execute(self) -> None:
@@ -955,6 +1015,12 @@ class Replica:
             cut = self.committed_cut[s]
             plan: list[list[str]] = []
             for a, t in enumerate(cut):
+                if not self.cfg.lanes:  # a batch per lane at most
+                    if t is not None and t[1] not in self.batches:
+                        self.fetch(t[1], a, [])
+                        return
+                    plan.append([] if t is None else [t[1]])
+                    continue
                 old = self.exec_tip[a]
                 if t is None or (old is not None and t[0] <= old[0]):
                     plan.append([])
@@ -967,7 +1033,7 @@ class Replica:
             for a, chain in enumerate(plan):
                 for c in chain:
                     ntx += self.apply(a, c)
-                if chain:
+                if chain and self.cfg.lanes:
                     self.exec_tip[a] = (self.cars[chain[-1]][1], chain[-1])
             self.exec_slot = s
             self.stats["executed_txs"] += ntx
@@ -1003,7 +1069,8 @@ class Replica:
             self.broadcast(req)
 
     def apply(self, a: int, c: str) -> int:
-        payload = self.batches[self.cars[c][2]]
+        """Execute car c of lane a (without lanes, c is a batch's digest) and ack its transactions if a is this replica."""
+        payload = self.batches[self.cars[c][2] if self.cfg.lanes else c]
         self.log = hashlib.sha256(self.log + bytes.fromhex(c)).digest()
         acks = bytearray()
         for i in range(0, len(payload), TX_SIZE):

@@ -75,12 +75,13 @@ def event_ops(ev: dict[str, Any], n: int, where: str) -> list[dict[str, Any]]:
 
 
 def validate(traces: dict[int, str], n: int, byzantine: set[int] | frozenset[int] = frozenset(),
-             coverage: int | None = None) -> Validation:
-    """Validate the traces of one run (replica -> trace file; `coverage` the replicas', None: 2f+1); RunInvalid at the
+             coverage: int | None = None, lanes: bool = True) -> Validation:
+    """Validate the traces of one run (replica -> trace file; `coverage` the replicas', None: 2f+1; `lanes=False`: a
+    run of the baseline without lanes, whose cuts name batches, with neither coverage nor PoAs); RunInvalid at the
     first broken property."""
     f = (n - 1) // 3
     q = 2 * f + 1
-    cover = q if coverage is None else coverage
+    cover = (q if coverage is None else coverage) if lanes else 0
     honest = [p for p in sorted(traces) if p not in byzantine]
     events = {p: read(path, p, n) for p, path in traces.items()}
     res = Validation(events=sum(len(e) for e in events.values()))
@@ -124,7 +125,7 @@ def validate(traces: dict[int, str], n: int, byzantine: set[int] | frozenset[int
                         raise RunInvalid(f"agreement: slot {s} committed {d[:12]} at {ev['_at']} but "
                                          f"{decided[s][1][:12]} at {decided[s][2]}")
                     decided.setdefault(s, (v, d, ev["_at"]))
-                    _authentic(ev, votes, byzantine, n, q, f)
+                    _authentic(ev, votes, byzantine, n, q, f, lanes)
                 elif ev["ev"] == "exec":
                     s = ev["s"]
                     if s in logs and logs[s][0] != ev["log"]:
@@ -158,7 +159,7 @@ def _covered(ev: dict[str, Any], last: list[int], cover: int) -> None:
 
 
 def _authentic(ev: dict[str, Any], votes: dict[str, set[tuple]], byzantine: set[int] | frozenset[int], n: int,
-               q: int, f: int) -> None:
+               q: int, f: int, lanes: bool) -> None:
     s, v, d = ev["s"], ev["v"], ev["d"]
     kind, need = ("prepare", n) if ev["fast"] else ("confirm", q)
     signers = ev["signers"]
@@ -173,6 +174,10 @@ def _authentic(ev: dict[str, Any], votes: dict[str, set[tuple]], byzantine: set[
         if tip is None:
             continue
         h, c, poa = tip
+        if not lanes:
+            if poa:
+                raise RunInvalid(f"slot {s} at {ev['_at']}: a run without lanes commits batches, not certified cars")
+            continue
         if len(set(poa)) < f + 1:
             raise RunInvalid(f"committed_cars_certified: lane {a} height {h} in slot {s} has a PoA of {len(poa)} votes")
         for w in poa:

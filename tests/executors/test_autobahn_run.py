@@ -181,6 +181,37 @@ def test_seven_replicas_run_and_validate(capsys):
         assert f"--param {bad}: between 1 and n = 7 lanes (default 2f+1 = 5)" in capsys.readouterr().err
 
 
+def test_the_baseline_without_lanes_commits_leader_batches_and_validates(tmp_path):
+    """The baseline the bench measures Autobahn's hangover against: no cars; each committed cut names one batch, the
+    proposing leader's, with no PoA; the run is valid (properties and steps, no lane windows), and the checks of a run
+    with lanes refuse its proposals (one lane each, short of coverage 2f+1) and its cuts (no PoAs)."""
+    rep = run(2.0, str(tmp_path), rate=2000, lanes=False)
+    assert not rep.lanes and rep.client["acked"] > 0
+    commits, leaders = 0, set()
+    for path in rep.traces.values():
+        _, events, _ = read_log(path)
+        ops = [o for e in events for o in e["args"]["ops"]]
+        assert not [o for o in ops if o["op"] in ("car_sent", "poa")]
+        for o in ops:
+            if o["op"] == "commit":
+                named = [(a, t) for a, t in enumerate(o["cut"]) if t is not None]
+                assert len(named) <= 1 and all(t[0] == o["s"] and t[2] == [] for _, t in named), o
+                assert all(a == (o["s"] + o["v"]) % 4 for a, _ in named), o  # the leader's own batch
+                leaders.update(a for a, _ in named)
+                commits += 1
+    assert commits >= 8 and leaders == {0, 1, 2, 3}
+    val = validate(rep.traces, 4, lanes=False)
+    assert val.slots >= 2 and not val.rejections
+    steps = validate_steps(rep.traces, 4, {})
+    assert not steps.failed and not steps.skipped and steps.windows == 0 and steps.slots >= val.slots
+    with pytest.raises(RunInvalid, match=r"coverage: replica .* with [01] lane\(s\) newer .* fewer than the coverage 3"):
+        validate(rep.traces, 4)
+    with pytest.raises(RunInvalid, match="committed_cars_certified: lane . height . in slot . has a PoA of 0 votes"):
+        validate(rep.traces, 4, coverage=0)
+    with pytest.raises(ValueError, match="honest replicas only"):
+        run(1.0, str(tmp_path / "byz"), parse_plan({"byzantine": {"pid": 3, "behaviour": "vote_all"}}, 4), lanes=False)
+
+
 def test_tampered_forged_replayed_stale_and_malformed_messages_are_rejected(tmp_path):
     """A member of the run (it has the run's secret, not replica 2's or 3's signing keys) sends bad protocol
     messages on an authenticated channel: the signatures and certificates catch them. A stranger without
