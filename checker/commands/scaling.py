@@ -53,8 +53,8 @@ def add_scaling_arguments(p: argparse.ArgumentParser) -> None:
                                                    "checkpointing there); same spec, parameters and properties")
     p.add_argument("--bitstate", type=_bytes, metavar="BYTES",
                    help="keep only BYTES of bits of the visited set (SPIN's bitstate hashing; e.g. 4G): for spaces "
-                        "larger than memory; reports the expected number of states omitted (vector engine, one "
-                        "worker, breadth-first)")
+                        "larger than memory; reports the expected number of states omitted (vector engine, "
+                        "breadth-first, --workers 1 or 2)")
     p.add_argument("--cluster", metavar="ADDRESS",
                    help="vector engine on Ray actors: local (a Ray instance started for the run), ray://HOST:PORT "
                         "(Ray Client) or HOST:PORT (a cluster's head); --workers N actors")
@@ -82,7 +82,8 @@ def check_scaling_flags(args: argparse.Namespace) -> None:
 
 
 def _check_bitstate(args: argparse.Namespace) -> None:
-    other = [name for name, given in (("--workers", args.workers > 1), ("--checkpoint", args.checkpoint),
+    other = [name for name, given in (("--workers " + str(args.workers), args.workers > 2),
+                                      ("--checkpoint", args.checkpoint),
                                       ("--resume", args.resume), ("--cluster", args.cluster),
                                       ("--property", args.property), ("--dfs", args.dfs),
                                       ("--max-violations", args.max_violations), ("--coverage", args.coverage),
@@ -90,8 +91,8 @@ def _check_bitstate(args: argparse.Namespace) -> None:
                                       ("--engine " + args.engine, args.engine in ("scalar", "explicit", "smt")))
              if given]
     if other:
-        raise UsageError(f"--bitstate runs the vector engine's breadth-first search on one worker; it does not "
-                         f"combine with {other[0]}")
+        raise UsageError(f"--bitstate runs the vector engine's breadth-first search in one process (one or two "
+                         f"threads: --workers 1 or 2); it does not combine with {other[0]}")
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     if args.bitstate > total:
         raise UsageError(f"--bitstate {args.bitstate:,} bytes is more than this machine's memory ({total:,} bytes); "

@@ -33,7 +33,7 @@ from .compile import VectorProgram
 from .layout import Layout, VectorUnsupported
 from .pipeline import LevelPipeline
 from .spool import Budget, Spool
-from .visited import VisitedSet
+from .visited import VisitedSet, bitstate_note
 
 if TYPE_CHECKING:  # the thread pools are imported when a search uses two threads (logging comes with them)
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -60,7 +60,7 @@ class VectorOptions:
     spill_dir: str | None = None
     checkpoint: Any = None  # a `checkpoint.Checkpoint`: write (or resume) the search at level boundaries
     native: str = "auto"  # the C loops and fused kernel: "auto" (once built), "always" (built first) or "never"
-    bitstate: int | None = None  # bytes of a bitstate visited set instead of the exact one (one thread, C loops)
+    bitstate: int | None = None  # bytes of a bitstate visited set instead of the exact one (C loops)
 
 
 class VectorModel:
@@ -282,7 +282,8 @@ class VectorSearch:
         if vopts.bitstate is not None and vopts.checkpoint is not None:
             raise ValueError("a bitstate search is not checkpointed: its visited set holds no fingerprints to resume from")
         self.table = VisitedSet(bitstate=vopts.bitstate)
-        self.bitstate = self.table.bitstate
+        self.bitstate = vopts.bitstate
+        self.bit_ops = kernels.bitstate_backend() if vopts.bitstate is not None else None  # its C loops
         constrained = bool(vm.model.constraint_names)
         self.por: VectorReduction | None = None
         if opts.por:
@@ -334,8 +335,8 @@ class VectorSearch:
         second core (`CROWDED`). Call before `run`."""
         if threads < 2:
             return
-        if self.bitstate is not None:
-            raise ValueError("a bitstate search runs on one thread: its visited set is one table")
+        if self.bitstate is not None:  # bits cannot be split later, as keys are: two tables from the start
+            self.table = VisitedSet(2, bitstate=self.bitstate)
         self.threads, self.threaded_level, self.judge_cores = 2, threaded_level, judge_cores
         from concurrent.futures import ThreadPoolExecutor
 
@@ -485,9 +486,11 @@ class VectorSearch:
         if self.por is not None:
             res.notes.append(self.por.stats.note())
         if self.bitstate is not None:
-            self.bitstate.settle()
-            res.notes.append(self.bitstate.note())
-            res.bitstate_omitted = self.bitstate.omitted
+            bits = self.table.bit_tables
+            for t in bits:
+                t.settle()
+            res.notes.append(bitstate_note(bits))
+            res.bitstate_omitted = sum(t.omitted for t in bits)
         if self.crowded_levels:
             res.notes.append(f"two workers: {self.crowded_levels} level(s) large enough for two threads ran on one, the "
                              "machine giving the search no second core (a busy machine)")
@@ -572,6 +575,7 @@ class VectorSearch:
             wall, cpu = time.monotonic(), time.process_time()
             if self.split and len(self.table.parts) == 1:  # from here on the visited set is two tables
                 self.table = self.table.split()
+            if len(self.table.parts) == 2 and len(self.outputs) == 1:  # (a bitstate set is two from the start)
                 self.outputs = [self.outputs[0], _Outputs()]
                 self.spare_outputs = [_Outputs(), _Outputs()]
             self.table.reserve(self.expected, self.insert_pool, self.expect_after(level))
@@ -779,7 +783,7 @@ class VectorSearch:
         if part >= len(self.table.parts):
             return
         table, level = self.table.parts[part], self.por.level.parts[part]
-        k = self.k if self.bitstate is None else self.bitstate.ops
+        k = self.k if self.bit_ops is None else self.bit_ops
         for pos, c in b.routes[part]:
             k.probe(table.table, level.table, b.fingerprints[0], flags, b.c.keys, self.vm.ntrans + 1, pos, c,
                          back[part])
@@ -915,7 +919,7 @@ class VectorSearch:
         `outputs[part]`; how many were new."""
         n = len(self.table.parts)
         table, out = self.table.parts[part], outputs[part]
-        k = self.k if self.bitstate is None else self.bitstate.ops
+        k = self.k if self.bit_ops is None else self.bit_ops
         fps, ks, count = b.fingerprints
         out.fit(count if b.routes is None else sum(c for _p, c in b.routes[part]))
         m = 0
@@ -948,8 +952,8 @@ class VectorSearch:
                     grow()
         if self.por is not None:  # the cycle proviso tells this level's states from earlier ones
             self.por.level.parts[part].add(out.fp[:m])
-        if self.bitstate is not None:
-            self.bitstate.settle()
+        if self.bit_ops is not None:
+            table.settle()
         return m
 
     def _expand(self, b: Prepared, level: int, nxt: Spool, links: Spool, cap: int, level_size: int) -> None:

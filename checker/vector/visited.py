@@ -200,13 +200,18 @@ class BitTable:
     def reserve(self, expected: int, then: int = 0) -> None:
         """A bitstate table never grows (the interface of `FingerprintTable`)."""
 
-    def note(self) -> str:
-        """The table's size, fill and estimate of the states omitted, for the result."""
-        sure = float(np.exp(-self.omitted)) if self.omitted < 745 else 0.0
-        return (f"bitstate: {self.nbytes:,} bytes ({self.bits:,} bits), {self.HASHES} bits per state; "
-                f"{self.bits / max(self.size, 1):,.1f} bits per state stored (hash factor), {self.fill:.2%} of the "
-                f"bits set; expected states omitted {self.omitted:.3g} (probability that none was: {sure:.4f}), "
-                "so the counts are lower bounds and a verdict without a violation is probable, not certain")
+
+
+def bitstate_note(tables: list[BitTable]) -> str:
+    """The bitstate tables' size, fill and estimate of the states omitted (summed over the tables), for the result."""
+    nbytes, bits = sum(t.nbytes for t in tables), sum(t.bits for t in tables)
+    size, omitted = sum(t.size for t in tables), sum(t.omitted for t in tables)
+    fill = sum(int(t.table[0]) for t in tables) / bits
+    sure = float(np.exp(-omitted)) if omitted < 745 else 0.0
+    return (f"bitstate: {nbytes:,} bytes ({bits:,} bits), {BitTable.HASHES} bits per state; "
+            f"{bits / max(size, 1):,.1f} bits per state stored (hash factor), {fill:.2%} of the bits set; expected "
+            f"states omitted {omitted:.3g} (probability that none was: {sure:.4f}), so the counts are lower bounds "
+            "and a verdict without a violation is probable, not certain")
 
 
 class VisitedSet:
@@ -215,18 +220,17 @@ class VisitedSet:
     exactly those it would hold alone (the home slot uses a key's high bits, the part its low bits)."""
 
     def __init__(self, parts: int = 1, bitstate: int | None = None):
+        """`bitstate`: bytes of bits in all, shared equally by the tables, instead of exact tables."""
         if parts < 1 or parts & (parts - 1):
             raise ValueError(f"a visited set splits into a power of two of tables, not {parts}")
-        if bitstate is not None and parts != 1:
-            raise ValueError("a bitstate visited set is one table")
-        self.parts: list = [BitTable(bitstate)] if bitstate is not None else [FingerprintTable() for _ in range(parts)]
+        self.parts: list = ([BitTable(bitstate // parts) for _ in range(parts)] if bitstate is not None
+                            else [FingerprintTable() for _ in range(parts)])
         self.mask = np.uint64(parts - 1)
 
     @property
-    def bitstate(self) -> BitTable | None:
-        """The bitstate table, if the set is one."""
-        t = self.parts[0]
-        return t if isinstance(t, BitTable) else None
+    def bit_tables(self) -> list[BitTable]:
+        """The tables, if they are bitstate tables (else none)."""
+        return [t for t in self.parts if isinstance(t, BitTable)]
 
     @property
     def size(self) -> int:
@@ -234,7 +238,7 @@ class VisitedSet:
 
     def split(self) -> VisitedSet:
         """This one-table set as two tables (its keys moved a slice at a time, releasing the old table)."""
-        assert len(self.parts) == 1 and self.bitstate is None
+        assert len(self.parts) == 1 and not self.bit_tables
         two = VisitedSet(2)
         old = self.parts[0]
         for t in two.parts:

@@ -51,6 +51,19 @@ def test_with_partial_order_reduction_the_verdicts_are_the_exact_ones(ref):
     assert outcome(bits) == outcome(exact)
 
 
+@pytest.mark.parametrize("ref, params, actors", [("two_phase", {"rm": 6}, False), ("filter_lock_buggy", {"n": 4}, False),
+                                                 ("two_phase_commit_eager", {}, True),
+                                                 ("bracha_low_echo_quorum", {}, True)])
+def test_on_two_threads_each_table_takes_half_and_the_search_is_the_exact_one(ref, params, actors):
+    from tests.checker.test_vector import threaded
+
+    for por in (False, True) if actors else (False,):
+        exact = check_vector(load_model(ref, params), Options(por=por))
+        two = threaded(ref, params, VectorOptions(batch=256, native="always", bitstate=ROOMY), por=por)
+        assert two.workers == 2 and outcome(two) == outcome(exact)
+        assert len([n for n in two.notes if n.startswith(f"bitstate: {ROOMY:,} bytes")]) == 1
+
+
 @pytest.mark.parametrize("size", [1 << 10, 1 << 12, 1 << 14, 1 << 16])
 def test_a_small_table_omits_states_but_adds_none(size):
     res = check_vector(load_model("two_phase", {"rm": 6}), Options(), vopts=VectorOptions(bitstate=size))
@@ -90,7 +103,7 @@ def test_sizes_are_read_whole(capsys, size, says):
 
 
 @pytest.mark.parametrize("args, says", [
-    (["two_phase", "--bitstate", "1M", "--workers", "2"], "does not combine with --workers"),
+    (["two_phase", "--bitstate", "1M", "--workers", "3"], "does not combine with --workers 3"),
     (["two_phase", "--bitstate", "1M", "--engine", "scalar"], "does not combine with --engine scalar"),
     (["two_phase", "--bitstate", "1M", "--dfs"], "does not combine with --dfs"),
     (["two_phase", "--bitstate", "1M", "--checkpoint", "ck"], "does not combine with --checkpoint"),
