@@ -28,7 +28,8 @@ the spec. Where this runtime deviates from the paper (and from the spec's bounde
   digest); a replica keeps a bounded window of them and fetches a missing car and its batch from the
   car's author and PoA signers;
 - a replica joins a view change on f+1 Timeouts, re-sends its Timeout each timer period until a TC or
-  a Commit arrives, and answers a Timeout of a slot it has committed with its Commit; timers grow
+  a Commit arrives, and answers a Timeout of a slot it has committed with its Commits of that slot and the
+  next ones (up to 64, so that a replica left behind by a partition catches up at once); timers grow
   1.5x per view;
 - Byzantine replicas (the fault plan's `byzantine`) run this module's versions of the spec's
   Byzantine variants: `equivocate` (two Prepares per view, to two halves), `vote_all` (votes for
@@ -97,6 +98,7 @@ FORGE_EVERY = 25  # a `forge` replica sends its forgeries with every 25th messag
 MAX_PENDING = 200_000  # transactions a replica buffers before it sheds client load
 MAX_DEFERRED = 1_000
 FETCH_AGAIN = 0.2  # seconds before a missing car is asked for again
+CATCH_UP = 64  # Commits of consecutive slots sent at once to a replica whose Timeout shows it behind
 
 
 @dataclass
@@ -164,6 +166,8 @@ class Replica:
         self.my_height = 0
         self.my_parent: tuple[str, list[list[Any]]] = ("", [])
         self.in_flight: str | None = None
+        self.in_flight_frames: list[bytes] = []  # its batch frame and signed car, sent again until it is certified
+        self.in_flight_at = 0.0  # when they last went out
         self.car_votes: dict[str, dict[int, str]] = {}
         # consensus
         self.slot, self.view = 1, 1
@@ -499,7 +503,8 @@ class Replica:
     # -- lanes -----------------------------------------------------------------------------------
     def tick(self) -> None:
         """Every car_ms: if the last car of this lane is certified and transactions wait, send the next car (a
-        `rush` replica sends it at once, its parent uncertified)."""
+        `rush` replica sends it at once, its parent uncertified); an uncertified one goes out again, unchanged, each
+        timer period (receivers that have it drop it as a replay)."""
         asyncio.get_running_loop().call_later(self.cfg.car_ms / 1000, self.tick)
         if not self.cfg.lanes:  # no cars: a leader waiting for transactions proposes once some are here
             if not self.stopped:
@@ -510,6 +515,11 @@ class Replica:
                     self.finish(outer, "tick")
             return
         rush = self.cfg.byzantine == "rush"
+        if self.in_flight is not None and not rush and not self.stopped \
+                and time.monotonic() - self.in_flight_at >= self.cfg.timeout_ms / 1000:
+            self.in_flight_at = time.monotonic()
+            for body in self.in_flight_frames:
+                self.broadcast(body)
         if (self.in_flight is not None and not rush) or not self.pending or self.stopped:
             return
         outer = self.begin()
@@ -525,9 +535,11 @@ class Replica:
             car = {"t": "Car", "from": self.me, "h": self.my_height, "b": b, "p": parent, "pq": pq}
             c = car_id(self.me, self.my_height, b, parent)
             self.in_flight = c
-            self.broadcast(bytes_frame("B", "txs", payload))
+            batch = bytes_frame("B", "txs", payload)
+            self.broadcast(batch)
             self.on_batch(payload)
             body, mid = self.sign_id(car)
+            self.in_flight_frames, self.in_flight_at = [batch, body], time.monotonic()
             self.record({"op": "car_sent", "a": self.me, "h": self.my_height, "c": c, "sent": self.first_send(mid)})
             self.to_all(body)
         finally:
@@ -593,7 +605,7 @@ class Replica:
             sigs = [[w, s] for w, s in sorted(votes.items())][: self.poa_q]
             self.learn_poa(a, h, c, sigs)
             self.my_parent = (c, sigs)
-            self.in_flight = None
+            self.in_flight, self.in_flight_frames = None, []
             del self.car_votes[c]
             body, mid = self.sign_id({"t": "PoA", "from": self.me, "a": a, "h": h, "c": c, "sigs": sigs})
             self.record({"op": "poa", "a": a, "h": h, "c": c, "signers": [w for w, _ in sigs],
@@ -980,8 +992,9 @@ class Replica:
     def on_Timeout(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
         s, v, src = m["s"], m["v"], m["from"]
         if s < self.slot:
-            if s in self.commits and src != self.me:
-                self.send_raw(src, self.commits[s][0])  # a lagging replica: answer with the Commit
+            if s in self.commits and src != self.me:  # a lagging replica: answer with the Commits it lacks, in order
+                for t in range(s, min(self.slot, s + CATCH_UP)):
+                    self.send_raw(src, self.commits[t][0])
             return
         if s > self.slot:
             self.defer(data, sig, m)
@@ -1027,6 +1040,7 @@ class Replica:
                     continue
                 chain = self.chain(a, t[1], old, t[2])
                 if chain is None:
+                    self.prefetch(s)
                     return  # waiting for a fetched car or batch
                 plan.append(chain)
             ntx = 0
@@ -1054,6 +1068,17 @@ class Replica:
             c, poa = car[3], []
         out.reverse()
         return out
+
+    def prefetch(self, s: int) -> None:
+        """Ask at once for the tips this replica lacks of the committed cuts from slot s on (up to CATCH_UP slots), so
+        that a replica that missed cars fetches them lane by lane and cut by cut together, not one car after another."""
+        for later in range(s, s + CATCH_UP):
+            cut = self.committed_cut.get(later)
+            if cut is None:
+                return
+            for a, t in enumerate(cut):
+                if t is not None and (t[1] not in self.cars or self.cars[t[1]][2] not in self.batches):
+                    self.fetch(t[1], a, t[2])
 
     def fetch(self, c: str, a: int, poa: list[list[Any]]) -> None:
         """Ask the car's author and its PoA's signers (everyone, for an uncertified ancestor) for car c."""
