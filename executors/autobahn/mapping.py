@@ -45,7 +45,8 @@ Deviations of the runtime from the spec, each handled where stated:
   relays it; the spec's answers, and a Byzantine replica's relays, stay in flight).
 - A replica joins a view change on f+1 Timeouts (the spec does not model it): that is its slot timer
   firing, which the spec allows at any time; it resends its Timeout each timer period, the same signed
-  message, which receivers drop as a replay: no step.
+  message, which receivers drop as a replay: no step. An author resends its uncertified car the same way: a replica
+  that has it drops it (no step), one that missed it takes it (the delivery of the car, still in flight).
 - The leader's fast-path wait, the slow path's Confirm and its own votes, commit and own Prepare vote are the
   spec's in the same steps (`replica.py` handles its own messages within the step that sends them).
 - A Byzantine replica sends the replicas other than the next view's leader the Timeout it sends the leader;

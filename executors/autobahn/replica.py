@@ -1027,11 +1027,12 @@ class Replica:
             s = self.exec_slot + 1
             cut = self.committed_cut[s]
             plan: list[list[str]] = []
+            missing = False  # a car or batch is missing (asked for): every lane's are asked for at once
             for a, t in enumerate(cut):
                 if not self.cfg.lanes:  # a batch per lane at most
                     if t is not None and t[1] not in self.batches:
                         self.fetch(t[1], a, [])
-                        return
+                        missing = True
                     plan.append([] if t is None else [t[1]])
                     continue
                 old = self.exec_tip[a]
@@ -1039,10 +1040,12 @@ class Replica:
                     plan.append([])
                     continue
                 chain = self.chain(a, t[1], old, t[2])
-                if chain is None:
+                missing = missing or chain is None
+                plan.append(chain or [])
+            if missing:
+                if self.cfg.lanes:
                     self.prefetch(s)
-                    return  # waiting for a fetched car or batch
-                plan.append(chain)
+                return  # waiting for fetched cars or batches
             ntx = 0
             for a, chain in enumerate(plan):
                 for c in chain:
