@@ -58,7 +58,6 @@ class FingerprintTable:
     def __init__(self, capacity: int = MIN_CAPACITY):
         self.size = 0
         self.table, self.mm = self._allocate(max(capacity, 8))
-        self.rebuilds = 0
 
     @staticmethod
     def _allocate(capacity: int) -> tuple[np.ndarray, mmap.mmap | None]:
@@ -134,7 +133,6 @@ class FingerprintTable:
                 released = upto
         k.insert(new, head)
         self.table = new
-        self.rebuilds += 1
 
 
 class BitTable:
@@ -160,7 +158,6 @@ class BitTable:
         self.table = np.frombuffer(self.mm, dtype=np.uint64)  # word 0 counts the bits set (see the C)
         self.size = 0
         self.limit = 1 << 62  # never full: past its capacity it omits more, it does not grow
-        self.rebuilds = 0
         self.omitted = 0.0  # expected states omitted so far
         self._settled = 0  # states stored when `omitted` was last brought up to date
 
@@ -199,7 +196,6 @@ class BitTable:
 
     def reserve(self, expected: int, then: int = 0) -> None:
         """A bitstate table never grows (the interface of `FingerprintTable`)."""
-
 
 
 def bitstate_note(tables: list[BitTable]) -> str:
