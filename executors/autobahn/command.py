@@ -89,8 +89,9 @@ def run_autobahn_command(args: argparse.Namespace) -> int:
 
 
 def validate_recorded(traces: dict[int, str], n: int, byzantine: dict[int, str], origins: Origins | None = None,
-                      coverage: int | None = None) -> int:
-    """Check a run's logs (replica -> path; `coverage`: the replicas', None: 2f+1) against the spec's properties, then
+                      coverage: int | None = None, lanes: bool = True) -> int:
+    """Check a run's logs (replica -> path; `coverage`: the replicas', None: 2f+1; `lanes=False`: a run of the baseline
+    without lanes) against the spec's properties, then
     step by step against the spec, slot by slot and lane by lane (`conformance.py`); print the outcomes, each place
     named in the user's file (`origins`: where the logs' lines are in it); the exit code (0 valid, 1 not, 3 a log cut
     short or inconclusive)."""
@@ -98,14 +99,15 @@ def validate_recorded(traces: dict[int, str], n: int, byzantine: dict[int, str],
 
     origins = origins or Origins()
     try:
-        val = validate(traces, n, set(byzantine), coverage)
+        val = validate(traces, n, set(byzantine), coverage, lanes)
     except RunInvalid as e:
         print(origins.relocate(f"Invalid: the run breaks the spec: {e}"))
         code = 1
     else:
         print(f"Valid: {val.events:,} events, {val.slots} slots, {val.commits} commits and {val.votes:,} signed votes "
               "satisfy agreement, prefix-consistent logs, authentic certificates, vote-once, the lock after a commit, "
-              f"k = 1 and coverage {(n - 1) // 3 * 2 + 1 if coverage is None else coverage}")
+              + (f"k = 1 and coverage {(n - 1) // 3 * 2 + 1 if coverage is None else coverage}" if lanes
+                 else "k = 1 (the baseline without lanes: batches, no coverage)"))
         code = 0
     try:
         with origins.naming():
@@ -125,7 +127,7 @@ def validate_collected(paths: dict[int, str], spec: str, origins: Origins | None
     n = len(paths)
     byzantine: dict[int, str] = {}
     bugs = set()
-    coverages = set()
+    coverages, modes = set(), set()
     for pid, path in paths.items():
         with open(path, encoding="utf-8") as fh:
             first = fh.readline()
@@ -136,11 +138,12 @@ def validate_collected(paths: dict[int, str], spec: str, origins: Origins | None
         ok = isinstance(head, dict) and head.get("node") == pid and isinstance(head.get("n"), int) \
             and head.get("byzantine") in BEHAVIOURS and head.get("bug", "") in ("", *BUGS) \
             and isinstance(head.get("coverage"), int) and not isinstance(head["coverage"], bool) \
-            and 1 <= head["coverage"] <= head["n"]
+            and 1 <= head["coverage"] <= head["n"] and isinstance(head.get("lanes"), bool)
         if not ok:
             raise TraceError(origins.relocate(f"{path}:1: replica {pid}'s log does not start with its header (node, n, "
-                                              "f, byzantine, bug, coverage 1..n)"))
+                                              "f, byzantine, bug, coverage 1..n, lanes)"))
         coverages.add(head["coverage"])
+        modes.add(head["lanes"])
         n = head["n"]
         if head["byzantine"]:
             byzantine[pid] = head["byzantine"]
@@ -149,9 +152,10 @@ def validate_collected(paths: dict[int, str], spec: str, origins: Origins | None
     if sorted(paths) != list(range(n)) or (n - 1) % 3 or not 4 <= n <= 10:
         raise TraceError(f"the file holds the logs of replicas {sorted(paths)}; a run of {n} replicas (3f+1, f <= 3) "
                          "has one per replica")
-    if len(coverages) > 1:
-        raise TraceError(f"the replicas' headers name different coverages {sorted(coverages)}; a run has one")
+    if len(coverages) > 1 or len(modes) > 1:
+        raise TraceError(f"the replicas' headers name different coverages {sorted(coverages)} or modes (lanes "
+                         f"{sorted(modes)}); a run has one")
     print(f"validating a run of {spec}: {n} replicas" + "".join(f", replica {p} Byzantine ({b})"
                                                              for p, b in byzantine.items())
           + "".join(f", seeded bug {b}" for b in sorted(bugs)))
-    return validate_recorded(paths, n, byzantine, origins, coverages.pop())
+    return validate_recorded(paths, n, byzantine, origins, coverages.pop(), modes.pop())

@@ -13,6 +13,7 @@ import pytest
 
 from lockstep.checker.cli import main as cli
 from lockstep.executors.autobahn import mapping
+from lockstep.executors.autobahn.command import validate_collected
 from lockstep.executors.autobahn.conformance import MAPPING, validate_steps
 from lockstep.executors.autobahn.crypto import Signer, canonical
 from lockstep.executors.autobahn.messages import (
@@ -184,7 +185,7 @@ def test_seven_replicas_run_and_validate(capsys):
         assert f"--param {bad}: between 1 and n = 7 lanes (default 2f+1 = 5)" in capsys.readouterr().err
 
 
-def test_the_baseline_without_lanes_commits_leader_batches_and_validates(tmp_path):
+def test_the_baseline_without_lanes_commits_leader_batches_and_validates(tmp_path, capsys):
     """The baseline the bench measures Autobahn's hangover against: no cars; each committed cut names one batch, the
     proposing leader's, with no PoA; the run is valid (properties and steps, no lane windows), and the checks of a run
     with lanes refuse its proposals (one lane each, short of coverage 2f+1) and its cuts (no PoAs)."""
@@ -211,6 +212,8 @@ def test_the_baseline_without_lanes_commits_leader_batches_and_validates(tmp_pat
         validate(rep.traces, 4)
     with pytest.raises(RunInvalid, match="committed_cars_certified: lane . height . in slot . has a PoA of 0 votes"):
         validate(rep.traces, 4, coverage=0)
+    assert validate_collected(rep.traces, "autobahn") == 0  # `lockstep validate`: the logs' headers name the mode
+    assert "k = 1 (the baseline without lanes: batches, no coverage)" in capsys.readouterr().out
     with pytest.raises(ValueError, match="honest replicas only"):
         run(1.0, str(tmp_path / "byz"), parse_plan({"byzantine": {"pid": 3, "behaviour": "vote_all"}}, 4), lanes=False)
 
