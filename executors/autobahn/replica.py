@@ -20,13 +20,15 @@ the spec. Where this runtime deviates from the paper (and from the spec's bounde
   places in ring order: the artifact's `check_cast_vote`, as the spec) vote for it, once per (author,
   height), and only once they hold its parent, received from its author (a car waits for it; the
   artifact suspends it); a car fetched from another replica is kept for execution, never voted for;
-  the author stops at the first f+1 votes and broadcasts the PoA at once, and the next car carries it;
+  the author stops at the first f+1 votes and broadcasts the PoA at once, and the next car carries it; until
+  then it sends the car again, unchanged, each timer period (a car lost in a partition is not lost for good);
 - coverage: a view-1 leader proposes once `coverage` lanes (default 2f+1, the paper's and the artifact's) have
   certified tips newer than in the last committed cut (with k = 1 the previous slot's proposal); until then the
   slot waits, and its timer's view change lets the next leader propose what it holds;
 - batches are not signed but content-addressed (their channel is authenticated) (a batch is used only when a signed car names its
   digest); a replica keeps a bounded window of them and fetches a missing car and its batch from the
-  car's author and PoA signers;
+  car's author and PoA signers, asking at once for every lane's missing tips of the committed cuts it has not
+  executed;
 - a replica joins a view change on f+1 Timeouts, re-sends its Timeout each timer period until a TC or
   a Commit arrives, and answers a Timeout of a slot it has committed with its Commits of that slot and the
   next ones (up to 64, so that a replica left behind by a partition catches up at once); timers grow
