@@ -58,6 +58,7 @@ class FingerprintTable:
     def __init__(self, capacity: int = MIN_CAPACITY):
         self.size = 0
         self.table, self.mm = self._allocate(max(capacity, 8))
+        self.rebuilds = 0
 
     @staticmethod
     def _allocate(capacity: int) -> tuple[np.ndarray, mmap.mmap | None]:
@@ -133,6 +134,7 @@ class FingerprintTable:
                 released = upto
         k.insert(new, head)
         self.table = new
+        self.rebuilds += 1
 
 
 class BitTable:

@@ -198,15 +198,17 @@ def conforms(model: Model, adapter: Callable[[], Any], *, max_steps: int = 20, m
     """Test the implementation behind `adapter` against `model` with hypothesis; raises `NonConformance`
     (a shrunk counterexample with its trace) if it ever leaves the spec."""
     __tracebackhide__ = True  # a failing test starts with the divergence, not Lockstep's frames
-    from hypothesis import HealthCheck
+    from hypothesis import HealthCheck, Phase
     from hypothesis import settings as Settings
     from hypothesis.stateful import run_state_machine_as_test
 
     if not (inspect.isclass(adapter) or callable(adapter)):
         raise TypeError("adapter must be a class (or a callable) that makes a fresh adapter per test case")
     cls = machine(model, adapter)
+    # no explain phase: its list of the lines only failing cases ran would name Lockstep's, not the test's
     chosen = settings or Settings(max_examples=max_examples, stateful_step_count=max_steps, deadline=None,
-                                  suppress_health_check=[HealthCheck.too_slow], database=None)
+                                  suppress_health_check=[HealthCheck.too_slow], database=None,
+                                  phases=[p for p in Phase if p is not Phase.explain])
     try:
         run_state_machine_as_test(cls, settings=chosen)
     except NonConformance as e:  # raised afresh here: the failure shows the test's line, not hypothesis's frames
