@@ -86,9 +86,9 @@ def test_traced_apsp_runs_are_behaviours_of_the_hybrid_spec(s, tmp_path):
     assert deltas and all(row_owner[e["msg"]["k"] // 4] != e["pid"] for e in deltas)  # each updates a replica
 
 
-def test_a_traced_apsp_run_on_a_negative_cycle_fails_as_the_spec_does(capsys):
+def test_a_traced_apsp_run_on_a_negative_cycle_fails_as_the_spec_does(capsys, tmp_path):
     neg = next(i for i, (name, _) in enumerate(GRAPHS) if name == "negative cycle")
-    assert main(["run", "apsp", "--graph", f"ssp:{neg}", "--no-check"]) == 1
+    assert main(["run", "apsp", "--graph", f"ssp:{neg}", "--no-check", "--trace", str(tmp_path / "run.jsonl")]) == 1
     assert "divergence" in capsys.readouterr().out
 
 
@@ -133,7 +133,7 @@ def test_straggler_fault_plans_parse():
         parse_faults({"stragglers": -1}, 2)
 
 
-def test_command(capsys):
+def test_command(capsys, tmp_path):
     assert main(["run", "sssp", "--graph", "ssp:1", "--staleness", "inf"]) == 0
     out = capsys.readouterr().out
     assert "equals the sequential fixpoint" in out and "Valid:" in out
@@ -145,7 +145,7 @@ def test_command(capsys):
     assert os.path.dirname(written) == tempfile.gettempdir() and os.stat(written).st_uid == os.getuid()
     os.remove(written)
     neg = next(i for i, (name, _) in enumerate(GRAPHS) if name == "negative cycle")
-    assert main(["run", "sssp", "--graph", f"ssp:{neg}", "--no-check"]) == 1
+    assert main(["run", "sssp", "--graph", f"ssp:{neg}", "--no-check", "--trace", str(tmp_path / "neg.jsonl")]) == 1
     assert "divergence" in capsys.readouterr().out
     with pytest.raises(SystemExit) as bad:  # argparse: a chance above 1
         main(["run", "sssp", "--graph", "path:4", "--straggler", "1:5:2"])
