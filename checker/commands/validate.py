@@ -57,7 +57,6 @@ def _collected(path: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-
     from ..validation.conformance.run import is_log, run_command
 
     if (args.logs or args.map) and _collected(args.file):
@@ -69,16 +68,16 @@ def run(args: argparse.Namespace) -> int:
         return run_command([args.file, *args.logs], args.spec, parse_params(args.param), args.map, args.max_internal,
                            args.max_frontier, args.format == "json")
     given = [o for o, v in (("--param", args.param), ("--max-internal", args.max_internal),
-                            ("--max-frontier", args.max_frontier), ("--configurations", args.configurations)) if v]
+                            ("--max-frontier", args.max_frontier)) if v]
     if is_collected(args.file):  # every process's log of `lockstep run autobahn|psmr`, validated as that run is
-        given += ["--format json"] if args.format == "json" else []
+        given += [o for o, v in (("--configurations", args.configurations), ("--format json", args.format == "json"))
+                  if v]
         if given:
             raise UsageError(f"{given[0]} does not apply to {args.file}, the processes' logs of a `lockstep run "
                              "autobahn|psmr` (validated against the spec's rules and step by step, as the run was)")
         from lockstep.trace import validate_recorded_run
 
         return validate_recorded_run(args.file, args.spec)
-    given = [g for g in given if g != "--configurations"]
     if given:
         raise UsageError(f"{given[0]} applies to implementation logs; {args.file} is a run trace of `lockstep run` "
                          "(validated against the spec and parameters it records)")
@@ -102,8 +101,7 @@ def _validate_run(args: argparse.Namespace) -> tuple[int, ValidationResult, list
           f"a run of {h.get('processes', '?')} processes")
     if h["spec"] != recorded:
         print(f"  note: the run was recorded with spec {recorded!r}; validating it against {h['spec']!r}, as asked")
-    notes = list(merged.notes)
-    for note in notes:
+    for note in merged.notes:
         print(f"  note: {note}")
     if args.configurations and not is_population_run(merged):
         from ..validation.rounds import is_rounds_trace  # networkx: only for runs of rounds specs
@@ -117,7 +115,7 @@ def _validate_run(args: argparse.Namespace) -> tuple[int, ValidationResult, list
         saved.save(args.configurations)
         print(f"Configurations written to {args.configurations} "
               f"(re-check them: {follow_up('replay', args.configurations, saved.spec)})")
-    return code, res, notes
+    return code, res, merged.notes
 
 
 def run_json(res: ValidationResult, notes: list[str]) -> dict[str, Any]:

@@ -785,8 +785,7 @@ class VectorSearch:
         table, level = self.table.parts[part], self.por.level.parts[part]
         k = self.k if self.bit_ops is None else self.bit_ops
         for pos, c in b.routes[part]:
-            k.probe(table.table, level.table, b.fingerprints[0], flags, b.c.keys, self.vm.ntrans + 1, pos, c,
-                         back[part])
+            k.probe(table.table, level.table, b.fingerprints[0], flags, b.c.keys, self.vm.ntrans + 1, pos, c, back[part])
 
     def settle_reduction(self, b: Prepared) -> None:
         """A reduced fused batch's counts, once the proviso's marks are in: steps explored per row (all enabled
@@ -937,7 +936,7 @@ class VectorSearch:
                 q = 0
                 while True:
                     q, table.size, m = k.insert_at(table.table, table.size, table.limit, fps, ks, pos, q, c,
-                                                        out.k, out.fp, m, por)
+                                                   out.k, out.fp, m, por)
                     if q == c:
                         break
                     grow()
@@ -946,7 +945,7 @@ class VectorSearch:
                 i = lo
                 while True:
                     i, table.size, m = k.insert_serial(table.table, table.size, table.limit, fps, ks, hi, i,
-                                                             n - 1, part, out.k, out.fp, m, out.mine)
+                                                       n - 1, part, out.k, out.fp, m, out.mine)
                     if i == hi:
                         break
                     grow()
