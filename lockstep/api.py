@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from lockstep.checker.errors import UsageError
@@ -74,9 +74,6 @@ def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None 
     spec's fairness with `fairness` overrides ({action or family: "weak", "strong" or "none"}), as
     `lockstep check --property --fairness`; a violation's trace is then a lasso. The graph is built by the
     vector engine on typed specs (on two threads with `workers=2`), by the scalar engine on plain ones."""
-    from lockstep.checker.vector import choice
-    from lockstep.checker.witnesses import search_witnesses
-
     if engine not in ("auto", "vector", "scalar", "explicit"):
         raise UsageError(f"engine {engine!r}: use auto, vector or scalar (the symbolic engine is lockstep.bmc)")
     if workers < 1:
@@ -85,26 +82,93 @@ def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None 
         raise UsageError(f"max_violations={max_violations}: at least 1")
     given = CheckChoices(dfs=dfs, workers=workers, fairness=bool(fairness), properties=bool(properties),
                          symmetry=symmetry, max_violations=max_violations, shorten=shorten, por=por)
-    check_rules(given, API_NAMES)
-    m = model(spec, symmetry=symmetry, invariants=invariants, **params)
-    if properties:
-        return _check_properties(m, properties, fairness, engine, Options(deadlock=deadlock, max_depth=max_depth,
-                                                                           max_states=max_states, workers=workers),
-                                 progress)
-    use_por, por_note = por_choice(m, por, por_blockers(given, API_NAMES), API_NAMES.por)
-    asked, several_note = several_engine(engine, max_violations, several_blockers(given, API_NAMES),
-                                         API_NAMES.max_violations)
-    opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states, dfs=dfs, workers=workers, por=use_por,
-                   max_violations=max_violations)
-    chosen, vm, why = choice.choose(asked, m, opts)
-    res = choice.run(chosen, m, vm, opts, Progress() if progress else NoProgress())
-    add_notes(res, engine, chosen, why or several_note, por_note)
-    shorten_violation(res, m, chosen, vm, opts, shorten)
-    res.settle_depth()
-    res.model = m
-    if witnesses and res.violation is None:
-        res.witnesses = search_witnesses(m, chosen, replace(opts, max_violations=1), shorten)
+    plan = plan_check(spec, given, API_NAMES, engine=engine, invariants=invariants, deadlock=deadlock,
+                      max_depth=max_depth, max_states=max_states, properties=properties or [],
+                      fairness=[f"{k}={v}" for k, v in (fairness or {}).items()], params=params)
+    res = plan.conclude(plan.run(Progress() if progress else NoProgress()), shorten)
+    if witnesses:
+        plan.search_witnesses(res, shorten)
     return res
+
+
+@dataclass
+class CheckPlan:
+    """A check decided before it runs, by the rules written once in this module: the model, the search's options,
+    the engine chosen (with its prepared vector model), the temporal properties and fairness if any, and the notes
+    on what differs from what was asked. `lockstep.check` and `lockstep check` both plan with `plan_check`, run
+    and conclude with these methods; the command adds the runs only it offers (cluster, checkpoints, bitstate)."""
+
+    model: Model
+    opts: Options
+    engine: str
+    vm: Any
+    notes: list[str]
+    properties: list[Any] = field(default_factory=list)
+    fairness: Any = None
+
+    def run(self, progress: Any, vopts: Any = None) -> CheckResult:
+        """The search, on the engine chosen (`vopts`: the vector engine's options, from the command line)."""
+        from lockstep.checker.vector import choice
+
+        if self.properties:
+            from lockstep.checker.liveness import check_properties
+
+            return check_properties(self.model, self.properties, self.fairness, self.opts, progress, self.engine,
+                                    self.vm)
+        return choice.run(self.engine, self.model, self.vm, self.opts, progress, vopts)
+
+    def conclude(self, res: CheckResult, shorten: bool = True, before_shortening: Any = None) -> CheckResult:
+        """`res` with the plan's notes, its counterexample shortened where the search may have found a longer one
+        than a shortest (`before_shortening(steps)` is called first, with the found counterexample's steps), its
+        depth counted one way, and its model."""
+        res.notes.extend(self.notes)
+        v = res.violation
+        if before_shortening is not None and shorten and v is not None and (self.opts.por or self.opts.dfs) \
+                and not self.properties:
+            before_shortening(len(v.trace.steps) - 1)
+        if not self.properties:
+            shorten_violation(res, self.model, self.engine, self.vm, self.opts, shorten)
+        res.settle_depth()
+        res.model = self.model
+        return res
+
+    def search_witnesses(self, res: CheckResult, shorten: bool = True) -> None:
+        """Without a violation, search each `@witness` of the spec into `res.witnesses`."""
+        from lockstep.checker.witnesses import search_witnesses
+
+        if res.violation is None and not self.properties:
+            res.witnesses = search_witnesses(self.model, self.engine, replace(self.opts, max_violations=1), shorten)
+
+
+def plan_check(spec: SpecLike, given: CheckChoices, names: OptionNames, *, engine: str = "auto",
+               invariants: list[str] | None = None, deadlock: bool = True, max_depth: int | None = None,
+               max_states: int | None = None, properties: list[str] | None = None, fairness: list[str] | None = None,
+               params: dict[str, int] | None = None) -> CheckPlan:
+    """Apply every rule on the options `given` (named in messages as `names` spells them), build the model and
+    choose the engine and the reductions: the check `lockstep.check` and `lockstep check` then run."""
+    from lockstep.checker.temporal import parse_overrides
+    from lockstep.checker.vector import choice
+
+    check_rules(given, names)
+    if given.coverage and (engine == "vector" or properties or given.workers > 1):
+        raise UsageError(f"{names.coverage} counts steps in the scalar engine, one worker, without {names.properties}; "
+                         f"drop {names.engine} vector, {names.workers} or {names.properties}")
+    m = model(spec, symmetry=given.symmetry, invariants=invariants, **(params or {}))
+    if properties:
+        from lockstep.checker.liveness import choose_engine
+
+        props, fair = temporal(m, properties, parse_overrides(list(fairness or [])))
+        chosen, vm, why = choose_engine(engine, m, given.workers)
+        opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states, workers=given.workers)
+        return CheckPlan(m, opts, chosen, vm, notes_on(engine, chosen, why, None), props, fair)
+    use_por, por_note = por_choice(m, given.por, por_blockers(given, names), names.por)
+    requested = "scalar" if given.coverage else engine  # counting steps runs the scalar engine
+    asked, several_note = several_engine(requested, given.max_violations, several_blockers(given, names),
+                                         names.max_violations)
+    opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states, dfs=given.dfs, workers=given.workers,
+                   por=use_por, max_violations=given.max_violations)
+    chosen, vm, why = choice.choose(asked, m, opts)
+    return CheckPlan(m, opts, chosen, vm, notes_on(requested, chosen, why or several_note, por_note))
 
 
 @dataclass(frozen=True)
@@ -123,6 +187,8 @@ class OptionNames:
     cluster: str = "cluster"
     checkpoint: str = "checkpoint"
     resume: str = "resume"
+    coverage: str = "coverage"
+    engine: str = "engine"
 
 
 API_NAMES = OptionNames(dfs="dfs=True", workers="workers", fairness="fairness", properties="properties",
@@ -130,7 +196,8 @@ API_NAMES = OptionNames(dfs="dfs=True", workers="workers", fairness="fairness", 
                         por="por=True")
 CLI_NAMES = OptionNames(dfs="--dfs", workers="--workers", fairness="--fairness", properties="--property",
                         symmetry="--symmetry", max_violations="--max-violations", no_shorten="--no-shorten",
-                        por="--por", cluster="--cluster", checkpoint="--checkpoint", resume="--resume")
+                        por="--por", cluster="--cluster", checkpoint="--checkpoint", resume="--resume",
+                        coverage="--coverage", engine="--engine")
 
 
 @dataclass(frozen=True)
@@ -150,6 +217,7 @@ class CheckChoices:
     checkpoint: bool = False
     resume: bool = False
     resume_full: str = ""  # the directory of a checkpoint of the search without partial-order reduction, resumed
+    coverage: bool = False
 
 
 def check_rules(c: CheckChoices, names: OptionNames) -> None:
@@ -177,6 +245,7 @@ def por_blockers(c: CheckChoices, names: OptionNames) -> list[tuple[bool, str, s
             (c.max_violations > 1, names.max_violations, SEVERAL_POR),
             (c.workers > 1, names.workers, "it runs on one worker"),
             (c.cluster, names.cluster, "the partitioned search expands every event"),
+            (c.coverage, names.coverage, "it counts every interleaving"),
             (c.properties, names.properties, "its provisos keep invariants and deadlocks, not liveness under "
                                              "fairness (a pruned delivery would look unfair)"),
             (bool(c.resume_full), names.resume, f"the checkpoint in {c.resume_full} is of the full search")]
@@ -196,25 +265,9 @@ def temporal(m: Model, names: list[str], overrides: dict[str, str] | None) -> tu
     return [select(m, name) for name in names], fairness(m, overrides or {})
 
 
-def _check_properties(m: Model, names: list[str], overrides: dict[str, str] | None, engine: str, opts: Options,
-                      progress: bool) -> CheckResult:
-    from lockstep.checker.liveness import check_properties, choose_engine
-    from lockstep.checker.temporal import parse_overrides
-
-    props, fair = temporal(m, names, parse_overrides([f"{k}={v}" for k, v in (overrides or {}).items()]))
-    chosen, vm, why = choose_engine(engine, m, opts.workers)
-    res = check_properties(m, props, fair, opts, Progress() if progress else NoProgress(), chosen, vm)
-    add_notes(res, engine, chosen, why, None)
-    res.model = m
-    return res
-
-
-def add_notes(res: CheckResult, asked: str, chosen: str, why: str | None, por_note: str | None) -> None:
-    """Say on the result why the engine is not the one asked for, and why partial-order reduction is off."""
-    if why and chosen != asked:
-        res.notes.append(why)
-    if por_note:
-        res.notes.append(por_note)
+def notes_on(asked: str, chosen: str, why: str | None, por_note: str | None) -> list[str]:
+    """Why the engine is not the one asked for, and why partial-order reduction is off."""
+    return ([why] if why and chosen != asked else []) + ([por_note] if por_note else [])
 
 
 SEVERAL_POR = "it explores one interleaving of independent events, which may hide the violations the others reach"

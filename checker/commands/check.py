@@ -4,22 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 
-from lockstep.api import (
-    CLI_NAMES,
-    CheckChoices,
-    add_notes,
-    check_rules,
-    por_blockers,
-    several_blockers,
-    several_engine,
-    shorten_violation,
-)
+from lockstep.api import CLI_NAMES, CheckChoices, CheckPlan, plan_check
 
 from ..errors import UsageError
 from ..explicit import Options
-from ..loader import load_model, parse_params
+from ..loader import parse_params
 from ..progress import NoProgress, Progress, stderr_say
 from ..rounds import FORCE_LIMIT
 from ..trace import follow_up
@@ -142,65 +132,55 @@ def run(args: argparse.Namespace) -> int:
         return check_smt(args)
     if args.depth is not None:
         raise UsageError("--depth bounds the SMT engine (--engine smt); the explicit engine's bound is --max-depth")
-    check_rules(choices(args), CLI_NAMES)
     params = _tree_params(args, parse_params(args.param))
     if not args.quiet:  # building a large instance takes a while: say what is being built first
         print(f"progress: building {args.spec}" + "".join(f" {k}={v}" for k, v in params.items()), file=sys.stderr,
               flush=True)
-    model = load_model(args.spec, params, symmetry=args.symmetry, invariants=args.invariant or None)
-    por, por_note = por_choice(args, model)
-    several = args.max_violations or 1
+    plan = plan_check(args.spec, choices(args), CLI_NAMES, engine=args.engine, invariants=args.invariant or None,
+                      deadlock=not args.no_deadlock, max_depth=args.max_depth, max_states=args.max_states,
+                      properties=args.property, fairness=args.fairness, params=params)
+    if args.property:
+        return _check_properties(args, plan)
+    model, opts, engine = plan.model, plan.opts, plan.engine
     coverage = None
     if args.coverage:
-        if args.engine == "vector" or args.property or args.workers > 1:
-            raise UsageError("--coverage counts steps in the scalar engine, one worker, without --property; drop "
-                             "--engine vector, --workers or --property")
         from ..coverage import Coverage
 
         coverage = Coverage()
         coverage.count_enabled(model)
-        args.engine = "scalar"
-        if por:
-            por, por_note = False, "partial-order reduction off with --coverage: it counts every interleaving"
-    asked, several_note = several_engine(args.engine, several, several_blockers(choices(args), CLI_NAMES),
-                                         CLI_NAMES.max_violations)
-    opts = Options(deadlock=not args.no_deadlock, max_depth=args.max_depth, max_states=args.max_states,
-                   dfs=args.dfs, workers=args.workers, por=por, max_violations=several)
-    if args.property:
-        return _check_properties(args, model, opts)
     graph = dump_graph_first(args, model)
-    engine, vm, why = choice.choose(asked, model, opts)
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
     mode = "depth-first" if args.dfs else "breadth-first"
     print(f"Checking {model.name}" + (f" ({ps})" if ps else "") +
           f": {engine} {mode}, {opts.workers} worker{'s' if opts.workers > 1 else ''}"
-          + (", symmetry reduction" if args.symmetry else "") + (", partial-order reduction" if por else ""))
+          + (", symmetry reduction" if args.symmetry else "") + (", partial-order reduction" if opts.por else ""))
     invs = ", ".join(model.invariant_names) or "none"
     print(f"  invariants: {invs}; deadlock: {'checked' if opts.deadlock else 'not checked'}")
     progress = NoProgress() if args.quiet else Progress()
     if args.cluster:
-        res = check_on_cluster(args, engine, vm, opts, params, progress)
+        res = check_on_cluster(args, engine, plan.vm, opts, params, progress)
     elif engine == "scalar" and (args.checkpoint or args.resume):
         res = check_scalar_checkpointed(args, model, opts, progress)
     else:
-        res = choice.run(engine, model, vm, opts, progress, vector_options(args, engine, vm, opts))
-    add_notes(res, args.engine, engine, why or several_note, por_note)
-    if res.violation is not None and (opts.por or opts.dfs):
-        if coverage is not None:  # what the search for a shorter counterexample enables is not counted
-            from collections import Counter
+        res = plan.run(progress, vector_options(args, engine, plan.vm, opts))
+    if coverage is not None:  # what the search for a shorter counterexample enables is not counted
+        from collections import Counter
 
-            coverage.enabled = coverage.taken = Counter(coverage.enabled)
-        if not args.quiet and not args.no_shorten:
-            print(f"progress: looking for a counterexample shorter than {len(res.violation.trace.steps) - 1} steps "
-                  "(breadth-first, without the reduction)", file=sys.stderr, flush=True)
-        shorten_violation(res, model, engine, vm, opts, not args.no_shorten)
+        coverage.enabled = coverage.taken = Counter(coverage.enabled)
+
+    def shortening(steps: int) -> None:
+        if not args.quiet:
+            print(f"progress: looking for a counterexample shorter than {steps} steps (breadth-first, without the "
+                  "reduction)", file=sys.stderr, flush=True)
+
+    plan.conclude(res, not args.no_shorten, shortening)
     report(res, args.out, model, args.full)
     if coverage is not None:
         coverage.print(model, exhaustive=res.verdict == "holds")
         coverage.save(model, args.coverage, command="check", verdict=res.verdict, distinct=res.distinct)
         print(f"  coverage written to {args.coverage}")
     write_graph(args, model, graph, res)
-    code = res.exit_code if res.violation is not None else _check_witnesses(args, res, model, engine, opts)
+    code = res.exit_code if res.violation is not None else _check_witnesses(args, res, plan)
     record_check(args, res, model, opts, engine)
     return code
 
@@ -221,13 +201,13 @@ def record_check(args: argparse.Namespace, res, model, opts: Options, engine: st
                else None)
 
 
-def _check_witnesses(args: argparse.Namespace, res, model, engine: str, opts: Options) -> int:
+def _check_witnesses(args: argparse.Namespace, res, plan: CheckPlan) -> int:
     """Search for each `@witness` (exit 1 if one is unreachable, 3 if one is not reached within the bounds);
     with --out, save the trace that reaches a witness (one file per witness if there are several)."""
-    from ..witnesses import search_witnesses
     from .common import print_trace
 
-    res.witnesses = search_witnesses(model, engine, replace(opts, max_violations=1), not args.no_shorten)
+    model = plan.model
+    plan.search_witnesses(res, not args.no_shorten)
     if not res.witnesses:
         return res.exit_code
     print(f"\nWitnesses: {', '.join(w.name for w in res.witnesses)}")
@@ -269,14 +249,7 @@ def choices(args: argparse.Namespace) -> CheckChoices:
                         properties=bool(args.property), symmetry=args.symmetry,
                         max_violations=args.max_violations or 1, shorten=not args.no_shorten, por=args.por,
                         cluster=bool(getattr(args, "cluster", None)), checkpoint=bool(getattr(args, "checkpoint", None)),
-                        resume=bool(resume), resume_full=resume if full else "")
-
-
-def por_choice(args: argparse.Namespace, model) -> tuple[bool, str | None]:
-    """(use partial-order reduction, a note why it is off) for `--por` / `--no-por` / neither."""
-    from lockstep.api import por_choice as choose_por
-
-    return choose_por(model, args.por, por_blockers(choices(args), CLI_NAMES))
+                        resume=bool(resume), resume_full=resume if full else "", coverage=bool(args.coverage))
 
 
 def dump_graph_first(args: argparse.Namespace, model):
@@ -359,30 +332,22 @@ def check_smt(args: argparse.Namespace) -> int:
     return res.exit_code
 
 
-def _check_properties(args: argparse.Namespace, model, opts: Options) -> int:
-    from lockstep.api import temporal
-
-    from ..liveness import check_properties, choose_engine
-    from ..temporal import parse_overrides
-
-    props, fair = temporal(model, args.property, parse_overrides(args.fairness))
-    engine, vm, why = choose_engine(args.engine, model, opts.workers)
+def _check_properties(args: argparse.Namespace, plan: CheckPlan) -> int:
+    model, opts = plan.model, plan.opts
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
-    print(f"Checking {model.name}" + (f" ({ps})" if ps else "") + f": {engine} breadth-first, whole state graph, "
+    print(f"Checking {model.name}" + (f" ({ps})" if ps else "") + f": {plan.engine} breadth-first, whole state graph, "
           f"{opts.workers} worker{'s' if opts.workers > 1 else ''}")
-    for p in props:
+    for p in plan.properties:
         print(f"  property {p.name}: {p.formula}")
-    print(f"  fairness: {fair.describe()}")
+    print(f"  fairness: {plan.fairness.describe()}")
     print(f"  invariants: {', '.join(model.invariant_names) or 'none'}; deadlock: "
           f"{'checked' if opts.deadlock else 'not checked'}")
     progress = NoProgress() if args.quiet else Progress()
     graph = dump_graph_first(args, model)
-    res = check_properties(model, props, fair, opts, progress, engine, vm)
-    if why and args.engine == "auto":
-        res.notes.append(why)
+    res = plan.conclude(plan.run(progress))
     report(res, args.out, model, args.full)
     write_graph(args, model, graph, res)
-    record_check(args, res, model, opts, engine)
+    record_check(args, res, model, opts, plan.engine)
     return res.exit_code
 
 

@@ -1,7 +1,8 @@
 """One core under the command line: the rules on how a check's options combine live once, in `lockstep.api`
-(`check_rules`, `por_blockers`, `several_blockers`), and `lockstep check` and `lockstep.check` both apply them, each
-naming the options its own way. Where each rule lives: lockstep/api.py; checker/commands/check.py only maps its flags
-onto `CheckChoices`."""
+(`check_rules`, `por_blockers`, `several_blockers`, `plan_check`), and `lockstep check` and `lockstep.check` both
+apply them, each naming the options its own way. Both plan a check with `plan_check` and run and conclude it with
+the plan's methods; checker/commands/check.py maps its flags onto `CheckChoices`, adds the runs only the command
+offers (cluster, checkpoints, bitstate) and prints."""
 
 from __future__ import annotations
 
@@ -62,7 +63,8 @@ def test_reduction_blockers_are_named_alike(cli):
 def test_no_rule_is_written_in_the_command():
     """The rules' sentences occur in lockstep/api.py, and in no module of the command line."""
     phrases = ["runs on one worker", "applies to temporal properties", "is not available with",
-               "its cycle proviso is the breadth-first one", "it runs on one worker", "the partitioned search expands"]
+               "its cycle proviso is the breadth-first one", "it runs on one worker", "the partitioned search expands",
+               "counts steps in the scalar engine", "it counts every interleaving"]
     with open(os.path.join(ROOT, "lockstep", "api.py"), encoding="utf-8") as f:
         api = f.read()
     assert all(p in api for p in phrases)
@@ -72,3 +74,23 @@ def test_no_rule_is_written_in_the_command():
             with open(os.path.join(commands, name), encoding="utf-8") as f:
                 text = f.read()
             assert not [p for p in phrases if p in text], name
+
+
+def test_the_command_runs_the_plan_the_api_makes(cli):
+    """`lockstep check` and `lockstep.check` plan alike: the same engine, reductions, counts and notes."""
+    import json
+
+    res = lockstep.check("chang_roberts", deadlock=False, dfs=True)
+    r = cli("check", "chang_roberts", "--no-deadlock", "--dfs", "--quiet", "--format", "json")
+    rep = json.loads(r.out)
+    assert r.code == 0 and rep["counts"]["distinct"] == res.distinct == 40
+    assert rep["notes"] == [n.replace(API_NAMES.dfs, CLI_NAMES.dfs) for n in res.notes] and len(res.notes) == 2
+    assert rep["options"]["engine"] == "scalar" and rep["options"]["por"] is False
+
+
+def test_counting_coverage_is_refused_where_the_plan_cannot_count(cli):
+    """--coverage runs the scalar engine on one worker: the plan refuses the rest, and --por, in one sentence."""
+    r = cli("check", "chang_roberts", "--coverage", "cov.json", "--workers", "2", "--quiet")
+    assert r.code == 2 and "--coverage counts steps in the scalar engine, one worker" in r.err
+    r = cli("check", "chang_roberts", "--coverage", "cov.json", "--por", "--quiet")
+    assert r.code == 2 and r.err == "lockstep: error: --por with --coverage: it counts every interleaving; drop one of them\n"
