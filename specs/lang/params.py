@@ -106,6 +106,9 @@ class ParamLike:
     def __mod__(self, o):
         return self._op(o, operator.mod, "%")
 
+    def __rmod__(self, o):
+        return self._op(o, operator.mod, "%", True)
+
     def __neg__(self):
         return ParamExpr(operator.neg, "-", (self,))
 

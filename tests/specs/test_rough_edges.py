@@ -356,3 +356,49 @@ def test_a_module_level_param_is_a_parameter_wherever_it_is_used(cli, tmp_path):
     assert r.code == 0 and "3 distinct states" in r.out, r.out + r.err
     r = cli("check", f"{path}:Bounded", "--param", "limit=4", "--quiet")
     assert r.code == 0 and "5 distinct states" in r.out, r.out + r.err
+
+
+RING = '''
+from lockstep.specs.lang import Bool, Enum, Int, Param, Range, Record
+from lockstep.specs.lang.actors import ActorSpec, Local, on_message, on_start, on_timeout, send, set_timer
+
+N = Param("n", default=3, lo=2, hi=6)
+Token = Record("Token", hops=Int(0, 6))
+
+
+class Ring(ActorSpec):
+    Process = Range(N)
+    Message = Token
+    Timer = Enum("t")
+    holds = Local(Bool, init=False)
+
+    @on_start
+    def start(p):
+        p.holds = p.id == 0
+        set_timer("t", when=p.id == 0)
+
+    @on_timeout
+    def timeout(p, timer):
+        p.holds = False
+        send((p.id + 1) % N, Token(hops=0))
+
+    @on_message
+    def receive(p, src, m):
+        p.holds = m.hops < N
+        send((p.id + 1) % N, Token(hops=m.hops + 1), when=m.hops < N)
+'''
+
+
+def test_a_module_level_param_works_on_either_side_of_an_operator(cli, tmp_path):
+    """`(p.id + 1) % N`, `N - 1`, `2 * N`: a Param is an integer on either side (it was refused on the right of %)."""
+    from lockstep.specs.lang import Param
+    from lockstep.specs.lang.params import Binding, bound
+
+    n = Param("n", default=5)
+    with bound(Binding("probe", {"n": 5})):
+        assert [int(x) for x in (7 % n, n % 3, 9 - n, n - 1, 2 * n, 11 // n)] == [2, 2, 4, 4, 10, 2]
+    path = tmp_path / "ring.py"
+    path.write_text(RING)
+    for n_, states in ((3, 6), (4, 7)):  # the token goes round once: n + 1 deliveries
+        r = cli("check", f"{path}:Ring", "--param", f"n={n_}", "--no-deadlock", "--quiet")
+        assert r.code == 0 and f"{states} distinct states" in r.out, r.out + r.err
