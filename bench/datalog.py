@@ -28,12 +28,12 @@ import networkx as nx
 import numpy as np
 from scipy.sparse import csgraph, csr_matrix
 
+from lockstep.checker.datalog.evaluate import Evaluator
 from lockstep.checker.datalog.kernels import kernels
 from lockstep.executors.datalog.run import run as run_workers
 from lockstep.executors.faults import Faults, Straggler
 from lockstep.specs.datalog.analysis import analyse
 from lockstep.specs.datalog.catalog import load
-from lockstep.specs.datalog.evaluate import Evaluator
 from lockstep.specs.datalog.graphs import Graph
 
 ALONE, WHOLE = 2.0, 1.0  # targets: lockstep's time over scipy's, the algorithm alone and end to end

@@ -7,8 +7,8 @@ import sys
 import time
 
 from lockstep.specs.datalog.catalog import PROGRAMS, program_text
-from lockstep.specs.datalog.evaluate import Divergence
 from lockstep.specs.datalog.graphs import GENERATORS
+from lockstep.specs.datalog.semantics import Divergence
 from lockstep.specs.datalog.syntax import DatalogError
 
 from ..datalog.evaluation import evaluate_program, prepare

@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from lockstep.specs.datalog.analysis import Analysed, analyse
-from lockstep.specs.datalog.evaluate import NotPreM, Result, evaluate
 from lockstep.specs.datalog.syntax import DatalogError
 
+from .evaluate import NotPreM, Result, evaluate
 from .files import load_program
 from .kernels import kernels
 from .prem import Verdict, prove

@@ -1,6 +1,6 @@
 """The Datalog evaluator's innermost passes in C: sorting codes (deduplication, merging a relation's new rows),
 an index's offset table, expanding probes into their matches (joins) and the best value per group
-(aggregation). The same passes as `lockstep.specs.datalog.relations.NUMPY`, with the same results.
+(aggregation). The same passes as `lockstep.checker.datalog.relations.NUMPY`, with the same results.
 
 Built once per machine through the vector engine's generated-C mechanism (`kernels.cbuild.Library`: cached per
 user, loaded by descriptor) and called with ctypes. `kernels()` is numpy's set where no C compiler is found, the
@@ -15,9 +15,8 @@ import threading
 
 import numpy as np
 
-from lockstep.specs.datalog.relations import NUMPY, Kernels
-
 from ..vector.kernels.cbuild import BuildError, Library, compiler
+from .relations import NUMPY, Kernels
 
 SOURCE = r"""
 #include <stdint.h>

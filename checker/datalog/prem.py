@@ -28,8 +28,9 @@ import numpy as np
 import z3
 
 from lockstep.specs.datalog.analysis import Analysed, Site, assignment
-from lockstep.specs.datalog.evaluate import Evaluator
 from lockstep.specs.datalog.syntax import Atom, BinOp, Compare, Const, Expr, Neg, Rule, Var, Wildcard, variables
+
+from .evaluate import Evaluator
 
 TIMEOUT_MS = 20_000
 

@@ -25,8 +25,9 @@ import numpy as np
 from lockstep.checker.datalog.evaluation import prepare, refusal
 from lockstep.checker.datalog.files import load_graph
 from lockstep.checker.datalog.graph_options import check_graph_options
+from lockstep.checker.datalog.plan import linear_plan, pair_plan
 from lockstep.checker.validation.runtrace import MergedRun, merge
-from lockstep.specs.datalog.plan import LinearPlan, PairPlan, is_composition, linear_plan, pair_plan
+from lockstep.specs.datalog.plan import LinearPlan, PairPlan, is_composition
 from lockstep.specs.datalog.ssp import RANDOM_BASE, graph_edges
 from lockstep.specs.datalog.syntax import DatalogError
 

@@ -49,18 +49,19 @@ from ..lang.actors import ActorSpec, on_start, on_timeout, send, set_timer
 from ..lang.params import ParamExpr
 from .analysis import analyse
 from .catalog import load
-from .plan import PairPlan, pair_plan
+from .plan import PairPlan, Reference, pair_plan
 from .protocol import clocked, holds_derivable, holds_fixpoint, others
 from .ssp import GRAPHS, RANDOM_BASE, graph_edges
 
 
 @lru_cache(maxsize=32)
 def pair_plan_for(program: str, graph: int) -> PairPlan:
-    """The pair plan of a shipped path-composition program on a small graph (cached: specs are built often)."""
+    """The pair plan of a shipped path-composition program on a small graph, bound by the reference semantics
+    (cached: specs are built often)."""
     a = analyse(load(program), {})
     edges = graph_edges(graph)
     inp = next(iter(a.inputs))
-    return pair_plan(a, {inp: edges[:, :a.arity[inp]]})
+    return pair_plan(a, Reference(a, {inp: edges[:, :a.arity[inp]]}))
 
 
 def none(pl: PairPlan) -> int:

@@ -10,6 +10,11 @@ aggregate min over the constant 0 (0: present). Exit rules give the initial valu
 
 `Step.apply` interprets the remaining literals with Python operators, so the same step runs on ints,
 numpy columns and the spec language's terms (`logic` supplies the conjunction for each).
+
+Binding a plan to its input needs an evaluation of the strata below the recursion and of the steps' joins
+(a `Binder`): `Reference` evaluates them by the reference semantics (`lockstep.specs.datalog.semantics`),
+as the SSP specs do on their small graphs; the workers bind the same plan with the evaluator
+(`lockstep.checker.datalog.plan`).
 """
 
 from __future__ import annotations
@@ -17,14 +22,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from .analysis import Analysed, Stratum, analyse, assignment, is_exit
-from .evaluate import Divergence, Evaluator
-from .relations import distinct, group_best
-from .syntax import Atom, BinOp, Compare, Const, DatalogError, Expr, Neg, Program, Rule, Var, Wildcard, variables
+from . import semantics
+from .analysis import Analysed, Stratum, assignment, is_exit
+from .semantics import Divergence
+from .syntax import Atom, BinOp, Compare, Const, DatalogError, Expr, Neg, Rule, Var, Wildcard, variables
 
 
 @dataclass
@@ -204,10 +209,69 @@ class LinearPlan:
         return out
 
 
-def linear_plan(program: Program | Analysed, inputs: Mapping[str, np.ndarray], params: Mapping[str, int] | None = None,
-                max_iterations: int | None = None, with_fixpoint: bool = True) -> LinearPlan:
-    """The plan of a decomposable program on these inputs (DatalogError saying why if it is not one)."""
-    prog = program if isinstance(program, Analysed) else analyse(program, params)
+class Binder(Protocol):
+    """An evaluation of a program on its input, as far as binding a plan needs it."""
+
+    def lower(self, st: Stratum) -> None:
+        """Evaluate the strata below `st` (the recursion), which `derive` and `fire` read."""
+
+    def derive(self, rule: Rule) -> list[np.ndarray]:
+        """The head columns of the rows a rule derives (an aggregate's values last, not yet aggregated)."""
+
+    def fire(self, rule: Rule) -> tuple[dict[str, np.ndarray], int]:
+        """Every binding of a rule body's variables, as columns (of at least that length), and how many."""
+
+    def least_model(self, pred: str) -> list[np.ndarray]:
+        """The predicate's columns in the least model (Divergence, or another DatalogError, where it has none)."""
+
+
+class Reference:
+    """A `Binder` by the reference semantics, row by row in Python: for the specs' small graphs."""
+
+    def __init__(self, prog: Analysed, inputs: Mapping[str, np.ndarray]):
+        self.prog = prog
+        self.inputs = {p: [tuple(r) for r in np.asarray(rows).tolist()] for p, rows in inputs.items()}
+        self.rels = semantics.edb(prog, self.inputs)
+
+    def lower(self, st: Stratum) -> None:
+        for below in self.prog.strata[: self.prog.strata.index(st)]:
+            semantics.evaluate_stratum(self.prog, below, self.rels)
+
+    def derive(self, rule: Rule) -> list[np.ndarray]:
+        return _columns(sorted({semantics.head_row(rule, b) for b in semantics.bindings(rule, self.rels)}),
+                        rule.head.arity)
+
+    def fire(self, rule: Rule) -> tuple[dict[str, np.ndarray], int]:
+        envs = list(semantics.bindings(rule, self.rels))
+        names = sorted({v.name for lit in rule.body for v in _vars(lit)})
+        return {x: np.asarray([b[x] for b in envs], dtype=np.int64) for x in names}, len(envs)
+
+    def least_model(self, pred: str) -> list[np.ndarray]:
+        return _columns(sorted(semantics.least_model(self.prog, self.inputs)[pred]), self.prog.arity[pred])
+
+
+def _vars(lit: Atom | Compare) -> list[Var]:
+    if isinstance(lit, Atom):
+        return [t for t in lit.args if isinstance(t, Var)]
+    return variables(lit.left) + variables(lit.right)
+
+
+def _columns(rows: list[tuple[int, ...]], arity: int) -> list[np.ndarray]:
+    return [np.asarray([r[i] for r in rows], dtype=np.int64) for i in range(arity)]
+
+
+def _best(codes: np.ndarray, vals: np.ndarray, func: str) -> tuple[np.ndarray, np.ndarray]:
+    """One (code, best value) per distinct code, codes ascending; `func` is min or max."""
+    order = np.lexsort((vals if func == "min" else -vals, codes))
+    c, v = codes[order], vals[order]
+    first = np.ones(len(c), dtype=bool)
+    first[1:] = c[1:] != c[:-1]
+    return c[first], v[first]
+
+
+def linear_plan(prog: Analysed, binder: Binder, with_fixpoint: bool = True) -> LinearPlan:
+    """The plan of a decomposable program, bound to its input by `binder` (DatalogError saying why if it is not
+    one)."""
     rec = [s for s in prog.strata if s.recursive]
     if len(rec) != 1 or len(rec[0].preds) != 1:
         raise DatalogError("the workers run programs with one recursive predicate; this one has "
@@ -234,38 +298,29 @@ def linear_plan(program: Program | Analysed, inputs: Mapping[str, np.ndarray], p
         later = [p for s in prog.strata[prog.strata.index(st) + 1:] for p in s.preds]
         raise DatalogError(f"the workers compute {pred}; the predicates derived after it ({', '.join(later)}) are "
                            "not supported", None, prog.program.source)
-    ev = Evaluator(prog, inputs, {s: True for s in prog.sites}, max_iterations)
-    for lower in prog.strata[: prog.strata.index(st)]:
-        for p in lower.preds:
-            ev.rels[p] = ev._new_relation(p)
-        for i in lower.rules:
-            r = prog.rules[i]
-            ev._merge(r.head.pred, ev.derive(r, {}))
+    binder.lower(st)
     init_k: list[np.ndarray] = []
     init_v: list[np.ndarray] = []
     raw: list[tuple[np.ndarray, np.ndarray, dict, str | None, tuple, Expr | None]] = []
     for i in st.rules:
         r = prog.rules[i]
         if is_exit(r, st):
-            cols = ev.derive(r, {})
+            cols = binder.derive(r)
             init_k.append(cols[0])
             init_v.append(cols[-1] if not plain else np.zeros(len(cols[0]), dtype=np.int64))
         else:
-            raw.append(_steps(ev, r, st, plain))
+            raw.append(_steps(prog, binder, r, st, plain))
     empty = np.zeros(0, dtype=np.int64)
     ik = np.concatenate(init_k) if init_k else empty
     iv = np.concatenate(init_v) if init_v else empty
-    keys = distinct(np.concatenate([ik] + [g[0] for g in raw] + [g[1] for g in raw]))
-    ik_idx = np.searchsorted(keys, ik)
-    best = "min" if func != "max" else "max"
-    ik_idx, iv = group_best(ik_idx, iv, best)
+    keys = np.unique(np.concatenate([ik] + [g[0] for g in raw] + [g[1] for g in raw]))
+    ik_idx, iv = _best(np.searchsorted(keys, ik), iv, "min" if func != "max" else "max")
     groups = [StepGroup(np.searchsorted(keys, a), np.searchsorted(keys, b), env, vv, lits, head)
               for a, b, env, vv, lits, head in raw]
     fk = fv = None
     if with_fixpoint:
         try:
-            res = Evaluator(prog, inputs, {s: True for s in prog.sites}, max_iterations).run()
-            cols = res.relations[pred]
+            cols = binder.least_model(pred)
             fk = np.searchsorted(keys, cols[0])
             fv = cols[1] if not plain else np.zeros(len(cols[0]), dtype=np.int64)
         except Divergence:
@@ -273,25 +328,24 @@ def linear_plan(program: Program | Analysed, inputs: Mapping[str, np.ndarray], p
     return LinearPlan(pred, func or "min", keys, ik_idx, iv, groups, fk, fv, prog, plain)
 
 
-def _steps(ev: Evaluator, r: Rule, st: Stratum, plain: bool) -> list[tuple]:
+def _steps(prog: Analysed, binder: Binder, r: Rule, st: Stratum, plain: bool) -> tuple:
+    source, text = prog.program.source, prog.program.text
     ks = st.recursive_atoms(r)
     if len(ks) != 1:
         raise DatalogError(f"the rule for {r.head.pred} reads it {len(ks)} times: the workers run linear recursions "
-                           "(a path composition such as apsp has its own plan, `pair_plan`)", r.pos,
-                           ev.prog.program.source, ev.prog.program.text)
+                           "(a path composition such as apsp has its own plan, `pair_plan`)", r.pos, source, text)
     k = ks[0]
     atom = r.atoms[k]
     key = atom.args[0]
     if not isinstance(key, Var):
-        raise DatalogError(f"{atom}: the key read from {atom.pred} must be a variable", atom.pos,
-                           ev.prog.program.source, ev.prog.program.text)
+        raise DatalogError(f"{atom}: the key read from {atom.pred} must be a variable", atom.pos, source, text)
     value_var = None
     if not plain:
         v = atom.args[1]
         if isinstance(v, Var):
             value_var = v.name
         elif not isinstance(v, Wildcard):
-            raise DatalogError(f"{atom}: the value read must be a variable or '_'", atom.pos, ev.prog.program.source)
+            raise DatalogError(f"{atom}: the value read must be a variable or '_'", atom.pos, source)
     dep = {value_var} if value_var else set()
     bound = {t.name for a in r.atoms for t in a.args if isinstance(t, Var)}
     kept, rest = [], []
@@ -310,19 +364,18 @@ def _steps(ev: Evaluator, r: Rule, st: Stratum, plain: bool) -> list[tuple]:
             bound.add(a[0].name)
     for other in r.atoms:
         if other is not atom and any(isinstance(t, Var) and t.name in dep for t in other.args):
-            raise DatalogError(f"{other} reads the recursive value: not decomposable", other.pos, ev.prog.program.source)
+            raise DatalogError(f"{other} reads the recursive value: not decomposable", other.pos, source)
     head = r.head
     if isinstance(head.args[0], Var) and head.args[0].name in dep:
         raise DatalogError(f"the head key {head.args[0]} depends on the value read: not decomposable", head.pos,
-                           ev.prog.program.source)
+                           source)
     body = tuple(a for j, a in enumerate(r.atoms) if j != k) + tuple(kept)
     if not any(isinstance(lit, Atom) for lit in body):
-        raise DatalogError(f"the rule for {head.pred} joins {atom.pred} with nothing", r.pos, ev.prog.program.source)
-    sub = Rule(head, body, r.pos)
-    b, n = ev.fire(sub, {})
+        raise DatalogError(f"the rule for {head.pred} joins {atom.pred} with nothing", r.pos, source)
+    b, n = binder.fire(Rule(head, body, r.pos))
     if n and key.name not in b:
         raise DatalogError(f"{key} (the key read from {atom.pred}) is not bound by the rest of the body", atom.pos,
-                           ev.prog.program.source)
+                           source)
     empty = np.zeros(0, dtype=np.int64)
     names = [x for x in b if x != key.name]
     dst = head.args[0]
@@ -460,9 +513,9 @@ def is_composition(prog: Analysed) -> bool:
     return any(len(st.recursive_atoms(prog.rules[i])) > 1 for st in prog.strata if st.recursive for i in st.rules)
 
 
-def pair_plan(prog: Analysed, inputs: Mapping[str, np.ndarray], max_iterations: int | None = None,
-              with_fixpoint: bool = True) -> PairPlan:
-    """The plan of a path-composition program (see `PairPlan`; DatalogError saying why if it is not one)."""
+def pair_plan(prog: Analysed, binder: Binder, with_fixpoint: bool = True) -> PairPlan:
+    """The plan of a path-composition program, bound to its input by `binder` (see `PairPlan`; DatalogError saying
+    why if it is not one)."""
     src = prog.program.source
     rec = [s for s in prog.strata if s.recursive]
     if len(rec) != 1 or len(rec[0].preds) != 1 or rec[0] is not prog.strata[-1]:
@@ -473,18 +526,13 @@ def pair_plan(prog: Analysed, inputs: Mapping[str, np.ndarray], max_iterations: 
     if func not in ("min", "max") or prog.arity[pred] != 3:
         raise DatalogError(f"the workers run a non-linear {pred} only as {pred}(X, Y, min<D>) or max<D>: two key "
                            "columns and an aggregated value", None, src)
-    ev = Evaluator(prog, inputs, {s: True for s in prog.sites}, max_iterations)
-    for lower in prog.strata[:-1]:
-        for p in lower.preds:
-            ev.rels[p] = ev._new_relation(p)
-        for i in lower.rules:
-            ev._merge(prog.rules[i].head.pred, ev.derive(prog.rules[i], {}))
+    binder.lower(st)
     init: list[list[np.ndarray]] = []
     shape = None
     for i in st.rules:
         r = prog.rules[i]
         if is_exit(r, st):
-            init.append(ev.derive(r, {}))
+            init.append(binder.derive(r))
             continue
         shape = _composition(r, st, prog, shape)
     if shape is None:
@@ -493,17 +541,17 @@ def pair_plan(prog: Analysed, inputs: Mapping[str, np.ndarray], max_iterations: 
     xs = np.concatenate([c[0] for c in init]) if init else empty
     ys = np.concatenate([c[1] for c in init]) if init else empty
     vs = np.concatenate([c[2] for c in init]) if init else empty
-    nodes = distinct(np.concatenate([xs, ys]))
+    nodes = np.unique(np.concatenate([xs, ys]))
     n = len(nodes)
     if n * n > 25_000_000:
         raise DatalogError(f"{pred} over {n:,} nodes has {n * n:,} pairs: the workers hold a table of every pair, "
                            "and this one is too large", None, src, hint="use a graph of at most 5,000 nodes")
     codes = np.searchsorted(nodes, xs) * n + np.searchsorted(nodes, ys)
-    ik, iv = group_best(codes, vs, func)
+    ik, iv = _best(codes, vs, func)
     fk = fv = None
     if with_fixpoint:
         try:
-            cols = Evaluator(prog, inputs, {s: True for s in prog.sites}, max_iterations).run().relations[pred]
+            cols = binder.least_model(pred)
             fk = np.searchsorted(nodes, cols[0]) * n + np.searchsorted(nodes, cols[1])
             order = np.argsort(fk)
             fk, fv = fk[order], cols[2][order]

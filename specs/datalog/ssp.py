@@ -13,7 +13,9 @@ Mechanism by mechanism:
 - PreM and the decomposable plan — as in the paper: γ (min/max) is pushed into the recursion (each
   key keeps one best value), which `lockstep datalog prem` proves per rule; the plan
   (`lockstep.specs.datalog.plan`) is the program's recursive rule bound to the graph, as steps from a
-  key read to a key derived.
+  key read to a key derived, by the language's reference semantics (`lockstep.specs.datalog.semantics`,
+  which also gives the sequential least model); the workers bind the same plan with the evaluator
+  (`lockstep.checker.datalog.plan`).
 - Partitioning — hash-partitioned on the key (a key belongs to worker key mod W); each worker keeps
   the value of its keys and `changed`, its keys improved since its last iteration (its δ).
 - Deltas — delivering `Delta(k, v)` (a candidate for a key the worker owns) keeps the better of the
@@ -62,7 +64,7 @@ from ..lang.actors import ActorSpec, on_start, on_timeout, send, set_timer
 from ..lang.params import ParamExpr
 from .analysis import analyse
 from .catalog import load
-from .plan import LinearPlan, linear_plan
+from .plan import LinearPlan, Reference, linear_plan
 from .protocol import clocked, holds_derivable, holds_fixpoint
 
 RANDOM_BASE = 100  # graph parameters from here on are random graphs (seed = graph - RANDOM_BASE)
@@ -101,13 +103,14 @@ def graph_edges(graph: int) -> np.ndarray:
 
 @lru_cache(maxsize=64)
 def plan_for(program: str, graph: int, source: int) -> LinearPlan:
-    """The decomposable plan of a shipped program on a small graph (cached: specs are built often)."""
+    """The decomposable plan of a shipped program on a small graph, bound by the reference semantics (cached: specs
+    are built often)."""
     prog = load(program)
     params = {"source": source} if any(d.name == "source" for d in prog.params) else {}
     a = analyse(prog, params)
     edges = graph_edges(graph)
     arity = a.arity[next(iter(a.inputs))]
-    return linear_plan(a, {next(iter(a.inputs)): edges[:, :arity]})
+    return linear_plan(a, Reference(a, {next(iter(a.inputs)): edges[:, :arity]}))
 
 
 def ssp_spec(program: str, doc: str, capacity: int = 8, clocks: int = 6) -> type[ActorSpec]:

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lockstep.checker.datalog.evaluate import Evaluator
 from lockstep.checker.datalog.kernels import compiled
+from lockstep.checker.datalog.relations import NUMPY
 from lockstep.specs.datalog.analysis import analyse
 from lockstep.specs.datalog.catalog import load
-from lockstep.specs.datalog.evaluate import Evaluator
 from lockstep.specs.datalog.parser import parse
-from lockstep.specs.datalog.relations import NUMPY
 
 C = compiled()
 needs_c = pytest.mark.skipif(C is None, reason="no C compiler: the engine runs numpy's passes only")
@@ -138,7 +138,7 @@ def test_one_pass_join_and_aggregate_evaluates_alike(text, seed):
 
 def test_without_the_compiled_passes_the_engine_runs_numpys():
     code = ("from lockstep.checker.datalog.kernels import kernels, why\n"
-            "from lockstep.specs.datalog.relations import NUMPY\n"
+            "from lockstep.checker.datalog.relations import NUMPY\n"
             "assert kernels() is NUMPY, kernels()\n"
             "print(why())\n")
     env = {**os.environ, "LOCKSTEP_NATIVE": "never"}

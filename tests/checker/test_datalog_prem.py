@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from lockstep.checker.cli import main
+from lockstep.checker.datalog.evaluate import NotPreM
 from lockstep.checker.datalog.evaluation import evaluate_program, prepare
 from lockstep.checker.datalog.prem import prove
 from lockstep.specs.datalog.analysis import analyse
-from lockstep.specs.datalog.evaluate import NotPreM
 from lockstep.specs.datalog.parser import parse
 
 

@@ -12,13 +12,13 @@ import sys
 import pytest
 
 from lockstep.checker.cli import main
+from lockstep.checker.datalog.plan import linear_plan
 from lockstep.checker.datalog.termination import check_termination
 from lockstep.checker.explicit import Options
 from lockstep.checker.explicit import check as explicit_check
 from lockstep.checker.loader import load_model
 from lockstep.specs.datalog.catalog import load
 from lockstep.specs.datalog.hybrid import SSPAllPairs, pair_plan_for
-from lockstep.specs.datalog.plan import linear_plan
 from lockstep.specs.datalog.ssp import GRAPHS, RANDOM_BASE, SSPStaleDelta, SSPStalenessOffByOne, graph_edges, plan_for
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .syntax import DatalogError
+from lockstep.specs.datalog.syntax import DatalogError
 
 VALUE_LIMIT = 1 << 62  # values beyond ±2^62 are an overflow (so + and - of two values never wrap)
 DENSE_LIMIT = 1 << 25  # key spaces up to this many codes get a direct (dense) table

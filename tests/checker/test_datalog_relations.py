@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lockstep.specs.datalog.relations import Index, KeySpace, group_best, merge_new, unique_rows
+from lockstep.checker.datalog.relations import Index, KeySpace, group_best, merge_new, unique_rows
 
 ints = st.integers(-(1 << 40), 1 << 40)
 small = st.integers(-5, 5)

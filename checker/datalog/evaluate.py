@@ -26,7 +26,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .analysis import Analysed, Site, Stratum, assignment, is_exit
+from lockstep.specs.datalog.analysis import Analysed, Site, Stratum, assignment, is_exit
+from lockstep.specs.datalog.semantics import Divergence
+from lockstep.specs.datalog.syntax import Atom, BinOp, Compare, Const, DatalogError, Expr, Neg, Rule, Var, Wildcard, variables
+
 from .relations import (
     DENSE_LIMIT,
     EMPTY,
@@ -41,14 +44,9 @@ from .relations import (
     merge_new,
     unique_rows,
 )
-from .syntax import Atom, BinOp, Compare, Const, DatalogError, Expr, Neg, Rule, Var, Wildcard, variables
 
 CROSS_LIMIT = 50_000_000  # rows a join without shared variables may produce
 MIN_ROUNDS = 10_000  # a recursion may always run this many rounds before divergence is considered
-
-
-class Divergence(DatalogError):
-    """The recursion does not settle (for example a negative cycle under min): the message says where."""
 
 
 class NotPreM(DatalogError):
@@ -646,7 +644,7 @@ class Evaluator:
                 raise NotPreM(f"{func}<...> of {atom.pred} is read inside its own recursion here; pushing it into "
                               "the recursion needs a PreM proof", atom.pos, self.prog.program.source,
                               self.prog.program.text, "evaluate through `lockstep datalog`, which proves PreM with z3 "
-                                                      "(lockstep.checker.datalog.evaluate in Python)")
+                                                      "(lockstep.checker.datalog.evaluation.evaluate_program in Python)")
             if not verdict:
                 raise NotPreM(f"{func}<...> of {atom.pred} is not PreM in the rule at line {rule.pos.line}: γ cannot "
                               "be pushed into the recursion, and an aggregate inside a recursion has no stratified "
