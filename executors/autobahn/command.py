@@ -16,7 +16,7 @@ from lockstep.checker.validation.origins import Origins
 from lockstep.checker.validation.runtrace import collect
 
 from ..interrupted import interrupted_exit
-from .replica import BEHAVIOURS, BUGS
+from .replica import BEHAVIOURS, BUGS, MAX_K, K
 from .run import Plan, load_plan, run
 from .validate import RunInvalid, validate
 
@@ -34,9 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_autobahn_command(args: argparse.Namespace) -> int:
     params = parse_params(args.param)
-    unknown = sorted(set(params) - {"f", "coverage"})
+    unknown = sorted(set(params) - {"f", "coverage", "k"})
     if unknown:
-        raise UsageError(f"--param {unknown[0]}: `lockstep run autobahn` takes only f and coverage (the spec's bounds "
+        raise UsageError(f"--param {unknown[0]}: `lockstep run autobahn` takes only f, coverage and k (the spec's bounds "
                          "and quorum parameters are for checking; the processes use the paper's quorums)")
     f = params.get("f", 1)
     if not 1 <= f <= 3:
@@ -44,6 +44,10 @@ def run_autobahn_command(args: argparse.Namespace) -> int:
     coverage = params.get("coverage", 2 * f + 1)
     if not 1 <= coverage <= 3 * f + 1:
         raise UsageError(f"--param coverage={coverage}: between 1 and n = {3 * f + 1} lanes (default 2f+1 = {2 * f + 1})")
+    k = params.get("k", K)
+    if not 1 <= k <= MAX_K:
+        raise UsageError(f"--param k={k}: between 1 and {MAX_K} slots running at once (default {K}, the artifact's: slot s "
+                         "opens once slot s-k has committed)")
     rate = 20_000 if args.rate is None else args.rate
     if not 1 <= rate <= 1_000_000:
         raise UsageError(f"--rate {rate}: between 1 and 1000000 transactions per second")
@@ -56,14 +60,14 @@ def run_autobahn_command(args: argparse.Namespace) -> int:
     byz = "".join(f", replica {p} Byzantine ({b})" for p, b in plan.byzantine.items())
     buggy = min(p for p in range(n) if p not in plan.byzantine)
     bug = f"; seeded bug {args.bug} in replica {buggy}: {BUGS[args.bug]}" if args.bug else ""
-    print(f"Running Autobahn: {n} replicas (f={f}, coverage {coverage}), ed25519-signed messages, a client at {rate:,} "
+    print(f"Running Autobahn: {n} replicas (f={f}, coverage {coverage}, k = {k}), ed25519-signed messages, a client at {rate:,} "
           "tx/s of 512 bytes, "
           f"for {duration:g} s" + (f", faults from {args.faults}" if args.faults else "") + byz + bug)
     tmp = tempfile.mkdtemp(prefix="lockstep-autobahn-")
     try:
         rep = run(duration, tmp, plan, f, rate, args.seed,
                   progress=lambda t: print(f"progress: {t:.0f} s of {duration:g} s", file=sys.stderr, flush=True),
-                  bug=args.bug or "", coverage=coverage)
+                  bug=args.bug or "", coverage=coverage, k=k)
         c = rep.client
         print(f"  {c.get('acked', 0):,} of {c.get('sent', 0):,} transactions executed: {rep.throughput:,.0f} tx/s, "
               f"latency p50 {c.get('p50_ms', 0):.0f} ms, p99 {c.get('p99_ms', 0):.0f} ms")
@@ -83,15 +87,16 @@ def run_autobahn_command(args: argparse.Namespace) -> int:
                   "with its pid")
         if args.no_validate or args.no_trace:
             return interrupted_exit(rep.interrupted, 0)
-        return interrupted_exit(rep.interrupted, validate_recorded(rep.traces, n, plan.byzantine, origins, coverage))
+        return interrupted_exit(rep.interrupted, validate_recorded(rep.traces, n, plan.byzantine, origins, coverage,
+                                                                   k=k))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def validate_recorded(traces: dict[int, str], n: int, byzantine: dict[int, str], origins: Origins | None = None,
-                      coverage: int | None = None, lanes: bool = True) -> int:
+                      coverage: int | None = None, lanes: bool = True, k: int = K) -> int:
     """Check a run's logs (replica -> path; `coverage`: the replicas', None: 2f+1; `lanes=False`: a run of the baseline
-    without lanes) against the spec's properties, then
+    without lanes; `k`: the slots the replicas ran at once) against the spec's properties, then
     step by step against the spec, slot by slot and lane by lane (`conformance.py`); print the outcomes, each place
     named in the user's file (`origins`: where the logs' lines are in it); the exit code (0 valid, 1 not, 3 a log cut
     short or inconclusive)."""
@@ -99,15 +104,15 @@ def validate_recorded(traces: dict[int, str], n: int, byzantine: dict[int, str],
 
     origins = origins or Origins()
     try:
-        val = validate(traces, n, set(byzantine), coverage, lanes)
+        val = validate(traces, n, set(byzantine), coverage, lanes, k)
     except RunInvalid as e:
         print(origins.relocate(f"Invalid: the run breaks the spec: {e}"))
         code = 1
     else:
         print(f"Valid: {val.events:,} events, {val.slots} slots, {val.commits} commits and {val.votes:,} signed votes "
               "satisfy agreement, prefix-consistent logs, authentic certificates, vote-once, the lock after a commit, "
-              + (f"k = 1 and coverage {(n - 1) // 3 * 2 + 1 if coverage is None else coverage}" if lanes
-                 else "k = 1 (the baseline without lanes: batches, no coverage)"))
+              + (f"k = {k} and coverage {(n - 1) // 3 * 2 + 1 if coverage is None else coverage}" if lanes
+                 else f"k = {k} (the baseline without lanes: batches, no coverage)"))
         code = 0
     try:
         with origins.naming():
@@ -127,7 +132,7 @@ def validate_collected(paths: dict[int, str], spec: str, origins: Origins | None
     n = len(paths)
     byzantine: dict[int, str] = {}
     bugs = set()
-    coverages, modes = set(), set()
+    coverages, modes, ks = set(), set(), set()
     for pid, path in paths.items():
         with open(path, encoding="utf-8") as fh:
             first = fh.readline()
@@ -138,12 +143,14 @@ def validate_collected(paths: dict[int, str], spec: str, origins: Origins | None
         ok = isinstance(head, dict) and head.get("node") == pid and isinstance(head.get("n"), int) \
             and head.get("byzantine") in BEHAVIOURS and head.get("bug", "") in ("", *BUGS) \
             and isinstance(head.get("coverage"), int) and not isinstance(head["coverage"], bool) \
-            and 1 <= head["coverage"] <= head["n"] and isinstance(head.get("lanes"), bool)
+            and 1 <= head["coverage"] <= head["n"] and isinstance(head.get("lanes"), bool) \
+            and isinstance(head.get("k"), int) and not isinstance(head["k"], bool) and 1 <= head["k"] <= MAX_K
         if not ok:
             raise TraceError(origins.relocate(f"{path}:1: replica {pid}'s log does not start with its header (node, n, "
-                                              "f, byzantine, bug, coverage 1..n, lanes)"))
+                                              f"f, byzantine, bug, coverage 1..n, lanes, k 1..{MAX_K})"))
         coverages.add(head["coverage"])
         modes.add(head["lanes"])
+        ks.add(head["k"])
         n = head["n"]
         if head["byzantine"]:
             byzantine[pid] = head["byzantine"]
@@ -152,10 +159,10 @@ def validate_collected(paths: dict[int, str], spec: str, origins: Origins | None
     if sorted(paths) != list(range(n)) or (n - 1) % 3 or not 4 <= n <= 10:
         raise TraceError(f"the file holds the logs of replicas {sorted(paths)}; a run of {n} replicas (3f+1, f <= 3) "
                          "has one per replica")
-    if len(coverages) > 1 or len(modes) > 1:
-        raise TraceError(f"the replicas' headers name different coverages {sorted(coverages)} or modes (lanes "
-                         f"{sorted(modes)}); a run has one")
+    if len(coverages) > 1 or len(modes) > 1 or len(ks) > 1:
+        raise TraceError(f"the replicas' headers name different coverages {sorted(coverages)}, modes (lanes "
+                         f"{sorted(modes)}) or k {sorted(ks)}; a run has one")
     print(f"validating a run of {spec}: {n} replicas" + "".join(f", replica {p} Byzantine ({b})"
                                                              for p, b in byzantine.items())
           + "".join(f", seeded bug {b}" for b in sorted(bugs)))
-    return validate_recorded(paths, n, byzantine, origins, coverages.pop(), modes.pop())
+    return validate_recorded(paths, n, byzantine, origins, coverages.pop(), modes.pop(), ks.pop())

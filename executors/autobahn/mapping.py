@@ -18,10 +18,13 @@ instances of the spec, each a projection of the replicas' logs:
   parent-child pair of a lane is in one instance: that car h+1 goes out only once car h has its PoA, and
   that a replica takes it only once it holds car h.
 
-What one instance does not see: what links slots (a view-1 Prepare's ticket is the previous slot's
-commit, k = 1) and the contents of cuts (which cars a cut reaches, their PoAs): the property checks
-(`validate.py`) check those on the whole run. Fetching cars (sync) is not validated step by step: the
-consensus instances have no cars and the lane instances no commits.
+What one instance does not see: what links slots under k (a view-1 Prepare of slot s > k carries the commit of
+slot s-k as its ticket; slot s starts once slot s-k is committed and a Prepare of slot s-1 voted for; a view-1
+leader's coverage counts against slot s-1's cut) and the contents of cuts (which cars a cut reaches, their PoAs): the
+property checks (`validate.py`: open_slots_bounded with the run's k, and coverage) check those on the whole run. Each
+slot is slot 1 of a one-slot instance, which the spec opens at once for any k (slot 1 <= k has no ticket and no
+predecessor): the spec is not weakened; the links between slots are checked outside it. Fetching cars
+(sync) is not validated step by step: the consensus instances have no cars and the lane instances no commits.
 
 Events to steps. Each replica's event (a frame it acted on, a timer) lists its ops (`replica.py`); in an
 instance, an event stands for the steps of its ops in that slot or for those two cars:
@@ -37,10 +40,12 @@ Deviations of the runtime from the spec, each handled where stated:
   state makes no difference to (a Prepare it does not vote for, a vote for another cut, a Timeout of an
   earlier view): such a receipt is no step, the message staying in flight (`replica.py` logs `got` only
   for the receipts the spec's handler changes something on).
-- Messages for a later slot wait until the replica gets there: their receipt is logged, as a step, when
-  they are acted on.
+- Messages of a slot that is not open at the replica (slot s-k not committed) wait until it is: their receipt is
+  logged, as a step, when they are acted on. With k > 1 slots run at once and commit in any order, and one event
+  may act in several slots (a Prepare of slot s whose ticket commits slot s-k, a commit that lets slot s+k open or
+  slot s+1 start and its leader propose): each slot's ops go to that slot's instance, as steps of one event there.
 - A replica learns a commit from the leader's Commit, from another replica's answer to its Timeout, or
-  from the next slot's Prepare, which carries it: each is the delivery of the leader's Commit, which the
+  from the Prepare of slot s+k, which carries it as its ticket: each is the delivery of the leader's Commit, which the
   spec's leader sends every replica as it makes the certificate (the certificate is the same whoever
   relays it; the spec's answers, and a Byzantine replica's relays, stay in flight).
 - A replica joins a view change on f+1 Timeouts (the spec does not model it): that is its slot timer

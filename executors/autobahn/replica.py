@@ -2,8 +2,10 @@
 
 The protocol is the spec's (`lockstep.specs.autobahn`) at the paper's sizes: n = 3f+1, PoA = f+1 car
 votes, PrepareQC / ConfirmQC / TC = 2f+1, fast commit = n Prepare votes, leader(s, v) = (s + v) mod n,
-the winning-proposal rule with the f+1 Prepare override, k = 1 (a slot opens when the previous one
-commits; its Commit is the next Prepare's ticket). Every protocol message is signed with the
+the winning-proposal rule with the f+1 Prepare override, and k concurrent slots (`k`, default 4, the artifact's):
+slot s opens once slot s-k has committed, and a view-1 Prepare of slot s > k carries the Commit of slot s-k as its
+ticket; each open slot has its own views, timer and view changes; slots commit in any order and execute in slot
+order. Every protocol message is signed with the
 sender's ed25519 key and verified on receipt; certificates carry their signers' signatures and are
 verified signer by signer. The signatures are the protocol's own authentication; underneath, every
 connection is an authenticated channel of the run (`lockstep.executors.wire`): a process without the
@@ -15,7 +17,10 @@ trace, never acted on.
 Source: Giridharan et al., "Autobahn: Seamless high speed BFT", SOSP 2024 (arXiv 2401.10369), as in
 the spec. Where this runtime deviates from the paper (and from the spec's bounded model):
 
-- k = 1: one slot at a time (the spec and the paper allow k concurrent slots);
+- slot s starts (its timer runs, its view-1 leader may propose) once it is open and this replica has voted for a
+  Prepare of slot s-1 or committed slot s-1 (the spec's: voted for one), and its view-1 leader counts coverage
+  against slot s-1's committed cut, else the first Prepare of slot s-1 it voted for (the spec's ticket of s-1);
+  messages of a slot that is not open yet wait until it is; a Commit is taken for any slot;
 - the 2f+1 designated voters of a car (the author and the replicas that do not follow it within f
   places in ring order: the artifact's `check_cast_vote`, as the spec) vote for it, once per (author,
   height), and only once they hold its parent, received from its author (a car waits for it; the
@@ -23,8 +28,8 @@ the spec. Where this runtime deviates from the paper (and from the spec's bounde
   the author stops at the first f+1 votes and broadcasts the PoA at once, and the next car carries it; until
   then it sends the car again, unchanged, each timer period (a car lost in a partition is not lost for good);
 - coverage: a view-1 leader proposes once `coverage` lanes (default 2f+1, the paper's and the artifact's) have
-  certified tips newer than in the last committed cut (with k = 1 the previous slot's proposal); until then the
-  slot waits, and its timer's view change lets the next leader propose what it holds;
+  certified tips newer than in that base cut; until then the slot waits, and its timer's view change lets the next
+  leader propose what it holds;
 - batches are not signed but content-addressed (their channel is authenticated) (a batch is used only when a signed car names its
   digest); a replica keeps a bounded window of them and fetches a missing car and its batch from the
   car's author and PoA signers, asking at once for every lane's missing tips of the committed cuts it has not
@@ -101,6 +106,8 @@ MAX_PENDING = 200_000  # transactions a replica buffers before it sheds client l
 MAX_DEFERRED = 1_000
 FETCH_AGAIN = 0.2  # seconds before a missing car is asked for again
 CATCH_UP = 64  # Commits of consecutive slots sent at once to a replica whose Timeout shows it behind
+K = 4  # slots that run at once by default (the artifact's k)
+MAX_K = 16
 
 
 @dataclass
@@ -123,6 +130,7 @@ class ReplicaConfig:
     bug: str = ""  # a seeded implementation bug (`BUGS`), or none
     coverage: int | None = None  # lanes with new certified tips a view-1 leader waits for; None: 2f+1 (the paper)
     lanes: bool = True  # False: the baseline without lanes, each leader proposing a batch of its own transactions
+    k: int = K  # slots that run at once: slot s opens once slot s-k has committed (the artifact's k = 4)
 
 
 def main(cfg: dict[str, Any]) -> None:
@@ -172,7 +180,11 @@ class Replica:
         self.in_flight_at = 0.0  # when they last went out
         self.car_votes: dict[str, dict[int, str]] = {}
         # consensus
-        self.slot, self.view = 1, 1
+        self.k = cfg.k
+        self.low = 1  # the lowest slot not committed (every slot below it is)
+        self.views: dict[int, int] = {}  # slot -> the view this replica is in there (1 if absent)
+        self.timers: dict[int, asyncio.TimerHandle] = {}  # slot -> its timer, from when the slot starts to its commit
+        self.first_prep: dict[int, list[Any]] = {}  # slot -> the cut of the first Prepare this replica voted for there
         self.voted_prep: dict[tuple[int, int], set[str]] = {}
         self.voted_conf: dict[tuple[int, int], set[str]] = {}
         self.timed_out: set[tuple[int, int]] = set()
@@ -184,12 +196,10 @@ class Replica:
         self.confirmed: set[tuple[int, int]] = set()
         self.timeouts: dict[tuple[int, int], dict[int, tuple[bytes, str, dict[str, Any]]]] = {}
         self.commits: dict[int, tuple[bytes, dict[str, Any]]] = {}  # slot -> its Commit's frame and message
-        # (the message is the next slot's ticket; the frame answers Timeouts of the slot)
+        # (the message is slot s+k's ticket; the frame answers Timeouts of the slot)
         self.committed_cut: dict[int, list[Any]] = {}
         self.my_batches: dict[int, list[bytes]] = {}  # without lanes: slot -> the batches this replica proposed in it
-        self.last_cut: list[Any] = [None] * self.n
         self.deferred: list[tuple[bytes, str, dict[str, Any]]] = []
-        self.timer: asyncio.TimerHandle | None = None
         # execution
         self.exec_slot = 0
         self.exec_tip: list[tuple[int, str] | None] = [None] * self.n
@@ -201,7 +211,7 @@ class Replica:
         self.trace = None if self.trace_file is None else Log(
             self.trace_file, self.me, clocks=False,
             header={"n": self.n, "f": self.f, "byzantine": cfg.byzantine, "bug": cfg.bug, "coverage": self.coverage,
-                    "lanes": cfg.lanes})
+                    "lanes": cfg.lanes, "k": self.k})
         self.ops: list[dict[str, Any]] | None = None
         self.outq: list[tuple[Endpoint, bytes]] = []
         self.got_id: str | None = None  # the id of the message being handled (None: this replica's own)
@@ -231,9 +241,8 @@ class Replica:
                     self.t0 = time.monotonic()
                     outer = self.begin()
                     try:
-                        self.arm()
                         loop.call_later(self.cfg.car_ms / 1000, self.tick)
-                        self.maybe_propose()
+                        self.advance()
                     finally:
                         self.finish(outer, "start")
                 elif op == "stop":
@@ -512,7 +521,7 @@ class Replica:
             if not self.stopped:
                 outer = self.begin()
                 try:
-                    self.maybe_propose()
+                    self.advance()
                 finally:
                     self.finish(outer, "tick")
             return
@@ -627,7 +636,7 @@ class Replica:
         tip = self.tips[a]
         if tip is None or h > tip[0]:
             self.tips[a] = (h, c)
-            self.maybe_propose()
+            self.advance()
 
     def on_Fetch(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
         car = self.cars.get(m["c"])
@@ -644,22 +653,47 @@ class Replica:
     def fresh_cut(self) -> list[Any]:
         return [None if t is None else [t[0], t[1], self.certified[t[1]]] for t in self.tips]
 
-    def covers_new(self, cut: list[Any]) -> bool:
-        """Whether `coverage` lanes of `cut` have tips newer than in the last committed cut."""
-        return sum(t is not None and (old is None or t[0] > old[0]) for t, old in zip(cut, self.last_cut)) >= self.coverage
+    def opened(self, s: int) -> bool:
+        """Whether slot s is open here: not committed, and slot s-k is (the window of k concurrent slots)."""
+        return s not in self.commits and (s <= self.k or s - self.k in self.commits)
+
+    def started(self, s: int) -> bool:
+        """Whether slot s runs here (its timer, a view-1 leader's proposal): it is open and slot s-1 has a Prepare
+        this replica voted for, or is committed."""
+        return self.opened(s) and (s == 1 or s - 1 in self.first_prep or s - 1 in self.commits)
+
+    def base(self, s: int) -> list[Any]:
+        """The cut a view-1 proposal of slot s counts its coverage against: slot s-1's committed cut, else the first
+        Prepare of slot s-1 this replica voted for (the spec's ticket of s-1); no tips for slot 1."""
+        if s - 1 in self.committed_cut:
+            return self.committed_cut[s - 1]
+        return self.first_prep.get(s - 1, [None] * self.n)
+
+    def covers_new(self, cut: list[Any], base: list[Any]) -> bool:
+        """Whether `coverage` lanes of `cut` have tips newer than in `base`."""
+        return sum(t is not None and (old is None or t[0] > old[0]) for t, old in zip(cut, base)) >= self.coverage
 
     def ticket(self, s: int) -> Any:
-        if s == 1:
+        """A view-1 Prepare's ticket: the Commit of slot s-k (none for the first k slots)."""
+        if s <= self.k:
             return None
-        return {"commit": self.commits[s - 1][1]}
+        return {"commit": self.commits[s - self.k][1]}
 
-    def maybe_propose(self) -> None:
-        s = self.slot
-        if self.view != 1 or self.leader(s, 1) != self.me or (s, 1) in self.proposed or (s, 1) in self.timed_out:
+    def advance(self) -> None:
+        """Start the timer of every slot that now runs here and propose in those whose view-1 leader this replica is."""
+        top = max(self.commits, default=0) + self.k
+        for s in range(self.low, top + 1):
+            if s not in self.timers and self.started(s):
+                self.arm(s)
+            self.maybe_propose(s)
+
+    def maybe_propose(self, s: int) -> None:
+        if self.views.get(s, 1) != 1 or self.leader(s, 1) != self.me or (s, 1) in self.proposed or (s, 1) in self.timed_out \
+                or not self.started(s):
             return
         if self.cfg.lanes:
             cut = self.fresh_cut()
-            if not self.covers_new(cut):
+            if not self.covers_new(cut, self.base(s)):
                 return
         elif self.pending:
             cut = self.own_cut(s)
@@ -692,7 +726,7 @@ class Replica:
         if tc is not None:
             info["tc"] = tc
         if self.cfg.byzantine == "equivocate":
-            other = self.equivocal(cut)
+            other = self.equivocal(cut, self.base(s))
             if other is not None:
                 self.proposed[(s, v)] = [cut, other]
                 half = sorted(self.peers)[: len(self.peers) // 2]
@@ -712,9 +746,9 @@ class Replica:
                      "sent": self.first_send(mid)})
         self.to_all(body)
 
-    def equivocal(self, cut: list[Any]) -> list[Any] | None:
-        """A second cut for an equivocating leader: the same tips but one lane left at its last committed tip."""
-        for a, (t, old) in enumerate(zip(cut, self.last_cut)):
+    def equivocal(self, cut: list[Any], base: list[Any]) -> list[Any] | None:
+        """A second cut for an equivocating leader: the same tips but one lane left at its tip in `base`."""
+        for a, (t, old) in enumerate(zip(cut, base)):
             if t is not None and (old is None or t[0] > old[0]):
                 return [*cut[:a], None if old is None else [old[0], old[1], self.certified[old[1]]], *cut[a + 1:]]
         return None
@@ -739,13 +773,13 @@ class Replica:
     def check_ticket(self, s: int, v: int, tk: Any) -> tuple[bool, list[Any] | None, str]:
         """(valid, the winning cut a view change imposes or None, why not)."""
         if v == 1:
-            if s == 1:
-                return tk is None, None, "slot 1 view 1 has no ticket"
+            if s <= self.k:
+                return tk is None, None, f"view 1 of the first k = {self.k} slots has no ticket"
             if tk is None or "commit" not in tk:
-                return False, None, "a view-1 Prepare needs the Commit of the previous slot"
+                return False, None, f"a view-1 Prepare needs the Commit of slot s - k = {s - self.k}"
             c = tk["commit"]
-            if c["s"] != s - 1 or not self.commit_valid(c):
-                return False, None, f"its ticket is not a valid Commit of slot {s - 1}"
+            if c["s"] != s - self.k or not self.commit_valid(c):
+                return False, None, f"its ticket is not a valid Commit of slot {s - self.k}"
             self.adopt_commit(c, "ticket")
             return True, None, ""
         if tk is None or "tc" not in tk:
@@ -773,14 +807,14 @@ class Replica:
         if src != self.leader(s, v):
             self.reject("not_leader", f"Prepare({s}, {v}) from {src}, not the leader {self.leader(s, v)}", src)
             return
-        if s < self.slot:
+        if s in self.commits:
             self.reject("out_of_view", f"Prepare for slot {s}, already committed", src)
             return
         ok, win, why = self.check_ticket(s, v, m["tk"])
         if not ok:
             self.reject("forged_certificate", f"Prepare({s}, {v}): {why}", src)
             return
-        if s > self.slot:
+        if not self.opened(s):
             self.defer(data, sig, m)
             return
         d = cut_id(cut)
@@ -796,20 +830,23 @@ class Replica:
             self.fetch(gone[1], gone[0], [])
             return
         byz = self.cfg.byzantine == "vote_all"
-        if v < self.view and not byz:
-            self.reject("out_of_view", f"Prepare({s}, {v}) below the current view {self.view}", src)
+        if v < self.views.get(s, 1) and not byz:
+            self.reject("out_of_view", f"Prepare({s}, {v}) below the current view {self.views[s]}", src)
             return
         if ((s, v) in self.timed_out or (s, v) in self.voted_prep) and not byz:
             return  # timed out of the view, or an equivocating leader's second Prepare: no second vote
         if src != self.me:
             self.record({"op": "got", "m": "Prepare", "s": s, "v": v, "d": d, "from": src, "recv": self.received()})
-        if v > self.view:
-            self.enter_view(v)
+        if v > self.views.get(s, 1):
+            self.enter_view(s, v)
         self.voted_prep.setdefault((s, v), set()).add(d)
         self.hp[s] = (v, cut)
         body, mid = self.sign_id({"t": "PrepareVote", "from": self.me, "s": s, "v": v, "d": d})
         self.record({"op": "vote", "kind": "prepare", "s": s, "v": v, "d": d, "sent": self.first_send(mid)})
         self.to(src, body)
+        if s not in self.first_prep:  # slot s has a Prepare here: slot s+1 may start
+            self.first_prep[s] = cut
+            self.advance()
 
     def on_PrepareVote(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
         s, v, d = m["s"], m["v"], m["d"]
@@ -829,7 +866,8 @@ class Replica:
     def slow_path(self, s: int, v: int, cut: list[Any], d: str) -> None:
         """No fast quorum in time: send the PrepareQC (Confirm), if this replica still takes part in view v (it
         signs a Confirm vote of its own)."""
-        if self.stopped or s in self.commits or (s, v) in self.confirmed or (s, v) in self.timed_out or self.view > v:
+        if self.stopped or s in self.commits or (s, v) in self.confirmed or (s, v) in self.timed_out \
+                or self.views.get(s, 1) > v:
             return
         outer = self.begin()
         try:
@@ -850,21 +888,21 @@ class Replica:
         if not self.qc_valid("PrepareVote", s, v, d, m["qc"], self.q):
             self.reject("forged_certificate", f"Confirm({s}, {v}) carries an invalid PrepareQC", src)
             return
-        if s < self.slot:
+        if s in self.commits:
             return
-        if s > self.slot:
+        if not self.opened(s):
             self.defer(data, sig, m)
             return
         byz = self.cfg.byzantine == "vote_all"
-        if v < self.view and not byz:
-            self.reject("out_of_view", f"Confirm({s}, {v}) below the current view {self.view}", src)
+        if v < self.views.get(s, 1) and not byz:
+            self.reject("out_of_view", f"Confirm({s}, {v}) below the current view {self.views[s]}", src)
             return
         if ((s, v) in self.timed_out or (s, v) in self.voted_conf) and not byz:
             return
         if src != self.me:
             self.record({"op": "got", "m": "Confirm", "s": s, "v": v, "d": d, "from": src, "recv": self.received()})
-        if v > self.view:
-            self.enter_view(v)
+        if v > self.views.get(s, 1):
+            self.enter_view(s, v)
         self.voted_conf.setdefault((s, v), set()).add(d)
         if s not in self.hq or self.hq[s][0] < v:
             self.hq[s] = (v, cut, m["qc"])
@@ -902,16 +940,14 @@ class Replica:
         if not self.commit_valid(m):
             self.reject("forged_certificate", f"Commit({m['s']}, {m['v']}) carries an invalid certificate", m["from"])
             return
-        if m["s"] > self.slot:
-            self.defer(data, sig, m)
-            return
         self.adopt_commit(m, "own" if self.got_id is None else "msg")
 
     def adopt_commit(self, m: dict[str, Any], via: str) -> None:
-        """Commit slot s (already verified) if it is the next one; open the next slot. `via`: how the certificate
-        came (own: this replica is the leader that made it; msg: a Commit; ticket: the next slot's Prepare)."""
+        """Commit slot s (already verified) unless it is committed here; stop its timer, execute what is committed in
+        order, start the slots this opens. `via`: how the certificate came (own: this replica is the leader that made
+        it; msg: a Commit; ticket: the Prepare of slot s+k)."""
         s = m["s"]
-        if s != self.slot:
+        if s in self.commits:
             return
         mine = {**m, "from": self.me}
         self.commits[s] = (self.sign(mine), mine)
@@ -929,13 +965,17 @@ class Replica:
         for payload in self.my_batches.pop(s, []):  # without lanes: a batch of this replica's that lost the slot
             if mine_tip is None or hashlib.sha256(payload).hexdigest() != mine_tip[1]:
                 self.pending[:0] = payload  # goes back to the front of its pending transactions
-        self.last_cut = [None if t is None else (t[0], t[1]) for t in m["cut"]]
-        self.slot, self.view = s + 1, 1
-        for old in [k for k in self.timeouts if k[0] < s]:
+        timer = self.timers.pop(s, None)
+        if timer is not None:
+            timer.cancel()
+        while self.low in self.commits:  # a slot below `low` needs neither its view nor its first Prepare
+            self.views.pop(self.low, None)
+            self.first_prep.pop(self.low, None)
+            self.low += 1
+        for old in [key for key in self.timeouts if key[0] < self.low]:
             del self.timeouts[old]
-        self.arm()
         self.execute()
-        self.maybe_propose()
+        self.advance()
         self.retry()
 
     def defer(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
@@ -946,29 +986,32 @@ class Replica:
         todo, self.deferred = self.deferred, []
         outer_id = self.got_id
         for data, sig, m, mid in todo:
-            if m["s"] >= self.slot:
+            if m["s"] not in self.commits:
                 self.got_id = mid
                 getattr(self, "on_" + m["t"])(data, sig, m)
         self.got_id = outer_id
 
     # -- view change -----------------------------------------------------------------------------
-    def arm(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-        wait = self.cfg.timeout_ms * (1.5 ** (self.view - 1)) / 1000
-        self.timer = asyncio.get_running_loop().call_later(wait, self.expire, self.slot, self.view)
+    def arm(self, s: int) -> None:
+        """(Re)start slot s's timer for the view this replica is in there (1.5x longer per view)."""
+        old = self.timers.get(s)
+        if old is not None:
+            old.cancel()
+        v = self.views.get(s, 1)
+        wait = self.cfg.timeout_ms * (1.5 ** (v - 1)) / 1000
+        self.timers[s] = asyncio.get_running_loop().call_later(wait, self.expire, s, v)
 
-    def enter_view(self, v: int) -> None:
-        self.view = v
-        self.record({"op": "view", "s": self.slot, "v": v})
-        self.arm()
+    def enter_view(self, s: int, v: int) -> None:
+        self.views[s] = v
+        self.record({"op": "view", "s": s, "v": v})
+        self.arm(s)
 
     def expire(self, s: int, v: int) -> None:
-        if s == self.slot and v == self.view and not self.stopped:
+        if s not in self.commits and v == self.views.get(s, 1) and not self.stopped:
             outer = self.begin()
             try:
                 self.time_out(s, v)
-                self.arm()  # keep reporting until a TC or a Commit arrives
+                self.arm(s)  # keep reporting until a TC or a Commit arrives
             finally:
                 self.finish(outer, "timer")
 
@@ -993,29 +1036,31 @@ class Replica:
 
     def on_Timeout(self, data: bytes, sig: str, m: dict[str, Any]) -> None:
         s, v, src = m["s"], m["v"], m["from"]
-        if s < self.slot:
-            if s in self.commits and src != self.me:  # a lagging replica: answer with the Commits it lacks, in order
-                for t in range(s, min(self.slot, s + CATCH_UP)):
-                    self.send_raw(src, self.commits[t][0])
+        if s in self.commits:
+            if src != self.me:  # a lagging replica: answer with the Commits it lacks, in order
+                for t in range(s, s + CATCH_UP):
+                    if t in self.commits:
+                        self.send_raw(src, self.commits[t][0])
             return
-        if s > self.slot:
+        if not self.opened(s):
             self.defer(data, sig, m)
             return
         if m["hq"] is not None and not self.qc_valid("PrepareVote", s, m["hq"][0], cut_id(m["hq"][1]), m["hq"][2], self.q):
             self.reject("forged_certificate", f"Timeout({s}, {v}) carries an invalid PrepareQC", src)
             return
         box = self.timeouts.setdefault((s, v), {})
-        counted = src not in box and v >= self.view
+        view = self.views.get(s, 1)
+        counted = src not in box and v >= view
         box[src] = (data, sig, m)
-        if v < self.view:
+        if v < view:
             return
         if counted and src != self.me:
             self.record({"op": "got", "m": "Timeout", "s": s, "v": v, "from": src, "hp": _ref(m["hp"]),
                          "hq": _ref(m["hq"]), "recv": self.received()})
         if len(box) >= self.f + 1 and (s, v) not in self.timed_out:
             self.time_out(s, v)  # f+1 Timeouts: one honest replica gave up on the view; join it
-        if len(box) >= self.q and self.view <= v:
-            self.enter_view(v + 1)
+        if len(box) >= self.q and view <= v:
+            self.enter_view(s, v + 1)
             if self.leader(s, v + 1) == self.me and (s, v + 1) not in self.proposed:
                 tc = [[d.decode(), x] for d, x, _ in box.values()]
                 win = self.winner([mm for _, _, mm in box.values()])

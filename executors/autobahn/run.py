@@ -14,7 +14,7 @@ from ..cluster import Cluster
 from ..faults import Faults, FaultsError, parse_faults
 from . import client, replica
 from .crypto import new_keys
-from .replica import BEHAVIOURS, ReplicaConfig
+from .replica import BEHAVIOURS, MAX_K, ReplicaConfig
 
 
 @dataclass
@@ -73,6 +73,7 @@ class AutobahnRun:
     interrupted: float | None = None  # seconds into the run when SIGINT stopped it
     coverage: int = 0  # lanes with new tips a view-1 leader waited for
     lanes: bool = True  # False: the baseline without lanes (leaders propose their own batches)
+    k: int = 1  # slots that ran at once
 
     @property
     def throughput(self) -> float:
@@ -101,7 +102,8 @@ class AutobahnCluster(Cluster):
 async def run_async(duration: float, trace_dir: str, plan: Plan | None = None, f: int = 1, rate: int = 20_000,
                     seed: int = 0, progress: Callable[[float], None] | None = None,
                     during: Callable[[AutobahnCluster], Awaitable[None]] | None = None, durable: bool = False,
-                    bug: str = "", coverage: int | None = None, lanes: bool = True, **tuning: float) -> AutobahnRun:
+                    bug: str = "", coverage: int | None = None, lanes: bool = True, k: int = replica.K,
+                    **tuning: float) -> AutobahnRun:
     """See `run`; `during(cluster)` runs alongside the replicas once they have started (to inject messages);
     `durable`: the replicas write each event through to their traces (crash plans imply it); `bug`: a seeded
     implementation bug (`replica.BUGS`), run by the first replica that is not Byzantine."""
@@ -110,9 +112,12 @@ async def run_async(duration: float, trace_dir: str, plan: Plan | None = None, f
     coverage = 2 * f + 1 if coverage is None else coverage
     if not 1 <= coverage <= n:
         raise ValueError(f"coverage {coverage}: between 1 and n = {n} lanes")
+    if not 1 <= k <= MAX_K:
+        raise ValueError(f"k {k}: between 1 and {MAX_K} concurrent slots")
     if not lanes and (plan.byzantine or bug):
         raise ValueError("the baseline without lanes runs honest replicas only (no byzantine behaviour, no seeded bug)")
-    cluster = AutobahnCluster(n, trace_dir, plan, rate, seed, durable, bug, coverage=coverage, lanes=lanes, **tuning)
+    cluster = AutobahnCluster(n, trace_dir, plan, rate, seed, durable, bug, coverage=coverage, lanes=lanes, k=k,
+                             **tuning)
     crashed: list[int] = []
     notes: list[str] = []
 
@@ -153,15 +158,16 @@ async def run_async(duration: float, trace_dir: str, plan: Plan | None = None, f
     cl = (cluster.members[n].bye or {}).get("stats", {})
     traces = {p: path for p in range(n) if (path := cluster.trace_path(p)) and os.path.exists(path)}
     return AutobahnRun(n, duration if cluster.interrupted is None else seconds, reps, cl, traces, dict(plan.byzantine),
-                       crashed, notes, cluster.interrupted, coverage, lanes)
+                       crashed, notes, cluster.interrupted, coverage, lanes, k)
 
 
 def run(duration: float, trace_dir: str, plan: Plan | None = None, f: int = 1, rate: int = 20_000, seed: int = 0,
         progress: Callable[[float], None] | None = None, bug: str = "", coverage: int | None = None, lanes: bool = True,
-        **tuning: float) -> AutobahnRun:
+        k: int = replica.K, **tuning: float) -> AutobahnRun:
     """Run Autobahn with n = 3f+1 replicas and a client sending `rate` tx/s for `duration` seconds (`bug`: a seeded
     implementation bug, run by the first replica that is not Byzantine; `coverage`: lanes with new tips a view-1
     leader waits for, 1..n, None: 2f+1, the paper's; `lanes=False`: the baseline without lanes, where each leader
-    proposes a batch of its own transactions)."""
+    proposes a batch of its own transactions; `k`: slots that run at once, 1..MAX_K, slot s opening once slot s-k has
+    committed)."""
     return asyncio.run(run_async(duration, trace_dir, plan, f, rate, seed, progress, bug=bug, coverage=coverage,
-                                 lanes=lanes, **tuning))
+                                 lanes=lanes, k=k, **tuning))

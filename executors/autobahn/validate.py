@@ -6,8 +6,10 @@ signed anything). Each replica's trace is that record for the replica, so the va
 over all traces together: agreement, prefix-consistent execution logs, certificates_authentic
 (every commit's and every committed tip's certificate is big enough and its honest signers' votes
 are in their traces), vote_once, locked_after_commit, no vote after a timeout of the same view,
-k = 1 (an honest leader proposes slot s only after it committed s - 1) and coverage (an honest view-1 leader's
-cut has `coverage` lanes with tips newer than in its last committed cut, and its digest is the one it proposed).
+open_slots_bounded (an honest leader proposes in slot s only after it committed slot s - k, and in view 1 only after it
+voted for a Prepare of slot s - 1 or committed it) and coverage (an honest view-1 leader's cut of slot s has `coverage`
+lanes with tips newer than in its base: the cut it committed for slot s - 1, else the first Prepare of slot s - 1 it
+voted for, whose tips its proposer logged; and its digest is the one it proposed).
 A trace line that does not parse, or an op not of its declared shape (`logshape.py`), is a `RunInvalid` naming the
 file and line.
 """
@@ -21,6 +23,7 @@ from typing import Any
 
 from .logshape import LogShapeError, check_op
 from .messages import cut_id
+from .replica import K
 
 
 class RunInvalid(Exception):
@@ -75,10 +78,10 @@ def event_ops(ev: dict[str, Any], n: int, where: str) -> list[dict[str, Any]]:
 
 
 def validate(traces: dict[int, str], n: int, byzantine: set[int] | frozenset[int] = frozenset(),
-             coverage: int | None = None, lanes: bool = True) -> Validation:
+             coverage: int | None = None, lanes: bool = True, k: int = K) -> Validation:
     """Validate the traces of one run (replica -> trace file; `coverage` the replicas', None: 2f+1; `lanes=False`: a
-    run of the baseline without lanes, whose cuts name batches, with neither coverage nor PoAs); RunInvalid at the
-    first broken property."""
+    run of the baseline without lanes, whose cuts name batches, with neither coverage nor PoAs; `k`: the slots the
+    replicas ran at once, by default the runtime's); RunInvalid at the first broken property."""
     f = (n - 1) // 3
     q = 2 * f + 1
     cover = (q if coverage is None else coverage) if lanes else 0
@@ -87,11 +90,12 @@ def validate(traces: dict[int, str], n: int, byzantine: set[int] | frozenset[int
     res = Validation(events=sum(len(e) for e in events.values()))
     votes: dict[str, set[tuple]] = defaultdict(set)  # kind -> {(voter, ...statement)} of honest replicas
     try:
+        tips = _proposed_tips(events)
         for p in honest:
             once: dict[tuple, str] = {}
             timed_out: set[tuple[int, int]] = set()
-            committed: set[int] = set()
-            last: list[int] = [0] * n  # the tips' heights in the last cut p committed
+            committed: dict[int, list[int]] = {}  # slot -> the tips' heights of the cut p committed there
+            first: dict[int, str] = {}  # slot -> the cut of the first Prepare p voted for there
             for ev in events[p]:
                 kind = ev["ev"]
                 if kind == "vote":
@@ -104,16 +108,14 @@ def validate(traces: dict[int, str], n: int, byzantine: set[int] | frozenset[int
                         raise RunInvalid(f"{ev['_at']} voted in slot {stmt[0]} view {stmt[1]} after timing out of it")
                     votes[ev["kind"]].add((p, *stmt, val))
                     res.votes += 1
+                    if ev["kind"] == "prepare":
+                        first.setdefault(ev["s"], val)
                 elif kind == "timeout":
                     timed_out.add((ev["s"], ev["v"]))
                 elif kind == "commit":
-                    committed.add(ev["s"])
-                    last = [0 if t is None else t[0] for t in ev["cut"]]
+                    committed.setdefault(ev["s"], [0 if t is None else t[0] for t in ev["cut"]])
                 elif kind == "propose":
-                    if ev["s"] > 1 and ev["s"] - 1 not in committed:
-                        raise RunInvalid(f"open_slots_bounded (k = 1): {ev['_at']} proposed slot {ev['s']} "
-                                         f"before it committed slot {ev['s'] - 1}")
-                    _covered(ev, last, cover)
+                    _covered(ev, _base(ev, k, committed, first, tips, n), cover)
         decided: dict[int, tuple[int, str, str]] = {}
         logs: dict[int, tuple[str, str]] = {}
         for p in honest:
@@ -147,15 +149,46 @@ def validate(traces: dict[int, str], n: int, byzantine: set[int] | frozenset[int
     return res
 
 
-def _covered(ev: dict[str, Any], last: list[int], cover: int) -> None:
-    """A proposal's logged tips are its cut (their digest is the one proposed); in view 1, `cover` of them are newer
-    than in the proposer's last committed cut (`last`, by lane)."""
-    if cut_id(ev["tips"]) != ev["d"]:
-        raise RunInvalid(f"{ev['_at']} logs tips whose digest is not the cut {ev['d'][:12]} it proposed")
-    newer = sum(t is not None and t[0] > old for t, old in zip(ev["tips"], last))
+def _proposed_tips(events: dict[int, list[dict[str, Any]]]) -> dict[str, list[int]]:
+    """The tips' heights of every cut a replica proposed (by digest), each proposal's logged tips checked to be its cut."""
+    out = {}
+    for evs in events.values():
+        for ev in evs:
+            if ev["ev"] == "propose":
+                if cut_id(ev["tips"]) != ev["d"]:
+                    raise RunInvalid(f"{ev['_at']} logs tips whose digest is not the cut {ev['d'][:12]} it proposed")
+                out[ev["d"]] = [0 if t is None else t[0] for t in ev["tips"]]
+    return out
+
+
+def _base(ev: dict[str, Any], k: int, committed: dict[int, list[int]], first: dict[int, str],
+          tips: dict[str, list[int]], n: int) -> list[int]:
+    """The tips' heights a proposal of slot s counts its coverage against, once open_slots_bounded is checked: the
+    cut its proposer committed for slot s - 1, else the first Prepare of slot s - 1 it voted for (by its logged tips)."""
+    s = ev["s"]
+    if s > k and s - k not in committed:
+        raise RunInvalid(f"open_slots_bounded (k = {k}): {ev['_at']} proposed slot {s} before it committed slot {s - k}")
+    if s == 1:
+        return [0] * n
+    if s - 1 in committed:
+        return committed[s - 1]
+    if s - 1 not in first:
+        if ev["v"] == 1:
+            raise RunInvalid(f"open_slots_bounded (k = {k}): {ev['_at']} proposed slot {s} in view 1 before it voted "
+                             f"for a Prepare of slot {s - 1} or committed it")
+        return [0] * n
+    if first[s - 1] not in tips:
+        raise RunInvalid(f"{ev['_at']} proposed slot {s} on a Prepare of slot {s - 1} ({first[s - 1][:12]}) that no "
+                         "replica's log proposed")
+    return tips[first[s - 1]]
+
+
+def _covered(ev: dict[str, Any], base: list[int], cover: int) -> None:
+    """In view 1, `cover` of a proposal's tips are newer than in its base (`base`, heights by lane)."""
+    newer = sum(t is not None and t[0] > old for t, old in zip(ev["tips"], base))
     if ev["v"] == 1 and newer < cover:
-        raise RunInvalid(f"coverage: {ev['_at']} proposed slot {ev['s']} with {newer} lane(s) newer than its last "
-                         f"committed cut, fewer than the coverage {cover}")
+        raise RunInvalid(f"coverage: {ev['_at']} proposed slot {ev['s']} with {newer} lane(s) newer than its base "
+                         f"(slot {ev['s'] - 1}'s cut), fewer than the coverage {cover}")
 
 
 def _authentic(ev: dict[str, Any], votes: dict[str, set[tuple]], byzantine: set[int] | frozenset[int], n: int,

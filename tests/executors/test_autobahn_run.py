@@ -142,15 +142,15 @@ def view1_proposals(path: str, n: int) -> list[tuple[int, int, list[int]]]:
 
 
 def test_a_view1_leader_waits_for_coverage_and_a_proposal_short_of_it_is_reported(tmp_path):
-    """Coverage 2f+1 (the paper's): each view-1 leader proposes only once 3 of the 4 lanes have certified tips newer
-    than in the last cut it committed; a log whose proposal has fewer (or whose logged tips are not its cut) is
-    reported by the property checks at its line."""
-    rep = run(2.0, str(tmp_path), rate=2000)
-    assert rep.coverage == 3
+    """Coverage 2f+1 (the paper's), one slot at a time (k = 1): each view-1 leader proposes only once 3 of the 4 lanes
+    have certified tips newer than in the last cut it committed (the previous slot's); a log whose proposal has fewer
+    (or whose logged tips are not its cut) is reported by the property checks at its line."""
+    rep = run(2.0, str(tmp_path), rate=2000, k=1)
+    assert rep.coverage == 3 and rep.k == 1
     props = {p: view1_proposals(path, 4) for p, path in rep.traces.items()}
     assert sum(len(v) for v in props.values()) >= 3, props
     assert all(newer >= 3 for v in props.values() for _, newer, _ in v), props
-    validate(rep.traces, 4)
+    validate(rep.traces, 4, k=1)
     p, s = next((p, s) for p, v in sorted(props.items()) for s, _, _ in v if s > 1)  # a proposal after a commit
     path = rep.traces[p]
     lines = open(path, encoding="utf-8").read().splitlines()
@@ -163,21 +163,66 @@ def test_a_view1_leader_waits_for_coverage_and_a_proposal_short_of_it_is_reporte
     # every lane but one back at the committed tips, under the digest of that cut: one new lane, short of 3
     prop["tips"] = [t if a == first else None if old[a] is None else old[a][:2] for a, t in enumerate(prop["tips"])]
     prop["d"] = cut_id(prop["tips"])
-    for tampered, why in ((prop, "coverage: replica .* proposed slot .* with 1 lane\\(s\\) newer than its last "
-                                 "committed cut, fewer than the coverage 3"),
+    for tampered, why in ((prop, "coverage: replica .* proposed slot .* with 1 lane\\(s\\) newer than its base "
+                                 "\\(slot .*'s cut\\), fewer than the coverage 3"),
                           ({**prop, "d": genuine["d"]}, "logs tips whose digest is not the cut")):
         ev["args"]["ops"] = [tampered if o["op"] == "propose" else o for o in ev["args"]["ops"]]
         bad = [*lines[:k], json.dumps(ev, separators=(",", ":")), *lines[k + 1:]]
         open(path, "w", encoding="utf-8").write("\n".join(bad) + "\n")
         with pytest.raises(RunInvalid, match=why):
-            validate(rep.traces, 4)
+            validate(rep.traces, 4, k=1)
+
+
+def test_four_concurrent_slots_with_a_leader_blip_validate(tmp_path):
+    """k = 4 (the artifact's, the default), replica 2 (the view-1 leader of every fourth slot) cut off for 0.7 s: leaders
+    propose slot s before slot s-1 commits, slots commit out of order and execute in slot order, a slot of the blip
+    changes view; the run passes the property checks at k = 4 and step by step, and the check at k = 1 reports the overlap."""
+    plan = parse_plan({"partitions": [{"start": 0.5, "end": 1.2, "groups": [[2], [0, 1, 3]]}]}, 4)
+    rep = run(2.0, str(tmp_path), plan, rate=2000)
+    assert rep.k == 4
+    val = validate(rep.traces, 4, k=4)
+    assert val.slots >= 4 and rep.client["acked"] > 0
+    early = out_of_order = 0
+    changed = set()
+    for path in rep.traces.values():
+        _, events, _ = read_log(path)
+        committed: list[int] = []
+        for o in (o for e in events for o in e["args"]["ops"]):
+            if o["op"] == "commit":
+                out_of_order += o["s"] > 1 and o["s"] - 1 not in committed
+                committed.append(o["s"])
+            elif o["op"] == "propose" and o["v"] == 1:
+                early += o["s"] > 1 and o["s"] - 1 not in committed
+            elif o["op"] == "view":
+                changed.add(o["s"])
+        assert len(committed) >= 4, rep.notes
+        execs = [o["s"] for e in events for o in e["args"]["ops"] if o["op"] == "exec"]
+        assert execs == list(range(1, len(execs) + 1))  # in slot order (a replica back from the blip may lag)
+    assert early >= 1 and out_of_order >= 1, (early, out_of_order)
+    assert any((s + 1) % 4 == 2 for s in changed), changed  # a slot replica 2 leads went to view 2
+    steps = validate_steps(rep.traces, 4, {})
+    assert not steps.failed and not steps.skipped, (steps.failed[:1], steps.skipped)
+    assert steps.events == projected_events(rep.traces, {}) and steps.slots >= val.slots
+    with pytest.raises(RunInvalid, match=r"open_slots_bounded \(k = 1\): replica .* proposed slot \d+ before it "
+                                         r"committed slot \d+"):
+        validate(rep.traces, 4, k=1)
+
+
+@pytest.mark.parametrize("bad", ["k=0", "k=17"])
+def test_a_bad_k_is_refused(bad, capsys, tmp_path):
+    assert cli(["run", "autobahn", "--param", bad]) == 2
+    err = capsys.readouterr().err
+    assert f"--param {bad}: between 1 and 16 slots running at once (default 4, the artifact's" in err, err
+    assert "Traceback" not in err
+    with pytest.raises(ValueError, match=r"k \d+: between 1 and 16 concurrent slots"):
+        run(1.0, str(tmp_path), k=int(bad[2:]))
 
 
 def test_seven_replicas_run_and_validate(capsys):
     """n = 7 (f = 2): the replicas wait for coverage 5, and the run is valid against the properties and step by step."""
     assert cli(["run", "autobahn", "--param", "f=2", "--duration", "1.5", "--rate", "2000"]) == 0
     out = capsys.readouterr().out
-    assert "Running Autobahn: 7 replicas (f=2, coverage 5)" in out and "k = 1 and coverage 5" in out, out
+    assert "Running Autobahn: 7 replicas (f=2, coverage 5, k = 4)" in out and "k = 4 and coverage 5" in out, out
     assert re.search(r"Step by step .*: the [\d,]+ events of [1-9]\d* slot\(s\) and [1-9]\d* lane window", out), out
     assert "instance: autobahn f=2 lanes=0" in out, out
     for bad in ("coverage=0", "coverage=8"):
@@ -213,7 +258,7 @@ def test_the_baseline_without_lanes_commits_leader_batches_and_validates(tmp_pat
     with pytest.raises(RunInvalid, match="committed_cars_certified: lane . height . in slot . has a PoA of 0 votes"):
         validate(rep.traces, 4, coverage=0)
     assert validate_collected(rep.traces, "autobahn") == 0  # `lockstep validate`: the logs' headers name the mode
-    assert "k = 1 (the baseline without lanes: batches, no coverage)" in capsys.readouterr().out
+    assert "k = 4 (the baseline without lanes: batches, no coverage)" in capsys.readouterr().out
     with pytest.raises(ValueError, match="honest replicas only"):
         run(1.0, str(tmp_path / "byz"), parse_plan({"byzantine": {"pid": 3, "behaviour": "vote_all"}}, 4), lanes=False)
 
