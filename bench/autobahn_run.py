@@ -7,10 +7,11 @@ client after the first second (warm-up); latency is from a transaction's send to
 hangover is the time from a fault's end until the throughput (a 200 ms moving average) is back to
 90 % of its level in the second before the fault. The baseline, as in the paper, is the same consensus without
 Autobahn's lanes: each leader proposes a batch of its own transactions (a traditional leader-batching BFT,
-`ReplicaConfig.lanes`); every run has the paper's coverage, 2f+1 lanes.
+`ReplicaConfig.lanes`); every run has the paper's coverage, 2f+1 lanes. Runs without faults are made for each k (slots
+that run at once: 1, and the artifact's 4); the fault runs use the last k given.
 
-    python -m bench.autobahn_run                       # rates 5000,20000; 6 s runs, faults at 2-3 s
-    python -m bench.autobahn_run --rates 2000 --seconds 5
+    python -m bench.autobahn_run                       # rates 5000,20000; k 1 and 4; 6 s runs, faults at 2-3 s
+    python -m bench.autobahn_run --rates 2000 --seconds 5 --ks 4
 """
 
 from __future__ import annotations
@@ -44,10 +45,10 @@ def hangover(timeline: list[int], bin_s: float, start: float, end: float) -> flo
     return None
 
 
-def measure(rate: int, seconds: float, fault: dict | None, at: float, lanes: bool = True) -> dict:
+def measure(rate: int, seconds: float, fault: dict | None, at: float, lanes: bool = True, k: int = 4) -> dict:
     plan = parse_plan({"partitions": [{"start": at, "end": at + 1.0, **fault}]} if fault else {}, 4)
     with tempfile.TemporaryDirectory(prefix="bench-autobahn-") as tmp:
-        rep = run(seconds, tmp, plan, rate=rate, lanes=lanes)
+        rep = run(seconds, tmp, plan, rate=rate, lanes=lanes, k=k)
     c = rep.client
     tl, b = c.get("timeline", []), c.get("bin", 0.05)
     steady = sum(tl[int(1.0 / b):int(seconds / b)]) / (seconds - 1.0)  # after the first second's warm-up
@@ -62,24 +63,31 @@ def main() -> None:
     ap.add_argument("--rates", default="5000,20000", help="client rates to try, tx/s (comma-separated)")
     ap.add_argument("--seconds", type=float, default=6.0, help="seconds per run")
     ap.add_argument("--fault-at", type=float, default=2.0, help="when each fault starts (it lasts 1 s)")
+    ap.add_argument("--ks", default="1,4", help="slots running at once to try without faults (comma-separated, 1..16); "
+                                                "the fault runs use the last")
     args = ap.parse_args()
     rates = [int(r) for r in args.rates.split(",")]
+    ks = [int(k) for k in args.ks.split(",")]
+    if not ks or not all(1 <= k <= 16 for k in ks):
+        ap.error(f"--ks {args.ks}: each k between 1 and 16")
     print(f"Autobahn and the baseline without lanes, 4 replicas + 1 client on {os.cpu_count()} cores; "
           f"{args.seconds:g} s runs")
-    print(f"{'mode':20} {'run':34} {'offered':>9} {'tx/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'hangover s':>11}")
+    print(f"{'mode':20} {'k':>2} {'run':34} {'offered':>9} {'tx/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'hangover s':>11}")
     best = None
     for mode, lanes in MODES.items():
-        for rate in rates:
-            r = measure(rate, args.seconds, None, args.fault_at, lanes)
-            if lanes:
-                best = r if best is None or r["tput"] > best["tput"] else best
-            print(f"{mode:20} {'no faults':34} {rate:>9,} {r['tput']:>9,.0f} {r['p50']:>8.0f} {r['p99']:>8.0f} {'':>11}")
-    rate = rates[0]
+        for k in ks:
+            for rate in rates:
+                r = measure(rate, args.seconds, None, args.fault_at, lanes, k)
+                if lanes:
+                    best = r if best is None or r["tput"] > best["tput"] else best
+                print(f"{mode:20} {k:>2} {'no faults':34} {rate:>9,} {r['tput']:>9,.0f} {r['p50']:>8.0f} {r['p99']:>8.0f} "
+                      f"{'':>11}")
+    rate, k = rates[0], ks[-1]
     for name, fault in FAULTS.items():
         for mode, lanes in MODES.items():
-            r = measure(rate, args.seconds, fault, args.fault_at, lanes)
+            r = measure(rate, args.seconds, fault, args.fault_at, lanes, k)
             h = "not back" if r["hang"] is None else f"{r['hang']:.2f}"
-            print(f"{mode:20} {name:34} {rate:>9,} {r['tput']:>9,.0f} {r['p50']:>8.0f} {r['p99']:>8.0f} {h:>11}")
+            print(f"{mode:20} {k:>2} {name:34} {rate:>9,} {r['tput']:>9,.0f} {r['p50']:>8.0f} {r['p99']:>8.0f} {h:>11}")
     assert best is not None
     print()
     print("The paper (Rust, 16-core machines, WAN): "
