@@ -206,6 +206,35 @@ def test_four_concurrent_slots_with_a_leader_blip_validate(tmp_path):
     with pytest.raises(RunInvalid, match=r"open_slots_bounded \(k = 1\): replica .* proposed slot \d+ before it "
                                          r"committed slot \d+"):
         validate(rep.traces, 4, k=1)
+    # a proposal made before slot s-1 committed counts its coverage against the first Prepare of slot s-1 its leader
+    # voted for: with its tips put back at that Prepare's, it is reported short of coverage
+    tips = {o["d"]: o["tips"] for path in rep.traces.values() for e in read_log(path)[1] for o in e["args"]["ops"]
+            if o["op"] == "propose"}
+    path, k, ev, base = next(hit for path in rep.traces.values() if (hit := early_proposal(path)) is not None)
+    prop = next(o for o in ev["args"]["ops"] if o["op"] == "propose")
+    prop["tips"] = tips[base]
+    prop["d"] = cut_id(prop["tips"])
+    lines = open(path, encoding="utf-8").read().splitlines()
+    open(path, "w", encoding="utf-8").write("\n".join([*lines[:k], json.dumps(ev), *lines[k + 1:]]) + "\n")
+    with pytest.raises(RunInvalid, match=rf"coverage: replica .* proposed slot {prop['s']} with 0 lane\(s\) newer than "
+                                         rf"its base \(slot {prop['s'] - 1}'s cut\), fewer than the coverage 3"):
+        validate(rep.traces, 4, k=4)
+
+
+def early_proposal(path: str) -> tuple[str, int, dict, str] | None:
+    """A view-1 proposal of slot s a replica's log makes before it committed slot s-1: (the log, the event's line index,
+    the event, the digest of the first Prepare of slot s-1 it voted for), or None."""
+    committed, first = set(), {}
+    for k, line in enumerate(open(path, encoding="utf-8").read().splitlines()):
+        ev = json.loads(line)
+        for o in (ev.get("args") or {}).get("ops", ()):
+            if o["op"] == "commit":
+                committed.add(o["s"])
+            elif o["op"] == "vote" and o["kind"] == "prepare":
+                first.setdefault(o["s"], o["d"])
+            elif o["op"] == "propose" and o["v"] == 1 and o["s"] > 1 and o["s"] - 1 not in committed:
+                return path, k, ev, first[o["s"] - 1]
+    return None
 
 
 @pytest.mark.parametrize("bad", ["k=0", "k=17"])
