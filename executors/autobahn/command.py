@@ -144,13 +144,14 @@ def validate_collected(paths: dict[int, str], spec: str, origins: Origins | None
             and head.get("byzantine") in BEHAVIOURS and head.get("bug", "") in ("", *BUGS) \
             and isinstance(head.get("coverage"), int) and not isinstance(head["coverage"], bool) \
             and 1 <= head["coverage"] <= head["n"] and isinstance(head.get("lanes"), bool) \
-            and isinstance(head.get("k"), int) and not isinstance(head["k"], bool) and 1 <= head["k"] <= MAX_K
+            and isinstance(head.get("k", 1), int) and not isinstance(head.get("k"), bool) \
+            and 1 <= head.get("k", 1) <= MAX_K  # a log without k: of a runtime that ran one slot at a time
         if not ok:
             raise TraceError(origins.relocate(f"{path}:1: replica {pid}'s log does not start with its header (node, n, "
                                               f"f, byzantine, bug, coverage 1..n, lanes, k 1..{MAX_K})"))
         coverages.add(head["coverage"])
         modes.add(head["lanes"])
-        ks.add(head["k"])
+        ks.add(head.get("k", 1))
         n = head["n"]
         if head["byzantine"]:
             byzantine[pid] = head["byzantine"]
