@@ -287,7 +287,9 @@ def test_the_baseline_without_lanes_commits_leader_batches_and_validates(tmp_pat
                 commits += 1
     assert commits >= 8 and leaders == {0, 1, 2, 3}
     val = validate(rep.traces, 4, lanes=False)
-    assert val.slots >= 2 and not val.rejections
+    # nothing forged or unavailable; on a loaded machine a view change leaves resent Timeouts (replayed) and late
+    # Prepares (out_of_view)
+    assert val.slots >= 2 and set(val.rejections) <= {"replayed", "out_of_view"}, val.rejections
     steps = validate_steps(rep.traces, 4, {})
     assert not steps.failed and not steps.skipped and steps.windows == 0 and steps.slots >= val.slots
     with pytest.raises(RunInvalid, match=r"coverage: replica .* with [01] lane\(s\) newer .* fewer than the coverage 3"):
