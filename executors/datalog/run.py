@@ -186,6 +186,8 @@ def run(ref: str, graph: str, workers: int = 2, staleness: int = 1, params: dict
                 with np.load(path, allow_pickle=False) as z:
                     keys.append(z["keys"])
                     vals.append(z["vals"])
+            elif interrupted is not None:  # stopped before it had a result to write: the partial result lacks it
+                notes.append(f"worker {pid} was stopped before it wrote a result")
             else:
                 failures.append(f"worker {pid} wrote no result")
         k = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)

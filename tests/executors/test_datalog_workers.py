@@ -192,3 +192,17 @@ def test_reach_on_more_workers(workers, s):
     rep = run("reach", "gnm:2000:6000", workers=workers, staleness=s, seed=2, check=True)
     g = generate("gnm:2000:6000", seed=2).to_networkx()
     assert set(rep.mapping()) == {0} | nx.descendants(g, 0)
+
+
+def test_a_worker_stopped_by_ctrl_c_before_it_has_a_result_is_a_note_not_a_failure(monkeypatch):
+    """SIGINT as the workers start: those that had no result to write leave the run partial, said so, not failed."""
+    import lockstep.executors.datalog.run as datalog_run
+
+    async def interrupted_at_once(configs, timeout, progress):
+        return {}, {}, [], 0.0, 0.0, 0.0  # no worker wrote a result; SIGINT 0.0 s into the run
+
+    monkeypatch.setattr(datalog_run, "_drive", interrupted_at_once)
+    res = datalog_run.run("sssp", "ssp:0", workers=2, tracing=False)
+    assert res.failures == [] and res.interrupted == 0.0
+    assert [n for n in res.notes if "stopped before it wrote a result" in n] == [
+        "worker 0 was stopped before it wrote a result", "worker 1 was stopped before it wrote a result"]
