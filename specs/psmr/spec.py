@@ -39,7 +39,9 @@ Mechanism by mechanism:
   workload's order, each at any time after the previous one, with at most `outstanding` commands
   without a reply (default 2: two closed-loop clients; `--param outstanding=5` lets all five run at
   once). It takes the first reply; `linearizable` checks its history (real-time order: the commands
-  completed when each was invoked) against every order of the commands.
+  completed when each was invoked) against every order of the commands. `workload.for_workload` builds
+  this spec for a given workload (several clients, any keys, the values they write): the instance the
+  service's runs are validated against, step by step.
 - The network — each message is acted on at most once (the proxy takes only a command's first reply,
   the ordering layer orders a multicast once, a worker takes each stream position once), so the model
   keeps delivered messages in flight (`Network(duplicating=True)`): replies that arrive after the
@@ -75,6 +77,7 @@ Seeded bugs, each found by its command at the default parameters:
 from __future__ import annotations
 
 from itertools import combinations, permutations
+from typing import NamedTuple
 
 from ..lang import (
     And,
@@ -128,6 +131,14 @@ Deliver = Record("Deliver", c=Cmd, g=Wk, i=Pos)  # position i of group g's strea
 Reply = Record("Reply", c=Cmd, v=Val)
 
 
+class Messages(NamedTuple):
+    """A spec's message types, which its handlers build messages with."""
+
+    Multicast: Record
+    Deliver: Record
+    Reply: Record
+
+
 def replicas(s) -> range:
     return range(2, int(s.replicas) + 2)
 
@@ -165,12 +176,33 @@ class PSMR(ActorSpec):
     store = Local(Map(Key, Val), init=0)
     executed = Local(Set(Cmd))
 
-    def cg(c: Command, workers: int) -> frozenset[int]:
+    msgs = Messages(Multicast, Deliver, Reply)  # the message types (an instance for a workload has its own)
+    values = range(MAX_VALUE + 1)  # the values a key holds, one reply message each
+
+    def cg(c: Command, workers: int, nkeys: int | None = None) -> frozenset[int]:
         """The command-to-groups function (overridden by the seeded bugs)."""
-        return cg(c, workers)
+        return cg(c, workers, nkeys)
+
+    def workload_of(p) -> tuple[Command, ...]:
+        """The commands the client proxy issues (command c is the c-th)."""
+        return workload(int(p.commands))
+
+    def keys_of(p) -> int:
+        """The keys of the store."""
+        return int(p.workers)
+
+    def previous(p, c: int) -> int | None:
+        """The command issued before c (c waits until it is issued), or None."""
+        return c - 1 if c else None
+
+    def room(p, c: int):
+        """Whether c may be issued now that the ones before it are: once the command `outstanding` before it has
+        its reply."""
+        k = int(p.outstanding)
+        return p.status[c - k] == "done" if c >= k else True
 
     def groups(p, c: int) -> frozenset[int]:
-        return p.spec.cg(workload(int(p.commands))[c], int(p.workers))
+        return p.spec.cg(p.spec.workload_of(p)[c], int(p.workers), p.spec.keys_of(p))
 
     @on_start
     def start(p):
@@ -199,35 +231,35 @@ class PSMR(ActorSpec):
         if timer == "idle":  # the client proxy, once every command has its reply: stutters
             if p.id != CLIENT or w or c:
                 require(False)
-            require(ForAll(range(int(p.commands)), lambda d: p.status[d] == "done"))
+            require(ForAll(range(len(p.spec.workload_of(p))), lambda d: p.status[d] == "done"))
             set_timer("idle")
             return
         set_timer("tick")
         if p.id == CLIENT:
             if w:
                 require(False)
-            PSMR.invoke(p, c)
+            p.spec.invoke(p, c)
         else:
             p.spec.order(p, w, c)
 
     def invoke(p, c):
         """The proxy issues command c: the next of the workload, with fewer than `outstanding` without a reply."""
         require(p.status[c] == "idle")
-        if c:
-            require(p.status[c - 1] != "idle")
-        if c >= int(p.outstanding):
-            require(p.status[c - int(p.outstanding)] == "done")
+        prev = p.spec.previous(p, c)
+        if prev is not None:
+            require(p.status[prev] != "idle")
+        require(p.spec.room(p, c))
         p.status[c] = "pending"
         done = p.before[c]
-        for d in range(int(p.commands)):
+        for d in range(len(p.spec.workload_of(p))):
             if d != c:
                 done = If(p.status[d] == "done", done.add(d), done)
         p.before[c] = done
-        send(ORDER, Multicast(c))
+        send(ORDER, p.spec.msgs.Multicast(c))
 
     def multicast(p, c):
         """Atomic multicast with acyclic order: c joins the stream of every group of C-G(c) in one step."""
-        for g in sorted(PSMR.groups(p, c)):
+        for g in sorted(p.spec.groups(p, c)):
             PSMR.append(p, g, c)
 
     def order(p, w, c):
@@ -237,23 +269,24 @@ class PSMR(ActorSpec):
     def append(p, g, c):
         """Command c takes the next position of group g's stream, sent to every replica."""
         at = p.length[g]
-        for i in range(int(p.commands)):
+        for i in range(len(p.spec.workload_of(p))):
             p.stream[g][i] = If(at == i, c, p.stream[g][i])
             for r in replicas(p):
-                send(r, Deliver(c, g, i), when=at == i)
+                send(r, p.spec.msgs.Deliver(c, g, i), when=at == i)
         p.length[g] = at + 1
 
     def deliver(p, c, g, i):
         """Worker g of this replica takes position i of its group's stream, command c."""
-        groups = PSMR.groups(p, c)
+        groups = p.spec.groups(p, c)
         if g not in groups:
             require(False)  # never sent (`integrity`)
         last = p.waiting[g]
-        gone = [And(last == d, p.released.contains(d)) for d in range(int(p.commands)) if len(PSMR.groups(p, d)) > 1]
+        gone = [And(last == d, p.released.contains(d)) for d in range(len(p.spec.workload_of(p)))
+                if len(p.spec.groups(p, d)) > 1]
         require(p.head[g] == i, Or(last == None, *gone))  # noqa: E711 (a term comparison)
         p.head[g] = i + 1
         p.took[g][i] = c
-        cmd = workload(int(p.commands))[c]
+        cmd = p.spec.workload_of(p)[c]
         if len(groups) == 1:
             PSMR.execute(p, c, cmd)
         elif g != min(groups):
@@ -273,25 +306,29 @@ class PSMR(ActorSpec):
             p.store[cmd.key] = cmd.value
         else:
             result = 0
-            for k in range(int(p.workers)):
+            for k in range(p.spec.keys_of(p)):
                 p.store[k] = cmd.value
         p.executed = p.executed.add(c)
+        p.spec.answer(p, c, result)
+
+    def answer(p, c, result):
+        """Send the client the reply of command c: `result`, one message per value it may have."""
         if isinstance(result, int):
-            send(CLIENT, Reply(c, result))
+            send(CLIENT, p.spec.msgs.Reply(c, result))
         else:
-            for v in range(MAX_VALUE + 1):
-                send(CLIENT, Reply(c, v), when=result == v)
+            for v in p.spec.values:
+                send(CLIENT, p.spec.msgs.Reply(c, v), when=result == v)
 
     # ------------------------------------------------------------------ the ordering layer's contract
     @invariant
     def integrity(s):
         """A group's stream holds a command at most once, and only one multicast to that group."""
-        n, out = int(s.commands), []
+        n, out = len(s.spec.workload_of(s)), []
         st = s.stream[ORDER]
         for g in range(int(s.workers)):
             for i in range(n):
                 for c in range(n):
-                    addressed = g in s.spec.cg(workload(n)[c], int(s.workers))
+                    addressed = g in s.spec.groups(s, c)
                     here = st[g][i] == c
                     out.append(Implies(here, And(s.status[CLIENT][c] != "idle", addressed)))
                     out.extend(Implies(here, st[g][j] != c) for j in range(i))
@@ -304,14 +341,14 @@ class PSMR(ActorSpec):
         out = []
         for r in replicas(s):
             for g in range(int(s.workers)):
-                for i in range(int(s.commands)):
+                for i in range(len(s.spec.workload_of(s))):
                     out.append(Implies(i < s.head[r][g], s.took[r][g][i] == s.stream[ORDER][g][i]))
         return And(*out)
 
     @invariant
     def acyclic_order(s):
         """The delivery precedence relation (c before c' in some group's stream) has no cycle."""
-        n = int(s.commands)
+        n = len(s.spec.workload_of(s))
         st = s.stream[ORDER]
 
         def before(a, b):
@@ -332,17 +369,17 @@ class PSMR(ActorSpec):
         out = []
         for r1, r2 in combinations(replicas(s), 2):
             same = s.executed[r1] == s.executed[r2]
-            out.append(Implies(same, ForAll(range(int(s.workers)), lambda k: s.store[r1][k] == s.store[r2][k])))
+            out.append(Implies(same, ForAll(range(s.spec.keys_of(s)), lambda k: s.store[r1][k] == s.store[r2][k])))
         return And(*out)
 
     @invariant
     def dependent_same_order(s):
         """Every two dependent commands execute in the same relative order at every replica: no replica
         has executed only the first while another has executed only the second."""
-        n, out = int(s.commands), []
-        cmds = workload(n)
+        cmds = s.spec.workload_of(s)
+        n, out = len(cmds), []
         for a, b in combinations(range(n), 2):
-            if not dependent(cmds[a], cmds[b], int(s.workers)):
+            if not dependent(cmds[a], cmds[b], s.spec.keys_of(s)):
                 continue
             for r1, r2 in permutations(replicas(s), 2):
                 e1, e2 = s.executed[r1], s.executed[r2]
@@ -353,8 +390,8 @@ class PSMR(ActorSpec):
     def linearizable(s):
         """The client history has a linearization: an order of the completed commands (and any of the
         pending ones), respecting real time, whose sequential execution gives the replies seen."""
-        n = int(s.commands)
-        cmds = workload(n)
+        cmds = s.spec.workload_of(s)
+        n = len(cmds)
         st, rep, bef = s.status[CLIENT], s.reply[CLIENT], s.before[CLIENT]
         options = []
         for k in range(n + 1):
@@ -362,7 +399,7 @@ class PSMR(ActorSpec):
                 left_out = [Not(st[c] == "done") for c in range(n) if c not in chosen]
                 invoked = [st[c] != "idle" for c in chosen]
                 for order in permutations(chosen):
-                    store, conds = [0] * int(s.workers), []
+                    store, conds = [0] * s.spec.keys_of(s), []
                     for i, c in enumerate(order):
                         result = execute(cmds[c], store)
                         conds.append(Implies(st[c] == "done", rep[c] == result))
@@ -386,11 +423,11 @@ class PSMRNoAcyclicOrder(PSMR):
         return True
 
     def multicast(p, c):
-        for g in PSMR.groups(p, c):
+        for g in p.spec.groups(p, c):
             p.pending[g] = p.pending[g].add(c)
 
     def order(p, w, c):
-        if p.id != ORDER or w not in PSMR.groups(p, c):
+        if p.id != ORDER or w not in p.spec.groups(p, c):
             require(False)
         require(p.pending[w].contains(c))
         p.pending[w] = p.pending[w].remove(c)
@@ -404,8 +441,8 @@ class PSMRFirstKeyCG(PSMR):
     put(1, 3) execute in opposite orders at two replicas); with every invariant, `dependent_same_order`
     is violated first, on a shorter trace."""
 
-    def cg(c: Command, workers: int) -> frozenset[int]:
-        return cg_first_key(c, workers)
+    def cg(c: Command, workers: int, nkeys: int | None = None) -> frozenset[int]:
+        return cg_first_key(c, workers, nkeys)
 
 
 class PSMRReadWrongGroup(PSMR):
@@ -415,5 +452,5 @@ class PSMRReadWrongGroup(PSMR):
     `lockstep check psmr_read_wrong_group` finds two replicas executing them in opposite orders
     (`dependent_same_order`); `--invariant linearizable` finds the client's stale read."""
 
-    def cg(c: Command, workers: int) -> frozenset[int]:
-        return cg_read_wrong_group(c, workers)
+    def cg(c: Command, workers: int, nkeys: int | None = None) -> frozenset[int]:
+        return cg_read_wrong_group(c, workers, nkeys)

@@ -156,3 +156,25 @@ def test_proof_runs_as_a_script():
     assert run.returncode == 0, run.stderr
     assert len(run.stdout.splitlines()) == len(psmr.FACTS)
     assert "refuted" in run.stdout and "get(0) -> workers [1]" in run.stdout
+
+
+def test_the_spec_for_a_workload_of_several_clients():
+    """`workload.for_workload`: the shipped workload's first 3 commands as one client's, one at a time, have the
+    shipped spec's states; two clients of the same commands, and a run's kind of workload (keys beyond the workers,
+    values beyond the shipped ones) hold; the read-wrong-group C-G built for two clients, put(0, 3) and get(0), is caught."""
+    from lockstep.checker.loader import model_of
+    from lockstep.specs.psmr.workload import for_workload
+
+    def explore(cls, **params):
+        return check(model_of(cls, cls.__name__, {"replicas": 2, **params}), Options())
+
+    shipped = check(load_model("psmr", {"replicas": 2, "commands": 3, "outstanding": 1}), Options())
+    one = explore(for_workload((WORKLOAD[:3],), 2), outstanding=1)
+    assert one.verdict == shipped.verdict == "holds" and (one.distinct, one.depth) == (shipped.distinct, 20) == (91, 20)
+    two = explore(for_workload((WORKLOAD[:2], WORKLOAD[2:4]), 2), outstanding=1)
+    assert two.verdict == "holds" and two.distinct == 6875
+    run_like = explore(for_workload(((Command("put", 3, 17), Command("putall", None, 5)),
+                                     (Command("get", 3), Command("get", 2))), 4), outstanding=1)
+    assert run_like.verdict == "holds" and run_like.distinct == 5527
+    bad = explore(for_workload(((Command("put", 0, 3),), (Command("get", 0),)), 2, PSMRReadWrongGroup), outstanding=1)
+    assert bad.verdict == "violation" and bad.violation.name == "dependent_same_order"
