@@ -114,6 +114,25 @@ class InterpretedModel:
                     out.append(nxt)
         return out
 
+    def compile_invariants(self) -> None:
+        """Evaluate the invariants as compiled functions from now on (where they are checked in many states)."""
+        from ...codegen import term_function
+
+        fns = [None if p.error is not None else term_function(p.term, f"inv{k}") for k, p in enumerate(self.prog.invariants)]
+
+        def violated(st: tuple) -> int:
+            for k, fn in enumerate(fns):
+                if fn is None:
+                    return k
+                try:
+                    if not fn(st):
+                        return k
+                except Exception:
+                    return k
+            return -1
+
+        self.violated = violated  # type: ignore[method-assign]
+
     def violated(self, st: tuple) -> int:
         memo: dict[int, Any] = {}
         for k, p in enumerate(self.prog.invariants):

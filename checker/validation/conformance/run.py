@@ -11,9 +11,10 @@ from .search import DEFAULT_MAX_FRONTIER, Conformance, Search
 from .spec_side import SpecSide
 
 
-def validate_logs(paths: list[str], spec: str, params: dict[str, int], mapping: str | None, max_internal: int = 0,
-                  max_frontier: int | None = None) -> Conformance:
-    """Validate the logs at `paths` (one per node) against spec `spec` through the mapping module at `mapping`."""
+def validate_logs(paths: list[str], spec: str | type, params: dict[str, int], mapping: str | None, max_internal: int = 0,
+                  max_frontier: int | None = None, one_order: bool = False) -> Conformance:
+    """Validate the logs at `paths` (one per node) against spec `spec` (its name, or the spec class) through the
+    mapping module at `mapping`; `one_order`: the first order consistent with happens-before decides (`Search`)."""
     if not paths:
         raise UsageError("give at least one log")
     if max_internal < 0:
@@ -22,7 +23,7 @@ def validate_logs(paths: list[str], spec: str, params: dict[str, int], mapping: 
         raise UsageError(f"--max-frontier {max_frontier}: at least 1")
     logs = Logs.open(paths)
     side = SpecSide(spec, params, mapping)
-    search = Search(side, logs, max_internal, max_frontier or DEFAULT_MAX_FRONTIER)
+    search = Search(side, logs, max_internal, max_frontier or DEFAULT_MAX_FRONTIER, one_order=one_order)
     res = search.run()
     res.model = side.model
     return res
@@ -66,8 +67,13 @@ def _state(st: tuple, model: Any) -> str:
 def _invalid(res: Conformance, model: Any = None) -> list[str]:
     if res.reason:
         return [f"Invalid: {res.reason}"]
-    lines = [f"Invalid: no behaviour of the spec matches the logs: {res.events:,} "
-             "events matched in every order consistent with happens-before, and none of the next events can be taken"]
+    if res.searched_orders:
+        lines = [f"Invalid: no behaviour of the spec matches the logs: {res.events:,} "
+                 "events matched in every order consistent with happens-before, and none of the next events can be taken"]
+    else:
+        lines = [f"Invalid: no behaviour of the spec matches the logs: {res.events:,} events matched in an order "
+                 "consistent with happens-before (the mapping's steps at different nodes commute: every such order "
+                 "gives this verdict), and the next event cannot be taken"]
     if res.last_event is not None:
         e = res.last_event
         lines.append(f"  the last event matched: event {e.seq} of node {e.node} ({e.where}): {e.action} {_args(e.args)}")

@@ -85,8 +85,10 @@ class Search:
     """Validate per-node logs against a spec (`side`), with at most `max_internal` internal steps before each event."""
 
     def __init__(self, side: SpecSide, logs: Logs, max_internal: int = 0, max_frontier: int = DEFAULT_MAX_FRONTIER,
-                 explain_states: int = 3):
+                 explain_states: int = 3, one_order: bool = False):
         self.side, self.logs = side, logs
+        self.one_order = one_order  # every order consistent with happens-before has the same verdict (the caller
+        # knows why: its mapping's steps at different nodes commute): the first order decides
         self.k = max_internal
         self.max_frontier = max_frontier
         self.explain_states = explain_states
@@ -131,6 +133,8 @@ class Search:
                     return self._fails(res, f, e, count, t0)
                 if not nxt:
                     res.failed_event = e
+                    if self.one_order:
+                        return self._explain_one(res, front, e, plan, merge, count, last, t0)
                     res.notes.append(f"no behaviour of the spec matches the logs in the first order tried "
                                      f"(event {e.seq} of node {e.node}, {e.where}, after {count:,} events); searching "
                                      "every order consistent with happens-before")
@@ -259,6 +263,20 @@ class Search:
         for s0 in self.side.internal_closure(s, self.k):
             out.update(dict.fromkeys(self.side.apply(plan, s0)))
         return list(out)
+
+    def _explain_one(self, res: Conformance, front: dict[tuple, None], e: Event, plan: Plan, merge: CausalMerge,
+                     count: int, last: Event | None, t0: float) -> Conformance:
+        """The outcome where the first order decides and event `e` cannot be taken from any state of `front`."""
+        from .explain import why_not
+
+        res.verdict, res.events, res.last_event = "invalid", count, last
+        res.frontier_size = len(front)
+        taken = dict(zip(self.nodes, merge.taken))
+        taken[e.node] -= 1  # the merge counts `e` as taken
+        for s in list(front)[:self.explain_states]:
+            res.frontier.append(FrontierEntry(dict(taken), s, [Candidate(e, why_not(self.side, plan, s, self.k))]))
+        res.seconds = time.monotonic() - t0
+        return res
 
     def _explain(self, res: Conformance, front: dict[tuple, Any], window: _Window, level: int, t0: float) -> Conformance:
         from .explain import why_not

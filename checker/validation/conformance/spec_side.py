@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lockstep.specs.lang.actors import ActorProgram
+from lockstep.specs.lang.actors import ActorProgram, ActorSpec
+from lockstep.specs.lang.actors.spec import handler_inputs, on_demand_program
 from lockstep.specs.lang.errors import SpecError
 from lockstep.specs.lang.program import Program, Transition
 from lockstep.specs.lang.spec import Spec, build_program
@@ -16,7 +17,7 @@ from lockstep.specs.lang.terms import Term
 from lockstep.specs.lang.types import Domain, MapDomain
 
 from ...codegen import compile_transitions
-from ...errors import TraceError
+from ...errors import TraceError, UsageError
 from ...loader import LoadError, resolve
 from ...typed_model import TypedModel
 from .interpreted import InterpretedModel
@@ -25,6 +26,7 @@ from .schema import Event
 
 MEMO_LIMIT = 200_000  # entries of each memo table (cleared when full: memory stays bounded)
 COMPILE_LIMIT = 30_000  # distinct subterms of a spec's steps above which they are interpreted, not compiled
+EAGER_INPUTS = 50_000  # handler inputs of an actor spec above which its steps are traced as a log names them
 
 
 class StepFails(Exception):
@@ -56,24 +58,34 @@ class Plan:
 
 
 class SpecSide:
-    """A typed spec for conformance checking, with the mapping that relates a log to it."""
+    """A typed spec for conformance checking, with the mapping that relates a log to it. `ref` names the spec, or is
+    the spec class itself (an instance built for a run, `lockstep.specs.psmr.workload`). An actor spec whose handlers
+    have more than EAGER_INPUTS inputs has its steps traced as the log names them (`prog.on_demand`): each mapped
+    step then gives every argument, and no internal steps are taken."""
 
-    def __init__(self, ref: str, params: dict[str, int], mapping: str | None = None):
+    def __init__(self, ref: str | type, params: dict[str, int], mapping: str | None = None):
         try:
-            obj, ref = resolve(ref)
+            if isinstance(ref, str):
+                obj, ref = resolve(ref)
+            else:
+                obj, ref = ref, getattr(ref, "__name__", repr(ref))
             if not (isinstance(obj, type) and issubclass(obj, Spec)):
                 raise TraceError(f"spec {ref!r} is a plain spec (init/next): conformance checking needs a typed spec, "
                                  "whose actions and variables a mapping can name")
-            prog = build_program(obj, params)
+            lazy = issubclass(obj, ActorSpec) and handler_inputs(obj, params) > EAGER_INPUTS
+            prog = on_demand_program(obj, params) if lazy else build_program(obj, params)
         except (LoadError, SpecError) as e:
             raise TraceError(f"spec {ref!r} cannot be built with parameters {params}: {e}") from None
         self.prog: Program = prog
+        self.on_demand = getattr(prog, "on_demand", None)
         ts = prog.transitions
         self.transitions = ts
-        self.interpreted = _terms(ts) > COMPILE_LIMIT
+        self.interpreted = self.on_demand is not None or _terms(ts) > COMPILE_LIMIT
         if self.interpreted:  # compiling would take longer than the few steps a log needs
             model: Any = InterpretedModel(prog, ref)
             self.fns: list[Callable[[tuple], list]] = [functools.partial(model.step, t) for t in ts]
+            if self.on_demand is not None:  # each step is taken about once; the invariants are checked in every state
+                model.compile_invariants()
         else:
             model = TypedModel(prog, ref)
             self.fns = compile_transitions(prog, ts)
@@ -153,6 +165,12 @@ class SpecSide:
         return out
 
     def _resolve(self, s: Step, where: str) -> tuple[int, ...]:
+        if self.on_demand is not None:
+            given = dict(s.args)
+            pid = given.get("dst" if s.action == "deliver" else "p")
+            sig = self.on_demand.signature(s.action, pid if isinstance(pid, int) and not isinstance(pid, bool) else None)
+            if sig is not None:
+                return self._traced(s, sig, given, where)
         tids = self.by_action.get(s.action)
         if tids is None:
             raise MappingError(f"{where}: the event stands for {s.action!r}, which is not an action of "
@@ -187,6 +205,37 @@ class SpecSide:
                 out.extend(i for i in shapes[names]
                            if all(w is ANY or w == v for w, (_, v) in zip(want, self.transitions[i].args)))
         return tuple(out)
+
+    def _traced(self, s: Step, sig: list[tuple[str, Domain]], given: dict[str, Any], where: str) -> tuple[int, ...]:
+        """The transition of a step of an on-demand program, traced the first time it is named."""
+        names = [n for n, _ in sig]
+        extra = [k for k in given if k not in names]
+        if extra:
+            raise MappingError(f"{where}: {s.action} has no parameter {extra[0]!r} (its parameters: {', '.join(names)})")
+        missing = [n for n in names if n not in given or given[n] is ANY]
+        if missing:
+            raise MappingError(f"{where}: the mapped step {s.label()} leaves {', '.join(missing)} open; {self.prog.name} "
+                               "has too many steps to enumerate them (its handlers' inputs are traced as the log names "
+                               "them), so a mapped step gives every argument")
+        try:
+            args = tuple((n, as_value(dom, given[n], f"{s.action}({n})")) for n, dom in sig)
+        except ValueError as e:
+            raise TraceError(f"{where}: the mapped step {s.label()}: {e}") from None
+        hit = self.by_args.get((s.action, args))
+        if hit is not None:
+            return (hit,)
+        try:
+            t = self.on_demand.step(s.action, args)  # type: ignore[union-attr]
+        except SpecError as e:
+            raise TraceError(f"{where}: the spec's step {s.label()} cannot be built: {e}") from None
+        if t is None:
+            return ()
+        tid = len(self.transitions)
+        self.transitions.append(t)
+        self.fns.append(functools.partial(self.model.step, t))
+        self.by_action.setdefault(t.action, []).append(tid)
+        self.by_args[(t.action, tuple(t.args))] = tid
+        return (tid,)
 
     # -- variables --------------------------------------------------------------------------------
     def slots_of(self, path: tuple, where: str) -> list[tuple[int, Domain, tuple]]:
@@ -267,6 +316,9 @@ class SpecSide:
     # -- applying ---------------------------------------------------------------------------------
     def internal_closure(self, st: tuple, k: int) -> list[tuple]:
         """`st` and every state within `k` internal steps of it."""
+        if k and self.on_demand is not None:
+            raise UsageError(f"--max-internal {k}: {self.prog.name} has too many steps to take unlogged ones (its "
+                             "handlers' inputs are traced as the log names them); validate with --max-internal 0")
         seen = {st: None}
         layer = [st]
         for _ in range(k):

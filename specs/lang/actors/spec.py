@@ -495,6 +495,60 @@ class ActorProgram(Program):
     """The global program of an actor spec, with the `ActorSystem` its executors run."""
 
     system: ActorSystem
+    on_demand: OnDemand | None = None  # set on a program built without its steps (`on_demand_program`)
+
+
+class OnDemand:
+    """The steps of an actor program built without them, traced one at a time as a caller names them."""
+
+    ACTIONS = ("deliver", "timeout", "drop", "forge")
+
+    def __init__(self, builder: _ActorBuilder, prog: ActorProgram, state_prog: Program, gslots: dict[int, list[int]]):
+        self.builder, self.prog, self.state_prog, self.gslots = builder, prog, state_prog, gslots
+
+    def signature(self, action: str, pid: Any) -> list[tuple[str, Domain]] | None:
+        """The parameters (name, domain) of `action` at process `pid` (the receiver of a delivery, the process of a
+        timeout; None for a drop or a forge), in the order of its steps' arguments; None if the action's steps are
+        not traced on demand (they are in `prog.transitions`)."""
+        b = self.builder
+        if action not in self.ACTIONS or (action in ("drop", "forge") and not (b.lossy or b.cls.forge)):
+            return None
+        proc, msg = b.proc, b.msg
+        if action in ("drop", "forge"):
+            return [("src", proc), ("dst", proc), ("msg", msg)]
+        kind, fixed = ("message", 2) if action == "deliver" else ("timeout", 1)
+        with bound(b.binding):
+            timer = b.types.timer.dom() if b.types.timer else proc
+        head = [("src", proc), ("dst", proc), ("msg", msg)] if action == "deliver" else [("p", proc), ("timer", timer)]
+        fn = b._handler(kind, pid in b.byz) if isinstance(pid, int) else None
+        with bound(b.binding):
+            return head + ([(n, t.dom()) for n, t in _choice_params(b.cls, fn, fixed)] if fn is not None else [])
+
+    def step(self, action: str, args: tuple[tuple[str, Any], ...]) -> Transition | None:
+        """The global step of `action` with these arguments (as `signature` lists them), or None where the spec
+        has no such step (a handler that never runs on this input, a drop or forge the spec does not allow)."""
+        b, given = self.builder, dict(args)
+        with bound(b.binding):
+            if action == "drop":
+                return b._drop(self.prog, given["src"], given["dst"], given["msg"]) if b.lossy else None
+            if action == "forge":
+                return b._forge(self.prog, given["src"], given["dst"], given["msg"]) \
+                    if b.cls.forge and given["src"] in b.byz else None
+            kind = "message" if action == "deliver" else "timeout"
+            pid = given["dst"] if kind == "message" else given["p"]
+            byz = pid in b.byz
+            fn = b._handler(kind, byz)
+            if fn is None:
+                return None
+            inp = (given["src"], given["msg"]) if kind == "message" else (given["timer"],)
+            choices = _choice_params(b.cls, fn, 2 if kind == "message" else 1)
+            choice = tuple((n, given[n]) for n, _ in choices)
+            r = b._trace_handler(self.state_prog, fn, kind, pid, inp, choice)
+            if r is None:
+                return None
+            cdoms = tuple(t.dom() for _, t in choices)
+            step = b._local_step(self.state_prog, [], {}, [], (kind, pid, inp, choice, cdoms, byz, fn, *r))
+            return b._compose(self.prog, self.gslots, step)
 
 
 # ------------------------------------------------------------------------------------ builder
@@ -542,6 +596,19 @@ def _choice_params(cls: type, fn: Callable, fixed: int) -> list[tuple[str, Type]
 class _ActorBuilder(_Builder):
     """Traces an actor spec's handlers into local steps and composes them into a global program."""
 
+    def build_on_demand(self) -> ActorProgram:
+        """The global program with its fields, initial states, crashes and properties, and its other steps traced
+        only when asked (`prog.on_demand`): what following a log needs, where the handlers' inputs are too many to
+        trace them all. Its `system` holds the start steps only."""
+        self._prepare(enumerate_inputs=False)
+        prog, steps, system = self._assemble(self.proc.values(), kinds=("start",))
+        prog.init_transitions = self._starts(prog, system.gslots, steps)
+        prog.transitions.extend(self._fault_transitions(prog, crashes_only=True))
+        self._properties(prog)
+        prog.system = system
+        prog.on_demand = OnDemand(self, prog, self._local_state_program(), system.gslots)
+        return prog
+
     def build(self) -> ActorProgram:
         self._prepare()
         prog, steps, system = self._assemble(self.proc.values())
@@ -561,7 +628,7 @@ class _ActorBuilder(_Builder):
         self._prepare()
         return self._assemble([self._pid(p, "a process to run") for p in pids])[2]
 
-    def _prepare(self) -> None:
+    def _prepare(self, enumerate_inputs: bool = True) -> None:
         cls = self.cls
         for need in ("Process", "Message"):
             if not hasattr(cls, need):
@@ -573,8 +640,9 @@ class _ActorBuilder(_Builder):
         self.types = types
         self.proc = types.proc.dom()
         self.msg = types.message.dom()
-        check_enumeration([self.proc.size, self.proc.size, self.msg.size],
-                          f"{cls.__name__}'s handler inputs to trace (processes x senders x messages)", here=False)
+        if enumerate_inputs:
+            check_enumeration([self.proc.size, self.proc.size, self.msg.size],
+                              f"{cls.__name__}'s handler inputs to trace (processes x senders x messages)", here=False)
         v = self.binding.values
         self.net = choose(types.proc, types.message, types.envelope, bool(v["ordered"]), bool(v["duplicating"]),
                           v["capacity"])
@@ -594,11 +662,13 @@ class _ActorBuilder(_Builder):
         crash = self.crashable & movable if self.crashes and not movable <= self.crashable else frozenset()
         return self.byz | crash
 
-    def _assemble(self, pids: list[int]) -> tuple[ActorProgram, list[LocalStep], ActorSystem]:
-        """The global program's fields, the local steps of `pids`, and the `ActorSystem` over them."""
+    def _assemble(self, pids: list[int], kinds: tuple[str, ...] = ("start", "message", "timeout")
+                  ) -> tuple[ActorProgram, list[LocalStep], ActorSystem]:
+        """The global program's fields, the local steps of `pids` (of the handlers of `kinds`), and the
+        `ActorSystem` over them."""
         cls, types, v = self.cls, self.types, self.binding.values
         state_prog = self._local_state_program()
-        traced = [s for pid in pids for s in self._trace_process(state_prog, pid)]
+        traced = [s for pid in pids for s in self._trace_process(state_prog, pid, kinds)]
         local, send_slots, restart_slots, observe_slots = self._local_program(state_prog, traced)
         prog = self._global_program()
         gslots = self._global_slots(prog, state_prog)
@@ -643,22 +713,23 @@ class _ActorBuilder(_Builder):
         hit = self.cls._handlers.get((kind, byzantine))
         return hit[1] if hit else None
 
-    def _trace_process(self, prog: Program, pid: int) -> list[tuple]:
+    def _trace_process(self, prog: Program, pid: int, kinds: tuple[str, ...] = ("start", "message", "timeout")
+                       ) -> list[tuple]:
         byz = pid in self.byz
         out = []
         timers = self.types.timer.dom().values() if self.types.timer else []
-        inputs = {"start": [()], "message": [(s, m) for s in self.proc.values() for m in self.msg.values()],
-                  "timeout": [(t,) for t in timers]}
+        inputs = {"start": lambda: [()], "message": lambda: [(s, m) for s in self.proc.values() for m in self.msg.values()],
+                  "timeout": lambda: [(t,) for t in timers]}
         for kind, fixed in (("start", 0), ("message", 2), ("timeout", 1)):
             fn = self._handler(kind, byz)
-            if fn is None:
+            if fn is None or kind not in kinds:
                 continue
             if kind == "timeout" and not timers:
                 raise SpecError(f"actor spec {self.cls.__name__} has a timeout handler but declares no timers",
                                 _def_location(fn), 'declare them: Timer = Enum("timeout", ...)')
             choices = _choice_params(self.cls, fn, fixed)
             cdoms = tuple(t.dom() for _, t in choices)
-            for inp in inputs[kind]:
+            for inp in inputs[kind]():
                 for cv in domain_values(cdoms):
                     choice = tuple((n, x) for (n, _), x in zip(choices, cv))
                     r = self._trace_handler(prog, fn, kind, pid, inp, choice)
@@ -852,7 +923,7 @@ class _ActorBuilder(_Builder):
                 out.append(t)
         return out
 
-    def _fault_transitions(self, prog: ActorProgram) -> list[Transition]:
+    def _fault_transitions(self, prog: ActorProgram, crashes_only: bool = False) -> list[Transition]:
         out: list[Transition | None] = []
         pids = self.proc.values()
         if self.crashes:
@@ -862,6 +933,8 @@ class _ActorBuilder(_Builder):
                     g.crashed = g.crashed.add(p)
 
                 out.append(self._global_step(prog, "crash", (("p", p),), (self.proc,), None, crash, {"event": ("crash", p)}))
+        if crashes_only:
+            return [t for t in out if t is not None]
         if self.lossy:
             if isinstance(self.net, FifoNetwork):
                 cap = self.net.capacity
@@ -874,27 +947,32 @@ class _ActorBuilder(_Builder):
                                                  (self.proc, self.proc, Int(0, cap - 1).dom()), None, drop_at,
                                                  {"event": ("drop_at", d, s, i)}))
             else:
-                for s, d, m in product(pids, pids, self.msg.values()):
-                    def drop(g: TraceState, tracer: Any, s: int = s, d: int = d, m: Any = m) -> None:
-                        require(self.net.deliverable(g, s, d, m))
-                        self.net.consume(g, s, d, m)
-                        if self.net.duplicating:
-                            g.network = g.network.remove(self.types.envelope(s, d, m))
-
-                    out.append(self._global_step(prog, "drop", (("src", s), ("dst", d), ("msg", m)),
-                                                 (self.proc, self.proc, self.msg), None, drop, {"event": ("drop", d, s, m)}))
+                out.extend(self._drop(prog, s, d, m) for s, d, m in product(pids, pids, self.msg.values()))
         if self.cls.forge:
-            for b, d, m in product(sorted(self.byz), pids, self.msg.values()):
-                def forge(g: TraceState, tracer: Any, b: int = b, d: int = d, m: Any = m) -> None:
-                    env = self.types.envelope(b, d, m)
-                    require(Not(g.forged.contains(env)), self.net.can_send(g, b, d, m))
-                    g.forged = g.forged.add(env)
-                    self.net.send(g, b, d, m, True)
-
-                out.append(self._global_step(prog, "forge", (("src", b), ("dst", d), ("msg", m)),
-                                             (self.proc, self.proc, self.msg), None, forge,
-                                             {"byzantine": True, "event": ("forge", b, d, m)}))
+            out.extend(self._forge(prog, b, d, m) for b, d, m in product(sorted(self.byz), pids, self.msg.values()))
         return [t for t in out if t is not None]
+
+    def _drop(self, prog: ActorProgram, s: int, d: int, m: Any) -> Transition | None:
+        """The lossy network's step that loses message m from s to d."""
+        def drop(g: TraceState, tracer: Any) -> None:
+            require(self.net.deliverable(g, s, d, m))
+            self.net.consume(g, s, d, m)
+            if self.net.duplicating:
+                g.network = g.network.remove(self.types.envelope(s, d, m))
+
+        return self._global_step(prog, "drop", (("src", s), ("dst", d), ("msg", m)), (self.proc, self.proc, self.msg),
+                                 None, drop, {"event": ("drop", d, s, m)})
+
+    def _forge(self, prog: ActorProgram, b: int, d: int, m: Any) -> Transition | None:
+        """Byzantine process b's step that sends d any message m (once)."""
+        def forge(g: TraceState, tracer: Any) -> None:
+            env = self.types.envelope(b, d, m)
+            require(Not(g.forged.contains(env)), self.net.can_send(g, b, d, m))
+            g.forged = g.forged.add(env)
+            self.net.send(g, b, d, m, True)
+
+        return self._global_step(prog, "forge", (("src", b), ("dst", d), ("msg", m)), (self.proc, self.proc, self.msg),
+                                 None, forge, {"byzantine": True, "event": ("forge", b, d, m)})
 
 
 ActorSpec._program_builder = _ActorBuilder
@@ -906,6 +984,24 @@ def actor_system(cls: type, params: dict[str, Any], pids: list[int]) -> ActorSys
     binding = bind_params(cls, params)
     with bound(binding):
         return _ActorBuilder(cls, binding).system(pids)
+
+
+def on_demand_program(cls: type, params: dict[str, Any]) -> ActorProgram:
+    """An actor spec's global program with its deliveries, timeouts, drops and forgeries traced only when asked
+    (`prog.on_demand.step(...)`): for following a log through a spec whose handlers have too many inputs to trace
+    every one."""
+    binding = bind_params(cls, params)
+    with bound(binding):
+        return _ActorBuilder(cls, binding).build_on_demand()
+
+
+def handler_inputs(cls: type, params: dict[str, Any]) -> int:
+    """How many (process, sender, message) inputs building the spec's whole program traces."""
+    binding = bind_params(cls, params)
+    with bound(binding):
+        types: _SystemTypes = cls._types
+        n = types.proc.dom().size
+        return n * n * types.message.dom().size
 
 
 def in_flight(prog: ActorProgram, state: tuple) -> list[tuple[int, int, Any]]:
