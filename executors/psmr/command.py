@@ -127,25 +127,24 @@ def _spec_workload(args: argparse.Namespace, cfg: ServiceConfig) -> None:
 
 
 def validate_recorded(traces: dict[int, str], service: ServiceConfig, spec: str, origins: Origins | None = None) -> int:
-    """Check a run's logs (process -> path) against the spec's rules, then step by step against the spec when the run
-    is within its bounds; print the outcomes, each place named in the user's file (`origins`: where the logs' lines
-    are in it); the exit code (0 valid, 1 not, 3 a log cut short or inconclusive)."""
+    """Check a run's logs (process -> path) against the spec's rules, then step by step against an instance of the spec
+    (within the run's window: `conformance.py`); print the outcomes, each place named in the user's file
+    (`origins`: where the logs' lines are in it); the exit code (0 valid, 1 not, 3 a log cut short or inconclusive)."""
     from lockstep.checker.validation.psmr import RunInvalid, validate_run
 
     from .conformance import print_steps
 
     origins = origins or Origins()
     t0 = time.monotonic()
-    commands = None
     try:
         val = validate_run(traces)
         print(f"Valid: {val.events:,} events of {val.commands:,} commands and {val.executions:,} executions follow "
               f"the spec's rules ({time.monotonic() - t0:.2f} s)")
-        code, commands = 0, val.commands
+        code = 0
     except RunInvalid as e:
         print(origins.relocate(f"Invalid: the run breaks the spec: {e}"))
         code = 1
-    steps = print_steps(traces, service, spec, origins, commands)
+    steps = print_steps(traces, service, spec, origins)
     return code or steps
 
 

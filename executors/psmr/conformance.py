@@ -1,17 +1,31 @@
-"""A P-SMR run validated step by step against the spec: its processes' logs (in the event schema) searched
-for a behaviour of `lockstep.specs.psmr` through `mapping.py`, for runs within the spec's bounds."""
+"""A P-SMR run validated step by step against the spec: its processes' logs (in the event schema) searched for a
+behaviour of an instance of `lockstep.specs.psmr` through `mapping.py`.
+
+A run of the spec's workload (`--spec-workload N`) is validated whole against the registered spec. A run of a random
+workload is validated against the spec built for its workload (`lockstep.specs.psmr.workload`: its clients'
+commands, each client's in the order it issued them, on its keys, with its values) over a window: the first
+commands of every client, as many as one instance holds, and the largest prefix of every process's log that
+involves only those commands and receives only what that prefix sends (a consistent cut). An instance is bounded by
+its network: a set over every message of the instance (commands x workers x positions deliveries, commands x values
+replies), of at most `MAX_ELEMENTS` messages per pair of processes; `window_commands` is the most commands that fit.
+Every event of the run, in the window and after it, is also checked against the spec's rules
+(`checker/validation/psmr.py`).
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lockstep.checker.validation.origins import Origins
 
 from ..projection import project, read_log
-from .layout import MAX_RANDOM_VALUE, ServiceConfig
+from .layout import ServiceConfig
 from .mapping import spec_params
 
 if TYPE_CHECKING:
@@ -19,83 +33,215 @@ if TYPE_CHECKING:
 
 MAPPING = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mapping.py")
 MAX_REPLICAS = MAX_WORKERS = 4  # the spec's bounds on replicas and workers
+COMMAND_EVENTS = frozenset({"invoke", "hub", "order", "deliver", "signal", "exec", "reply", "signalled", "released",
+                            "resume"})  # the events about one command (its id is their `c`)
 
 
-def beyond_bounds(service: ServiceConfig, commands: int | None = None) -> str | None:
-    """Why a run of this shape (of `commands` commands, if known) is no behaviour of any instance of the spec, so
-    that it cannot be validated step by step (None if it can)."""
-    from lockstep.specs.psmr.commands import MAX_COMMANDS, MAX_VALUE
-
-    if not service.spec_commands:
-        issued = f"{commands:,} commands" if commands is not None else "its commands"
-        return (f"its workload is random: {issued} drawn by {service.clients} client(s) (get, put and putall on "
-                f"{service.keys} keys, values up to {MAX_RANDOM_VALUE}, {service.outstanding} in flight each); the "
-                f"spec's one client proxy issues, in order, the first N <= {MAX_COMMANDS} commands of the fixed workload of "
-                f"specs/psmr/commands.py, on as many keys as workers, with values 0..{MAX_VALUE} (its invariants range "
-                "over every order of those commands), so no instance of the spec issues this run's commands")
+def beyond_bounds(service: ServiceConfig) -> str | None:
+    """Why a run of this shape is no behaviour of any instance of the spec (None if it can be validated step by step)."""
     if service.replicas > MAX_REPLICAS or service.workers > MAX_WORKERS:
         return (f"it has {service.replicas} replicas of {service.workers} workers; the spec has at most {MAX_REPLICAS} "
                 f"replicas of {MAX_WORKERS} workers")
     return None
 
 
+def window_commands(service: ServiceConfig, top: int) -> int:
+    """The most commands an instance for a run of this shape holds (values 0..`top`): its network, a set over every
+    message of the instance for each pair of processes, within the spec language's limit on a set's elements."""
+    from lockstep.specs.lang.limits import MAX_ELEMENTS
+    from lockstep.specs.psmr.workload import MAX_INSTANCE_COMMANDS
+
+    pairs = (service.replicas + 2) ** 2
+
+    def messages(n: int) -> int:  # Multicast(c), Deliver(c, g, i), Reply(c, v)
+        return n + n * service.workers * n + n * (top + 1)
+
+    n = 1
+    while n < MAX_INSTANCE_COMMANDS and pairs * messages(n + 1) <= MAX_ELEMENTS:
+        n += 1
+    return n
+
+
+@dataclass
+class Window:
+    """The part of a run validated step by step: each client's first commands, and the cut of every log."""
+
+    clients: list[list[Any]]  # each client's commands in the window (`commands.Command`), in the order it issued them
+    number: dict[int, int]  # a service command id in the window -> the instance's command
+    cut: dict[int, int]  # process -> the events of its log in the window
+    issued: int = 0  # commands the run's clients issued
+    limit: int = 0  # the most commands an instance for this run holds
+    events: int = 0  # events of the run's logs
+    sent: dict[int, list[str]] = field(default_factory=dict)  # id(event) -> frame ids it sends besides its own
+    recv: dict[int, list[str]] = field(default_factory=dict)  # id(event) -> frame ids it receives besides its own
+
+    @property
+    def commands(self) -> int:
+        return sum(map(len, self.clients))
+
+
+def _cid(e: dict[str, Any]) -> Any:
+    """The service command an event is about, or None."""
+    return e.get("args", {}).get("c") if e.get("action") in COMMAND_EVENTS else None
+
+
+def window(logs: dict[int, tuple[dict[str, Any], list[dict[str, Any]], bool]], service: ServiceConfig) -> Window:
+    """The window of a run's logs (process -> its header, events, end): every command for the spec's workload; else
+    the first commands of each client, as many as `window_commands` allows, and the consistent cut of the logs
+    that involves only them."""
+    from lockstep.specs.psmr.commands import Command
+
+    invoked: dict[int, list[tuple[int, Command]]] = defaultdict(list)
+    for header, events, _ in logs.values():
+        if header.get("role") == "client":
+            for e in events:
+                a = e.get("args", {})
+                if e.get("action") == "invoke" and isinstance(a.get("cmd"), list) and len(a["cmd"]) == 3:
+                    invoked[header["at"][0]].append((a["c"], Command(*a["cmd"])))
+    issued = sum(map(len, invoked.values()))
+    top = max([c.value for cmds in invoked.values() for _, c in cmds if c.value is not None] + [1])
+    limit = issued if service.spec_commands else window_commands(service, top)
+    per_client = max(1, limit // max(1, len(invoked)))
+    clients = [[c for _, c in invoked[k][:per_client]] for k in sorted(invoked)]
+    number, j = {}, 0
+    for k in sorted(invoked):
+        for cid, _ in invoked[k][:per_client]:
+            number[cid] = j
+            j += 1
+    cut = {pid: next((i for i, e in enumerate(evs) if _cid(e) is not None and _cid(e) not in number), len(evs))
+           for pid, (_, evs, _) in logs.items()}
+    while True:  # the largest consistent cut within: every event receives only frames an event in the cut sent
+        sent = {m for pid, (_, evs, _) in logs.items() for e in evs[:cut[pid]] for m in e.get("sent") or ()}
+        short = {pid: next((i for i, e in enumerate(evs[:cut[pid]]) if any(m not in sent for m in e.get("recv") or ())),
+                           cut[pid]) for pid, (_, evs, _) in logs.items()}
+        if short == cut:
+            break
+        cut = short
+    win = Window(clients, number, cut, issued=issued, events=sum(len(evs) for _, evs, _ in logs.values()), limit=limit)
+    _hub_after_direct_orders(logs, win)
+    return win
+
+
+def _hub_after_direct_orders(logs: dict[int, tuple[dict[str, Any], list[dict[str, Any]], bool]], win: Window) -> None:
+    """Order the hub's event of each multi-group command after the commands each sequencer of its groups ordered
+    alone before it merged the forwarded one (`mapping.py`: the spec appends the command to all its groups in that
+    one step, where the service's sequencers merge it each in its turn)."""
+    hub = {_cid(e): e for pid, (header, evs, _) in logs.items() if header.get("role") == "hub"
+           for e in evs[:win.cut[pid]] if e.get("action") == "hub"}
+    for pid, (header, evs, _) in logs.items():
+        if header.get("role") != "sequencer":
+            continue
+        direct = None
+        for e in evs[:win.cut[pid]]:
+            if e.get("action") != "order":
+                continue
+            a = e.get("args", {})
+            if a.get("from") == "mc":
+                direct = e
+            elif direct is not None and a.get("c") in hub:
+                edge = f"merged-after.{pid}.{a['c']}"
+                win.sent.setdefault(id(direct), []).append(edge)
+                win.recv.setdefault(id(hub[a["c"]]), []).append(edge)
+
+
 CHECKED = ("every event against the spec's rules (integrity, agreement, acyclic order, the barrier, execution in "
            "delivery order, dependent commands in the same order at every replica, replies equal to a sequential "
            "replay of each replica: checker/validation/psmr.py)")
-
-
 SILENT = frozenset({"deliver", "signalled", "released", "resume", "rejected", "fault"})  # events that are no step
 
 
-def _keep(e: dict[str, Any]) -> dict[str, Any] | None:
-    """An event the mapping turns into a step or a check, as it is; None for the others (arrivals of frames a
-    later event takes, the barrier's frames, rejections, losses and replies after the first)."""
-    if e["action"] in SILENT or (e["action"] == "reply" and not e.get("args", {}).get("first")):
-        return None
-    return e
+def _keeper(win: Window) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    """The projection of an event onto the instance: None for the events that are no step and carry nothing the
+    mapping reads (arrivals of frames a later event takes, the barrier's frames, rejections, losses, replies after
+    the first); the others with their command numbered as the instance numbers it, and the ordering edges of the
+    window (`_hub_after_direct_orders`)."""
+    def keep(e: dict[str, Any]) -> dict[str, Any] | None:
+        if e["action"] in SILENT or (e["action"] == "reply" and not e.get("args", {}).get("first")):
+            return None
+        out = dict(e)
+        if _cid(e) is not None:
+            out["args"] = {**e["args"], "c": win.number[e["args"]["c"]]}
+        extra_sent, extra_recv = win.sent.get(id(e)), win.recv.get(id(e))
+        if extra_sent:
+            out["sent"] = [*(e.get("sent") or ()), *extra_sent]
+        if extra_recv:
+            out["recv"] = [*(e.get("recv") or ()), *extra_recv]
+        return out
+
+    return keep
 
 
-def validate_steps(traces: dict[int, str], service: ServiceConfig, spec: str, origins: Origins | None = None) -> Conformance:
-    """Search the run's logs (process -> path) for a behaviour of `spec` (a registered P-SMR spec): the events the
-    mapping takes as steps, each after the receipts of the frames its process acted on before it. `origins` learns
-    where each event of the projected logs comes from (their files are gone when this returns)."""
+def instance(win: Window, service: ServiceConfig, spec: str) -> tuple[str | type, dict[str, int]]:
+    """The spec and parameters the window is validated against: the registered spec for the spec's workload, else
+    the spec `spec` names built for the window's workload."""
+    if service.spec_commands:
+        return spec, spec_params(service)
+    from lockstep.checker.loader import resolve
+    from lockstep.specs.psmr.workload import for_workload
+
+    base, _ = resolve(spec)
+    return (for_workload(win.clients, service.keys, base),
+            {"replicas": service.replicas, "workers": service.workers, "outstanding": service.outstanding})
+
+
+def validate_steps(traces: dict[int, str], service: ServiceConfig, spec: str,
+                   origins: Origins | None = None) -> tuple[Conformance, Window]:
+    """Search the run's logs (process -> path), within their window, for a behaviour of an instance of `spec` (a
+    registered P-SMR spec): the events the mapping takes as steps, each after the receipts of the frames its process
+    acted on before it. `origins` learns where each event of the projected logs comes from (their files are gone
+    when this returns). The outcome, and the window."""
     from lockstep.checker.validation.conformance.run import validate_logs
 
+    logs = {pid: read_log(path) for pid, path in sorted(traces.items())}
+    logs = {pid: log for pid, log in logs.items() if log[0] or log[1]}
+    win = window(logs, service)
+    keep = _keeper(win)
     tmp = tempfile.mkdtemp(prefix="lockstep-psmr-steps-")
     try:
         paths = []
-        for pid, path in sorted(traces.items()):
-            header, events, ended = read_log(path)
-            if not header and not events:
-                continue
+        for pid, (header, events, ended) in logs.items():
             out = os.path.join(tmp, f"process-{pid}.jsonl")
-            project(events, pid, out, _keep, ended, {k: header[k] for k in ("role", "at") if k in header}, origins, path)
+            cut = win.cut[pid] < len(events)  # the window's part of the log is all of it there is to validate
+            project(events[:win.cut[pid]], pid, out, keep, ended or cut,
+                    {k: header[k] for k in ("role", "at") if k in header}, origins, traces[pid])
             paths.append(out)
-        return validate_logs(paths, spec, spec_params(service), MAPPING)
+        spec_obj, params = instance(win, service, spec)
+        return validate_logs(paths, spec_obj, params, MAPPING, one_order=not service.spec_commands), win
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def print_steps(traces: dict[int, str], service: ServiceConfig, spec: str, origins: Origins | None = None,
-                commands: int | None = None) -> int:
-    """Validate the run step by step if some instance of the spec can have it, and print the outcome, naming each
-    event by its place in the user's file (`origins`); the exit code (0 valid, or not validated step by step and
-    said why, 1 not a behaviour of the spec, 3 cut short or inconclusive). `commands`: the run's, if known."""
+def print_steps(traces: dict[int, str], service: ServiceConfig, spec: str, origins: Origins | None = None) -> int:
+    """Validate the run step by step, within its window, if some instance of the spec can have it, and print the
+    outcome, naming each event by its place in the user's file (`origins`); the exit code (0 valid, or not validated
+    step by step and said why, 1 not a behaviour of the spec, 3 cut short or inconclusive)."""
     from lockstep.checker.validation.conformance.run import report
-    from lockstep.specs.psmr.commands import MAX_COMMANDS
 
-    why = beyond_bounds(service, commands)
+    why = beyond_bounds(service)
     if why is not None:
-        print(f"Step by step: not validated against the spec: {why}.\n  checked instead: {CHECKED}.\n  to validate "
-              f"step by step, run the spec's workload: lockstep run psmr --spec-workload N (N <= {MAX_COMMANDS}, at "
-              f"most {MAX_REPLICAS} replicas of {MAX_WORKERS} workers; docs/conformance.md)")
+        print(f"Step by step: not validated against the spec: {why}.\n  checked instead: {CHECKED}.")
         return 0
     origins = origins or Origins()
     with origins.naming():
-        res = validate_steps(traces, service, spec, origins)
-    params = " ".join(f"{k}={v}" for k, v in spec_params(service).items())
+        res, win = validate_steps(traces, service, spec, origins)
+    if service.spec_commands:
+        shape = f"{spec} " + " ".join(f"{k}={v}" for k, v in spec_params(service).items())
+    else:
+        shape = (f"{spec} for the workload of its window, {win.commands:,} commands from {len(win.clients)} client(s) on "
+                 f"{service.keys} keys; replicas={service.replicas} workers={service.workers} "
+                 f"outstanding={service.outstanding}")
     lines = report(res, res.model)
-    print(origins.relocate(f"Step by step ({spec} {params}, through executors/psmr/mapping.py): {lines[0]}"))
+    print(origins.relocate(f"Step by step ({shape}, through executors/psmr/mapping.py): {lines[0]}"))
     for line in lines[1:]:
         print(origins.relocate(line))
+    if not service.spec_commands:
+        kept = sum(win.cut.values())
+        whole = win.commands == win.issued and kept == win.events
+        print(f"  window: {'the whole run' if whole else 'the first'} {win.commands:,} of the {win.issued:,} commands "
+              f"issued ({', '.join(str(len(c)) for c in win.clients)} per client), {kept:,} of the run's {win.events:,} "
+              "events (each log up to its first event of a later command, and up to the first that receives what no "
+              "event in the window sent)"
+              + ("" if whole else f"; the later events are checked against the spec's rules only (an instance holds at "
+                                  f"most {win.limit:,} commands "
+                                  "here: its network is a set over every message of its commands)"))
     return res.exit_code

@@ -1,10 +1,15 @@
 """The refinement mapping from the P-SMR service's logs (`process.py`) to the spec (`lockstep.specs.psmr`).
 
 The spec's processes are the client proxy (0), the ordering layer (1) and replicas 2..R+1, each holding its
-W workers. The service's processes map onto them: its one client onto the proxy, its group sequencers and
-hub together onto the ordering layer, the W worker processes of replica r onto spec replica r + 2. A run is
-within the spec's bounds only with the spec's workload (`lockstep run psmr --spec-workload N`): one client
-issuing the first N commands of `commands.WORKLOAD`, command n as the spec's command n, keys = workers.
+W workers. The service's processes map onto them: its clients onto the proxy, its group sequencers and hub
+together onto the ordering layer, the W worker processes of replica r onto spec replica r + 2. A run of the
+spec's workload (`lockstep run psmr --spec-workload N`: one client issuing the first N commands of
+`commands.WORKLOAD`, keys = workers) is validated against the registered spec, command n as the spec's command n.
+A run of a random workload is validated against the spec built for its workload (`specs/psmr/workload.py`), over
+its window (`conformance.py`): client k's commands are the instance's commands of client k, in the order k issued
+them. The events reach the mapping with their command numbered as the instance numbers it (`conformance.py`:
+client k's command n is command n of client k's commands in the window, after those of clients 0..k-1), which
+for the spec's workload is the command's own number.
 
 Events to steps:
 - `invoke` (the client sends command n) is the proxy's `tick` timeout issuing n;
@@ -22,9 +27,12 @@ Deviations of the service from the spec, each handled here:
   spec's append is mapped to the hub's event, and a sequencer's later `order` of a forwarded command is no
   step: its logged position (`stream[1][g][i]`) must be the one the spec's append gave it. With the spec's
   workload every command goes through the hub (`process.Client`), so the hub's order is the one order the
-  streams are projections of, and each append comes before every event that depends on it. (A command a
-  sequencer orders alone is appended at its `order`; where it races with a forwarded one, only the search
-  over every order of the events consistent with their causes finds where the append falls.)
+  streams are projections of, and each append comes before every event that depends on it. With a random
+  workload a single-group command goes to its group's sequencer alone and is appended at that `order`; the
+  commands a sequencer ordered alone before it merged a forwarded one must be appended before the hub's append
+  of that one, which the events' causes do not say: the projection (`conformance.py`) orders the hub's event
+  after the last of them, an edge that only narrows the orders searched (a behaviour found in them is one of
+  the logs; in a correct run the hub's order and each sequencer's merge in that order make those edges acyclic).
 - A worker process receives its deliveries ahead of taking them (`deliver`, queued), and the signal and
   go frames of the barrier (`signalled`, `released`, `resume`) travel between worker processes, where the
   spec's workers share memory: those events are no steps; the barrier's order is the frames' causal order.
@@ -33,6 +41,16 @@ Deviations of the service from the spec, each handled here:
   multi-group command, so they are the replica's store as the spec's step leaves it.
 - Rejected frames and the fault plan's losses (`rejected`, `fault`) are no steps: a lost message stays
   in flight in the spec, never delivered.
+- The service's clients are one process in the spec (the proxy issues every client's commands, each client's in
+  its order, `workload.py`): steps of different clients are steps of one spec process, which commute up to
+  `before` (the commands completed when one was invoked, across clients), which no guard and no logged variable
+  reads (each guard reads the status of its own client's commands).
+
+With these edges, the steps of different nodes commute (up to `before`): they change different processes' state, or different
+groups' streams, or keys no other worker touches then, and each guard that reads another node's work (a
+delivery, a signal, a go, a reply) reads it through a message the events' causes order. So every order of the
+events consistent with happens-before has the same verdict, and the validation of a window takes one
+(`Search(one_order=True)`).
 """
 
 from __future__ import annotations
@@ -48,10 +66,11 @@ CLIENT_IDS = 10_000_000  # the service's command ids: client index * CLIENT_IDS 
 
 
 def _n(cid: Any) -> int:
-    """The spec's command of a service command id: its number, for the one client of the spec's workload."""
-    if not isinstance(cid, int) or not 0 <= cid < CLIENT_IDS:
-        raise ValueError(f"command id {cid!r} is not one of the first client's: the spec's workload has one client "
-                         "(lockstep run psmr --spec-workload N)")
+    """The spec's command of an event's command: as the projection numbered it (`conformance.py`), or for the spec's
+    workload its number."""
+    if not isinstance(cid, int) or isinstance(cid, bool) or not 0 <= cid < CLIENT_IDS:
+        raise ValueError(f"command {cid!r} is not one of the instance's: validate a P-SMR run's logs through "
+                         "`lockstep validate TRACE` of its --trace file, which numbers its commands for the instance")
     return cid
 
 
@@ -105,6 +124,7 @@ def variables(e: Any) -> dict[str, Any]:
 
 
 def spec_params(service: Any) -> dict[str, int]:
-    """The spec's parameters of a run of the spec's workload (`ServiceConfig` with `spec_commands`)."""
+    """The spec's parameters of a run of the spec's workload (`ServiceConfig` with `spec_commands`); an instance for
+    a random workload takes the same but `commands` (`conformance.instance`)."""
     return {"replicas": service.replicas, "workers": service.workers, "commands": service.spec_commands,
             "outstanding": service.outstanding}

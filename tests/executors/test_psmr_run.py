@@ -44,19 +44,69 @@ def test_round_trip_with_a_replica_crash(cli, tmp_path):
     assert r.code == 0, r.out
     assert multiprocessing.active_children() == []
     # the trace of a run of the random workload, a replica killed: `lockstep validate` checks the spec's rules again,
-    # and says in one message why no instance of the spec can have this run, what it checked instead, and how to get
-    # a run that is validated step by step
+    # and validates the run's window step by step against the spec built for its workload, as the run did
     r = cli("validate", str(trace))
     assert r.code == 0 and "follow the spec's rules" in r.out, r.out + r.err
-    commands = int(re.search(r"Valid: [\d,]+ events of ([\d,]+) commands", r.out).group(1).replace(",", ""))
-    message = r.out[r.out.index("Step by step:"):].splitlines()[:3]
-    assert message[0].startswith(f"Step by step: not validated against the spec: its workload is random: {commands:,} "
-                                 "commands drawn by 2 client(s) (get, put and putall on 8 keys"), r.out
-    assert "the first N <= 6 commands of the fixed workload of specs/psmr/commands.py" in message[0]
-    assert message[1].startswith("  checked instead: every event against the spec's rules (integrity, agreement")
-    assert message[2].startswith("  to validate step by step, run the spec's workload: lockstep run psmr "
-                                 "--spec-workload N (N <= 6"), message
-    assert r.out.count("Step by step") == 1  # no search was run
+    assert re.search(r"Step by step \(psmr for the workload of its window, \d+ commands from 2 client\(s\) on 8 keys; "
+                     r"replicas=2 workers=2 outstanding=2, through executors/psmr/mapping.py\): Valid: the \d+ events of "
+                     r"9 logs are a behaviour of the spec", r.out), r.out
+
+
+WINDOW = re.compile(r"Step by step \(psmr for the workload of its window, (\d+) commands from 2 client\(s\) on 8 keys; "
+                    r"replicas=2 workers=2 outstanding=2, through executors/psmr/mapping.py\): Valid: the (\d+) events of "
+                    r"9 logs are a behaviour of the spec \(([\d.]+) s")
+
+
+def test_a_run_of_the_random_workload_is_validated_step_by_step(cli, tmp_path):
+    """A default run (two clients, eight keys, random commands) is validated step by step at the end of the run and
+    again by `lockstep validate`, against the spec built for its workload over its window (each client's first
+    commands); a reply value changed in the window is refused at its step, named at its line of the trace."""
+    trace = tmp_path / "run.jsonl"
+    r = cli("run", "psmr", "--duration", "1", "--trace", str(trace))
+    assert r.code == 0, r.out + r.err
+    hit = WINDOW.search(r.out)
+    assert hit is not None, r.out
+    commands, events = int(hit.group(1)), int(hit.group(2))
+    assert commands == 58  # 29 per client: the most an instance of 4 processes holds (its network's messages)
+    # per command: its invocation, its append, a take at each replica (two for a putall), its first reply; the cut
+    # leaves out the window's last commands where a log reached a later command before them
+    assert 3 * commands <= events <= 9 * commands, events
+    window = re.search(r"  window: the first 58 of the ([\d,]+) commands issued \(29, 29 per client\), ([\d,]+) of the "
+                       r"run's ([\d,]+) events", r.out)
+    assert window is not None and int(window.group(1).replace(",", "")) > 58, r.out
+    r = cli("validate", str(trace))
+    assert r.code == 0 and f"Valid: the {events} events of 9 logs" in r.out, r.out + r.err
+    lines = trace.read_text().splitlines()
+    first = {json.loads(x)["pid"]: i for i, x in reversed(list(enumerate(lines))) if '"action":"exec"' in x}
+    k = next(i for i, x in enumerate(lines) if '"action":"exec"' in x and '"replica":1' in x and i >= min(first.values()))
+    e = json.loads(lines[k])
+    e["args"]["store"] = {key: v + 1 for key, v in e["args"]["store"].items()}
+    lines[k] = json.dumps(e)
+    trace.write_text("\n".join(lines) + "\n")
+    r = cli("validate", str(trace))
+    assert r.code == 1, r.out + r.err
+    step = r.out[r.out.index("Step by step"):]
+    assert "Invalid: no behaviour of the spec matches the logs" in step and "the logged variables differ: store[3][" \
+        in step, step
+    assert re.search(rf"next: event \d+ of node {e['pid']} \({re.escape(str(trace))}:{k + 1}\): exec ", step), step
+
+
+def test_a_worker_without_the_barrier_is_caught_at_its_step_on_the_random_workload(cli, tmp_path):
+    """`--bug no_barrier` on a default run: the step-by-step validation of its window names a take of a putall by one
+    of replica 0's workers, at its line of the trace, as no step of the spec (the spec's worker waits at the barrier,
+    or its leader's guard wants the other's signal)."""
+    trace = tmp_path / "run.jsonl"
+    r = cli("run", "psmr", "--duration", "1", "--bug", "no_barrier", "--trace", str(trace))
+    assert r.code == 1, r.out + r.err
+    step = r.out[r.out.index("Step by step"):]
+    assert "Invalid: no behaviour of the spec matches the logs" in step, step
+    hit = re.search(rf"next: event \d+ of node (\d+) \({re.escape(str(trace))}:(\d+)\): exec ", step)
+    assert hit is not None, step
+    e = json.loads(trace.read_text().splitlines()[int(hit.group(2)) - 1])
+    assert e["pid"] in (3, 4) and e["args"]["replica"] == 0 and e["action"] == "exec", e  # replica 0's workers
+    putall = [x for x in trace.read_text().splitlines() if '"action":"invoke"' in x and '"putall"' in x]
+    assert any(f'"c":{e["args"]["c"]},' in x for x in putall), e  # the command it took is a putall
+    assert "the logged variables differ: store[2][" in step or "p.signals[c].contains(o))` (specs/psmr/spec.py" in step
 
 
 def test_a_fault_plan_is_applied_and_the_run_validates(cli, tmp_path):
