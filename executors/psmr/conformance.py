@@ -22,9 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lockstep.checker.errors import TraceError
 from lockstep.checker.validation.origins import Origins
 
-from ..projection import project, read_log
+from ..projection import LINE, project, read_log
 from .layout import ServiceConfig
 from .mapping import spec_params
 
@@ -80,24 +81,48 @@ class Window:
         return sum(map(len, self.clients))
 
 
+def _integer(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _invocation(e: dict[str, Any], keys: int, path: str) -> tuple[int, Any]:
+    """A client's `invoke` event as (its command id, the command), checked (TraceError naming the event otherwise)."""
+    from lockstep.specs.psmr.commands import Command
+
+    a = e.get("args", {})
+    cmd = a.get("cmd")
+    ok = _integer(a.get("c")) and isinstance(cmd, list) and len(cmd) == 3
+    if ok:
+        op, key, value = cmd
+        ok = (op == "putall" and key is None or op in ("get", "put") and _integer(key) and 0 <= key < keys) and \
+            (value is None if op == "get" else _integer(value) and value >= 0)
+    if not ok:
+        raise TraceError(f"{path}:{e.get(LINE)}: an invoke event gives its command id (c, an integer) "
+                         f"and its cmd, [op, key, value]: get with a key (0..{keys - 1}), put with a key and a value of "
+                         f"at least 0, putall with a value; got {str(a)[:100]}")
+    return a["c"], Command(*cmd)
+
+
 def _cid(e: dict[str, Any]) -> Any:
     """The service command an event is about, or None."""
     return e.get("args", {}).get("c") if e.get("action") in COMMAND_EVENTS else None
 
 
-def window(logs: dict[int, tuple[dict[str, Any], list[dict[str, Any]], bool]], service: ServiceConfig) -> Window:
-    """The window of a run's logs (process -> its header, events, end): every command for the spec's workload; else
+def window(logs: dict[int, tuple[dict[str, Any], list[dict[str, Any]], bool]], service: ServiceConfig,
+           paths: dict[int, str]) -> Window:
+    """The window of a run's logs (process -> its header, events, end; read from `paths`): every command for the
+    spec's workload; else
     the first commands of each client, as many as `window_commands` allows, and the consistent cut of the logs
     that involves only them."""
-    from lockstep.specs.psmr.commands import Command
-
-    invoked: dict[int, list[tuple[int, Command]]] = defaultdict(list)
-    for header, events, _ in logs.values():
+    invoked: dict[int, list[tuple[int, Any]]] = defaultdict(list)  # client -> (command id, Command) in its order
+    for pid, (header, events, _) in logs.items():
         if header.get("role") == "client":
+            at = header.get("at")
+            if not (isinstance(at, list) and at and _integer(at[0])):
+                raise TraceError(f"{paths.get(pid, f'process {pid}')}:1: a client's header gives its index (at: [index, 0])")
             for e in events:
-                a = e.get("args", {})
-                if e.get("action") == "invoke" and isinstance(a.get("cmd"), list) and len(a["cmd"]) == 3:
-                    invoked[header["at"][0]].append((a["c"], Command(*a["cmd"])))
+                if e.get("action") == "invoke":
+                    invoked[at[0]].append(_invocation(e, service.keys, paths.get(pid, f"process {pid}'s log")))
     issued = sum(map(len, invoked.values()))
     top = max([c.value for cmds in invoked.values() for _, c in cmds if c.value is not None] + [1])
     limit = issued if service.spec_commands else window_commands(service, top)
@@ -185,16 +210,16 @@ def instance(win: Window, service: ServiceConfig, spec: str) -> tuple[str | type
 
 
 def validate_steps(traces: dict[int, str], service: ServiceConfig, spec: str,
-                   origins: Origins | None = None) -> tuple[Conformance, Window]:
+                   origins: Origins | None = None) -> tuple[Conformance | None, Window]:
     """Search the run's logs (process -> path), within their window, for a behaviour of an instance of `spec` (a
     registered P-SMR spec): the events the mapping takes as steps, each after the receipts of the frames its process
     acted on before it. `origins` learns where each event of the projected logs comes from (their files are gone
-    when this returns). The outcome, and the window."""
+    when this returns). The outcome (None if no command was issued), and the window."""
     from lockstep.checker.validation.conformance.run import validate_logs
 
     logs = {pid: read_log(path) for pid, path in sorted(traces.items())}
     logs = {pid: log for pid, log in logs.items() if log[0] or log[1]}
-    win = window(logs, service)
+    win = window(logs, service, traces)
     keep = _keeper(win)
     tmp = tempfile.mkdtemp(prefix="lockstep-psmr-steps-")
     try:
@@ -205,6 +230,8 @@ def validate_steps(traces: dict[int, str], service: ServiceConfig, spec: str,
             project(events[:win.cut[pid]], pid, out, keep, ended or cut,
                     {k: header[k] for k in ("role", "at") if k in header}, origins, traces[pid])
             paths.append(out)
+        if not win.commands:
+            return None, win
         spec_obj, params = instance(win, service, spec)
         return validate_logs(paths, spec_obj, params, MAPPING, one_order=not service.spec_commands), win
     finally:
@@ -224,6 +251,9 @@ def print_steps(traces: dict[int, str], service: ServiceConfig, spec: str, origi
     origins = origins or Origins()
     with origins.naming():
         res, win = validate_steps(traces, service, spec, origins)
+    if res is None:
+        print("Step by step: no client issued a command: there is no step to validate")
+        return 0
     if service.spec_commands:
         shape = f"{spec} " + " ".join(f"{k}={v}" for k, v in spec_params(service).items())
     else:
@@ -236,12 +266,13 @@ def print_steps(traces: dict[int, str], service: ServiceConfig, spec: str, origi
         print(origins.relocate(line))
     if not service.spec_commands:
         kept = sum(win.cut.values())
-        whole = win.commands == win.issued and kept == win.events
-        print(f"  window: {'the whole run' if whole else 'the first'} {win.commands:,} of the {win.issued:,} commands "
-              f"issued ({', '.join(str(len(c)) for c in win.clients)} per client), {kept:,} of the run's {win.events:,} "
-              "events (each log up to its first event of a later command, and up to the first that receives what no "
-              "event in the window sent)"
-              + ("" if whole else f"; the later events are checked against the spec's rules only (an instance holds at "
-                                  f"most {win.limit:,} commands "
-                                  "here: its network is a set over every message of its commands)"))
+        per_client = ", ".join(str(len(c)) for c in win.clients)
+        if win.commands == win.issued and kept == win.events:
+            print(f"  window: the whole run, its {win.commands:,} commands ({per_client} per client) and {kept:,} events")
+        else:
+            print(f"  window: the first {win.commands:,} of the {win.issued:,} commands issued ({per_client} per client), "
+                  f"{kept:,} of the run's {win.events:,} events (each log up to its first event of a later command, and "
+                  "up to the first that receives what no event in the window sent); the later events are checked "
+                  f"against the spec's rules only (an instance holds at most {win.limit:,} commands here: its network "
+                  "is a set over every message of its commands)")
     return res.exit_code

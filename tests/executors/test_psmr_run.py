@@ -89,6 +89,15 @@ def test_a_run_of_the_random_workload_is_validated_step_by_step(cli, tmp_path):
     assert "Invalid: no behaviour of the spec matches the logs" in step and "the logged variables differ: store[3][" \
         in step, step
     assert re.search(rf"next: event \d+ of node {e['pid']} \({re.escape(str(trace))}:{k + 1}\): exec ", step), step
+    # an invocation whose command is not one of the service's: an input error at its line, before any search
+    j = next(i for i, x in enumerate(lines) if '"action":"invoke"' in x)
+    e = json.loads(lines[j])
+    e["args"]["cmd"] = ["put", "x", 3]
+    lines[j] = json.dumps(e)
+    trace.write_text("\n".join(lines) + "\n")
+    r = cli("validate", str(trace))
+    assert r.code == 2 and f"{trace}:{j + 1}: an invoke event gives its command id (c, an integer) and its cmd" in r.err, \
+        r.out + r.err
 
 
 def test_a_worker_without_the_barrier_is_caught_at_its_step_on_the_random_workload(cli, tmp_path):

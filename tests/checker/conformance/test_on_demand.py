@@ -84,3 +84,28 @@ def test_a_spec_too_large_to_trace_whole_is_followed_step_by_step():
     with pytest.raises(UsageError, match="--max-internal 1"):
         side.internal_closure(st, 1)
     assert SpecSide("psmr", {"replicas": 2, "commands": 3}).on_demand is None  # a small spec is built whole
+
+
+def test_one_order_decides_where_the_caller_says_every_order_has_the_same_verdict(tmp_path):
+    """`Search(one_order=True)` (the P-SMR window's search): the relay's genuine logs are valid in the first order
+    consistent with happens-before; a tampered receive is invalid there, explained at its event, without a search
+    over the other orders, and the report says which order was decided on."""
+    from lockstep.checker.validation.conformance.run import report, validate_logs
+    from tests.checker.conformance.test_search import MAPPING as RELAY_MAPPING
+    from tests.checker.conformance.test_search import RELAY, relay_logs
+
+    good = tmp_path / "good"
+    good.mkdir()
+    res = validate_logs(relay_logs(good), RELAY, {}, RELAY_MAPPING, max_internal=1, one_order=True)
+    assert res.verdict == "valid" and res.events == 5 and not res.searched_orders
+    res = validate_logs(relay_logs(tmp_path, receive=(1, 3)), RELAY, {}, RELAY_MAPPING, max_internal=1, one_order=True)
+    assert res.verdict == "invalid" and not res.searched_orders and res.failed_event.action == "receive"
+    assert res.frontier and all(f.taken == {"0": 2, "1": 1} for f in res.frontier)  # the states after three events
+    for entry in res.frontier:
+        (cand,) = entry.candidates
+        assert cand.event.args == {"v": 3}
+        assert any("receive(v=3) is not enabled: the guard conjunct `s.chan.head() == v`" in r for r in cand.reasons)
+    lines = report(res, res.model)
+    assert lines[0] == ("Invalid: no behaviour of the spec matches the logs: 3 events matched in an order consistent "
+                        "with happens-before (the mapping's steps at different nodes commute: every such order gives "
+                        "this verdict), and the next event cannot be taken")
