@@ -6,8 +6,9 @@ workload is validated against the spec built for its workload (`lockstep.specs.p
 commands, each client's in the order it issued them, on its keys, with its values) over a window: the first
 commands of every client, as many as one instance holds, and the largest prefix of every process's log that
 involves only those commands and receives only what that prefix sends (a consistent cut). An instance is bounded by
-its network: a set over every message of the instance (commands x workers x positions deliveries, commands x values
-replies), of at most `MAX_ELEMENTS` messages per pair of processes; `window_commands` is the most commands that fit.
+its network: a set over every (sender, receiver, message) of the instance (commands x workers x positions
+deliveries, commands x values replies), of at most `MAX_ELEMENTS` elements; `window_commands` is the most commands
+that fit.
 Every event of the run, in the window and after it, is also checked against the spec's rules
 (`checker/validation/psmr.py`).
 """
