@@ -112,10 +112,11 @@ def _cid(e: dict[str, Any]) -> Any:
 def window(logs: dict[int, tuple[dict[str, Any], list[dict[str, Any]], bool]], service: ServiceConfig,
            paths: dict[int, str]) -> Window:
     """The window of a run's logs (process -> its header, events, end; read from `paths`): every command for the
-    spec's workload; else
-    the first commands of each client, as many as `window_commands` allows, and the consistent cut of the logs
-    that involves only them."""
+    spec's workload; else the first commands invoked (by the clients' clocks, in turn where they tie), as many as
+    `window_commands` allows, which are a prefix of each client's, and the consistent cut of the logs that involves
+    only them."""
     invoked: dict[int, list[tuple[int, Any]]] = defaultdict(list)  # client -> (command id, Command) in its order
+    stamps: list[tuple[float, int, int]] = []  # (time, number, client) of each invocation
     for pid, (header, events, _) in logs.items():
         if header.get("role") == "client":
             at = header.get("at")
@@ -123,15 +124,20 @@ def window(logs: dict[int, tuple[dict[str, Any], list[dict[str, Any]], bool]], s
                 raise TraceError(f"{paths.get(pid, f'process {pid}')}:1: a client's header gives its index (at: [index, 0])")
             for e in events:
                 if e.get("action") == "invoke":
+                    t = e.get("time")
+                    stamps.append((t if isinstance(t, (int, float)) else float("inf"), len(invoked[at[0]]), at[0]))
                     invoked[at[0]].append(_invocation(e, service.keys, paths.get(pid, f"process {pid}'s log")))
     issued = sum(map(len, invoked.values()))
     top = max([c.value for cmds in invoked.values() for _, c in cmds if c.value is not None] + [1])
     limit = issued if service.spec_commands else window_commands(service, top)
-    per_client = max(1, limit // max(1, len(invoked)))
-    clients = [[c for _, c in invoked[k][:per_client]] for k in sorted(invoked)]
+    taken: dict[int, int] = defaultdict(int)  # client -> its commands in the window
+    for _, _, k in sorted(stamps)[:limit]:
+        taken[k] += 1
+    chosen = [k for k in sorted(invoked) if taken[k]]
+    clients = [[c for _, c in invoked[k][:taken[k]]] for k in chosen]
     number, j = {}, 0
-    for k in sorted(invoked):
-        for cid, _ in invoked[k][:per_client]:
+    for k in chosen:
+        for cid, _ in invoked[k][:taken[k]]:
             number[cid] = j
             j += 1
     cut = {pid: next((i for i, e in enumerate(evs) if _cid(e) is not None and _cid(e) not in number), len(evs))
@@ -267,7 +273,8 @@ def print_steps(traces: dict[int, str], service: ServiceConfig, spec: str, origi
         print(origins.relocate(line))
     if not service.spec_commands:
         kept = sum(win.cut.values())
-        per_client = ", ".join(str(len(c)) for c in win.clients)
+        sizes = sorted({len(c) for c in win.clients})
+        per_client = ", ".join(str(len(c)) for c in win.clients) if len(sizes) > 1 else f"{sizes[0]:,}"
         if win.commands == win.issued and kept == win.events:
             print(f"  window: the whole run, its {win.commands:,} commands ({per_client} per client) and {kept:,} events")
         else:

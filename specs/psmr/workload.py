@@ -93,7 +93,7 @@ def for_workload(clients: Sequence[Sequence[Command]], keys: int, base: type[PSM
         "__module__": __name__, "__doc__": f"{base.__name__} for a workload of {n} command(s) from "
                                           f"{len(clients)} client(s) on {keys} key(s)",
         "_actor_param_commands": None,  # the workload is the instance's own, not the first N of the spec's
-        "outstanding": Param("outstanding", default=2, lo=1, hi=max(2, n), doc="commands each client has without a reply"),
+        "outstanding": Param("outstanding", default=2, lo=1, hi=None, doc="commands each client has without a reply"),
         "Cmd": cmd, "Wk": Wk, "Message": Union(multicast, deliver, reply_msg),
         "msgs": Messages(multicast, deliver, reply_msg), "values": range(top + 1),
         "workload_of": workload_of, "keys_of": keys_of, "previous": previous, "room": room, "answer": answer,
