@@ -4,7 +4,8 @@ behaviour of an instance of `lockstep.specs.psmr` through `mapping.py`.
 A run of the spec's workload (`--spec-workload N`) is validated whole against the registered spec. A run of a random
 workload is validated against the spec built for its workload (`lockstep.specs.psmr.workload`: its clients'
 commands, each client's in the order it issued them, on its keys, with its values) over a window: the first
-commands of every client, as many as one instance holds, and the largest prefix of every process's log that
+commands invoked (by the clients' clocks; a prefix of each client's), as many as one instance holds, and the
+largest prefix of every process's log that
 involves only those commands and receives only what that prefix sends (a consistent cut). An instance is bounded by
 its network: a set over every (sender, receiver, message) of the instance (commands x workers x positions
 deliveries, commands x values replies), of at most `MAX_ELEMENTS` elements; `window_commands` is the most commands
@@ -66,7 +67,8 @@ def window_commands(service: ServiceConfig, top: int) -> int:
 
 @dataclass
 class Window:
-    """The part of a run validated step by step: each client's first commands, and the cut of every log."""
+    """The part of a run validated step by step: the first commands invoked (a prefix of each client's), and the cut
+    of every log."""
 
     clients: list[list[Any]]  # each client's commands in the window (`commands.Command`), in the order it issued them
     number: dict[int, int]  # a service command id in the window -> the instance's command
