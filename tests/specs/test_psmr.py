@@ -138,7 +138,8 @@ def test_bmc_finds_nothing_within_depth(cli):
 
 @pytest.mark.slow
 def test_bmc_to_depth_8(cli):
-    r = cli("check", "psmr", "--engine", "smt", "--depth", "8")
+    """Two replicas and three commands (about a minute); the default shape's encoding takes gigabytes by depth 2."""
+    r = cli("check", "psmr", "-p", "replicas=2", "-p", "commands=3", "--engine", "smt", "--depth", "8")
     assert r.code == 3 and "no violation within 8 steps" in r.out, r.out + r.err
 
 
