@@ -267,6 +267,17 @@ def test_seven_replicas_run_and_validate(capsys):
         assert f"--param {bad}: between 1 and n = 7 lanes (default 2f+1 = 5)" in capsys.readouterr().err
 
 
+def test_ten_replicas_run_and_are_checked_by_the_properties_where_the_spec_cannot_be_built(capsys):
+    """n = 10 (f = 3): the run is valid against the properties; its spec instances exceed the language's limit on a
+    set's elements (the network's envelopes), so step by step says it validated none, and why, and exits 0."""
+    assert cli(["run", "autobahn", "--param", "f=3", "--duration", "1", "--rate", "300"]) == 0
+    out = capsys.readouterr().out
+    assert "Running Autobahn: 10 replicas (f=3, coverage 7, k = 4)" in out and "k = 4 and coverage 7" in out, out
+    assert re.search(r"Step by step .*: none of the [1-9][\d,]* instances could be validated", out), out
+    assert "not validated step by step: the instances of shape autobahn f=3 lanes=0" in out, out
+    assert "is more than the limit of 1,048,576" in out and "fix:" not in out, out
+
+
 def test_the_baseline_without_lanes_commits_leader_batches_and_validates(tmp_path, capsys):
     """The baseline the bench measures Autobahn's hangover against: no cars; each committed cut names one batch, the
     proposing leader's, with no PoA; the run is valid (properties and steps, no lane windows), and the checks of a run

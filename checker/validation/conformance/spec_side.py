@@ -57,6 +57,10 @@ class Plan:
     single: int = -1  # the one transition of a plan of one step taken exactly once (the common case), else -1
 
 
+class Unbuildable(TraceError):
+    """The spec cannot be built at the parameters a log needs (a limit of the language, or a bad parameter)."""
+
+
 class SpecSide:
     """A typed spec for conformance checking, with the mapping that relates a log to it. `ref` names the spec, or is
     the spec class itself (an instance built for a run, `lockstep.specs.psmr.workload`). An actor spec whose handlers
@@ -75,7 +79,7 @@ class SpecSide:
             lazy = issubclass(obj, ActorSpec) and handler_inputs(obj, params) > EAGER_INPUTS
             prog = on_demand_program(obj, params) if lazy else build_program(obj, params)
         except (LoadError, SpecError) as e:
-            raise TraceError(f"spec {ref!r} cannot be built with parameters {params}: {e}") from None
+            raise Unbuildable(f"spec {ref!r} cannot be built with parameters {params}: {e}") from None
         self.prog: Program = prog
         self.on_demand = getattr(prog, "on_demand", None)
         ts = prog.transitions
