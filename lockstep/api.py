@@ -122,12 +122,8 @@ class CheckPlan:
         than a shortest (`before_shortening(steps)` is called first, with the found counterexample's steps), its
         depth counted one way, and its model."""
         res.notes.extend(self.notes)
-        v = res.violation
-        if before_shortening is not None and shorten and v is not None and (self.opts.por or self.opts.dfs) \
-                and not self.properties:
-            before_shortening(len(v.trace.steps) - 1)
         if not self.properties:
-            shorten_violation(res, self.model, self.engine, self.vm, self.opts, shorten)
+            shorten_violation(res, self.model, self.engine, self.vm, self.opts, shorten, before_shortening)
         res.settle_depth()
         res.model = self.model
         return res
@@ -291,10 +287,11 @@ def several_engine(engine: str, max_violations: int, blockers: list[tuple[bool, 
                       if engine == "auto" else None)
 
 
-def shorten_violation(res: CheckResult, m: Model, engine: str, vm: Any, opts: Options, shorten: bool = True) -> None:
+def shorten_violation(res: CheckResult, m: Model, engine: str, vm: Any, opts: Options, shorten: bool = True,
+                      before: Any = None) -> None:
     """Replace a counterexample found with partial-order reduction or depth-first by a shortest one (or say
     why it is kept: the search's budget, at most `opts.max_states` states, or `shorten` False); a breadth-first
-    counterexample is left as it is (a shortest one)."""
+    counterexample is left as it is (a shortest one). `before(steps)` is called as the shortening starts."""
     from lockstep.checker.counterexample import Budget
     from lockstep.checker.counterexample import shorten as shortened
 
@@ -305,6 +302,8 @@ def shorten_violation(res: CheckResult, m: Model, engine: str, vm: Any, opts: Op
     if not shorten:
         v.note = f"as found with {found_with}, maybe not a shortest one (not shortened)"
         return
+    if before is not None:
+        before(len(v.trace.steps) - 1)
     res.violation = shortened(m, v, found_with, engine, vm, Budget.within(opts.max_states)).violation
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from . import semantics
 from .analysis import Analysed, Stratum, assignment, is_exit
 from .semantics import Divergence
-from .syntax import Atom, BinOp, Compare, Const, DatalogError, Expr, Neg, Rule, Var, Wildcard, variables
+from .syntax import Atom, Compare, Const, DatalogError, Expr, Rule, Var, Wildcard, variables
 
 
 @dataclass
@@ -49,7 +49,7 @@ class Step:
         if self.value_var is not None:
             env[self.value_var] = v
         conds = _bind(self.literals, env)
-        value = _eval(self.head, env) if self.head is not None else 0
+        value = semantics.value(self.head, env) if self.head is not None else 0
         return value, logic(conds) if conds else True
 
 
@@ -60,22 +60,10 @@ def _bind(literals: tuple[Compare, ...], env: dict[str, Any]) -> list[Any]:
     for lit in literals:
         a = assignment(lit, set(env))
         if a is not None:
-            env[a[0].name] = _eval(a[1], env)
+            env[a[0].name] = semantics.value(a[1], env)
         else:
-            conds.append(_compare(lit.op, _eval(lit.left, env), _eval(lit.right, env)))
+            conds.append(_compare(lit.op, semantics.value(lit.left, env), semantics.value(lit.right, env)))
     return conds
-
-
-def _eval(e: Expr, env: Mapping[str, Any]) -> Any:
-    if isinstance(e, Const):
-        return e.value
-    if isinstance(e, Var):
-        return env[e.name]
-    if isinstance(e, Neg):
-        return -_eval(e.arg, env)
-    assert isinstance(e, BinOp)
-    a, b = _eval(e.left, env), _eval(e.right, env)
-    return a + b if e.op == "+" else a - b if e.op == "-" else a * b
 
 
 def _compare(op: str, a: Any, b: Any) -> Any:
@@ -113,7 +101,7 @@ class StepGroup:
         ok = np.ones(len(rows), dtype=bool)
         for c in _bind(self.literals, env):
             ok &= c
-        value = _eval(self.head, env) if self.head is not None else np.zeros(len(rows), dtype=np.int64)
+        value = semantics.value(self.head, env) if self.head is not None else np.zeros(len(rows), dtype=np.int64)
         if not isinstance(value, np.ndarray):
             value = np.full(len(rows), value, dtype=np.int64)
         return value, ok

@@ -19,6 +19,7 @@ count or sum inside a recursion has no meaning here (the evaluator runs it where
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from .analysis import Analysed, Stratum, assignment
 from .syntax import Atom, BinOp, Compare, Const, DatalogError, Expr, Neg, Rule, Var, variables
@@ -174,8 +175,8 @@ def _compare_all(b: dict[str, int], pending: list[Compare]) -> tuple[dict[str, i
     return b, pending, True
 
 
-def value(e: Expr, b: Mapping[str, int]) -> int:
-    """An arithmetic expression's value under a binding."""
+def value(e: Expr, b: Mapping[str, Any]) -> Any:
+    """An arithmetic expression's value under a binding (of ints, or of numpy columns: a plan's steps)."""
     if isinstance(e, Const):
         return e.value
     if isinstance(e, Var):
