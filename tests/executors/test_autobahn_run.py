@@ -156,8 +156,9 @@ def test_a_view1_leader_waits_for_coverage_and_a_proposal_short_of_it_is_reporte
     path = rep.traces[p]
     lines = open(path, encoding="utf-8").read().splitlines()
     k, ev = next((k, json.loads(x)) for k, x in enumerate(lines) if '"op":"propose"' in x and f'"s":{s},"v":1,' in x)
-    commit = next(json.loads(x) for x in reversed(lines[:k]) if '"op":"commit"' in x)
-    old = next(o for o in commit["args"]["ops"] if o["op"] == "commit")["cut"]
+    # the base: slot s-1's committed cut, logged before the proposal or in the same event
+    old = next(o["cut"] for x in lines[:k + 1] if '"op":"commit"' in x for o in json.loads(x)["args"]["ops"]
+               if o["op"] == "commit" and o["s"] == s - 1)
     prop = next(o for o in ev["args"]["ops"] if o["op"] == "propose")
     first = next(a for a, t in enumerate(prop["tips"]) if t is not None and (old[a] is None or t[0] > old[a][0]))
     genuine = dict(prop)
