@@ -66,6 +66,11 @@ class Member:
     exit_note: str | None = None
     reports: asyncio.Queue = field(default_factory=asyncio.Queue)
 
+    def drained(self) -> bool:
+        """Whether the runner has read all this process said: its control connection is closed (or never opened).
+        A process that said bye and exited may still have its bye in the runner's socket buffer until then."""
+        return self.link is None or self.link.closed
+
 
 class Cluster:
     """The processes of one run; a subclass per system model says what each process runs (`process_for`)."""
@@ -278,7 +283,8 @@ class Cluster:
 
     def dead(self) -> list[int]:
         """Processes that exited without being told to (not killed on purpose)."""
-        return [p for p, m in self.members.items() if not m.killed and m.bye is None and not m.process.is_alive()]
+        return [p for p, m in self.members.items() if not m.killed and m.bye is None and not m.process.is_alive()
+                and m.drained()]
 
     async def stop(self) -> None:
         """Ask every live process to stop and write its trace; reap them all."""
@@ -287,7 +293,7 @@ class Cluster:
             self.send(m.pid, {"op": "stop"})
         loop = asyncio.get_running_loop()
         deadline = loop.time() + STOP_TIMEOUT
-        while loop.time() < deadline and any(m.bye is None and m.process.is_alive() for m in live):
+        while loop.time() < deadline and any(m.bye is None and (m.process.is_alive() or not m.drained()) for m in live):
             await asyncio.sleep(0.02)
         for m in self.members.values():
             await loop.run_in_executor(None, m.process.join, 2)

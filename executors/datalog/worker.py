@@ -111,6 +111,7 @@ class Worker:
         self.stats = {"iterations": 0, "deltas_sent": 0, "deltas_received": 0, "improved": 0, "frames_rejected": 0,
                       "wait_s": 0.0, "compute_s": 0.0, "delayed_s": 0.0}
         self.failure: str | None = None
+        self.stopped = False  # the runner said stop
         self.early: list[tuple[bytes, int | None]] | None = []  # frames (and senders) received before the start
         self.trace = create_new(cfg.trace, buffering=1 << 16) if cfg.trace else None
         self.rng = np.random.default_rng([cfg.seed, cfg.pid])
@@ -170,8 +171,12 @@ class Worker:
                 if op == "peers":
                     for dst, p in sorted((int(k), v) for k, v in cmd["ports"].items()):
                         if dst != self.pid:
-                            self.out[dst] = await connect(int(p), creds, dst, on_frame=self._frame,
-                                                          on_rejected=self.broken)
+                            try:
+                                self.out[dst] = await connect(int(p), creds, dst, on_frame=self._frame,
+                                                              on_rejected=self.broken)
+                            except OSError as e:  # the run's failure, not the protocol's: said to the runner only
+                                self.failure = f"could not connect to worker {dst}: {e.strerror or e}"
+                                self.ctl.send({"op": "failed", "pid": self.pid, "message": self.failure})
                 elif op == "go":
                     self.t0 = time.monotonic()
                     self._start()
@@ -180,6 +185,7 @@ class Worker:
                         self.on_frame(body, peer)
                     task = asyncio.ensure_future(self._loop())
                 elif op == "stop":
+                    self.stopped = True
                     if task is not None:
                         task.cancel()
                     self._finish()
@@ -200,8 +206,10 @@ class Worker:
                 ep.close()
 
     def _frame(self, ep: Endpoint, body: bytes) -> None:
-        """A frame from an authenticated member of the run (`ep.peer`: the worker that sent it)."""
-        self.on_frame(body, ep.peer)
+        """A frame from an authenticated member of the run (`ep.peer`: the worker that sent it); none is taken
+        once the runner said stop (the trace is then complete)."""
+        if not self.stopped:
+            self.on_frame(body, ep.peer)
 
     def _finish(self) -> None:
         mine = np.flatnonzero(self.own)
