@@ -57,6 +57,8 @@ SECTIONS = [
     Section("population", "Population protocols", ("bench.population", "--quick")),
     Section("smt", "Bounded model checking and induction", ("bench.smt", "--default-only")),
     Section("actor_reduction", "Partial-order and symmetry reduction on actor specs", ("bench.actor_reduction",)),
+    Section("bracha_reduction", "Reductions on Bracha with an equivocating sender (n = 4, 12.6 M states)",
+            ("bench.actor_reduction", "--spec", "bracha_equivocating_sender", "--modes", "none,por,both", "--rounds", "3")),
 ]
 
 
