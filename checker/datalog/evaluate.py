@@ -37,6 +37,7 @@ from .relations import (
     Index,
     Kernels,
     KeySpace,
+    Step,
     check_values,
     distinct,
     group_best,
@@ -658,6 +659,9 @@ class Evaluator:
             if is_exit(r, st):
                 new = self._merge(r.head.pred, self.derive(r, {}))
                 delta[r.head.pred] = _concat(delta.get(r.head.pred), new)
+        steps = self._propagation(st)
+        if steps is not None:
+            return self._propagate(st, steps)
         rounds = 0
         while any(len(d[0]) if d else 0 for d in delta.values()):
             rounds += 1
@@ -665,10 +669,7 @@ class Evaluator:
                 self.max_iterations = max(self._active_domain() + 1, MIN_ROUNDS)
             if self.max_iterations is not None and rounds > self.max_iterations:
                 big = max(delta, key=lambda p: len(delta[p][0]) if delta[p] else 0)
-                raise Divergence(f"the recursion of {', '.join(st.preds)} has not settled after "
-                                 f"{self.max_iterations:,} iterations ({len(delta[big][0]):,} facts of {big} still "
-                                 "improving): it diverges, e.g. along a negative cycle", None, self.prog.program.source,
-                                 hint="check the input for negative cycles, or raise max_iterations")
+                raise self._unsettled(st, big, len(delta[big][0]))
             if self.progress is not None:
                 self.progress(st.preds[0], rounds, sum(len(d[0]) for d in delta.values() if d))
             frozen = {p: (d, ("delta", p, rounds)) for p, d in delta.items()}
@@ -688,6 +689,74 @@ class Evaluator:
                     new = _concat(new, self._merge(pred, part))
                 delta[pred] = new
         return rounds
+
+
+    def _unsettled(self, st: Stratum, pred: str, improving: int) -> Divergence:
+        return Divergence(f"the recursion of {', '.join(st.preds)} has not settled after {self.max_iterations:,} "
+                          f"iterations ({improving:,} facts of {pred} still improving): it diverges, e.g. along a "
+                          "negative cycle", None, self.prog.program.source,
+                          hint="check the input for negative cycles, or raise max_iterations")
+
+    def _propagation(self, st: Stratum) -> list[Step] | None:
+        """The rules of a recursion that the kernels take to its fixpoint in place (`Kernels.propagate`), else None.
+
+        Taken only where sound: the stratum has one predicate p, aggregated by min or max (PreM proved), and each
+        recursive rule is the shape of `JoinBest` with p(X, _) joined on its group X (an offset table's key): its
+        other atom is of an earlier stratum, fixed during the recursion, and the head's group and value are copied,
+        without arithmetic, from X, p's value or the matched row (p's value never becomes a group). Then every value
+        proposed is derived from facts already held, so each group stays no better than in the least model; when no
+        rule improves any group the relation is closed under the rules, and, the head being monotone in p's value
+        (PreM), at least as good as the least model: it is the least model, reached in any order. Values are copied
+        from a finite set, so it settles; and a sweep is at least as good as a semi-naive round, so it takes at
+        most as many sweeps as the semi-naive evaluation rounds (`max_iterations` bounds them alike)."""
+        if not self.kernels.propagates or len(st.preds) != 1:
+            return None
+        rel = self.rels[st.preds[0]]
+        if not isinstance(rel, AggRelation) or rel.func not in ("min", "max"):
+            return None
+        steps, bounds = [], []
+        for i in st.rules:
+            r = self.prog.rules[i]
+            ks = st.recursive_atoms(r)
+            if not ks:
+                continue
+            plan = self._join_best(r, ks[0], st) if len(ks) == 1 else None
+            if plan is None:
+                return None
+            (at, at_other), key, val = plan
+            if at != 0 or key == (True, 1):
+                return None
+            ocols, tag = self._columns(r.atoms[1 - ks[0]].pred)
+            if len(ocols[0]) == 0:  # the rule derives nothing
+                continue
+            index = self._index(tag, ocols, (at_other,))
+            if not index.dense:
+                return None
+            keycol = None if key[0] else index.column(ocols[key[1]], key[1])
+            if keycol is not None:
+                bounds.append(index.bounds(keycol, key[1]))
+            steps.append(Step(index.space.los[0], index.indptr, keycol, val[1] if val[0] else 2,
+                              None if val[0] else index.column(ocols[val[1]], val[1])))
+        for lo, hi in bounds:  # room in p's table for every group a rule may propose
+            rel._codes([np.array([lo, hi], dtype=np.int64)])
+        return steps if rel.has is not None else None
+
+    def _propagate(self, st: Stratum, steps: list[Step]) -> int:
+        """A recursion taken to its fixpoint by `Kernels.propagate`, every group held after its exit rules pending
+        (the first δ); how many sweeps it took."""
+        pred = st.preds[0]
+        rel = self.rels[pred]
+        assert isinstance(rel, AggRelation) and rel.has is not None and rel.table is not None
+        pending = rel.has.view(np.uint8).copy()
+        if self.progress is not None and pending.any():
+            self.progress(pred, 1, int(np.count_nonzero(pending)))
+        sweeps = self.kernels.propagate(steps, rel.space.los[0], rel.func, rel.table, rel.has, pending,
+                                        self.max_iterations)
+        rel.version += 1
+        rel._cols = None
+        if pending.any():
+            raise self._unsettled(st, pred, int(np.count_nonzero(pending)))
+        return sweeps
 
 
 def _vars(lit) -> list[Var]:

@@ -16,7 +16,7 @@ import threading
 import numpy as np
 
 from ..vector.kernels.cbuild import BuildError, Library, compiler
-from .relations import NUMPY, Kernels
+from .relations import NUMPY, Kernels, Step
 
 SOURCE = r"""
 #include <stdint.h>
@@ -165,6 +165,58 @@ int64_t join_best(const int64_t *pkey, int64_t np, int64_t klo, int64_t ksize, c
     return m;
 }
 
+/* A recursive min/max relation p(G, V) (dense: table/has over groups glo..glo+ngroups-1, as in join_best) taken
+   to its fixpoint in place, by chaotic iteration. Each of the nrules rules joins p(X, _) on its group X with a
+   fixed relation's offset table (keys from klo, ksize of them) and proposes, per match, a value for a group;
+   spec holds six int64 a rule: klo, ksize, indptr, key_r (the group column of the matched rows, in the table's
+   order; 0: the group is X itself), val_src (0: X, 1: p's value at X, 2: the matched row's val_r) and val_r.
+   The groups whose value changed since they last fired are pending (marked in pending); a sweep fires them in
+   ascending order, so a group improved ahead of the sweep fires in the same sweep and one behind it in the next
+   (Gauss-Seidel order). At most limit sweeps (limit < 0: no bound); how many ran, pending left set when they did
+   not settle. */
+#define PROPOSE(h, v)                                                                        \
+    do {                                                                                     \
+        int64_t h_ = (h), v_ = (v), t_ = table[h_];                                          \
+        if ((is_min ? v_ < t_ : v_ > t_) || (v_ == t_ && !has[h_])) {                        \
+            table[h_] = v_;                                                                  \
+            has[h_] = 1;                                                                     \
+            if (!pending[h_]) { pending[h_] = 1; if (h_ <= g) again = 1; }                   \
+        }                                                                                    \
+    } while (0)
+
+int64_t propagate(int64_t nrules, const int64_t *spec, int64_t glo, int64_t ngroups, int is_min, int64_t limit,
+                  int64_t *table, uint8_t *has, uint8_t *pending) {
+    int again = 0;
+    for (int64_t g = 0; g < ngroups && !again; g++) again = pending[g];
+    int64_t sweeps = 0;
+    while (again && (limit < 0 || sweeps < limit)) {
+        again = 0;
+        sweeps++;
+        for (int64_t g = 0; g < ngroups; g++) {
+            if (!pending[g]) continue;
+            pending[g] = 0;
+            int64_t x = g + glo, here = table[g];
+            for (int64_t r = 0; r < nrules; r++) {
+                const int64_t *s = spec + 6 * r;
+                int64_t c = x - s[0];
+                if (c < 0 || c >= s[1]) continue;
+                const int64_t *indptr = (const int64_t *)(intptr_t)s[2];
+                const int64_t *key_r = (const int64_t *)(intptr_t)s[3];
+                const int64_t *val_r = (const int64_t *)(intptr_t)s[5];
+                int64_t q0 = indptr[c], q1 = indptr[c + 1], src = s[4];
+                if (key_r && src == 1) {  /* the common shape: cc(Y, min<Z>) <- cc(X, Z), link(X, Y) */
+                    for (int64_t q = q0; q < q1; q++) PROPOSE(key_r[q] - glo, here);
+                } else {
+                    for (int64_t q = q0; q < q1; q++)
+                        PROPOSE(key_r ? key_r[q] - glo : g, src == 0 ? x : src == 1 ? here : val_r[q]);
+                }
+                here = table[g];
+            }
+        }
+    }
+    return sweeps;
+}
+
 /* The best (least with is_min, else greatest) value of each code in 0..total-1 present, gathered in table
    (total, any content) with hit (total, zeroed); written to outc/outv in ascending code order. How many. */
 int64_t best_in_table(const int64_t *codes, const int64_t *vals, int64_t n, int64_t total, int is_min,
@@ -200,6 +252,7 @@ class Compiled(Kernels):
     """The passes of `Kernels`, each one call into the C library."""
 
     joins_into_groups = True
+    propagates = True
 
     def __init__(self, lib: ctypes.CDLL):
         self.lib = lib
@@ -253,6 +306,25 @@ class Compiled(Kernels):
             raise MemoryError("sorting the improved groups")
         return changed[:m]
 
+    def propagate(self, rules: list[Step], glo: int, func: str, table: np.ndarray, has: np.ndarray,
+                  pending: np.ndarray, limit: int | None) -> int:
+        """A recursive min/max relation (`table`/`has`, groups from `glo`) taken to its fixpoint in place by
+        chaotic iteration over its `rules` (see `propagate` in the C source); `pending` (one byte per group) marks
+        the groups to fire first, and is left marking those still to fire when `limit` sweeps did not settle. How
+        many sweeps ran."""
+        spec = np.zeros(6 * len(rules), dtype=np.int64)
+        keep = []  # the columns the spec points into, alive through the call
+        for r, step in enumerate(rules):
+            indptr, key, val = _i64(step.indptr), None if step.key is None else _i64(step.key), \
+                None if step.val is None else _i64(step.val)
+            keep += [indptr, key, val]
+            spec[6 * r: 6 * r + 6] = [step.klo, len(indptr) - 1, _ptr(indptr), 0 if key is None else _ptr(key),
+                                      step.source, 0 if val is None else _ptr(val)]
+        sweeps = self.lib.propagate(len(rules), _ptr(spec), glo, len(table), int(func == "min"),
+                                    -1 if limit is None else limit, _ptr(table), _ptr(has.view(np.uint8)),
+                                    _ptr(pending))
+        return int(sweeps)
+
     def best_in_table(self, codes: np.ndarray, vals: np.ndarray, func: str, total: int) -> tuple[np.ndarray, np.ndarray]:
         codes, vals = _i64(codes), _i64(vals)
         table = np.empty(total, dtype=np.int64)
@@ -294,6 +366,8 @@ def compiled() -> Compiled | None:
                 lib.merge_sorted.restype = _I
                 lib.join_best.argtypes = [_P, _I, _I, _I, _P, _I, _P, _P, _P, _P, _I, ctypes.c_int, _P, _P, _P, _P]
                 lib.join_best.restype = _I
+                lib.propagate.argtypes = [_I, _P, _I, _I, ctypes.c_int, _I, _P, _P, _P]
+                lib.propagate.restype = _I
                 out = Compiled(lib)
         _STATE["kernels"] = out
         return out

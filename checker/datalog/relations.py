@@ -7,6 +7,8 @@ the best value per group) are the methods of a `Kernels` object: `NUMPY` here, t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from lockstep.specs.datalog.syntax import DatalogError
@@ -16,10 +18,25 @@ DENSE_LIMIT = 1 << 25  # key spaces up to this many codes get a direct (dense) t
 EMPTY = np.zeros(0, dtype=np.int64)
 
 
+@dataclass
+class Step:
+    """One recursive rule of a propagation (`Kernels.propagate`): p(X, _) joined on its group X with a fixed
+    relation's offset table (`Index.indptr`, keys from `klo`); each match proposes a value for a group, the matched
+    row's `key` (in the table's order; None: X itself), read from `source`: 0 X, 1 p's value at X, 2 the matched
+    row's `val` (in the table's order)."""
+
+    klo: int
+    indptr: np.ndarray
+    key: np.ndarray | None
+    source: int
+    val: np.ndarray | None
+
+
 class Kernels:
     """The evaluator's innermost passes, in numpy (the portable path; a compiled set overrides every method)."""
 
     joins_into_groups = False  # whether `join_best` (a join and a min/max aggregate in one pass) is provided
+    propagates = False  # whether `propagate` (a min/max recursion to its fixpoint by chaotic iteration) is provided
 
     def sort(self, a: np.ndarray) -> np.ndarray:
         """`a` (int64) in ascending order."""
