@@ -76,7 +76,7 @@ class SetRelation:
         return self.cols
 
     def _reindex(self, extra: list[np.ndarray]) -> None:
-        allcols = [np.concatenate([a, b]) for a, b in zip(self.cols, extra)]
+        allcols = [np.concatenate([a, b]) for a, b in zip(self.cols, extra)] if len(self.cols[0]) else extra
         self.space = KeySpace.covering(allcols, 0.25)
         codes = self.space.encode(self.cols)
         if self.space.total <= DENSE_LIMIT:

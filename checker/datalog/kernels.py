@@ -205,7 +205,11 @@ int64_t propagate(int64_t nrules, const int64_t *spec, int64_t glo, int64_t ngro
                 const int64_t *val_r = (const int64_t *)(intptr_t)s[5];
                 int64_t q0 = indptr[c], q1 = indptr[c + 1], src = s[4];
                 if (key_r && src == 1) {  /* the common shape: cc(Y, min<Z>) <- cc(X, Z), link(X, Y) */
-                    for (int64_t q = q0; q < q1; q++) PROPOSE(key_r[q] - glo, here);
+                    int64_t nrows = indptr[s[1]];
+                    for (int64_t q = q0; q < q1; q++) {
+                        if (q + AHEAD < nrows) __builtin_prefetch(&table[key_r[q + AHEAD] - glo], 1);
+                        PROPOSE(key_r[q] - glo, here);
+                    }
                 } else {
                     for (int64_t q = q0; q < q1; q++)
                         PROPOSE(key_r ? key_r[q] - glo : g, src == 0 ? x : src == 1 ? here : val_r[q]);

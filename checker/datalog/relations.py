@@ -125,7 +125,10 @@ class KeySpace:
         return ok
 
     def fits(self, cols: list[np.ndarray]) -> bool:
-        return bool(self.contains(cols).all()) if cols and len(cols[0]) else True
+        """Whether every tuple lies in the space (each column's least and greatest value do)."""
+        if not cols or len(cols[0]) == 0:
+            return True
+        return all(lo <= int(c.min()) and int(c.max()) < lo + s for c, lo, s in zip(cols, self.los, self.sizes))
 
     def encode(self, cols: list[np.ndarray]) -> np.ndarray:
         """Codes of key tuples known to lie in the space."""
