@@ -125,7 +125,8 @@ def main() -> None:
     cc = res.mapping("cc")
     present = np.unique(np.concatenate([src, dst]))
     assert len(set(cc.values())) == len(np.unique(labels[present])) and len(cc) == len(present), "CC differs"
-    rows.append(("CC", f"lockstep (semi-naive, {engine})", o2_load, o2_alg, o2_m,
+    how = "chaotic iteration" if kernels().propagates else "semi-naive"  # the recursion taken in place (C), or not
+    rows.append(("CC", f"lockstep ({how}, {engine})", o2_load, o2_alg, o2_m,
                  "scipy: " + ratio(o2_load, o2_alg, t_u, c_t)))
     rows.append(("CC", "scipy.sparse.csgraph.connected_components", t_u, c_t, c_m, ""))
     if not args.skip_networkx:

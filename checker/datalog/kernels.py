@@ -1,6 +1,8 @@
 """The Datalog evaluator's innermost passes in C: sorting codes (deduplication, merging a relation's new rows),
 an index's offset table, expanding probes into their matches (joins) and the best value per group
-(aggregation). The same passes as `lockstep.checker.datalog.relations.NUMPY`, with the same results.
+(aggregation). The same passes as `lockstep.checker.datalog.relations.NUMPY`, with the same results; and one
+numpy has not, `propagate`: a min/max recursion taken to its fixpoint in place by chaotic iteration (where
+`Evaluator._propagation` finds it sound; numpy's passes evaluate it semi-naively, to the same relation).
 
 Built once per machine through the vector engine's generated-C mechanism (`kernels.cbuild.Library`: cached per
 user, loaded by descriptor) and called with ctypes. `kernels()` is numpy's set where no C compiler is found, the
