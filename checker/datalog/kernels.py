@@ -26,12 +26,12 @@ SOURCE = r"""
 #include <string.h>
 
 #define SIGN 0x8000000000000000ULL
-#define BITS 13
-#define RADIX (1 << BITS)
+#define MAXBITS 10
 
 /* a[0..n) in ascending order into out: a least-significant-digit radix sort of the values less their least
-   (as unsigned, so that any int64 range fits), 13 bits a pass; a pass over a digit every value shares is skipped,
-   and values already in order are copied.
+   (as unsigned, so that any int64 range fits), in as few passes of at most MAXBITS bits as the range needs
+   (digits of equal width: counts small enough for the first-level cache); a pass over a digit every value
+   shares is skipped, and values already in order are copied.
    Returns 0, or -1 when out of memory. */
 int sort_i64(const int64_t *a, int64_t n, int64_t *out) {
     if (n <= 0) return 0;
@@ -44,29 +44,31 @@ int sort_i64(const int64_t *a, int64_t n, int64_t *out) {
         ascending &= a[i - 1] <= a[i];
     }
     uint64_t span = hi - lo;
-    int passes = 0;
-    while (passes * BITS < 64 && (span >> (passes * BITS)) != 0) passes++;
-    if (passes == 0 || ascending) { memmove(out, a, sizeof(int64_t) * (size_t)n); return 0; }
+    int width = 0;
+    while (width < 64 && (span >> width) != 0) width++;
+    if (width == 0 || ascending) { memmove(out, a, sizeof(int64_t) * (size_t)n); return 0; }
+    int passes = (width + MAXBITS - 1) / MAXBITS, bits = (width + passes - 1) / passes;
+    int64_t radix = (int64_t)1 << bits, digit = radix - 1;
     uint64_t *buf = malloc(sizeof(uint64_t) * (size_t)n);
-    int64_t *count = calloc((size_t)passes * RADIX, sizeof(int64_t));
+    int64_t *count = calloc((size_t)passes * (size_t)radix, sizeof(int64_t));
     if (!buf || !count) { free(buf); free(count); return -1; }
     uint64_t *src = (uint64_t *)out, *dst = buf;
     for (int64_t i = 0; i < n; i++) {
         uint64_t k = ((uint64_t)a[i] ^ SIGN) - lo;
         src[i] = k;
-        for (int p = 0; p < passes; p++) count[p * RADIX + ((k >> (p * BITS)) & (RADIX - 1))]++;
+        for (int p = 0; p < passes; p++) count[p * radix + ((k >> (p * bits)) & digit)]++;
     }
     for (int p = 0; p < passes; p++) {
-        int64_t *c = count + p * RADIX;
+        int64_t *c = count + p * radix;
         int skip = 0;
-        for (int d = 0; d < RADIX; d++) if (c[d] == n) { skip = 1; break; }
+        for (int64_t d = 0; d < radix; d++) if (c[d] == n) { skip = 1; break; }
         if (skip) continue;
         int64_t sum = 0;
-        for (int d = 0; d < RADIX; d++) { int64_t t = c[d]; c[d] = sum; sum += t; }
-        int shift = p * BITS;
+        for (int64_t d = 0; d < radix; d++) { int64_t t = c[d]; c[d] = sum; sum += t; }
+        int shift = p * bits;
         for (int64_t i = 0; i < n; i++) {
             uint64_t k = src[i];
-            dst[c[(k >> shift) & (RADIX - 1)]++] = k;
+            dst[c[(k >> shift) & digit]++] = k;
         }
         uint64_t *t = src; src = dst; dst = t;
     }
