@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lockstep.checker.datalog.evaluate import Evaluator
+from lockstep.checker.datalog.evaluate import Divergence, Evaluator
 from lockstep.checker.datalog.kernels import compiled
 from lockstep.checker.datalog.relations import NUMPY
 from lockstep.specs.datalog import semantics
@@ -239,3 +239,19 @@ def test_chaotic_iteration_gives_the_reference_least_model(name, seed):
         g = nx.Graph(edges[:, :2].tolist())
         g.add_nodes_from(nodes.tolist())
         assert ref["cc"] == {(v, min(c)) for c in nx.connected_components(g) for v in c}
+
+
+@needs_c
+def test_a_propagation_is_bounded_by_max_iterations_as_rounds_are():
+    """On a path whose greatest label travels against the sweeps' order, each sweep moves it one node: with fewer
+    iterations allowed than that, both evaluations refuse; with enough, both give the label everywhere."""
+    prog = analyse(parse(MAX_LABEL, "t.dl"))
+    path = np.array([[i + 1, i] for i in range(12)])
+    sites = {s: True for s in prog.sites}
+    spy = Spy()
+    for kernels in (spy, NUMPY):
+        with pytest.raises(Divergence, match="has not settled after 6 iterations"):
+            Evaluator(prog, {"edge": path}, sites, max_iterations=6, kernels=kernels).run()
+        res = Evaluator(prog, {"edge": path}, sites, max_iterations=20, kernels=kernels).run()
+        assert res.mapping("top") == {i: 12 for i in range(13)}
+    assert spy.propagated == 2
