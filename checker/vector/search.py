@@ -30,6 +30,7 @@ from ..result import HOLDS, INCONCLUSIVE, VIOLATION, CheckResult
 from ..typed_model import TypedModel
 from . import kernels
 from .compile import VectorProgram
+from .cores import CoreJudge
 from .layout import Layout, VectorUnsupported
 from .pipeline import LevelPipeline
 from .spool import Budget, Spool
@@ -44,11 +45,6 @@ LINKS_IN_MEMORY = 1 << 28  # bytes of parent links kept in memory (32 million st
 WARM_FROM = 1 << 12  # a level of this many states starts building the C loops (unless they are cached)
 WARM_AFTER = 1.0  # seconds of search on the numpy loops after which their C form is built in any case
 THREADED_LEVEL = 1 << 16  # smaller levels run on one thread (a second one costs more than it saves there)
-# Two threads pay only with a second core. A level on two threads that got less than CROWDED CPU seconds per second,
-# or one on one thread that got less than WHOLE_CORE (a busy machine), sends the next levels to one thread, until a
-# level on one thread gets WHOLE_CORE again; only levels of at least MEASURED seconds count. The results are the same
-# either way. Consecutive levels run the same way are measured together.
-CROWDED, WHOLE_CORE, MEASURED = 1.3, 0.8, 0.25
 
 
 @dataclass
@@ -303,9 +299,8 @@ class VectorSearch:
         self.threads = 1
         self.threaded_level = THREADED_LEVEL
         self.judge_cores = False  # whether levels go to one thread while no second core is to be had
-        self.crowded = False  # the last measured levels showed no second core to be had (see CROWDED)
+        self.cores = CoreJudge()  # whether the levels get a second core (`judge_cores`)
         self.crowded_levels = 0  # levels large enough for two threads that ran on one for want of a core
-        self.measured = [False, 0.0, 0.0]  # the levels not yet judged: (split?, wall seconds, CPU seconds)
         self.insert_pool: ThreadPoolExecutor | None = None
         self.split = False  # this level runs on two threads
         self.tbits = max(vm.ntrans - 1, 1).bit_length()  # a parent link: parent's index << tbits | transition
@@ -332,7 +327,7 @@ class VectorSearch:
         halves, the batches pipelined across the threads where every candidate is stored (`pipeline`), or,
         without the fused kernel, prepared while the one before it is inserted; before, the search is the
         one-thread search. With `judge_cores`, levels run on one thread while the machine gives the search no
-        second core (`CROWDED`). Call before `run`."""
+        second core (`cores`). Call before `run`."""
         if threads < 2:
             return
         if self.bitstate is not None:  # bits cannot be split later, as keys are: two tables from the start
@@ -570,9 +565,11 @@ class VectorSearch:
             self.expected = self.expect(level)
             self._use_native(len(frontier))
             splittable = self.threads == 2 and len(frontier) >= self.threaded_level
-            self.split = splittable and not self.crowded
-            self.crowded_levels += splittable and self.crowded
-            wall, cpu = time.monotonic(), time.process_time()
+            crowded = self.judge_cores and self.cores.crowded
+            self.split = splittable and not crowded
+            self.crowded_levels += splittable and crowded
+            if self.judge_cores:
+                self.cores.start()
             if self.split and len(self.table.parts) == 1:  # from here on the visited set is two tables
                 self.table = self.table.split()
             if len(self.table.parts) == 2 and len(self.outputs) == 1:  # (a bitstate set is two from the start)
@@ -587,7 +584,7 @@ class VectorSearch:
                 for b in self._prepared(frontier):
                     self._expand(b, level, nxt, links, cap, len(frontier))
             if self.judge_cores:
-                self._cores(time.monotonic() - wall, time.process_time() - cpu)
+                self.cores.end(self.split)
             if frontier is not self.resumed_frontier:
                 frontier.close()
             frontier = nxt
@@ -597,18 +594,6 @@ class VectorSearch:
             if self.checkpoint is not None:
                 self.checkpoint.level_done(self, frontier, level)
         return 0
-
-    def _cores(self, wall: float, cpu: float) -> None:
-        """Judge from the CPU seconds per second of the levels since the last judgment whether the next levels
-        get a second core (`CROWDED`)."""
-        split, w, c = self.measured
-        if split != self.split:
-            w = c = 0.0
-        w, c = w + wall, c + cpu
-        self.measured = [self.split, w, c]
-        if w >= MEASURED and w > 0:
-            self.crowded = c / w < (CROWDED if self.split else WHOLE_CORE)
-            self.measured = [self.split, 0.0, 0.0]
 
     def _prepared(self, frontier: Spool) -> Iterator[Prepared]:
         """The level's batches, prepared; with two threads, each batch is prepared while the one before

@@ -94,11 +94,12 @@ def test_levels_without_a_second_core_run_on_one_thread_with_the_same_result(ref
     """A level on two threads that got less CPU time than a second core gives sends the next levels to one
     thread (until one of them gets a whole core, here at once or never): the counts, depth and counterexample
     stay the one-thread search's."""
-    import lockstep.checker.vector.search as vs
+    import lockstep.checker.vector.cores as vc
 
-    monkeypatch.setattr(vs, "MEASURED", 0.0)
-    monkeypatch.setattr(vs, "CROWDED", float("inf"))  # no level on two threads is judged to have had two cores
-    monkeypatch.setattr(vs, "WHOLE_CORE", 0.0 if recovers else float("inf"))
+    monkeypatch.setattr(vc, "MEASURED", 0.0)
+    monkeypatch.setattr(vc, "CROWDED", float("inf"))  # no level on two threads is judged to have had two cores
+    monkeypatch.setattr(vc, "IDLE_CORE", 0.0 if recovers else float("inf"))
+    monkeypatch.setattr(vc, "WHOLE_CORE", 0.0 if recovers else float("inf"))
     from lockstep.checker.progress import NoProgress
 
     model = load_model(ref, params)
@@ -110,7 +111,29 @@ def test_levels_without_a_second_core_run_on_one_thread_with_the_same_result(ref
     finally:
         search.close()
     assert outcome(got) == want
-    assert search.crowded_levels > 0 and (recovers or search.crowded)
+    assert search.crowded_levels > 0 and (recovers or search.cores.crowded)
+
+
+@pytest.mark.parametrize("idle, crowded", [(0.1, True), (0.9, False), (None, False)])
+def test_levels_on_one_thread_return_to_two_only_when_a_core_is_idle(idle, crowded, monkeypatch):
+    """Once sent to one thread, the levels go back to two when the machine had most of a core idle meanwhile,
+    not merely because the one thread got a whole core (it does, beside a process that holds the other);
+    without the machine's idle time, the one thread's CPU time decides."""
+    import lockstep.checker.vector.cores as vc
+
+    clock = {"wall": 0.0, "cpu": 0.0, "idle": 0.0}
+    monkeypatch.setattr(vc.time, "monotonic", lambda: clock["wall"])
+    monkeypatch.setattr(vc.time, "process_time", lambda: clock["cpu"])
+    monkeypatch.setattr(vc, "idle_seconds", lambda: None if idle is None else clock["idle"])
+    judge = vc.CoreJudge()
+    judge.start()
+    clock["wall"], clock["cpu"], clock["idle"] = 1.0, 1.1, 0.0  # two threads, 1.1 CPU seconds per second
+    judge.end(split=True)
+    assert judge.crowded
+    judge.start()
+    clock["wall"], clock["cpu"], clock["idle"] = 2.0, 2.1, (idle or 0.0)  # one thread, a whole core
+    judge.end(split=False)
+    assert judge.crowded is crowded
 
 
 @pytest.mark.parametrize("native", NATIVE)
