@@ -2,9 +2,11 @@
 runs on one thread, from the machine's idle time.
 
 Two threads pay only with a second core. A level on two threads that got less than `CROWDED` CPU seconds per
-second sends the next levels to one thread. Levels on one thread return to two when the machine had at least
-`IDLE_CORE` of a core idle while they ran (Linux's /proc/stat); where the idle time cannot be read, when the one
-thread got at least `WHOLE_CORE` CPU seconds per second. Only stretches of at least `MEASURED` seconds count;
+second, while the machine had less than `IDLE_CORE` of a core idle (Linux's /proc/stat; the threads did not
+merely wait for each other), sends the next levels to one thread. Levels on one thread return to two when the
+machine had at least `IDLE_CORE` of a core idle while they ran; where the idle time cannot be read, a level on
+two threads is judged by its CPU time alone, and levels on one thread return when it got at least `WHOLE_CORE`
+CPU seconds per second. Only stretches of at least `MEASURED` seconds count;
 consecutive levels run the same way are measured together. The search's results are the same either way.
 """
 
@@ -55,11 +57,10 @@ class CoreJudge:
             self._idle += now_idle - idle
         if self._wall < MEASURED or self._wall <= 0:
             return
-        if split:
-            self.crowded = self._cpu / self._wall < CROWDED
-        elif self._idle_known:
-            self.crowded = self._idle / self._wall < IDLE_CORE
+        idle = self._idle / self._wall >= IDLE_CORE if self._idle_known else None
+        if split:  # short of two cores while the machine had one idle: the threads waited for each other
+            self.crowded = self._cpu / self._wall < CROWDED and not idle
         else:
-            self.crowded = self._cpu / self._wall < WHOLE_CORE
+            self.crowded = not idle if idle is not None else self._cpu / self._wall < WHOLE_CORE
         self._wall = self._cpu = self._idle = 0.0
         self._idle_known = True

@@ -98,7 +98,7 @@ def test_levels_without_a_second_core_run_on_one_thread_with_the_same_result(ref
 
     monkeypatch.setattr(vc, "MEASURED", 0.0)
     monkeypatch.setattr(vc, "CROWDED", float("inf"))  # no level on two threads is judged to have had two cores
-    monkeypatch.setattr(vc, "IDLE_CORE", 0.0 if recovers else float("inf"))
+    monkeypatch.setattr(vc, "idle_seconds", lambda: None)  # judged by CPU time alone (the idle rule: below)
     monkeypatch.setattr(vc, "WHOLE_CORE", 0.0 if recovers else float("inf"))
     from lockstep.checker.progress import NoProgress
 
@@ -130,8 +130,18 @@ def test_levels_on_one_thread_return_to_two_only_when_a_core_is_idle(idle, crowd
     clock["wall"], clock["cpu"], clock["idle"] = 1.0, 1.1, 0.0  # two threads, 1.1 CPU seconds per second
     judge.end(split=True)
     assert judge.crowded
+    judge.crowded = False
+    judge.start()  # the same, but beside an idle core: the threads waited for each other, the machine had room
+    clock["wall"], clock["cpu"], clock["idle"] = 1.5, 1.65, 0.0 if idle is None else 0.45
+    judge.end(split=True)
+    assert judge.crowded is (idle is None)
     judge.start()
-    clock["wall"], clock["cpu"], clock["idle"] = 2.0, 2.1, (idle or 0.0)  # one thread, a whole core
+    clock["wall"], clock["cpu"] = 2.5, 2.75  # and again with no core idle
+    judge.end(split=True)
+    assert judge.crowded
+    judge.start()
+    clock["wall"], clock["cpu"] = 3.5, 3.85  # one thread, a whole core
+    clock["idle"] += idle or 0.0
     judge.end(split=False)
     assert judge.crowded is crowded
 
