@@ -105,10 +105,14 @@ void expand(const int64_t *probes, const int64_t *start, const int64_t *stop, in
 int64_t merge_sorted(const int64_t *a, int64_t na, const int64_t *b, int64_t nb, int64_t *merged, int64_t *fresh,
                      int64_t *nmerged) {
     int64_t i = 0, j = 0, m = 0, f = 0;
-    while (i < na && j < nb) {
-        if (a[i] < b[j]) merged[m++] = a[i++];
-        else if (b[j] < a[i]) { fresh[f++] = b[j]; merged[m++] = b[j++]; }
-        else { merged[m++] = a[i++]; j++; }
+    while (i < na && j < nb) {  /* without branches: the runs interleave unpredictably */
+        int64_t x = a[i], y = b[j];
+        int lt = x < y, gt = y < x;
+        merged[m++] = lt ? x : y;
+        fresh[f] = y;
+        f += gt;
+        i += !gt;
+        j += !lt;
     }
     while (i < na) merged[m++] = a[i++];
     while (j < nb) { fresh[f++] = b[j]; merged[m++] = b[j++]; }
