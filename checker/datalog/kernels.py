@@ -182,15 +182,21 @@ int64_t join_best(const int64_t *pkey, int64_t np, int64_t klo, int64_t ksize, c
    ascending order, so a group improved ahead of the sweep fires in the same sweep and one behind it in the next
    (Gauss-Seidel order). At most limit sweeps (limit < 0: no bound); how many ran, pending left set when they did
    not settle. */
-#define PROPOSE(h, v)                                                                        \
+#define PROPOSE(h, v, better)                                                                \
     do {                                                                                     \
         int64_t h_ = (h), v_ = (v), t_ = table[h_];                                          \
-        if ((is_min ? v_ < t_ : v_ > t_) || (v_ == t_ && !has[h_])) {                        \
+        if ((better) || (v_ == t_ && !has[h_])) {                                            \
             table[h_] = v_;                                                                  \
             has[h_] = 1;                                                                     \
             if (!pending[h_]) { pending[h_] = 1; if (h_ <= g) again = 1; }                   \
         }                                                                                    \
     } while (0)
+/* the common shape, cc(Y, min<Z>) <- cc(X, Z), link(X, Y): each matched row's group offered X's value */
+#define COPY_LOOP(better)                                                                    \
+    for (int64_t q = q0; q < q1; q++) {                                                      \
+        if (q + AHEAD < nrows) __builtin_prefetch(&table[key_r[q + AHEAD] - glo], 1);        \
+        PROPOSE(key_r[q] - glo, here, better);                                               \
+    }
 
 int64_t propagate(int64_t nrules, const int64_t *spec, int64_t glo, int64_t ngroups, int is_min, int64_t limit,
                   int64_t *table, uint8_t *has, uint8_t *pending) {
@@ -212,15 +218,13 @@ int64_t propagate(int64_t nrules, const int64_t *spec, int64_t glo, int64_t ngro
                 const int64_t *key_r = (const int64_t *)(intptr_t)s[3];
                 const int64_t *val_r = (const int64_t *)(intptr_t)s[5];
                 int64_t q0 = indptr[c], q1 = indptr[c + 1], src = s[4];
-                if (key_r && src == 1) {  /* the common shape: cc(Y, min<Z>) <- cc(X, Z), link(X, Y) */
+                if (key_r && src == 1) {
                     int64_t nrows = indptr[s[1]];
-                    for (int64_t q = q0; q < q1; q++) {
-                        if (q + AHEAD < nrows) __builtin_prefetch(&table[key_r[q + AHEAD] - glo], 1);
-                        PROPOSE(key_r[q] - glo, here);
-                    }
+                    if (is_min) { COPY_LOOP(v_ < t_) } else { COPY_LOOP(v_ > t_) }
                 } else {
                     for (int64_t q = q0; q < q1; q++)
-                        PROPOSE(key_r ? key_r[q] - glo : g, src == 0 ? x : src == 1 ? here : val_r[q]);
+                        PROPOSE(key_r ? key_r[q] - glo : g, src == 0 ? x : src == 1 ? here : val_r[q],
+                                is_min ? v_ < t_ : v_ > t_);
                 }
                 here = table[g];
             }
