@@ -16,6 +16,11 @@ proves them with z3); a recursive aggregate without a verdict, or with a failed 
 A recursion that has not settled after `max_iterations` rounds (by default one more than the number
 of distinct values in the input and the program, the longest chain of improvements a simple
 derivation can make, and at least 10,000) raises `Divergence`: a negative cycle does that.
+
+Where the compiled kernels propagate (`Kernels.propagate`), a min/max recursion whose rules only copy a group or
+a value across a join with an earlier stratum (label propagation, as in connected components) is instead taken
+to the same fixpoint in place by chaotic iteration: sweeps over the groups that changed, each fired with its
+latest value (`Evaluator._propagation` states when that is sound); its iterations are the sweeps.
 """
 
 from __future__ import annotations
@@ -669,7 +674,10 @@ class Evaluator:
                 self.max_iterations = max(self._active_domain() + 1, MIN_ROUNDS)
             if self.max_iterations is not None and rounds > self.max_iterations:
                 big = max(delta, key=lambda p: len(delta[p][0]) if delta[p] else 0)
-                raise self._unsettled(st, big, len(delta[big][0]))
+                raise Divergence(f"the recursion of {', '.join(st.preds)} has not settled after "
+                                 f"{self.max_iterations:,} iterations ({len(delta[big][0]):,} facts of {big} still "
+                                 "improving): it diverges, e.g. along a negative cycle", None, self.prog.program.source,
+                                 hint="check the input for negative cycles, or raise max_iterations")
             if self.progress is not None:
                 self.progress(st.preds[0], rounds, sum(len(d[0]) for d in delta.values() if d))
             frozen = {p: (d, ("delta", p, rounds)) for p, d in delta.items()}
@@ -689,13 +697,6 @@ class Evaluator:
                     new = _concat(new, self._merge(pred, part))
                 delta[pred] = new
         return rounds
-
-
-    def _unsettled(self, st: Stratum, pred: str, improving: int) -> Divergence:
-        return Divergence(f"the recursion of {', '.join(st.preds)} has not settled after {self.max_iterations:,} "
-                          f"iterations ({improving:,} facts of {pred} still improving): it diverges, e.g. along a "
-                          "negative cycle", None, self.prog.program.source,
-                          hint="check the input for negative cycles, or raise max_iterations")
 
     def _propagation(self, st: Stratum) -> list[Step] | None:
         """The rules of a recursion that the kernels take to its fixpoint in place (`Kernels.propagate`), else None.
@@ -755,7 +756,10 @@ class Evaluator:
         rel.version += 1
         rel._cols = None
         if pending.any():
-            raise self._unsettled(st, pred, int(np.count_nonzero(pending)))
+            raise Divergence(f"the recursion of {pred} has not settled after {self.max_iterations:,} iterations "
+                             f"({np.count_nonzero(pending):,} groups of {pred} still improving)", None,
+                             self.prog.program.source, hint="its rules only copy values, so it settles with more "
+                                                            "iterations: raise max_iterations")
         return sweeps
 
 
