@@ -134,10 +134,12 @@ class KeySpace:
         """Codes of key tuples known to lie in the space."""
         if not cols:
             return np.zeros(0, dtype=np.int64)
-        code = cols[0] - self.los[0]
-        for c, lo, s in zip(cols[1:], self.los[1:], self.sizes[1:]):
-            code = code * s + (c - lo)
-        return code.astype(np.int64, copy=False)
+        code = np.subtract(cols[0], self.los[0], dtype=np.int64)
+        for c, lo, s in zip(cols[1:], self.los[1:], self.sizes[1:]):  # in place: one array however many columns
+            code *= s
+            code += c
+            code -= lo
+        return code
 
     def decode(self, codes: np.ndarray) -> list[np.ndarray]:
         if not self.los:
@@ -148,7 +150,11 @@ class KeySpace:
             rest, digit = np.divmod(rest, s)
             digit += lo
             out.append(digit)
-        out.append(rest + self.los[0])  # the leading column: what the divisions leave (codes lie in the space)
+        if rest is codes:  # the leading column: what the divisions leave (codes lie in the space)
+            rest = rest + self.los[0]
+        else:  # a quotient of this call's own
+            rest += self.los[0]
+        out.append(rest)
         return list(reversed(out))
 
     def union(self, cols: list[np.ndarray]) -> KeySpace:
