@@ -104,13 +104,16 @@ class SetRelation:
         if self.space is None or not self.space.fits(cols):
             self._reindex(cols)
         space = self.space
-        codes = distinct(space.encode(cols), self.kernels)
+        given = space.encode(cols)
+        codes = distinct(given, self.kernels)
         if self.table is not None:
             new = codes[~self.table[codes]]
             self.table[new] = True
         else:
             self.codes, new = merge_new(self.codes, codes, self.kernels)
-        out = space.decode(new)
+        # the first rows, distinct and in code order already (a copy of a relation): kept as given, not decoded
+        as_given = not len(self.cols[0]) and len(new) == len(given) and np.array_equal(new, given)
+        out = list(cols) if as_given else space.decode(new)
         if len(new):
             self.cols = [np.concatenate([a, b]) for a, b in zip(self.cols, out)] if len(self.cols[0]) else out
             self.version += 1

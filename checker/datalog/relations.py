@@ -228,7 +228,7 @@ def distinct(a: np.ndarray, kernels: Kernels = NUMPY) -> np.ndarray:
     keep = np.empty(len(s), dtype=bool)
     keep[0] = True
     np.not_equal(s[1:], s[:-1], out=keep[1:])
-    return s[keep]
+    return s if np.count_nonzero(keep) == len(s) else s[keep]
 
 
 def merge_new(old: np.ndarray, codes: np.ndarray, kernels: Kernels = NUMPY) -> tuple[np.ndarray, np.ndarray]:
