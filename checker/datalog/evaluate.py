@@ -111,11 +111,20 @@ class SetRelation:
             self.table[new] = True
         else:
             self.codes, new = merge_new(self.codes, codes, self.kernels)
-        # the first rows, distinct and in code order already (a copy of a relation): kept as given, not decoded
-        as_given = not len(self.cols[0]) and len(new) == len(given) and np.array_equal(new, given)
-        out = list(cols) if as_given else space.decode(new)
+        held = len(self.cols[0])
+        if held and len(new):  # the rows so far, then the new ones decoded in place after them
+            grown = [np.empty(held + len(new), dtype=np.int64) for _ in self.cols]
+            for g, c in zip(grown, self.cols):
+                g[:held] = c
+            out = space.decode(new, [g[held:] for g in grown])
+            self.cols = grown
+        elif not held and len(new) == len(given) and np.array_equal(new, given):
+            self.cols, out = list(cols), list(cols)  # the first rows, distinct and in code order already: as given
+        else:
+            out = space.decode(new)
+            if len(new):
+                self.cols = out
         if len(new):
-            self.cols = [np.concatenate([a, b]) for a, b in zip(self.cols, out)] if len(self.cols[0]) else out
             self.version += 1
         return out
 

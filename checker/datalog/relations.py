@@ -141,21 +141,23 @@ class KeySpace:
             code -= lo
         return code
 
-    def decode(self, codes: np.ndarray) -> list[np.ndarray]:
+    def decode(self, codes: np.ndarray, into: list[np.ndarray] | None = None) -> list[np.ndarray]:
+        """The key tuples of codes, as columns: new arrays, or written into `into` (one int64 array a column, as
+        long as `codes`)."""
         if not self.los:
             return []
-        out = []
+        cols = into if into is not None else [np.empty(len(codes), dtype=np.int64) for _ in self.los]
         rest = codes
-        for lo, s in zip(reversed(self.los[1:]), reversed(self.sizes[1:])):
-            rest, digit = np.divmod(rest, s)
-            digit += lo
-            out.append(digit)
-        if rest is codes:  # the leading column: what the divisions leave (codes lie in the space)
-            rest = rest + self.los[0]
-        else:  # a quotient of this call's own
-            rest += self.los[0]
-        out.append(rest)
-        return list(reversed(out))
+        for i in range(len(self.los) - 1, 0, -1):  # the trailing columns, each a remainder
+            quotient = cols[0] if i == 1 else np.empty(len(codes), dtype=np.int64)
+            np.divmod(rest, self.sizes[i], out=(quotient, cols[i]))
+            cols[i] += self.los[i]
+            rest = quotient
+        if len(self.los) == 1:  # the leading column: what the divisions leave (codes lie in the space)
+            np.add(codes, self.los[0], out=cols[0])
+        else:
+            cols[0] += self.los[0]
+        return cols
 
     def union(self, cols: list[np.ndarray]) -> KeySpace:
         """A space covering this one and the given tuples (with room to grow)."""
