@@ -78,14 +78,14 @@ int sort_i64(const int64_t *a, int64_t n, int64_t *out) {
     return 0;
 }
 
-/* The offset table of codes in 0..total-1: indptr (total + 1) and order (n), the rows of code c being
+/* The offset table of codes in lo..lo+total-1: indptr (total + 1) and order (n), the rows of code lo + c being
    order[indptr[c]..indptr[c + 1]) in row order (a counting sort). */
-void offsets(const int64_t *codes, int64_t n, int64_t total, int64_t *indptr, int64_t *order) {
+void offsets(const int64_t *codes, int64_t n, int64_t lo, int64_t total, int64_t *indptr, int64_t *order) {
     memset(indptr, 0, sizeof(int64_t) * (size_t)(total + 1));
-    for (int64_t i = 0; i < n; i++) indptr[codes[i]]++;
+    for (int64_t i = 0; i < n; i++) indptr[codes[i] - lo]++;
     int64_t sum = 0;
     for (int64_t c = 0; c < total; c++) { int64_t t = indptr[c]; indptr[c] = sum; sum += t; }
-    for (int64_t i = 0; i < n; i++) order[indptr[codes[i]]++] = i;
+    for (int64_t i = 0; i < n; i++) order[indptr[codes[i] - lo]++] = i;
     memmove(indptr + 1, indptr, sizeof(int64_t) * (size_t)total);
     indptr[0] = 0;
 }
@@ -280,11 +280,11 @@ class Compiled(Kernels):
             raise MemoryError("sorting codes")
         return out
 
-    def offsets(self, codes: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
+    def offsets(self, codes: np.ndarray, total: int, lo: int = 0) -> tuple[np.ndarray, np.ndarray]:
         codes = _i64(codes)
         indptr = np.empty(total + 1, dtype=np.int64)
         order = np.empty(len(codes), dtype=np.int64)
-        self.lib.offsets(_ptr(codes), len(codes), total, _ptr(indptr), _ptr(order))
+        self.lib.offsets(_ptr(codes), len(codes), lo, total, _ptr(indptr), _ptr(order))
         return indptr, order
 
     def expand(self, probes: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -372,7 +372,7 @@ def compiled() -> Compiled | None:
             else:
                 lib.sort_i64.argtypes = [_P, _I, _P]
                 lib.sort_i64.restype = ctypes.c_int
-                lib.offsets.argtypes = [_P, _I, _I, _P, _P]
+                lib.offsets.argtypes = [_P, _I, _I, _I, _P, _P]
                 lib.offsets.restype = None
                 lib.expand.argtypes = [_P, _P, _P, _I, _P, _P]
                 lib.expand.restype = None

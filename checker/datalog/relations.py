@@ -42,9 +42,11 @@ class Kernels:
         """`a` (int64) in ascending order."""
         return np.sort(a)
 
-    def offsets(self, codes: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
-        """(indptr, order) of codes in 0..total-1: row order[indptr[c]:indptr[c + 1]] are those of code c, in
-        row order."""
+    def offsets(self, codes: np.ndarray, total: int, lo: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """(indptr, order) of codes in lo..lo+total-1: row order[indptr[c]:indptr[c + 1]] are those of code lo + c,
+        in row order."""
+        if lo:
+            codes = codes - lo
         counts = np.bincount(codes, minlength=total) if len(codes) else np.zeros(total, np.int64)
         indptr = np.zeros(total + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
@@ -176,13 +178,15 @@ class Index:
         self.space = KeySpace.covering(key_cols)
         self._sorted: dict[int, np.ndarray] = {}
         self._bounds: dict[int, tuple[int, int]] = {}
-        codes = self.space.encode(key_cols)
-        self.dense = self.space.total <= max(DENSE_LIMIT, 4 * len(codes))
-        if self.dense:
-            self.indptr, self.order = kernels.offsets(codes, self.space.total)
-        else:
+        self.dense = self.space.total <= max(DENSE_LIMIT, 4 * len(key_cols[0]))
+        if not self.dense:
+            codes = self.space.encode(key_cols)
             self.order = np.argsort(codes, kind="stable")
             self.sorted = codes[self.order]
+        elif len(key_cols) == 1:  # one key column: its values, from the least, are the codes
+            self.indptr, self.order = kernels.offsets(key_cols[0], self.space.total, self.space.los[0])
+        else:
+            self.indptr, self.order = kernels.offsets(self.space.encode(key_cols), self.space.total)
 
     def probe(self, key_cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """(probe index, row index) pairs of every match."""

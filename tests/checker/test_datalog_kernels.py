@@ -44,6 +44,9 @@ def test_sort(xs):
 def test_offsets(codes):
     for got, want in zip(C.offsets(arr(codes), 31), NUMPY.offsets(arr(codes), 31)):
         assert got.tolist() == want.tolist()
+    for lo in (-9, 1 << 40):  # codes from lo
+        for got, want in zip(C.offsets(arr(codes) + lo, 31, lo), NUMPY.offsets(arr(codes) + lo, 31, lo)):
+            assert got.tolist() == want.tolist()
 
 
 @needs_c
