@@ -200,10 +200,14 @@ def _start_choices(prog: ActorProgram, init: tuple) -> dict[int, dict[str, Any] 
 
 
 def _decode_choice(prog: ActorProgram, action: str, args: dict[str, Any]) -> dict[str, Any]:
-    """The JSON form of a step's choice arguments (from their ITF form in the trace)."""
-    t = next(t for t in prog.transitions if t.action == action)
-    doms = dict(zip((n for n, _ in t.args), t.arg_doms))
+    """The JSON form of a step's choice arguments (from their ITF form in the trace), in the domains of the process
+    that takes the step (a Byzantine process's handlers choose from domains of their own)."""
     fixed = ("src", "dst", "msg") if action == "deliver" else ("p", "timer")
+    who = "dst" if action == "deliver" else "p"
+    pid, chosen = _int(args[who]), set(args) - set(fixed)
+    t = next(t for t in prog.transitions if t.action == action and dict(t.args).get(who) == pid
+             and chosen <= {n for n, _ in t.args})
+    doms = dict(zip((n for n, _ in t.args), t.arg_doms))
     return {k: to_json(doms[k], _itf_value(doms[k], v)) for k, v in args.items() if k not in fixed}
 
 
