@@ -1,11 +1,14 @@
 """Exhaustive checks of Autobahn, n = 4, f = 1: each configuration's bounds, verdict, states, depth and time,
-and each seeded bug's time to its counterexample, on the scalar explicit engine (one core, no reduction:
-Autobahn's handlers are too large for the partial-order reduction's static analysis, and it declares no
+and each seeded bug's time to its counterexample at its small bounds, on the scalar explicit engine (one core, no
+reduction: Autobahn's handlers are too large for the partial-order reduction's static analysis, and it declares no
 symmetric range). A configuration stops at --max-states and is then reported as inconclusive, with the
-rate at which it was exploring.
+rate at which it was exploring. Then each seeded safety bug at the default bounds (two lanes, two views), caught by
+the random walks of the `lockstep simulate` command in its docstring: the property, the counterexample's steps,
+the walks to it and the command's time (building the spec and its kernel included).
 
-    python -m bench.autobahn_check                   # the default table (tens of minutes on a loaded machine)
+    python -m bench.autobahn_check                   # both tables (tens of minutes on a loaded machine)
     python -m bench.autobahn_check --max-states 200000
+    python -m bench.autobahn_check --seeded          # only the seeded bugs at the default bounds (about a minute)
     python -m bench.autobahn_check --compile         # the vector engine's compile time per configuration: its
                                                      # numpy program, and its fused C kernel (lines, parts, build)
     python -m bench.autobahn_check --growth 13       # the default bounds' breadth-first levels, on the vector
@@ -15,12 +18,16 @@ rate at which it was exploring.
 from __future__ import annotations
 
 import argparse
+import inspect
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 
 from lockstep.checker.explicit import Options, check
-from lockstep.checker.loader import load_model
+from lockstep.checker.loader import load_model, resolve
 from lockstep.checker.vector import VectorModel, VectorOptions, check_vector
 from lockstep.checker.vector.kernels.cbuild import Background
 from lockstep.checker.vector.kernels.fused import fuse
@@ -34,12 +41,16 @@ CONFIGS: list[tuple[str, dict[str, int]]] = [
     ("autobahn_byzantine", {"lanes": 0, "views": 1}),  # the Byzantine replica leads view 1
     ("autobahn_byzantine", {"lanes": 0, "views": 1, "offset": 0}),  # it votes
     ("autobahn_byzantine", {"lanes": 1, "views": 1, "fetch": 0, "offset": 0}),  # its lane forks
-    ("autobahn_quorum_2f", {}),
-    ("autobahn_double_vote", {}),
-    ("autobahn_weak_poa", {}),
-    ("autobahn_weak_fast_path", {}),
-    ("autobahn_no_override", {}),
+    # the seeded bugs at the small bounds of the exhaustive command in their docstrings
+    ("autobahn_quorum_2f", {"lanes": 0, "views": 1}),
+    ("autobahn_double_vote", {"lanes": 0, "views": 1}),
+    ("autobahn_weak_poa", {"lanes": 1, "views": 1}),
+    ("autobahn_weak_fast_path", {"lanes": 0}),
+    ("autobahn_no_override", {"lanes": 0}),
 ]
+# the seeded safety bugs whose docstrings catch them at the default bounds, by random walks
+SEEDED = ["autobahn_quorum_2f", "autobahn_double_vote", "autobahn_weak_poa", "autobahn_weak_fast_path",
+          "autobahn_no_override"]
 
 # the paper's shape at larger bounds: two lanes, two views (view change), the fast path; k = 2 pipelining
 COMPILE_ONLY: list[tuple[str, dict[str, int]]] = [
@@ -55,12 +66,17 @@ def main() -> None:
                     "for the vector engine")
     ap.add_argument("--growth", type=int, metavar="DEPTH", help="only measure the default bounds' levels up to "
                     "DEPTH (each depth one vector search bounded by --max-depth)")
+    ap.add_argument("--seeded", action="store_true", help="only run the seeded bugs' documented commands at the "
+                    "default bounds")
     args = ap.parse_args()
     if args.compile:
         compile_times()
         return
     if args.growth:
         growth(args.growth)
+        return
+    if args.seeded:
+        seeded()
         return
     print(f"{'spec':<30}{'bounds':<34}{'verdict':<14}{'distinct':>11}{'depth':>7}{'seconds':>9}{'states/s':>10}")
     for spec, params in CONFIGS:
@@ -70,7 +86,30 @@ def main() -> None:
         z = model.params
         bounds = f"slots={z['slots']} views={z['views']} lanes={z['lanes']} cars={z['cars']} k={z['k']}"
         print(f"{spec:<30}{bounds:<34}{v:<14}{res.distinct:>11,}{res.depth:>7}{res.seconds:>9.1f}"
-              f"{res.distinct / max(res.seconds, 1e-9):>10,.0f}")
+              f"{res.distinct / max(res.seconds, 1e-9):>10,.0f}", flush=True)
+    print()
+    seeded()
+
+
+def seeded() -> None:
+    """Each seeded safety bug's documented `lockstep simulate` command (its variant's defaults: the default bounds),
+    run as a user runs it: the property it finds violated, the counterexample's steps, the walks and the time."""
+    print(f"{'command (in the docstring; the default bounds)':<94}{'violated':<26}{'steps':>6}{'walks':>8}"
+          f"{'walk s':>8}{'total s':>8}")
+    for spec in SEEDED:
+        (line,) = [ln.strip() for ln in inspect.getdoc(resolve(spec)[0]).splitlines()
+                   if ln.strip().startswith("lockstep simulate ")]
+        args = line.split()[1:]
+        t = time.perf_counter()
+        run = subprocess.run([sys.executable, "-m", "lockstep.checker.cli", *args, "--format", "json"],
+                             capture_output=True, text=True, check=False)
+        took = time.perf_counter() - t
+        out = json.loads(run.stdout)
+        v = out["violation"]
+        found = f"{v['name']}" if v else out["verdict"]
+        steps = v["steps"] if v else ""
+        print(f"{line:<94}{found:<26}{steps:>6}{out['counts']['runs']:>8,}{out['seconds']:>8.1f}{took:>8.1f}",
+              flush=True)
 
 
 def growth(depth: int) -> None:

@@ -1,7 +1,16 @@
 """Seeded bugs of Autobahn, each a change of one parameter, each caught with a counterexample.
 
-Each variant sets the parameter (and the smallest bounds that show the bug) as its defaults; the
-command in its docstring catches it with an exhaustive search (exit 1, the property named).
+Each variant sets the parameter (and what the bug needs: which view the Byzantine replica leads, a crash,
+GST) as its defaults, at the spec's default bounds: n = 4, one slot, two views (a view change), two lanes
+of one car each, the fast and the slow path. Those bounds hold more than 10^9 states, beyond an exhaustive
+search (`python -m bench.autobahn_check --growth 13`), so the first command in a variant's docstring
+catches the bug there by random walks (`lockstep simulate`, seed 1: the same walks, and the same
+counterexample, on every run), each walk run to its end (every behaviour ends within the bounds), the
+violating one minimised and shortened. The second command checks the smallest bounds that show the
+bug exhaustively (`-p`: the bounds), so its counterexample is a shortest one there. The exception is the
+liveness bug `AutobahnWrongTcQuorum`: random walks check no temporal property, and its lasso needs the
+whole state graph, so its defaults stay at the small bounds that show it.
+
 `--no-deadlock`: the bounds on slots and views end every behaviour in a state with no successor (the
 last view has timed out, or the last slot has committed), which is not a deadlock of Autobahn.
 `--no-por` where partial-order reduction costs more than it saves: on these searches it prunes 1 to
@@ -11,7 +20,8 @@ a counterexample after 640,000 states (depth 13), where the full search finds on
 
 - `AutobahnQuorum2f`: PrepareQCs and ConfirmQCs of 2f votes instead of 2f+1. The Byzantine leader
   sends two Prepares; one honest replica votes for each, and with its own votes it holds two
-  certificates of 2 votes for each cut: two honest replicas commit different cuts (`agreement`).
+  certificates of 2 votes for each cut: two honest replicas commit different cuts (`agreement`; at
+  the default bounds the walks check it alone, as `locked_after_commit` fails first otherwise).
 - `AutobahnDoubleVote`: an honest replica votes for a second Prepare (and Confirm) of one (slot,
   view). With the paper's quorums, two 2f+1 certificates for different cuts then share only that
   replica and the Byzantine leader, and two honest replicas commit different cuts: checked with
@@ -29,7 +39,8 @@ a counterexample after 640,000 states (depth 13), where the full search finds on
   leader is free to propose another cut, with every replica honest.
 - `AutobahnWeakPoA`: a PoA has f votes instead of f+1. A Byzantine author's own vote certifies its
   car, which no honest replica need hold; a leader proposes it and the cut commits:
-  `committed_cars_available` fails (and the PoA is not one by the paper's threshold).
+  `committed_cars_available` fails, and `committed_cars_certified` (the PoA is not one by the
+  paper's threshold), which the walks at the default bounds find first.
 """
 
 from .byzantine import AutobahnByzantine
@@ -39,20 +50,22 @@ from .spec import Autobahn
 class AutobahnQuorum2f(AutobahnByzantine):
     """Seeded bug: PrepareQCs and ConfirmQCs of 2f (= 2) votes; the Byzantine leader commits two cuts.
 
-        lockstep check autobahn_quorum_2f --no-deadlock --engine explicit --no-por
+        lockstep simulate autobahn_quorum_2f --invariant agreement --no-deadlock --runs 100000
+        lockstep check autobahn_quorum_2f -p lanes=0 -p views=1 --no-deadlock --engine explicit --no-por
     """
 
-    defaults = {"quorum": 2, "lanes": 0, "views": 1, "offset": 1}
+    defaults = {"quorum": 2, "offset": 1}  # the Byzantine replica leads view 1
 
 
 class AutobahnDoubleVote(AutobahnByzantine):
     """Seeded bug: an honest replica votes for two Prepares (and Confirms) of one view; with the Byzantine
     leader's two proposals, agreement fails.
 
-        lockstep check autobahn_double_vote --invariant agreement --no-deadlock --engine explicit --no-por
+        lockstep simulate autobahn_double_vote --invariant agreement --no-deadlock --runs 100000
+        lockstep check autobahn_double_vote -p lanes=0 -p views=1 --invariant agreement --no-deadlock --engine explicit --no-por
     """
 
-    defaults = {"double_vote": 1, "lanes": 0, "views": 1, "offset": 1}
+    defaults = {"double_vote": 1, "offset": 1}  # the Byzantine replica leads view 1
 
 
 class AutobahnWrongTcQuorum(Autobahn):
@@ -68,25 +81,28 @@ class AutobahnWeakFastPath(AutobahnByzantine):
     """Seeded bug: a fast commit needs 2f+1 (= 3) Prepare votes instead of n (the Byzantine replica's
     vote is one of them; as the leader of view 2 it builds a TC that hides it).
 
-        lockstep check autobahn_weak_fast_path --no-deadlock --engine explicit --no-por
+        lockstep simulate autobahn_weak_fast_path --no-deadlock --runs 100000
+        lockstep check autobahn_weak_fast_path -p lanes=0 --no-deadlock --engine explicit --no-por
     """
 
-    defaults = {"fast_quorum": 3, "lanes": 0, "offset": 0}
+    defaults = {"fast_quorum": 3, "offset": 0}  # the Byzantine replica votes in view 1 and leads view 2
 
 
 class AutobahnNoOverride(Autobahn):
     """Seeded bug: the TC rule ignores the f+1 Prepare override (all replicas honest).
 
-        lockstep check autobahn_no_override --no-deadlock --engine explicit --no-por
+        lockstep simulate autobahn_no_override --no-deadlock --runs 100000
+        lockstep check autobahn_no_override -p lanes=0 --no-deadlock --engine explicit --no-por
     """
 
-    defaults = {"override": 0, "lanes": 0}
+    defaults = {"override": 0}
 
 
 class AutobahnWeakPoA(AutobahnByzantine):
     """Seeded bug: a PoA needs f (= 1) votes instead of f+1 (the Byzantine author certifies its own car).
 
-        lockstep check autobahn_weak_poa --no-deadlock --engine explicit
+        lockstep simulate autobahn_weak_poa --no-deadlock --runs 100000
+        lockstep check autobahn_weak_poa -p lanes=1 -p views=1 --no-deadlock --engine explicit
     """
 
-    defaults = {"poa_quorum": 1, "lanes": 1, "views": 1, "offset": 0}
+    defaults = {"poa_quorum": 1, "offset": 0}  # an honest replica leads view 1 (the Byzantine one, view 2)

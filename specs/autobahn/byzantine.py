@@ -9,7 +9,8 @@ message it can construct, and nothing else:
   view: two are enough for two honest replicas to commit different cuts), each justified as an
   honest replica checks it: in view 1 a CommitQC of slot s-k for s > k (a Commit it holds) and,
   with lanes, tips it holds PoAs for; in a later view a TC of the view before whose winning
-  proposal is the cut, or has no winner. The TC is any set of `tc_quorum` Timeouts it holds: any
+  proposal is the cut, or that has no winner and, with lanes, tips it holds PoAs for (a new cut
+  carries its PoAs in every view). The TC is any set of `tc_quorum` Timeouts it holds: any
   subset of the honest Timeouts it has received, with or without one of its own with any report
   (any Prepare; any QC it holds); the winning proposal is computed by the rule an honest verifier
   applies (`tc_winner`). It assembles TCs (a step each, recording the cuts they justify) and
@@ -203,7 +204,10 @@ class AutobahnByzantine(Autobahn):
                 require(p.bqc[s].contains(qc))
             reports.append((True, _opt(prop), _opt(qc)))
         has, cut = p.spec.tc_winner(p, reports)
-        new = If(has, p.bjust[s].add(cut), p.bjust[s].union(frozenset(range(lay.ncuts))))  # no winner: any cut
+        free = p.bjust[s]  # no winner: any cut whose tips it holds PoAs for, as every proposal of a new cut
+        for c in range(lay.ncuts):
+            free = add_if(free, c, p.spec.justifiable(p, c))
+        new = If(has, p.bjust[s].add(cut), free)
         require(Not(new.issubset(p.bjust[s])))  # it learns something
         p.bjust[s] = new
 

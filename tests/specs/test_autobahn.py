@@ -28,6 +28,19 @@ def run(spec: str, max_depth: int | None = None, **params: int):
     return check(load_model(spec, params), Options(deadlock=False, max_depth=max_depth))
 
 
+def _documented(spec: str, command: str = "check") -> list[str]:
+    """The `lockstep COMMAND` line in a seeded bug's docstring, as the arguments of `lockstep`."""
+    cls, _ = resolve(spec)
+    (line,) = [ln.strip() for ln in inspect.getdoc(cls).splitlines() if ln.strip().startswith(f"lockstep {command} ")]
+    return line.split()[1:]
+
+
+def small(spec: str) -> dict[str, int]:
+    """The bounds a seeded bug's exhaustive command sets (`-p NAME=VALUE`): the smallest that show the bug."""
+    args = _documented(spec)
+    return {k: int(v) for k, v in (args[i + 1].split("=") for i, a in enumerate(args) if a == "-p")}
+
+
 def sizes(**over: int) -> Sizes:
     base = dict(f=1, slots=1, views=2, lanes=2, cars=2, k=1, proposals=2, fast=1, coverage=3, poa_quorum=0,
                 quorum=0, tc_quorum=0, fast_quorum=0, override=1, offset=0, vote_after_timeout=0, fetch=1,
@@ -148,7 +161,7 @@ def _committed(trace) -> dict[int, int]:
 def test_quorums_of_2f_let_a_byzantine_leader_commit_two_cuts():
     """The Byzantine leader proposes cut 0 to replica 0 and cut 1 to replica 1; its vote and one honest vote
     make a certificate of 2f = 2 for each: replica 0 commits cut 0, replica 1 cut 1."""
-    res = run("autobahn_quorum_2f")
+    res = run("autobahn_quorum_2f", **small("autobahn_quorum_2f"))
     v = res.violation
     assert (v.kind, v.name, res.distinct) == ("invariant", "agreement", 91460)
     labels = [s.label for s in v.trace.steps[1:]]
@@ -158,14 +171,15 @@ def test_quorums_of_2f_let_a_byzantine_leader_commit_two_cuts():
 
 
 def test_the_paper_quorums_stop_the_same_byzantine_leader():
-    res = run("autobahn_quorum_2f", quorum=0)
+    res = run("autobahn_quorum_2f", **small("autobahn_quorum_2f"), quorum=0)
     assert (res.verdict, res.distinct) == ("holds", 25408)
 
 
 def test_an_honest_double_vote_lets_a_byzantine_leader_break_agreement():
     """An honest replica votes for both of the Byzantine leader's Prepares (and Confirms): two certificates of
     2f+1 for different cuts, and agreement (not only vote_once) fails."""
-    res = check(load_model("autobahn_double_vote", {}, invariants=["agreement"]), Options(deadlock=False))
+    model = load_model("autobahn_double_vote", small("autobahn_double_vote"), invariants=["agreement"])
+    res = check(model, Options(deadlock=False))
     v = res.violation
     assert (v.kind, v.name) == ("invariant", "agreement")
     assert sorted(set(_committed(v.trace).values())) == [0, 1]
@@ -174,7 +188,7 @@ def test_an_honest_double_vote_lets_a_byzantine_leader_break_agreement():
 
 def test_weak_poa_commits_a_car_no_honest_replica_holds():
     """PoA of f = 1 vote: the Byzantine author certifies its own car, which the leader proposes and commits."""
-    res = run("autobahn_weak_poa")
+    res = run("autobahn_weak_poa", **small("autobahn_weak_poa"))
     v = res.violation
     assert v.kind == "invariant" and v.name == "committed_cars_available"
     labels = [s.label for s in v.trace.steps[1:]]
@@ -189,12 +203,20 @@ def test_the_correct_poa_threshold_keeps_committed_cars_available():
     assert res.verdict in ("holds", "inconclusive") and res.violation is None
 
 
+def test_a_byzantine_leader_of_view_2_proposes_a_new_cut_only_with_its_poas():
+    """A TC without a winner frees the Byzantine leader of view 2 to propose a new cut, which carries the PoAs of
+    its tips as in view 1: at the default bounds no honest replica commits a car without one. (With any cut
+    allowed, walk 18 of these commits a forked car that only the Byzantine replica signed.)"""
+    res = lockstep.simulate("autobahn_byzantine", runs=2000, seed=1, deadlock=False, offset=0)
+    assert res.violation is None and res.runs == 2000
+
+
 @pytest.mark.slow
 def test_weak_fast_path_loses_a_commit_across_a_view_change():
     """A fast commit with 2f+1 votes, one of them the Byzantine replica's; as the leader of view 2 it builds a TC
     (its own Timeout reporting nothing) with a single report of the committed Prepare and proposes another cut,
     which an honest replica votes for."""
-    res = run("autobahn_weak_fast_path")
+    res = run("autobahn_weak_fast_path", **small("autobahn_weak_fast_path"))
     v = res.violation
     assert (v.kind, v.name, res.distinct, res.depth) == ("invariant", "locked_after_commit", 635567, 12)
     labels = [s.label for s in v.trace.steps[1:]]
@@ -209,7 +231,7 @@ def test_weak_fast_path_loses_a_commit_across_a_view_change():
 
 @pytest.mark.slow
 def test_no_override_loses_a_fast_commit_with_every_replica_honest():
-    res = run("autobahn_no_override")
+    res = run("autobahn_no_override", **small("autobahn_no_override"))
     v = res.violation
     assert v.kind == "invariant" and v.name == "locked_after_commit"
     assert any(s.label.startswith("timeout(p=3, timer='slot1'") for s in v.trace.steps[1:])
@@ -219,7 +241,7 @@ def test_no_override_loses_a_fast_commit_with_every_replica_honest():
 
 
 def test_a_counterexample_replays_in_the_spec(tmp_path):
-    res = run("autobahn_weak_poa")
+    res = run("autobahn_weak_poa", **small("autobahn_weak_poa"))
     path = tmp_path / "cex.json"
     res.violation.trace.save(str(path))
     out = replay(Trace.load(str(path)))
@@ -228,7 +250,8 @@ def test_a_counterexample_replays_in_the_spec(tmp_path):
 
 # ------------------------------------------------------------------------------ the documented commands
 
-# each seeded bug: what the command in its docstring prints (the verdict, the states searched)
+# each seeded bug: what the exhaustive command in its docstring prints at the bug's small bounds (the verdict, the
+# states searched)
 SEEDED = {
     "autobahn_quorum_2f": ("invariant agreement is violated", "91,460 distinct states"),
     "autobahn_double_vote": ("invariant agreement is violated", "139,143 distinct states"),
@@ -238,19 +261,29 @@ SEEDED = {
     "autobahn_no_override": ("invariant locked_after_commit is violated", "1,014,005 distinct states"),
 }
 SLOW_SEEDED = {"autobahn_quorum_2f", "autobahn_double_vote", "autobahn_weak_fast_path", "autobahn_no_override"}
+# each safety bug: the invariant the random walks of its docstring's `lockstep simulate` find violated at the default
+# bounds (the liveness bug has no such command: walks check no temporal property)
+AT_DEFAULT_BOUNDS = {
+    "autobahn_quorum_2f": "agreement",
+    "autobahn_double_vote": "agreement",
+    "autobahn_weak_poa": "committed_cars_certified",
+    "autobahn_weak_fast_path": "locked_after_commit",
+    "autobahn_no_override": "locked_after_commit",
+}
+SLOW_AT_DEFAULT_BOUNDS = {"autobahn_double_vote", "autobahn_weak_poa"}  # about 20 s each on a loaded machine
 
 
-def _documented(spec: str) -> list[str]:
-    """The command in a seeded bug's docstring, as the arguments of `lockstep`."""
-    cls, _ = resolve(spec)
-    (line,) = [ln.strip() for ln in inspect.getdoc(cls).splitlines() if ln.strip().startswith("lockstep ")]
-    return line.split()[1:]
-
-
-def test_every_seeded_bug_documents_its_command():
+def test_every_seeded_bug_documents_its_commands():
     assert set(SEEDED) == {n for n in NAMES if n not in ("autobahn", "autobahn_byzantine")}
-    assert _documented("autobahn_double_vote") == ["check", "autobahn_double_vote", "--invariant", "agreement",
-                                                   "--no-deadlock", "--engine", "explicit", "--no-por"]
+    assert set(AT_DEFAULT_BOUNDS) == set(SEEDED) - {"autobahn_wrong_tc_quorum"}
+    assert _documented("autobahn_double_vote") == ["check", "autobahn_double_vote", "-p", "lanes=0", "-p", "views=1",
+                                                   "--invariant", "agreement", "--no-deadlock", "--engine", "explicit",
+                                                   "--no-por"]
+    assert _documented("autobahn_double_vote", "simulate") == ["simulate", "autobahn_double_vote", "--invariant",
+                                                               "agreement", "--no-deadlock", "--runs", "100000"]
+    assert small("autobahn_double_vote") == {"lanes": 0, "views": 1}
+    for spec in AT_DEFAULT_BOUNDS:  # the variant sets its bug's parameter, not the bounds
+        assert not set(resolve(spec)[0].defaults) & {"slots", "views", "lanes", "cars", "k"}, spec
 
 
 @pytest.mark.parametrize("spec", [pytest.param(s, marks=pytest.mark.slow) if s in SLOW_SEEDED else s
@@ -259,6 +292,17 @@ def test_the_documented_command_catches_the_seeded_bug(spec, cli):
     verdict, searched = SEEDED[spec]
     r = cli(*_documented(spec))
     assert r.code == 1 and verdict in r.out and searched in r.out, r.out
+
+
+@pytest.mark.parametrize("spec", [pytest.param(s, marks=pytest.mark.slow) if s in SLOW_AT_DEFAULT_BOUNDS else s
+                                  for s in sorted(AT_DEFAULT_BOUNDS)])
+def test_the_documented_walks_catch_the_seeded_bug_at_the_default_bounds(spec, cli, tmp_path):
+    """The walks find the invariant violated at the default bounds, and the counterexample replays to it."""
+    cex = tmp_path / "cex.json"
+    r = cli(*_documented(spec, "simulate"), "--quiet", "--out", str(cex))
+    assert r.code == 1 and f"invariant {AT_DEFAULT_BOUNDS[spec]} is violated" in r.out, r.out
+    assert "slots=1, views=2, lanes=2, cars=1," in r.out and "Counterexample (" in r.out
+    assert f"invariant {AT_DEFAULT_BOUNDS[spec]}" in replay(Trace.load(str(cex))).conclusion
 
 
 # ------------------------------------------------------------------------------ liveness after GST
