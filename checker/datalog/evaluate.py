@@ -166,17 +166,22 @@ class AggRelation:
             self._cols = [*keys, vals]
         return self._cols
 
-    def _codes(self, keys: list[np.ndarray]) -> np.ndarray:
+    def _fit(self, keys: list[np.ndarray]) -> None:
+        """Room in the key space for these groups (those held are packed again: the packing is monotone)."""
         if self.nkeys == 0:
             if self.space is None:
                 self.space = KeySpace([], [])
                 self._store(EMPTY, EMPTY)
-            return np.zeros(len(keys[0]) if keys else 0, dtype=np.int64)
-        if self.space is None or not self.space.fits(keys):
+        elif self.space is None or not self.space.fits(keys):
             codes, vals = self._present()
             old = self.space.decode(codes) if self.space is not None else None
             self.space = KeySpace.covering(keys, 0.25) if old is None else self.space.union(keys)
-            self._store(self.space.encode(old) if old is not None else EMPTY, vals)  # the packing is monotone
+            self._store(self.space.encode(old) if old is not None else EMPTY, vals)
+
+    def _codes(self, keys: list[np.ndarray]) -> np.ndarray:
+        self._fit(keys)
+        if self.nkeys == 0:
+            return np.zeros(len(keys[0]) if keys else 0, dtype=np.int64)
         return self.space.encode(keys)
 
     def _store(self, codes: np.ndarray, vals: np.ndarray) -> None:
@@ -197,10 +202,13 @@ class AggRelation:
         `add_contributions`); return the rows whose value improved, as (group columns..., value)."""
         if len(vals) == 0:
             return [EMPTY] * self.nkeys + [EMPTY]
-        codes = self._codes(keys)
-        if self.func in ("min", "max"):
-            codes, vals = group_best(codes, vals, self.func, self.space.total, self.kernels)
+        if self.func in ("min", "max") and self.nkeys == 1:  # one group column: its values, from the least, are codes
+            self._fit(keys)
+            codes, vals = group_best(keys[0], vals, self.func, self.space.total, self.kernels, self.space.los[0])
+        elif self.func in ("min", "max"):
+            codes, vals = group_best(self._codes(keys), vals, self.func, self.space.total, self.kernels)
         else:
+            codes = self._codes(keys)
             codes, vals = group_sum(codes, vals)
         if self.has is not None:  # dense
             present = self.has[codes]
@@ -246,7 +254,7 @@ class AggRelation:
         in a table (the caller merges the derived rows instead)."""
         if len(key[1]) == 0 or len(probe) == 0:
             return [EMPTY] * self.nkeys + [EMPTY]
-        self._codes([np.array(bounds, dtype=np.int64)])
+        self._fit([np.array(bounds, dtype=np.int64)])
         if self.has is None:
             return None
         mark = np.zeros(len(self.has), dtype=np.uint8)
@@ -751,7 +759,7 @@ class Evaluator:
             steps.append(Step(index.space.los[0], index.indptr, keycol, val[1] if val[0] else 2,
                               None if val[0] else index.column(ocols[val[1]], val[1])))
         for lo, hi in bounds:  # room in p's table for every group a rule may propose
-            rel._codes([np.array([lo, hi], dtype=np.int64)])
+            rel._fit([np.array([lo, hi], dtype=np.int64)])
         return steps if rel.has is not None else None
 
     def _propagate(self, st: Stratum, steps: list[Step]) -> int:

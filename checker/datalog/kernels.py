@@ -233,12 +233,13 @@ int64_t propagate(int64_t nrules, const int64_t *spec, int64_t glo, int64_t ngro
     return sweeps;
 }
 
-/* The best (least with is_min, else greatest) value of each code in 0..total-1 present, gathered in table
-   (total, any content) with hit (total, zeroed); written to outc/outv in ascending code order. How many. */
-int64_t best_in_table(const int64_t *codes, const int64_t *vals, int64_t n, int64_t total, int is_min,
+/* The best (least with is_min, else greatest) value of each code in lo..lo+total-1 present, gathered in
+   table (total, any content) with hit (total, zeroed); written to outc (less lo) and outv in ascending code order.
+   How many. */
+int64_t best_in_table(const int64_t *codes, const int64_t *vals, int64_t n, int64_t lo, int64_t total, int is_min,
                       int64_t *table, uint8_t *hit, int64_t *outc, int64_t *outv) {
     for (int64_t i = 0; i < n; i++) {
-        int64_t c = codes[i], v = vals[i];
+        int64_t c = codes[i] - lo, v = vals[i];
         if (!hit[c]) { hit[c] = 1; table[c] = v; }
         else if (is_min ? v < table[c] : v > table[c]) table[c] = v;
     }
@@ -341,14 +342,15 @@ class Compiled(Kernels):
                                     _ptr(pending))
         return int(sweeps)
 
-    def best_in_table(self, codes: np.ndarray, vals: np.ndarray, func: str, total: int) -> tuple[np.ndarray, np.ndarray]:
+    def best_in_table(self, codes: np.ndarray, vals: np.ndarray, func: str, total: int, lo: int = 0
+                      ) -> tuple[np.ndarray, np.ndarray]:
         codes, vals = _i64(codes), _i64(vals)
         table = np.empty(total, dtype=np.int64)
         hit = np.zeros(total, dtype=np.uint8)
         room = min(len(codes), total)
         outc = np.empty(room, dtype=np.int64)
         outv = np.empty(room, dtype=np.int64)
-        m = self.lib.best_in_table(_ptr(codes), _ptr(vals), len(codes), total, int(func == "min"), _ptr(table),
+        m = self.lib.best_in_table(_ptr(codes), _ptr(vals), len(codes), lo, total, int(func == "min"), _ptr(table),
                                    _ptr(hit), _ptr(outc), _ptr(outv))
         return outc[:m], outv[:m]
 
@@ -376,7 +378,7 @@ def compiled() -> Compiled | None:
                 lib.offsets.restype = None
                 lib.expand.argtypes = [_P, _P, _P, _I, _P, _P]
                 lib.expand.restype = None
-                lib.best_in_table.argtypes = [_P, _P, _I, _I, ctypes.c_int, _P, _P, _P, _P]
+                lib.best_in_table.argtypes = [_P, _P, _I, _I, _I, ctypes.c_int, _P, _P, _P, _P]
                 lib.best_in_table.restype = _I
                 lib.merge_sorted.argtypes = [_P, _I, _P, _I, _P, _P, _P]
                 lib.merge_sorted.restype = _I

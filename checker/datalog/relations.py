@@ -78,8 +78,11 @@ class Kernels:
         fresh = first & (tagged & 1).astype(bool)  # a code from `codes` not preceded by the same code of `old`
         return code[first], code[fresh]
 
-    def best_in_table(self, codes: np.ndarray, vals: np.ndarray, func: str, total: int) -> tuple[np.ndarray, np.ndarray]:
-        """One (code, best value) per distinct code in 0..total-1, codes ascending (min or max)."""
+    def best_in_table(self, codes: np.ndarray, vals: np.ndarray, func: str, total: int, lo: int = 0
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """One (code - lo, best value) per distinct code in lo..lo+total-1, ascending (min or max)."""
+        if lo:
+            codes = codes - lo
         fill = np.iinfo(np.int64).max if func == "min" else np.iinfo(np.int64).min
         table = np.full(total, fill, dtype=np.int64)
         (np.minimum if func == "min" else np.maximum).at(table, codes, vals)
@@ -245,13 +248,16 @@ def merge_new(old: np.ndarray, codes: np.ndarray, kernels: Kernels = NUMPY) -> t
 
 
 def group_best(codes: np.ndarray, vals: np.ndarray, func: str, total: int | None = None,
-               kernels: Kernels = NUMPY) -> tuple[np.ndarray, np.ndarray]:
-    """One (code, best value) per distinct code, codes ascending; `func` is min or max. With `total` (codes lie
-    in 0..total-1 and the space is small) the best values are gathered in a table instead of sorted."""
+               kernels: Kernels = NUMPY, base: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """One (code, best value) per distinct code, codes ascending; `func` is min or max; the codes given are from
+    `base`, those returned from 0. With `total` (codes lie in base..base+total-1 and the space is small) the best
+    values are gathered in a table instead of sorted."""
     if len(codes) == 0:
         return EMPTY, EMPTY
     if total is not None and total <= max(4 * len(codes), DENSE_LIMIT // 8):
-        return kernels.best_in_table(codes, vals, func, total)
+        return kernels.best_in_table(codes, vals, func, total, base)
+    if base:
+        codes = codes - base
     lo = int(vals.min())
     span = int(vals.max()) - lo + 1
     if int(codes.max()) < (1 << 62) // span:  # (code, value) packed into one int64: one plain sort

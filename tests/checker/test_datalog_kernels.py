@@ -77,6 +77,9 @@ def test_best_in_table(pairs, func):
     codes, vals = arr([c for c, _ in pairs]), arr([v for _, v in pairs])
     got, want = C.best_in_table(codes, vals, func, 41), NUMPY.best_in_table(codes, vals, func, 41)
     assert [x.tolist() for x in got] == [x.tolist() for x in want]
+    for lo in (-9, 1 << 40):  # codes from lo
+        from_lo = C.best_in_table(codes + lo, vals, func, 41, lo), NUMPY.best_in_table(codes + lo, vals, func, 41, lo)
+        assert all([x.tolist() for x in pair] == [x.tolist() for x in want] for pair in from_lo)
 
 
 MAX_LABEL = """
