@@ -747,17 +747,18 @@ class Evaluator:
             (at, at_other), key, val = plan
             if at != 0 or key == (True, 1):
                 return None
-            ocols, tag = self._columns(r.atoms[1 - ks[0]].pred)
+            ocols, _ = self._columns(r.atoms[1 - ks[0]].pred)
             if len(ocols[0]) == 0:  # the rule derives nothing
                 continue
-            index = self._index(tag, ocols, (at_other,))
-            if not index.dense:
+            x = ocols[at_other]
+            lo, hi = int(x.min()), int(x.max())
+            if hi - lo >= max(DENSE_LIMIT, 4 * len(x)):  # an offset table only over a dense key space (as `Index`)
                 return None
-            keycol = None if key[0] else index.column(ocols[key[1]], key[1])
+            given = [None if key[0] else ocols[key[1]], None if val[0] else ocols[val[1]]]
+            indptr, (keycol, valcol) = self.kernels.group_rows(x, hi - lo + 1, lo, given)
             if keycol is not None:
-                bounds.append(index.bounds(keycol, key[1]))
-            steps.append(Step(index.space.los[0], index.indptr, keycol, val[1] if val[0] else 2,
-                              None if val[0] else index.column(ocols[val[1]], val[1])))
+                bounds.append((int(given[0].min()), int(given[0].max())))
+            steps.append(Step(lo, indptr, keycol, val[1] if val[0] else 2, valcol))
         for lo, hi in bounds:  # room in p's table for every group a rule may propose
             rel._fit([np.array([lo, hi], dtype=np.int64)])
         return steps if rel.has is not None else None

@@ -90,6 +90,23 @@ void offsets(const int64_t *codes, int64_t n, int64_t lo, int64_t total, int64_t
     indptr[0] = 0;
 }
 
+/* The offset table of codes in lo..lo+total-1 (indptr, as `offsets`) and up to two columns of the rows (a, b; NULL:
+   none) gathered into a_out, b_out in its order, the rows of code lo + c at indptr[c]..indptr[c + 1] - 1. */
+void group_rows(const int64_t *codes, int64_t n, int64_t lo, int64_t total, int64_t *indptr, const int64_t *a,
+                int64_t *a_out, const int64_t *b, int64_t *b_out) {
+    memset(indptr, 0, sizeof(int64_t) * (size_t)(total + 1));
+    for (int64_t i = 0; i < n; i++) indptr[codes[i] - lo]++;
+    int64_t sum = 0;
+    for (int64_t c = 0; c < total; c++) { int64_t t = indptr[c]; indptr[c] = sum; sum += t; }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t p = indptr[codes[i] - lo]++;
+        if (a) a_out[p] = a[i];
+        if (b) b_out[p] = b[i];
+    }
+    memmove(indptr + 1, indptr, sizeof(int64_t) * (size_t)total);
+    indptr[0] = 0;
+}
+
 /* (probe, position) of every position start[i]..stop[i]-1 of every probe i, in probe order. */
 void expand(const int64_t *probes, const int64_t *start, const int64_t *stop, int64_t k, int64_t *left,
             int64_t *pos) {
@@ -288,6 +305,19 @@ class Compiled(Kernels):
         self.lib.offsets(_ptr(codes), len(codes), lo, total, _ptr(indptr), _ptr(order))
         return indptr, order
 
+    def group_rows(self, codes: np.ndarray, total: int, lo: int, cols: list[np.ndarray | None]
+                   ) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        assert len(cols) <= 2
+        codes = _i64(codes)
+        indptr = np.empty(total + 1, dtype=np.int64)
+        given = [None if c is None else _i64(c) for c in cols] + [None] * (2 - len(cols))
+        out = [None if c is None else np.empty(len(codes), dtype=np.int64) for c in given]
+        args = []
+        for c, o in zip(given, out):
+            args += [None, None] if c is None else [_ptr(c), _ptr(o)]
+        self.lib.group_rows(_ptr(codes), len(codes), lo, total, _ptr(indptr), *args)
+        return indptr, out[:len(cols)]
+
     def expand(self, probes: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         probes, start, stop = _i64(probes), _i64(start), _i64(stop)
         total = int((stop - start).sum()) if len(start) else 0
@@ -376,6 +406,8 @@ def compiled() -> Compiled | None:
                 lib.sort_i64.restype = ctypes.c_int
                 lib.offsets.argtypes = [_P, _I, _I, _I, _P, _P]
                 lib.offsets.restype = None
+                lib.group_rows.argtypes = [_P, _I, _I, _I, _P, _P, _P, _P, _P]
+                lib.group_rows.restype = None
                 lib.expand.argtypes = [_P, _P, _P, _I, _P, _P]
                 lib.expand.restype = None
                 lib.best_in_table.argtypes = [_P, _P, _I, _I, _I, ctypes.c_int, _P, _P, _P, _P]

@@ -21,9 +21,9 @@ EMPTY = np.zeros(0, dtype=np.int64)
 @dataclass
 class Step:
     """One recursive rule of a propagation (`Kernels.propagate`): p(X, _) joined on its group X with a fixed
-    relation's offset table (`Index.indptr`, keys from `klo`); each match proposes a value for a group, the matched
-    row's `key` (in the table's order; None: X itself), read from `source`: 0 X, 1 p's value at X, 2 the matched
-    row's `val` (in the table's order)."""
+    relation's offset table (`Kernels.group_rows`, keys from `klo`); each match proposes a value for a group, the
+    matched row's `key` (in the table's order; None: X itself), read from `source`: 0 X, 1 p's value at X, 2 the
+    matched row's `val` (in the table's order)."""
 
     klo: int
     indptr: np.ndarray
@@ -51,6 +51,13 @@ class Kernels:
         indptr = np.zeros(total + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
         return indptr, np.argsort(codes, kind="stable")
+
+    def group_rows(self, codes: np.ndarray, total: int, lo: int, cols: list[np.ndarray | None]
+                   ) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        """(indptr, cols in code order) of codes in lo..lo+total-1 (as `offsets`): the rows of code lo + c are
+        indptr[c]..indptr[c + 1] - 1 of each column returned, in row order (None stays None)."""
+        indptr, order = self.offsets(codes, total, lo)
+        return indptr, [None if c is None else c[order] for c in cols]
 
     def expand(self, probes: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(probe, position) for every position in start[i]..stop[i] - 1 of every probe i, in probe order."""

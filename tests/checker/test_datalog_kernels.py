@@ -52,6 +52,18 @@ def test_offsets(codes):
 
 @needs_c
 @settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), anyint, anyint), max_size=100), st.sampled_from([-9, 0, 1 << 40]))
+def test_group_rows(rows, lo):
+    codes = arr([c for c, _, _ in rows]) + lo
+    a, b = arr([x for _, x, _ in rows]), arr([y for _, _, y in rows])
+    for cols in ([a, b], [None, b], [a, None], [a]):
+        (indptr, got), (want_indptr, want) = C.group_rows(codes, 31, lo, cols), NUMPY.group_rows(codes, 31, lo, cols)
+        assert indptr.tolist() == want_indptr.tolist()
+        assert [None if x is None else x.tolist() for x in got] == [None if x is None else x.tolist() for x in want]
+
+
+@needs_c
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 6)), max_size=60))
 def test_expand(ranges):
     probes = arr(list(range(0, 3 * len(ranges), 3)))
