@@ -71,7 +71,8 @@ class SetRelation:
         self.cols: list[np.ndarray] = [EMPTY] * arity
         self.space: KeySpace | None = None
         self.table: np.ndarray | None = None  # dense: bool per code
-        self.codes = EMPTY  # sparse: sorted codes
+        self.codes = EMPTY  # sparse: sorted codes, but for
+        self.run = EMPTY  # ... those the last add brought (sorted), merged in when more come
         self.version = 0
 
     def __len__(self) -> int:
@@ -89,7 +90,7 @@ class SetRelation:
             self.table[codes] = True
         else:
             self.table = None
-            self.codes = np.sort(codes)
+            self.codes, self.run = np.sort(codes), EMPTY
 
     def add(self, cols: list[np.ndarray]) -> list[np.ndarray]:
         """Add rows; return the new ones (distinct, not already present)."""
@@ -110,7 +111,10 @@ class SetRelation:
             new = codes[~self.table[codes]]
             self.table[new] = True
         else:
-            self.codes, new = merge_new(self.codes, codes, self.kernels)
+            if len(self.run):
+                self.codes = merge_new(self.codes, self.run, self.kernels)[0]
+            new = self.kernels.fresh_sorted(self.codes, codes) if len(self.codes) else codes
+            self.run = new
         held = len(self.cols[0])
         if held and len(new):  # the rows so far, then the new ones decoded in place after them
             grown = [np.empty(held + len(new), dtype=np.int64) for _ in self.cols]

@@ -137,6 +137,21 @@ int64_t merge_sorted(const int64_t *a, int64_t na, const int64_t *b, int64_t nb,
     return f;
 }
 
+/* The codes of b not in a (two ascending runs of distinct codes) into fresh; how many. */
+int64_t fresh_sorted(const int64_t *a, int64_t na, const int64_t *b, int64_t nb, int64_t *fresh) {
+    int64_t i = 0, j = 0, f = 0;
+    while (i < na && j < nb) {  /* without branches, as merge_sorted */
+        int64_t x = a[i], y = b[j];
+        int lt = x < y, gt = y < x;
+        fresh[f] = y;
+        f += gt;
+        i += !gt;
+        j += !lt;
+    }
+    while (j < nb) fresh[f++] = b[j++];
+    return f;
+}
+
 /* A join and an aggregate at once: each probe (key pkey[i], when it lies in klo..klo+ksize-1) meets the rows
    indptr[c]..indptr[c+1]-1 of an offset table; each match proposes, for group g = (its key) - glo, a value; the
    key and the value are each read from the probe (gkey_p, val_p: one per probe) or the matched row (gkey_r,
@@ -335,6 +350,11 @@ class Compiled(Kernels):
                                   ctypes.byref(nm))
         return merged[: nm.value], fresh[:f]
 
+    def fresh_sorted(self, old: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        old, codes = _i64(old), _i64(codes)
+        fresh = np.empty(len(codes), dtype=np.int64)
+        return fresh[: self.lib.fresh_sorted(_ptr(old), len(old), _ptr(codes), len(codes), _ptr(fresh))]
+
     def join_best(self, probe: np.ndarray, klo: int, indptr: np.ndarray, key: tuple[bool, np.ndarray],
                   val: tuple[bool, np.ndarray], glo: int, func: str, table: np.ndarray, has: np.ndarray,
                   mark: np.ndarray) -> np.ndarray:
@@ -414,6 +434,8 @@ def compiled() -> Compiled | None:
                 lib.best_in_table.restype = _I
                 lib.merge_sorted.argtypes = [_P, _I, _P, _I, _P, _P, _P]
                 lib.merge_sorted.restype = _I
+                lib.fresh_sorted.argtypes = [_P, _I, _P, _I, _P]
+                lib.fresh_sorted.restype = _I
                 lib.join_best.argtypes = [_P, _I, _I, _I, _P, _I, _P, _P, _P, _P, _I, ctypes.c_int, _P, _P, _P, _P]
                 lib.join_best.restype = _I
                 lib.propagate.argtypes = [_I, _P, _I, _I, ctypes.c_int, _I, _P, _P, _P]

@@ -85,6 +85,11 @@ class Kernels:
         fresh = first & (tagged & 1).astype(bool)  # a code from `codes` not preceded by the same code of `old`
         return code[first], code[fresh]
 
+    def fresh_sorted(self, old: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """The codes of `codes` not in `old` (two ascending runs of distinct codes, `old` not empty)."""
+        pos = np.searchsorted(old, codes)
+        return codes[old[np.minimum(pos, len(old) - 1)] != codes]
+
     def best_in_table(self, codes: np.ndarray, vals: np.ndarray, func: str, total: int, lo: int = 0
                       ) -> tuple[np.ndarray, np.ndarray]:
         """One (code - lo, best value) per distinct code in lo..lo+total-1, ascending (min or max)."""

@@ -80,6 +80,7 @@ def test_merge_sorted(old, new):
     merged, fresh = C.merge_sorted(a, b)
     assert merged.tolist() == sorted(old | new) and fresh.tolist() == sorted(new - old)
     assert [x.tolist() for x in NUMPY.merge_sorted(a, b)] == [merged.tolist(), fresh.tolist()]
+    assert C.fresh_sorted(a, b).tolist() == NUMPY.fresh_sorted(a, b).tolist() == fresh.tolist()
 
 
 @needs_c
