@@ -114,8 +114,9 @@ view-1 leader), and with views=1 (no timer: the whole run is after GST). Bounds 
 `lanes`, `cars`, `k`, `equivocations`) make the state space finite and are printed with every
 verdict.
 
-Variants: `byzantine.py` (the Byzantine replica); `bugs.py` (the seeded bugs, each with the command
-that catches it). The state counts at each shape are in docs/protocols/autobahn.md.
+Variants: `byzantine.py` (the Byzantine replica); `bugs.py` (the seeded bugs, each with the commands
+that catch it: by random walks at the default bounds, exhaustively at the smallest bounds that show
+it). The state counts at each shape are in docs/protocols/autobahn.md.
 """
 
 from .bugs import (
