@@ -58,7 +58,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ev.add_argument("--show", type=natural, default=10, metavar="K", help="print the first K rows (default 10)")
     ev.add_argument("--out", type=output_file, metavar="FILE", help="write the relation's rows to FILE (one per line)")
     ev.add_argument("--max-iterations", type=positive, metavar="N",
-                    help="report divergence after N rounds of a recursion (default: see the evaluator)")
+                    help="report divergence after N rounds of a recursion (sweeps, for one the compiled engine "
+                         "propagates in place; default: see the evaluator)")
     ev.set_defaults(action=_eval)
 
 
