@@ -205,8 +205,11 @@ def _decode_choice(prog: ActorProgram, action: str, args: dict[str, Any]) -> dic
     fixed = ("src", "dst", "msg") if action == "deliver" else ("p", "timer")
     who = "dst" if action == "deliver" else "p"
     pid, chosen = _int(args[who]), set(args) - set(fixed)
-    t = next(t for t in prog.transitions if t.action == action and dict(t.args).get(who) == pid
-             and chosen <= {n for n, _ in t.args})
+    t = next((t for t in prog.transitions if t.action == action and dict(t.args).get(who) == pid
+              and chosen <= {n for n, _ in t.args}), None)
+    if t is None:
+        raise TraceError(f"no {action} step of process {pid} chooses {', '.join(sorted(chosen))}: the trace is not "
+                         "one of this spec's")
     doms = dict(zip((n for n, _ in t.args), t.arg_doms))
     return {k: to_json(doms[k], _itf_value(doms[k], v)) for k, v in args.items() if k not in fixed}
 

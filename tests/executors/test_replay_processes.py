@@ -96,6 +96,16 @@ def test_a_tampered_counterexample_is_refused_before_anything_runs(tmp_path):
     assert multiprocessing.active_children() == []
 
 
+def test_a_choice_no_step_of_its_process_makes_is_refused():
+    """A step's choices are decoded in the domains of the process that takes it; a choice that no step of that
+    process makes is a readable error, not a crash."""
+    from lockstep.executors.actors.replay import _decode_choice
+
+    prog = load_model("two_phase_commit", {}).prog
+    with pytest.raises(TraceError, match="no deliver step of process 99 chooses v"):
+        _decode_choice(prog, "deliver", {"src": 0, "dst": 99, "msg": {}, "v": 1})
+
+
 def test_replay_on_processes_needs_an_actor_spec(cli, tmp_path):
     path = counterexample("diehard", tmp_path)
     r = cli("replay", path, "--on-processes")
