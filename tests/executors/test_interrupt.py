@@ -74,5 +74,6 @@ def test_sigint_keeps_and_validates_what_was_recorded(kind, group, tmp_path):
     if merged:
         lines = trace.read_text().splitlines()
         header, last = json.loads(lines[0]), json.loads(lines[-1])
-        assert header["interrupted"] > 0 and any("interrupted (SIGINT)" in n for n in header["notes"])
+        # seconds into the run: 0.0 when the signal came within a millisecond of the start
+        assert header["interrupted"] >= 0 and any("interrupted (SIGINT)" in n for n in header["notes"])
         assert last["kind"] == "end" and last["events"] > 0
