@@ -122,8 +122,7 @@ class CheckPlan:
         than a shortest (`before_shortening(steps)` is called first, with the found counterexample's steps), its
         depth counted one way, and its model."""
         res.notes.extend(self.notes)
-        if not self.properties:
-            shorten_violation(res, self.model, self.engine, self.vm, self.opts, shorten, before_shortening)
+        shorten_violation(res, self.model, self.engine, self.vm, self.opts, shorten, before_shortening)
         res.settle_depth()
         res.model = self.model
         return res
@@ -154,8 +153,11 @@ def plan_check(spec: SpecLike, given: CheckChoices, names: OptionNames, *, engin
         from lockstep.checker.liveness import choose_engine
 
         props, fair = temporal(m, properties, parse_overrides(list(fairness or [])))
-        chosen, vm, why = choose_engine(engine, m, given.workers)
-        opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states, workers=given.workers)
+        if given.por:
+            liveness_por(m, props, fair, names)
+        chosen, vm, why = choose_engine(engine, m, given.workers, bool(given.por))
+        opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states, workers=given.workers,
+                       por=bool(given.por))
         return CheckPlan(m, opts, chosen, vm, notes_on(engine, chosen, why, None), props, fair)
     use_por, por_note = por_choice(m, given.por, por_blockers(given, names), names.por)
     requested = "scalar" if given.coverage else engine  # counting steps runs the scalar engine
@@ -229,10 +231,15 @@ def check_rules(c: CheckChoices, names: OptionNames) -> None:
             (c.dfs, names.dfs, "temporal properties are checked on the whole state graph, built breadth-first"),
             (c.max_violations > 1, names.max_violations, "a temporal property's counterexample is one lasso"),
             (not c.shorten, names.no_shorten, "a temporal property's counterexample is a lasso of the whole state "
-                                              "graph, not shortened"),
-            (c.por is True, names.por, "its provisos keep invariants and deadlocks, not liveness under fairness")):
+                                              "graph, not shortened")):
         if given:
             raise UsageError(f"{option} is not available with {names.properties}: {why}; drop {option}")
+    if c.por:
+        for given, option, why in (
+                (c.workers > 1, names.workers, "the reduced state graph is built by the scalar engine, on one worker"),
+                (c.symmetry, names.symmetry, "the two reductions are not combined for temporal properties")):
+            if given:
+                raise UsageError(f"{names.por} with {names.properties} and {option}: {why}; drop one of them")
 
 
 def por_blockers(c: CheckChoices, names: OptionNames) -> list[tuple[bool, str, str]]:
@@ -242,8 +249,6 @@ def por_blockers(c: CheckChoices, names: OptionNames) -> list[tuple[bool, str, s
             (c.workers > 1, names.workers, "it runs on one worker"),
             (c.cluster, names.cluster, "the partitioned search expands every event"),
             (c.coverage, names.coverage, "it counts every interleaving"),
-            (c.properties, names.properties, "its provisos keep invariants and deadlocks, not liveness under "
-                                             "fairness (a pruned delivery would look unfair)"),
             (bool(c.resume_full), names.resume, f"the checkpoint in {c.resume_full} is of the full search")]
 
 
@@ -340,6 +345,18 @@ def por_choice(m: Model, por: bool | None, blockers: list[tuple[bool, str, str]]
             raise UsageError(f"{asked}: {e}") from None
         return False, f"partial-order reduction off: {e}"
     return True, None
+
+
+def liveness_por(m: Model, props: list[Any], fair: Any, names: OptionNames) -> None:
+    """Check that partial-order reduction applies to the temporal properties `props` of `m` under `fair`
+    (an actor spec without state constraints): a UsageError saying why where it does not."""
+    from lockstep.checker.reduction.actors import PorUnsupported
+    from lockstep.checker.reduction.liveness import liveness_reduction
+
+    try:
+        liveness_reduction(m, props, fair)
+    except PorUnsupported as e:
+        raise UsageError(f"{names.por} with {names.properties}: {e}") from None
 
 
 def _typed(spec: SpecLike, what: str, invariants: list[str] | None = None, **params: int) -> Any:

@@ -68,7 +68,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--symmetry", action="store_true", help="reduce by the spec's symmetric Ranges")
     p.add_argument("--por", action=Either, default=None,
                    help="partial-order reduction of actor specs (default: on for actor specs, breadth-first, one "
-                        "worker, no --property; --no-por explores every interleaving)")
+                        "worker, no --property; with --property, on where asked, on the scalar engine; --no-por "
+                        "explores every interleaving)")
     p.add_argument("--workers", type=positive, metavar="N",
                    help="worker processes (breadth-first only; default 1); with --cluster, Ray actors "
                         "(default one per CPU of the cluster)")
@@ -335,8 +336,9 @@ def check_smt(args: argparse.Namespace) -> int:
 def _check_properties(args: argparse.Namespace, plan: CheckPlan) -> int:
     model, opts = plan.model, plan.opts
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
-    print(f"Checking {model.name}" + (f" ({ps})" if ps else "") + f": {plan.engine} breadth-first, whole state graph, "
-          f"{opts.workers} worker{'s' if opts.workers > 1 else ''}")
+    print(f"Checking {model.name}" + (f" ({ps})" if ps else "") + f": {plan.engine} breadth-first, "
+          + ("state graph reduced by partial order" if opts.por else "whole state graph")
+          + f", {opts.workers} worker{'s' if opts.workers > 1 else ''}")
     for p in plan.properties:
         print(f"  property {p.name}: {p.formula}")
     print(f"  fairness: {plan.fairness.describe()}")

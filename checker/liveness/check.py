@@ -29,8 +29,13 @@ def check_properties(model: Model, props: list[Property], fair: Fairness, opts: 
                         "(it is not sound for per-process fairness); load the model with symmetry=False")
     progress = progress or NoProgress()
     t0 = time.monotonic()
+    red = None
+    if opts.por:
+        from ..reduction.liveness import liveness_reduction
+
+        red = liveness_reduction(model, props, fair)
     try:
-        g = _build(model, fair, opts, progress, engine, vm, props)
+        g = _build(model, fair, opts, progress, engine, vm, props, red)
     except Stop as stop:
         return CheckResult(VIOLATION, stop.distinct, stop.generated, stop.depth, time.monotonic() - t0,
                            violation=stop.violation, fingerprinted=engine == "vector")
@@ -42,6 +47,8 @@ def check_properties(model: Model, props: list[Property], fair: Fairness, opts: 
     res = CheckResult(HOLDS, g.n, g.generated, int(g.depth.max(initial=-1)) + 1, 0.0, fingerprinted=g.fingerprinted)
     if g.outside:
         res.notes.append(f"{g.outside:,} states outside the state constraints were not expanded")
+    if red is not None:
+        res.notes.append(red.stats.note())
     for prop in props:
         lasso = find_lasso(g, prop, fair)
         if lasso is not None:
@@ -56,14 +63,20 @@ def check_properties(model: Model, props: list[Property], fair: Fairness, opts: 
     return res
 
 
-def choose_engine(asked: str, model: Model, workers: int) -> tuple[str, Any, str | None]:
+def choose_engine(asked: str, model: Model, workers: int, por: bool = False) -> tuple[str, Any, str | None]:
     """(engine, the vector engine's prepared model or None, why auto chose the scalar engine) for
     `asked` in auto, vector, scalar, explicit. Refused: more than two workers (the graph is built by two
-    threads at most), more than one on the scalar engine, the vector engine for a spec it cannot run."""
+    threads at most), more than one on the scalar engine, the vector engine for a spec it cannot run, and with
+    partial-order reduction (`por`, which the scalar engine's construction applies) the vector engine."""
     from ..errors import UsageError
     from ..vector.layout import VectorUnsupported
     from ..vector.search import VectorModel
 
+    if por:
+        if asked == "vector":
+            raise UsageError("--engine vector with --por and --property: the reduced state graph is built by the "
+                             "scalar engine; drop --engine vector or --por")
+        return "scalar", None, "scalar engine chosen: it builds the state graph reduced by partial order"
     if workers > 2:
         raise UsageError(f"--workers {workers} with --property: the state graph is built by two threads at most; "
                          "use --workers 2")
@@ -82,13 +95,13 @@ def choose_engine(asked: str, model: Model, workers: int) -> tuple[str, Any, str
 
 
 def _build(model: Model, fair: Fairness, opts: Options, progress: Progress, engine: str, vm: Any,
-           props: list[Property]) -> StateGraph:
+           props: list[Property], red: Any) -> StateGraph:
     if engine == "vector":
         from ..vector.graph import build_graph
         from ..vector.search import VectorModel
 
         return build_graph(vm or VectorModel(model), fair, opts, progress, props)
-    return explore(model, fair, opts, progress)
+    return explore(model, fair, opts, progress, red)
 
 
 def temporal_violation(model: Model, g: StateGraph, prop: Property, fair: Fairness, lasso: Lasso) -> Violation:

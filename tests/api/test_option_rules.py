@@ -28,8 +28,8 @@ REFUSED = [
      {"properties": ["no_starvation"], "max_violations": 2}),
     (CheckChoices(properties=True, shorten=False), ["--property", "no_starvation", "--no-shorten"],
      {"properties": ["no_starvation"], "shorten": False}),
-    (CheckChoices(properties=True, por=True), ["--property", "no_starvation", "--por"],
-     {"properties": ["no_starvation"], "por": True}),
+    (CheckChoices(properties=True, por=True, workers=2), ["--property", "no_starvation", "--por", "--workers", "2"],
+     {"properties": ["no_starvation"], "por": True, "workers": 2}),
 ]
 
 

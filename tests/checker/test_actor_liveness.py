@@ -58,9 +58,14 @@ def test_byzantine_steps_are_never_fair():
                if t.action == "deliver" and not t.meta.get("byzantine"))
 
 
-def test_por_is_refused_with_a_temporal_property(cli):
-    r = cli("check", "two_phase_commit", "--property", "all_decide", "--por", "--param", "crashes=0")
-    assert r.code == 2 and "--por is not available with --property" in r.err
+def test_por_with_a_temporal_property_runs_the_scalar_engine_and_says_what_it_pruned(cli):
+    r = cli("check", "two_phase_commit", "--property", "all_decide", "--por", "--param", "crashes=0", "--no-deadlock")
+    assert r.code == 0, r.out
+    assert "scalar breadth-first, state graph reduced by partial order, 1 worker" in r.out
+    assert "312 distinct states" in r.out
+    assert "partial-order reduction: 194 of 966 enabled events pruned (20%), 86 states explored with a reduced set" in r.out
+    r = cli("check", "two_phase_commit", "--property", "all_decide", "--por", "--engine", "vector")
+    assert r.code == 2 and "the reduced state graph is built by the scalar engine" in r.err
 
 
 Ping = Record("Ping")
