@@ -225,7 +225,6 @@ def check_rules(c: CheckChoices, names: OptionNames) -> None:
     if not c.properties:
         return
     for given, option, why in (
-            (c.symmetry, names.symmetry, "symmetry reduction is not sound for per-process fairness"),
             (c.dfs, names.dfs, "temporal properties are checked on the whole state graph, built breadth-first"),
             (c.max_violations > 1, names.max_violations, "a temporal property's counterexample is one lasso"),
             (not c.shorten, names.no_shorten, "a temporal property's counterexample is a lasso of the whole state "

@@ -8,6 +8,7 @@ from typing import Any
 
 from lockstep.specs.lang.errors import SpecError
 
+from ..errors import UsageError
 from ..explicit import Options
 from ..model import Model
 from ..progress import NoProgress, Progress
@@ -17,20 +18,22 @@ from ..trace import Trace
 from .explore import Stop, explore
 from .graph import StateGraph
 from .lasso import Lasso, find_lasso
+from .symmetric import Quotient
 
 
 def check_properties(model: Model, props: list[Property], fair: Fairness, opts: Options,
                      progress: Progress | None = None, engine: str = "scalar", vm: Any = None) -> CheckResult:
     """Explore `model` once and decide each of `props` under `fair`; the first violation comes with a lasso.
     `engine` is "scalar" (state by state, one worker) or "vector" (the compiled kernels, on two threads if
-    `opts.workers` > 1; `vm`: the model prepared for it, `choose_engine`'s)."""
-    if model.symmetry:
-        raise SpecError(f"spec {model.name}: temporal properties are checked without symmetry reduction "
-                        "(it is not sound for per-process fairness); load the model with symmetry=False")
+    `opts.workers` > 1; `vm`: the model prepared for it, `choose_engine`'s). A model loaded with symmetry is
+    checked on the scalar engine over canonical representatives, where that is sound (`symmetric`)."""
+    quotient = Quotient(model, props, fair) if model.symmetry else None
+    if quotient is not None and engine != "scalar":
+        raise UsageError("symmetry reduction of temporal properties runs on the scalar engine, one worker")
     progress = progress or NoProgress()
     t0 = time.monotonic()
     try:
-        g = _build(model, fair, opts, progress, engine, vm, props)
+        g = _build(model, fair, opts, progress, engine, vm, props, quotient)
     except Stop as stop:
         return CheckResult(VIOLATION, stop.distinct, stop.generated, stop.depth, time.monotonic() - t0,
                            violation=stop.violation, fingerprinted=engine == "vector")
@@ -46,7 +49,7 @@ def check_properties(model: Model, props: list[Property], fair: Fairness, opts: 
         lasso = find_lasso(g, prop, fair)
         if lasso is not None:
             res.verdict = VIOLATION
-            res.violation = temporal_violation(model, g, prop, fair, lasso)
+            res.violation = temporal_violation(model, g, prop, fair, lasso, quotient)
             break
     else:
         if g.cut:
@@ -59,8 +62,8 @@ def check_properties(model: Model, props: list[Property], fair: Fairness, opts: 
 def choose_engine(asked: str, model: Model, workers: int) -> tuple[str, Any, str | None]:
     """(engine, the vector engine's prepared model or None, why auto chose the scalar engine) for
     `asked` in auto, vector, scalar, explicit. Refused: more than two workers (the graph is built by two
-    threads at most), more than one on the scalar engine, the vector engine for a spec it cannot run."""
-    from ..errors import UsageError
+    threads at most), more than one on the scalar engine, the vector engine for a spec it cannot run, and the
+    vector engine or two workers with symmetry reduction (the reduced graph is built by the scalar engine)."""
     from ..vector.layout import VectorUnsupported
     from ..vector.search import VectorModel
 
@@ -71,6 +74,12 @@ def choose_engine(asked: str, model: Model, workers: int) -> tuple[str, Any, str
         if workers > 1:
             raise UsageError("--workers with --property runs the vector engine; drop --engine scalar or --workers")
         return "scalar", None, None
+    if model.symmetry:
+        if asked == "vector" or workers > 1:
+            flag = "--engine vector" if asked == "vector" else "--workers"
+            raise UsageError(f"{flag} with --symmetry and --property: the state graph reduced by symmetry is built by "
+                             f"the scalar engine on one worker; drop {flag} or --symmetry")
+        return "scalar", None, "scalar engine chosen: the state graph reduced by symmetry is built by the scalar engine"
     try:
         vm = VectorModel(model)
     except VectorUnsupported as e:
@@ -82,23 +91,29 @@ def choose_engine(asked: str, model: Model, workers: int) -> tuple[str, Any, str
 
 
 def _build(model: Model, fair: Fairness, opts: Options, progress: Progress, engine: str, vm: Any,
-           props: list[Property]) -> StateGraph:
+           props: list[Property], quotient: Quotient | None) -> StateGraph:
     if engine == "vector":
         from ..vector.graph import build_graph
         from ..vector.search import VectorModel
 
         return build_graph(vm or VectorModel(model), fair, opts, progress, props)
-    return explore(model, fair, opts, progress)
+    return explore(model, fair, opts, progress, quotient)
 
 
-def temporal_violation(model: Model, g: StateGraph, prop: Property, fair: Fairness, lasso: Lasso) -> Violation:
-    """The violation of `prop` that `lasso` shows, with its trace."""
-    states = g.path_states(lasso.path) if g.path_states is not None else [g.state_of(i) for _lid, i in lasso.path]
-    path: list[tuple[Any, Any]] = [(None if lid is None else g.label_of(lid), st) for (lid, _i), st in zip(lasso.path, states)]
+def temporal_violation(model: Model, g: StateGraph, prop: Property, fair: Fairness, lasso: Lasso,
+                       quotient: Quotient | None = None) -> Violation:
+    """The violation of `prop` that `lasso` shows, with its trace (of concrete states, lifted from the
+    representatives by `quotient` under symmetry reduction)."""
+    loop = lasso.loop
+    if quotient is not None:
+        path, loop = quotient.lift_lasso(g, lasso)
+    else:
+        states = g.path_states(lasso.path) if g.path_states is not None else [g.state_of(i) for _lid, i in lasso.path]
+        path = [(None if lid is None else g.label_of(lid), st) for (lid, _i), st in zip(lasso.path, states)]
     last = len(path) - 1
-    how = (f"the behaviour stutters for ever in state {last}" if lasso.loop == last
-           else f"states {lasso.loop}..{last} repeat for ever")
+    how = (f"the behaviour stutters for ever in state {last}" if loop == last
+           else f"states {loop}..{last} repeat for ever")
     message = f"temporal property {prop.name} ({prop.formula}) is violated: {how}"
     kinds = {"kind": "temporal", "name": prop.name, "fairness": fair.describe(), "overrides": fair.overrides}
-    trace = Trace.from_states(model, path, property=kinds, message=message, loop=lasso.loop)
+    trace = Trace.from_states(model, path, property=kinds, message=message, loop=loop)
     return Violation("temporal", prop.name, message, None, trace)
