@@ -6,7 +6,8 @@ Each process requests (idle -> waiting), acquires the lock when it is free (wait
 so every permutation of the processes keeps the fairness. `lock_used` (□◇ locked) holds; without fair
 acquisition the waiting processes may stutter for ever. `all_idle_again` (□◇ every process idle) is violated by
 a fair loop in which a process keeps waiting while the others take the lock in turn. `first_served` singles out
-process 0, so it cannot be checked on one state of each orbit.
+process 0, so it cannot be checked on one state of each orbit. `SymmetricLockOneWaiter` adds an invariant that two
+requests violate; `TokenPassing` passes a token whose holder is one representative.
 """
 
 from lockstep.specs.lang import (
@@ -21,6 +22,7 @@ from lockstep.specs.lang import (
     Var,
     action,
     always_eventually,
+    eventually,
     invariant,
     leads_to,
     require,
@@ -73,3 +75,33 @@ class SymmetricLock(Spec):
     @temporal
     def first_served(s):
         return leads_to(s.pc[0] == "waiting", s.pc[0] == "cs")
+
+
+class SymmetricLockOneWaiter(SymmetricLock):
+    """Seeded bug: claims that at most one process waits, which two requests refute."""
+
+    @invariant
+    def one_waiter(s):
+        return Count(Proc, lambda p: s.pc[p] == "waiting") <= 1
+
+
+class TokenPassing(Spec):
+    """A token passed from process to process, each pass fair as one family; `finishes` needs the fair family
+    `finishing`. Under symmetry every holder is one representative, and passing the token is a step onto it."""
+
+    holder = Var(Proc, init=0)
+    done = Var(Bool, init=False)
+
+    @action(fairness="weak", family="passes")
+    def pass_token(s, p: Proc, q: Proc):
+        require(s.holder == p, p != q)
+        s.holder = q
+
+    @action(fairness="weak", family="finishing")
+    def finish(s, p: Proc):
+        require(s.holder == p, s.done == False)  # noqa: E712 - a term, not a Python bool
+        s.done = True
+
+    @temporal
+    def finishes(s):
+        return eventually(s.done)

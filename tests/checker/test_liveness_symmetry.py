@@ -1,0 +1,259 @@
+"""Temporal properties under symmetry reduction: the same verdicts as without it, on fewer states, where every
+permutation keeps the fairness and the properties; lassos lifted to concrete states that replay; a refusal
+where the fairness is per instance, and an error where a property tells processes apart."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import lockstep
+from lockstep.checker.errors import UsageError
+from lockstep.checker.liveness import lasso_violates
+from lockstep.checker.temporal import fairness, properties
+from lockstep.specs.lang import (
+    Count,
+    Exists,
+    ForAll,
+    Int,
+    Map,
+    Range,
+    Spec,
+    SpecError,
+    Var,
+    action,
+    always_eventually,
+    eventually,
+    eventually_always,
+    leads_to,
+    require,
+    temporal,
+)
+from tests.conftest import model_path
+
+LOCK = model_path("symmetric_lock.py") + ":SymmetricLock"
+TOKEN = model_path("symmetric_lock.py") + ":TokenPassing"
+
+
+def _both(spec: str, prop: str, fair: dict[str, str] | None = None, **params: int):
+    """(the check without symmetry, the check with it) of `prop`, deadlocks not checked."""
+    return [lockstep.check(spec, properties=[prop], fairness=fair, deadlock=False, symmetry=sym, witnesses=False,
+                           **params) for sym in (False, True)]
+
+
+def lasso_replays(res, spec, prop: str, fair: dict[str, str] | None = None, **params: int) -> None:
+    """A temporal violation's trace is a fair lasso of the unreduced spec that violates `prop`, each step taken
+    by the action it records (what `lockstep replay` checks)."""
+    v = res.violation
+    if v is None:
+        return
+    assert v.kind == "temporal"
+    model = lockstep.model(spec, **params)
+    states = [model.decode_state(s.state) for s in v.trace.steps]
+    lids = [None]
+    for a, step, b in zip(states, v.trace.steps[1:], states[1:]):
+        lid, t = next((lid, t) for lid, t in model.successors(a) if model.label_json(lid) == step.action)
+        assert t == b
+        lids.append(lid)
+    assert lasso_violates(model, properties(model)[prop], fairness(model, fair), states, lids, v.trace.loop) is None
+
+
+# (spec, property, fairness overrides, parameters, verdict, distinct states without and with symmetry)
+CASES = [
+    (LOCK, "lock_used", None, {}, "holds", 20, 7),
+    (LOCK, "lock_used", None, {"n": 4}, "holds", 48, 9),
+    (LOCK, "lock_used", {"acquisitions": "none"}, {}, "violation", 20, 7),
+    (LOCK, "lock_used", {"acquisitions": "strong"}, {}, "holds", 20, 7),
+    (LOCK, "someone_waiting_gets_the_lock", None, {}, "holds", 20, 7),
+    (LOCK, "someone_waiting_gets_the_lock", {"acquisitions": "none"}, {"n": 4}, "violation", 48, 9),
+    (LOCK, "all_idle_again", None, {}, "violation", 20, 7),
+    (LOCK, "all_idle_again", None, {"n": 4}, "violation", 48, 9),
+    (TOKEN, "finishes", None, {}, "holds", 6, 2),
+    (TOKEN, "finishes", {"finishing": "none"}, {}, "violation", 6, 2),
+    (TOKEN, "finishes", {"finishing": "none"}, {"n": 4}, "violation", 8, 2),
+]
+
+
+@pytest.mark.parametrize("spec, prop, fair, params, verdict, full, reduced", CASES)
+def test_the_same_verdicts_on_one_state_per_orbit(spec, prop, fair, params, verdict, full, reduced):
+    plain, sym = _both(spec, prop, fair, **params)
+    assert (plain.verdict, sym.verdict) == (verdict, verdict)
+    assert (plain.distinct, sym.distinct) == (full, reduced)
+    assert "scalar engine chosen: the state graph reduced by symmetry is built by the scalar engine" in sym.notes
+    if verdict == "violation":
+        assert sym.violation.kind == "temporal" and sym.violation.name == prop
+        lasso_replays(sym, spec, prop, fair, **params)
+
+
+def test_a_loop_through_permuted_states_is_lifted_until_its_start_recurs(cli, tmp_path):
+    """The quotient's loop (one waiting, two waiting, one in the critical section and one waiting) ends in a
+    permutation of its start: lifted, it runs twice, the waiting process changing, then closes; it replays."""
+    out = tmp_path / "idle.json"
+    r = cli("check", LOCK, "--property", "all_idle_again", "--symmetry", "--no-deadlock", "--out", str(out))
+    assert r.code == 1 and "scalar breadth-first, whole state graph, 1 worker, symmetry reduction" in r.out
+    assert "states 1..6 repeat for ever" in r.out and "7 distinct states" in r.out
+    steps = re.findall(r"^ +\d+  (\S+)", r.out, re.MULTILINE)
+    assert steps == ["init", "request(p=0)", "request(p=1)", "acquire(p=0)", "release(p=0)", "acquire(p=1)",
+                     "request(p=0)"]
+    assert "->  release(p=1)  (back to state 1" in r.out
+    replayed = cli("replay", str(out), "--spec", LOCK)
+    assert replayed.code == 0 and "the loop back to state 1 closes" in replayed.out
+    assert "a fair behaviour (WF(family requests), WF(family acquisitions), WF(family releases)) that violates " \
+           "all_idle_again" in replayed.out
+
+
+def test_a_step_onto_its_own_representative_is_a_loop_not_stuttering(cli, tmp_path):
+    """Passing the token keeps the one representative: the quotient's cycle is a step onto itself, which takes
+    WF(passes) (stuttering there would not be fair); lifted, the token goes to process 1 and back."""
+    out = tmp_path / "token.json"
+    r = cli("check", TOKEN, "--property", "finishes", "--symmetry", "--no-deadlock", "--fairness", "finishing=none",
+            "--out", str(out))
+    assert r.code == 1 and "states 0..1 repeat for ever" in r.out and "2 distinct states" in r.out
+    assert "pass_token(p=0, q=1)" in r.out and "->  pass_token(p=1, q=0)  (back to state 0" in r.out
+    replayed = cli("replay", str(out), "--spec", TOKEN)
+    assert replayed.code == 0 and "a fair behaviour (WF(family passes)) that violates finishes" in replayed.out
+
+
+def test_stuttering_lifted(cli, tmp_path):
+    out = tmp_path / "stutter.json"
+    r = cli("check", LOCK, "--property", "lock_used", "--symmetry", "--no-deadlock", "--fairness",
+            "acquisitions=none", "--out", str(out))
+    assert r.code == 1 and "stutters for ever in state 3" in r.out
+    replayed = cli("replay", str(out), "--spec", LOCK)
+    assert replayed.code == 0 and "stutters in state 3 for ever" in replayed.out and "violates lock_used" in replayed.out
+
+
+def test_a_safety_violation_on_the_way_is_lifted(cli, tmp_path):
+    """The representatives put the waiting processes last (request(p=0) leads to one whose process 2 waits); the
+    counterexample is the concrete path, which replays."""
+    spec = model_path("symmetric_lock.py") + ":SymmetricLockOneWaiter"
+    model = lockstep.model(spec, symmetry=True)
+    init = model.initial_states()[0]
+    assert model.canonical(next(t for lid, t in model.successors(init) if model.label(lid) == "request(p=0)")) != \
+        next(t for lid, t in model.successors(init) if model.label(lid) == "request(p=0)")
+    out = tmp_path / "waiters.json"
+    r = cli("check", spec, "--property", "lock_used", "--symmetry", "--no-deadlock", "--out", str(out))
+    assert r.code == 1 and "invariant one_waiter is violated" in r.out and "3 distinct states" in r.out
+    assert re.findall(r"^ +\d+  (\S+)", r.out, re.MULTILINE) == ["init", "request(p=0)", "request(p=1)"]
+    replayed = cli("replay", str(out), "--spec", spec)
+    assert replayed.code == 0 and "invariant one_waiter is violated in the last state, as recorded" in replayed.out
+
+
+def test_fairness_per_instance_is_refused_with_the_instance_a_permutation_moves(cli):
+    r = cli("check", "two_phase_commit", "--property", "all_decide", "--symmetry")
+    assert r.code == 2 and "Traceback" not in r.err
+    assert ("WF(deliver) of each instance: the swap of ids 1 and 2 of Range((rm + 1)) (0..2) maps "
+            "deliver(src=1, dst=0, msg=Prepared()) to deliver(src=2, dst=0, msg=Prepared()), whose fairness "
+            "constraint is WF(deliver(src=2, dst=0, msg=Prepared())); fairness per instance is not kept by symmetry "
+            "reduction; declare a fairness family") in r.err
+    r = cli("check", LOCK, "--property", "lock_used", "--symmetry", "--fairness", "acquire=strong")
+    assert r.code == 2 and "SF(acquire) of each instance: the swap of ids 0 and 1 of Range(n) (0..2) maps " \
+                           "acquire(p=0) to acquire(p=1)" in r.err
+    assert "(--fairness acquire=strong makes each instance fair; override the family acquisitions instead)" in r.err
+    with pytest.raises(UsageError, match="WF\\(deliver\\) of each instance"):
+        lockstep.check("two_phase_commit", properties=["all_decide"], symmetry=True)
+
+
+def test_a_property_that_tells_processes_apart_is_an_error(cli):
+    r = cli("check", LOCK, "--property", "first_served", "--symmetry", "--no-deadlock")
+    assert r.code == 2 and "temporal property first_served is not symmetric: its condition P is True on state " \
+                           "[pc = {0: 'waiting', 1: 'idle', 2: 'idle'}, locked = False] and False on its " \
+                           "representative" in r.err
+    starved = lockstep.check(LOCK, properties=["first_served"], deadlock=False)  # the families let process 0 starve
+    assert starved.verdict == "violation" and starved.violation.name == "first_served"
+    with pytest.raises(SpecError, match="first_served is not symmetric"):
+        lockstep.check(LOCK, properties=["first_served"], deadlock=False, symmetry=True)
+
+
+def test_the_vector_engine_and_two_workers_are_refused(cli):
+    for flag, flags in (("--engine vector", ["--engine", "vector"]), ("--workers", ["--workers", "2"])):
+        r = cli("check", LOCK, "--property", "lock_used", "--symmetry", *flags)
+        assert r.code == 2 and f"{flag} with --symmetry and --property: the state graph reduced by symmetry is " \
+                               f"built by the scalar engine on one worker; drop {flag} or --symmetry" in r.err
+    assert lockstep.check(LOCK, properties=["lock_used"], deadlock=False, symmetry=True,
+                          engine="scalar").verdict == "holds"
+
+
+# ------------------------------------------------------------------------------ a generated family
+
+Proc = Range(3, symmetric=True)
+
+
+def _own(guard: int, value: int):
+    def step(s, p: Proc):
+        require(s.x[p] == guard)
+        s.x[p] = value
+
+    return step
+
+
+def _other(guard: int, other: int, value: int):
+    def step(s, p: Proc, q: Proc):
+        require(p != q, s.x[p] == guard, s.x[q] == other)
+        s.x[q] = value
+
+    return step
+
+
+def _global(guard: int, value: int):
+    def step(s, p: Proc):
+        require(s.x[p] == guard, s.g != value)
+        s.g = value
+
+    return step
+
+
+CONDITIONS = {
+    "all": lambda s, k: ForAll(Proc, lambda p: s.x[p] == k),
+    "some": lambda s, k: Exists(Proc, lambda p: s.x[p] == k),
+    "two": lambda s, k: Count(Proc, lambda p: s.x[p] == k) >= 2,
+    "g": lambda s, k: s.g == k,
+}
+
+
+@st.composite
+def symmetric_specs(draw):
+    """Three interchangeable processes with a counter in 0..2 each and a shared one; three to five actions of a
+    process (on its own counter, on another's, on the shared one), each a weakly or strongly fair family or not
+    fair, the first from the initial state; one property over conditions alike for every process."""
+    ns: dict = {"x": Map(Proc, Int(0, 2), init=0), "g": Var(Int(0, 2), init=0)}
+    shapes = draw(st.lists(st.tuples(st.sampled_from(["own", "other", "global"]), st.integers(0, 2), st.integers(0, 2),
+                                     st.integers(0, 2), st.sampled_from(["weak", "weak", "strong", None])),
+                           min_size=3, max_size=5))
+    shapes[0] = ("own", 0, draw(st.integers(1, 2)), 0, shapes[0][4])  # one step from the initial state at least
+    for i, (shape, a, b, c, fair) in enumerate(shapes):
+        fn = {"own": lambda: _own(a, b), "other": lambda: _other(a, b, c), "global": lambda: _global(a, b)}[shape]()
+        fn.__name__ = f"a{i}"
+        ns[f"a{i}"] = action(fairness=fair, family=f"f{i}")(fn) if fair else action(fn)
+    kind = draw(st.sampled_from(["eventually", "always_eventually", "eventually_always", "leads_to"]))
+    first = (draw(st.sampled_from(sorted(CONDITIONS))), draw(st.integers(0, 2)))
+    second = (draw(st.sampled_from(sorted(CONDITIONS))), draw(st.integers(0, 2)))
+
+    def prop(s):
+        p, q = CONDITIONS[first[0]](s, first[1]), CONDITIONS[second[0]](s, second[1])
+        return {"eventually": lambda: eventually(p), "always_eventually": lambda: always_eventually(p),
+                "eventually_always": lambda: eventually_always(p), "leads_to": lambda: leads_to(p, q)}[kind]()
+
+    prop.__name__ = "p"
+    ns["p"] = temporal(prop)
+    return type("GeneratedSymmetric", (Spec,), ns)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(symmetric_specs())
+def test_generated_symmetric_specs_keep_their_verdicts(spec):
+    plain, sym = [lockstep.check(spec, properties=["p"], deadlock=False, engine="scalar", symmetry=s, witnesses=False)
+                  for s in (False, True)]
+    assert plain.verdict == sym.verdict
+    assert sym.distinct <= plain.distinct
+    lasso_replays(sym, spec, "p")
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(symmetric_specs())
+def test_more_generated_symmetric_specs_keep_their_verdicts(spec):
+    test_generated_symmetric_specs_keep_their_verdicts.hypothesis.inner_test(spec)
