@@ -254,10 +254,15 @@ def several_blockers(c: CheckChoices, names: OptionNames) -> list[tuple[bool, st
 
 def temporal(m: Model, names: list[str], overrides: dict[str, str] | None) -> tuple[list[Any], Any]:
     """(the temporal properties called `names`, the spec's fairness with `overrides`): SpecError for an
-    unknown property or action."""
+    unknown property or action, UsageError for fairness that symmetry reduction would not keep."""
     from lockstep.checker.temporal import fairness, select
 
-    return [select(m, name) for name in names], fairness(m, overrides or {})
+    props, fair = [select(m, name) for name in names], fairness(m, overrides or {})
+    if m.symmetry:
+        from lockstep.checker.liveness.symmetric import check_fairness
+
+        check_fairness(m, fair)
+    return props, fair
 
 
 def notes_on(asked: str, chosen: str, why: str | None, por_note: str | None) -> list[str]:
