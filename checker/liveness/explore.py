@@ -35,7 +35,7 @@ def explore(model: Model, fair: Fairness, opts: Options, progress: Progress, quo
     def stop(i: int, kind: str, name: str, message: str, location: str | None) -> Stop:
         steps = [(label, b.states[j]) for label, j in b.path_to(i)]
         if quotient is not None:
-            steps = quotient.lift_path(steps)
+            steps, kind, name, message, location = quotient.lift_stop(steps, kind, name, message, location)
         return Stop(safety(model, steps, kind, name, message, location), len(b.states),
                     counts["generated"], max(b.depth, default=-1) + 1)
 

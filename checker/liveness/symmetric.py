@@ -20,6 +20,7 @@ the search generates.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from lockstep.specs.lang.errors import SpecError
@@ -62,18 +63,17 @@ class Quotient:
     def _shown(self, st: tuple) -> str:
         return ", ".join(f"{k} = {v}" for k, v in self.model.show_state(st).items())
 
-    def step(self, cur: tuple, rep: tuple, constraint: int) -> tuple[Any, tuple]:
+    def step(self, cur: tuple, rep: tuple, constraint: int, prefer: Container[tuple] = ()) -> tuple[Any, tuple]:
         """A step (label, successor) from concrete state `cur` that changes it into a state of representative `rep`,
-        taking fairness constraint `constraint` where one does."""
-        other = None
+        taking fairness constraint `constraint` where one does, and leading to a state of `prefer` where one does."""
+        best: dict[tuple[bool, bool], tuple[Any, tuple]] = {}
         for lid, t in self.model.successors(cur):
             if t != cur and self.sym.canonical(t) == rep:
-                if self.fair.of(lid) == constraint:
-                    return lid, t
-                other = other or (lid, t)
-        if other is None:
-            raise RuntimeError("a step of the reduced graph has no concrete counterpart")
-        return other
+                best.setdefault((self.fair.of(lid) == constraint, t in prefer), (lid, t))
+        for key in ((True, True), (True, False), (False, True), (False, False)):
+            if key in best:
+                return best[key]
+        raise RuntimeError("a step of the reduced graph has no concrete counterpart")
 
     def lift_path(self, steps: list[tuple[Any, tuple]]) -> list[tuple[Any, tuple]]:
         """The concrete path [(None, s0), (label, s1), ...] whose states have the representatives of `steps`,
@@ -88,9 +88,21 @@ class Quotient:
             out.append(self.step(out[-1][1], rep, self.fair.of(label)))
         return out
 
+    def lift_stop(self, steps: list[tuple[Any, tuple]], kind: str, name: str, message: str,
+                  location: str | None) -> tuple[list[tuple[Any, tuple]], str, str, str, str | None]:
+        """The concrete path to a safety violation found on representatives, with the violation (kind, name, message,
+        location) said of its last state: a failing step is diagnosed there again (on the representative, another
+        instance of the action fails)."""
+        path = self.lift_path(steps)
+        m = self.model
+        if kind not in ("invariant", "deadlock") and name not in m.invariant_names and name not in m.constraint_names:
+            f = m.diagnose(path[-1][1])
+            kind, name, message, location = f.kind, f.action, f.describe(), f.location
+        return path, kind, name, message, location
+
     def lift_lasso(self, g: StateGraph, lasso: Lasso) -> tuple[list[tuple[Any, tuple]], int]:
         """(the concrete path, its loop index) of the quotient's `lasso`: the stem, then the loop repeated until
-        the concrete state at its start recurs."""
+        the concrete state at its start recurs (each pass closing onto an earlier start where a step does)."""
         ids = [i for _lid, i in lasso.path]
         steps = [(None if lid is None else g.label_of(lid), g.state_of(i)) for lid, i in lasso.path]
         k, last = lasso.loop, len(ids) - 1
@@ -100,8 +112,8 @@ class Quotient:
         loop = steps[k + 1:] + [(g.label_of(_closing_label(g, ids[last], ids[k])), steps[k][1])]
         starts = {path[-1][1]: len(path) - 1}
         while True:
-            for label, rep in loop:
-                path.append(self.step(path[-1][1], rep, self.fair.of(label)))
+            for n, (label, rep) in enumerate(loop, 1):
+                path.append(self.step(path[-1][1], rep, self.fair.of(label), starts if n == len(loop) else ()))
             back = starts.get(path[-1][1])
             if back is not None:
                 path.pop()  # its last step returns to the state at index `back`

@@ -142,6 +142,19 @@ def test_a_safety_violation_on_the_way_is_lifted(cli, tmp_path):
     assert replayed.code == 0 and "invariant one_waiter is violated in the last state, as recorded" in replayed.out
 
 
+def test_a_failing_step_is_said_of_the_concrete_state():
+    """On the representative of "processes 0 and 1 wait" the third request is request(p=0); on the lifted path's
+    last state it is request(p=2), as without symmetry."""
+    spec = model_path("symmetric_lock.py") + ":SymmetricLockAsserting"
+    plain, sym = _both(spec, "lock_used")
+    assert sym.violation.message == plain.violation.message
+    assert sym.violation.message.startswith("action request(p=2) failed at ")
+    assert sym.violation.message.endswith("at most two processes wait")
+    assert [s.label for s in sym.violation.trace.steps] == ["init", "request(p=0)", "request(p=1)"]
+    assert lockstep.replay(sym.violation.trace, spec=spec).conclusion.startswith("replayed 2 steps; then action "
+                                                                                 "request(p=2) failed")
+
+
 def test_fairness_per_instance_is_refused_with_the_instance_a_permutation_moves(cli):
     r = cli("check", "two_phase_commit", "--property", "all_decide", "--symmetry")
     assert r.code == 2 and r.out == "" and "Traceback" not in r.err  # refused before the check starts

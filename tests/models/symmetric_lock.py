@@ -7,10 +7,12 @@ so every permutation of the processes keeps the fairness. `lock_used` (□◇ lo
 acquisition the waiting processes may stutter for ever. `all_idle_again` (□◇ every process idle) is violated by
 a fair loop in which a process keeps waiting while the others take the lock in turn. `first_served` singles out
 process 0, so it cannot be checked on one state of each orbit. `SymmetricLockOneWaiter` adds an invariant that two
-requests violate; `TokenPassing` passes a token whose holder is one representative.
+requests violate, `SymmetricLockAsserting` an assertion that the third request fails; `TokenPassing` passes a
+token whose holder is one representative.
 """
 
 from lockstep.specs.lang import (
+    Assert,
     Bool,
     Count,
     Enum,
@@ -83,6 +85,16 @@ class SymmetricLockOneWaiter(SymmetricLock):
     @invariant
     def one_waiter(s):
         return Count(Proc, lambda p: s.pc[p] == "waiting") <= 1
+
+
+class SymmetricLockAsserting(SymmetricLock):
+    """Seeded bug: a request asserts that fewer than two processes wait, which the third request refutes."""
+
+    @action(fairness="weak", family="requests")
+    def request(s, p: Proc):
+        require(s.pc[p] == "idle")
+        Assert(Count(Proc, lambda q: s.pc[q] == "waiting") < 2, "at most two processes wait")
+        s.pc[p] = "waiting"
 
 
 class TokenPassing(Spec):
