@@ -73,9 +73,9 @@ def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None 
     `properties` names temporal properties (`@temporal`) to decide on the whole state graph, under the
     spec's fairness with `fairness` overrides ({action or family: "weak", "strong" or "none"}), as
     `lockstep check --property --fairness`; a violation's trace is then a lasso. The graph is built by the
-    vector engine on typed specs (on two threads with `workers=2`), by the scalar engine on plain ones and with
-    `symmetry=True` (over canonical representatives, where every permutation keeps the fairness and the properties;
-    the lasso is lifted to the spec's own states)."""
+    vector engine on typed specs (on two threads with `workers=2`), by the scalar engine on plain ones; with
+    `symmetry=True` over canonical representatives, where every permutation keeps the fairness and the properties
+    (the lasso is then lifted to the spec's own states)."""
     if engine not in ("auto", "vector", "scalar", "explicit"):
         raise UsageError(f"engine {engine!r}: use auto, vector or scalar (the symbolic engine is lockstep.bmc)")
     if workers < 1:

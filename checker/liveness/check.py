@@ -8,7 +8,6 @@ from typing import Any
 
 from lockstep.specs.lang.errors import SpecError
 
-from ..errors import UsageError
 from ..explicit import Options
 from ..model import Model
 from ..progress import NoProgress, Progress
@@ -26,10 +25,8 @@ def check_properties(model: Model, props: list[Property], fair: Fairness, opts: 
     """Explore `model` once and decide each of `props` under `fair`; the first violation comes with a lasso.
     `engine` is "scalar" (state by state, one worker) or "vector" (the compiled kernels, on two threads if
     `opts.workers` > 1; `vm`: the model prepared for it, `choose_engine`'s). A model loaded with symmetry is
-    checked on the scalar engine over canonical representatives, where that is sound (`symmetric`)."""
+    checked over its orbits' representatives, where that is sound (`symmetric`)."""
     quotient = Quotient(model, props, fair) if model.symmetry else None
-    if quotient is not None and engine != "scalar":
-        raise UsageError("symmetry reduction of temporal properties runs on the scalar engine, one worker")
     progress = progress or NoProgress()
     t0 = time.monotonic()
     try:
@@ -62,8 +59,8 @@ def check_properties(model: Model, props: list[Property], fair: Fairness, opts: 
 def choose_engine(asked: str, model: Model, workers: int) -> tuple[str, Any, str | None]:
     """(engine, the vector engine's prepared model or None, why auto chose the scalar engine) for
     `asked` in auto, vector, scalar, explicit. Refused: more than two workers (the graph is built by two
-    threads at most), more than one on the scalar engine, the vector engine for a spec it cannot run, and the
-    vector engine or two workers with symmetry reduction (the reduced graph is built by the scalar engine)."""
+    threads at most), more than one on the scalar engine, the vector engine for a spec it cannot run."""
+    from ..errors import UsageError
     from ..vector.layout import VectorUnsupported
     from ..vector.search import VectorModel
 
@@ -74,12 +71,6 @@ def choose_engine(asked: str, model: Model, workers: int) -> tuple[str, Any, str
         if workers > 1:
             raise UsageError("--workers with --property runs the vector engine; drop --engine scalar or --workers")
         return "scalar", None, None
-    if model.symmetry:
-        if asked == "vector" or workers > 1:
-            flag = "--engine vector" if asked == "vector" else "--workers"
-            raise UsageError(f"{flag} with --symmetry and --property: the state graph reduced by symmetry is built by "
-                             f"the scalar engine on one worker; drop {flag} or --symmetry")
-        return "scalar", None, "scalar engine chosen: the state graph reduced by symmetry is built by the scalar engine"
     try:
         vm = VectorModel(model)
     except VectorUnsupported as e:
@@ -96,7 +87,7 @@ def _build(model: Model, fair: Fairness, opts: Options, progress: Progress, engi
         from ..vector.graph import build_graph
         from ..vector.search import VectorModel
 
-        return build_graph(vm or VectorModel(model), fair, opts, progress, props)
+        return build_graph(vm or VectorModel(model), fair, opts, progress, props, quotient)
     return explore(model, fair, opts, progress, quotient)
 
 

@@ -15,7 +15,8 @@ t takes; under (2) they satisfy the same conditions. So a lasso of the quotient 
 until the concrete state at the loop's start recurs, which it does within as many passes as the orbit has
 states. The lifted loop enables and takes the constraints the quotient's loop does, so it is fair and violates
 the property. (1) is checked on the program's transitions before the search (`Quotient`), (2) on every step
-the search generates.
+the search generates (by `Quotient.canonical` on the scalar engine; on the vector engine, by its compiled
+conditions on each batch of successors and their representatives).
 """
 
 from __future__ import annotations
@@ -104,7 +105,8 @@ class Quotient:
         """(the concrete path, its loop index) of the quotient's `lasso`: the stem, then the loop repeated until
         the concrete state at its start recurs (each pass closing onto an earlier start where a step does)."""
         ids = [i for _lid, i in lasso.path]
-        steps = [(None if lid is None else g.label_of(lid), g.state_of(i)) for lid, i in lasso.path]
+        reps = g.path_states(lasso.path) if g.path_states is not None else [g.state_of(i) for i in ids]
+        steps = [(None if lid is None else g.label_of(lid), st) for (lid, _i), st in zip(lasso.path, reps)]
         k, last = lasso.loop, len(ids) - 1
         path = self.lift_path(steps[:k + 1])
         if k == last and not g.enabled(ids[k]):

@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lockstep
 from lockstep.checker.errors import UsageError
-from lockstep.checker.liveness import lasso_violates
+from lockstep.checker.explicit import Options
+from lockstep.checker.liveness import choose_engine, lasso_violates
+from lockstep.checker.liveness.explore import explore
+from lockstep.checker.liveness.symmetric import Quotient
+from lockstep.checker.progress import NoProgress
 from lockstep.checker.temporal import fairness, properties
+from lockstep.checker.vector import graph
 from lockstep.specs.lang import (
     Count,
     Exists,
@@ -38,10 +44,19 @@ LOCK = model_path("symmetric_lock.py") + ":SymmetricLock"
 TOKEN = model_path("symmetric_lock.py") + ":TokenPassing"
 
 
-def _both(spec: str, prop: str, fair: dict[str, str] | None = None, **params: int):
-    """(the check without symmetry, the check with it) of `prop`, deadlocks not checked."""
+ENGINES = [("scalar", 1), ("vector", 1), ("vector", 2)]
+
+
+def _both(spec: str, prop: str, fair: dict[str, str] | None = None, engine: str = "auto", workers: int = 1,
+          **params: int):
+    """(the check without symmetry, the check with it) of `prop` on `engine`, deadlocks not checked."""
     return [lockstep.check(spec, properties=[prop], fairness=fair, deadlock=False, symmetry=sym, witnesses=False,
-                           **params) for sym in (False, True)]
+                           engine=engine, workers=workers, **params) for sym in (False, True)]
+
+
+def outcome(res) -> tuple:
+    v = res.violation
+    return res.verdict, res.distinct, v and v.message, v and tuple(s.label for s in v.trace.steps), v and v.trace.loop
 
 
 def lasso_replays(res, spec, prop: str, fair: dict[str, str] | None = None, **params: int) -> None:
@@ -79,13 +94,17 @@ CASES = [
 
 @pytest.mark.parametrize("spec, prop, fair, params, verdict, full, reduced", CASES)
 def test_the_same_verdicts_on_one_state_per_orbit(spec, prop, fair, params, verdict, full, reduced):
-    plain, sym = _both(spec, prop, fair, **params)
-    assert (plain.verdict, sym.verdict) == (verdict, verdict)
-    assert (plain.distinct, sym.distinct) == (full, reduced)
-    assert "scalar engine chosen: the state graph reduced by symmetry is built by the scalar engine" in sym.notes
-    if verdict == "violation":
-        assert sym.violation.kind == "temporal" and sym.violation.name == prop
-        lasso_replays(sym, spec, prop, fair, **params)
+    """Every engine: the verdict without symmetry, on one state per orbit; the same lasso on each engine."""
+    found = set()
+    for engine, workers in ENGINES:
+        plain, sym = _both(spec, prop, fair, engine, workers, **params)
+        assert (plain.verdict, sym.verdict) == (verdict, verdict)
+        assert (plain.distinct, sym.distinct) == (full, reduced)
+        found.add(outcome(sym))
+        if verdict == "violation":
+            assert sym.violation.kind == "temporal" and sym.violation.name == prop
+            lasso_replays(sym, spec, prop, fair, **params)
+    assert len(found) == 1
 
 
 def test_a_loop_through_permuted_states_is_lifted_until_its_start_recurs(cli, tmp_path):
@@ -93,7 +112,7 @@ def test_a_loop_through_permuted_states_is_lifted_until_its_start_recurs(cli, tm
     permutation of its start: lifted, it runs twice, the waiting process changing, then closes; it replays."""
     out = tmp_path / "idle.json"
     r = cli("check", LOCK, "--property", "all_idle_again", "--symmetry", "--no-deadlock", "--out", str(out))
-    assert r.code == 1 and "scalar breadth-first, whole state graph, 1 worker, symmetry reduction" in r.out
+    assert r.code == 1 and "vector breadth-first, whole state graph, 1 worker, symmetry reduction" in r.out
     assert "states 1..6 repeat for ever" in r.out and "7 distinct states" in r.out
     steps = re.findall(r"^ +\d+  (\S+)", r.out, re.MULTILINE)
     assert steps == ["init", "request(p=0)", "request(p=1)", "acquire(p=0)", "release(p=0)", "acquire(p=1)",
@@ -142,17 +161,18 @@ def test_a_safety_violation_on_the_way_is_lifted(cli, tmp_path):
     assert replayed.code == 0 and "invariant one_waiter is violated in the last state, as recorded" in replayed.out
 
 
-def test_a_failing_step_is_said_of_the_concrete_state():
-    """On the representative of "processes 0 and 1 wait" the third request is request(p=0); on the lifted path's
-    last state it is request(p=2), as without symmetry."""
+@pytest.mark.parametrize("engine, workers", ENGINES)
+def test_a_failing_step_is_said_of_the_concrete_state(engine, workers):
+    """On the representative of "processes 0 and 1 wait" the third request is request(p=0); on the path's last
+    state it is request(p=2), as without symmetry: with temporal properties and in the safety search alike."""
     spec = model_path("symmetric_lock.py") + ":SymmetricLockAsserting"
-    plain, sym = _both(spec, "lock_used")
-    assert sym.violation.message == plain.violation.message
-    assert sym.violation.message.startswith("action request(p=2) failed at ")
-    assert sym.violation.message.endswith("at most two processes wait")
-    assert [s.label for s in sym.violation.trace.steps] == ["init", "request(p=0)", "request(p=1)"]
-    assert lockstep.replay(sym.violation.trace, spec=spec).conclusion.startswith("replayed 2 steps; then action "
-                                                                                 "request(p=2) failed")
+    safety = lockstep.check(spec, deadlock=False, symmetry=True, engine=engine, workers=workers)
+    for res in (*_both(spec, "lock_used", None, engine, workers), safety):
+        assert res.violation.message.startswith("action request(p=2) failed at ")
+        assert res.violation.message.endswith("at most two processes wait")
+        assert [s.label for s in res.violation.trace.steps] == ["init", "request(p=0)", "request(p=1)"]
+        assert lockstep.replay(res.violation.trace, spec=spec).conclusion.startswith(
+            "replayed 2 steps; then action request(p=2) failed")
 
 
 def test_fairness_per_instance_is_refused_with_the_instance_a_permutation_moves(cli):
@@ -171,23 +191,36 @@ def test_fairness_per_instance_is_refused_with_the_instance_a_permutation_moves(
 
 
 def test_a_property_that_tells_processes_apart_is_an_error(cli):
-    r = cli("check", LOCK, "--property", "first_served", "--symmetry", "--no-deadlock")
-    assert r.code == 2 and "temporal property first_served is not symmetric: its condition P is True on state " \
-                           "[pc = {0: 'waiting', 1: 'idle', 2: 'idle'}, locked = False] and False on its " \
-                           "representative" in r.err
+    said = set()
+    for flags in (["--engine", "scalar"], ["--engine", "vector"], ["--workers", "2"]):
+        r = cli("check", LOCK, "--property", "first_served", "--symmetry", "--no-deadlock", *flags)
+        assert r.code == 2 and "temporal property first_served is not symmetric: its condition P is True on state " \
+                               "[pc = {0: 'waiting', 1: 'idle', 2: 'idle'}, locked = False] and False on its " \
+                               "representative" in r.err
+        said.add(r.err.splitlines()[-2])
+    assert len(said) == 1
     starved = lockstep.check(LOCK, properties=["first_served"], deadlock=False)  # the families let process 0 starve
     assert starved.verdict == "violation" and starved.violation.name == "first_served"
     with pytest.raises(SpecError, match="first_served is not symmetric"):
         lockstep.check(LOCK, properties=["first_served"], deadlock=False, symmetry=True)
 
 
-def test_the_vector_engine_and_two_workers_are_refused(cli):
-    for flag, flags in (("--engine vector", ["--engine", "vector"]), ("--workers", ["--workers", "2"])):
-        r = cli("check", LOCK, "--property", "lock_used", "--symmetry", *flags)
-        assert r.code == 2 and f"{flag} with --symmetry and --property: the state graph reduced by symmetry is " \
-                               f"built by the scalar engine on one worker; drop {flag} or --symmetry" in r.err
-    assert lockstep.check(LOCK, properties=["lock_used"], deadlock=False, symmetry=True,
-                          engine="scalar").verdict == "holds"
+@pytest.mark.parametrize("native", ["never", "always"])
+@pytest.mark.parametrize(("spec", "params"), [(LOCK, {}), (LOCK, {"n": 5}), (TOKEN, {"n": 4})])
+def test_the_vector_engine_builds_the_scalar_engines_reduced_graph(spec, params, native, monkeypatch):
+    monkeypatch.setenv("LOCKSTEP_NATIVE", native)
+    model = lockstep.model(spec, symmetry=True, **params)
+    fair = fairness(model)
+    props = [p for name, p in properties(model).items() if name != "first_served"]
+    quotient = Quotient(model, props, fair)
+    scalar = explore(model, fair, Options(deadlock=False), NoProgress(), quotient)
+    for workers in (1, 2):
+        _engine, vm, _why = choose_engine("vector", model, workers)
+        vector = graph.build_graph(vm, fair, Options(deadlock=False, workers=workers), NoProgress(), props, quotient)
+        for name in ("offsets", "targets", "labels", "parent", "parent_label", "depth", "expanded", "initial"):
+            assert np.array_equal(getattr(scalar, name), getattr(vector, name)), (name, workers)
+        for p in props:
+            assert all(np.array_equal(a, b) for a, b in zip(scalar.evaluate(p), vector.evaluate(p)))
 
 
 # ------------------------------------------------------------------------------ a generated family
@@ -268,9 +301,12 @@ def symmetric_specs(draw):
 @given(symmetric_specs())
 def test_generated_symmetric_specs_keep_their_verdicts(spec):
     """The same verdict with and without symmetry, on as many states as the safety search visits with it (one per
-    orbit), and a lasso that replays."""
+    orbit), the same lasso on every engine, and one that replays."""
     plain, sym = [lockstep.check(spec, properties=["p"], deadlock=False, engine="scalar", symmetry=s, witnesses=False)
                   for s in (False, True)]
+    for engine, workers in ENGINES[1:]:
+        assert outcome(lockstep.check(spec, properties=["p"], deadlock=False, engine=engine, workers=workers,
+                                      symmetry=True, witnesses=False)) == outcome(sym)
     assert plain.verdict == sym.verdict
     assert sym.distinct <= plain.distinct
     assert sym.distinct == lockstep.check(spec, deadlock=False, symmetry=True, engine="scalar", witnesses=False).distinct
