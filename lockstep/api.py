@@ -73,7 +73,9 @@ def check(spec: SpecLike, *, engine: str = "auto", invariants: list[str] | None 
     `properties` names temporal properties (`@temporal`) to decide on the whole state graph, under the
     spec's fairness with `fairness` overrides ({action or family: "weak", "strong" or "none"}), as
     `lockstep check --property --fairness`; a violation's trace is then a lasso. The graph is built by the
-    vector engine on typed specs (on two threads with `workers=2`), by the scalar engine on plain ones."""
+    vector engine on typed specs (on two threads with `workers=2`), by the scalar engine on plain ones; with
+    `symmetry=True` over canonical representatives, where every permutation keeps the fairness and the properties
+    (the lasso is then lifted to the spec's own states)."""
     if engine not in ("auto", "vector", "scalar", "explicit"):
         raise UsageError(f"engine {engine!r}: use auto, vector or scalar (the symbolic engine is lockstep.bmc)")
     if workers < 1:
@@ -227,7 +229,6 @@ def check_rules(c: CheckChoices, names: OptionNames) -> None:
     if not c.properties:
         return
     for given, option, why in (
-            (c.symmetry, names.symmetry, "symmetry reduction is not sound for per-process fairness"),
             (c.dfs, names.dfs, "temporal properties are checked on the whole state graph, built breadth-first"),
             (c.max_violations > 1, names.max_violations, "a temporal property's counterexample is one lasso"),
             (not c.shorten, names.no_shorten, "a temporal property's counterexample is a lasso of the whole state "
@@ -260,10 +261,15 @@ def several_blockers(c: CheckChoices, names: OptionNames) -> list[tuple[bool, st
 
 def temporal(m: Model, names: list[str], overrides: dict[str, str] | None) -> tuple[list[Any], Any]:
     """(the temporal properties called `names`, the spec's fairness with `overrides`): SpecError for an
-    unknown property or action."""
+    unknown property or action, UsageError for fairness that symmetry reduction would not keep."""
     from lockstep.checker.temporal import fairness, select
 
-    return [select(m, name) for name in names], fairness(m, overrides or {})
+    props, fair = [select(m, name) for name in names], fairness(m, overrides or {})
+    if m.symmetry:
+        from lockstep.checker.liveness.symmetric import check_fairness
+
+        check_fairness(m, fair)
+    return props, fair
 
 
 def notes_on(asked: str, chosen: str, why: str | None, por_note: str | None) -> list[str]:

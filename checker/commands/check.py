@@ -338,7 +338,7 @@ def _check_properties(args: argparse.Namespace, plan: CheckPlan) -> int:
     ps = ", ".join(f"{k}={v}" for k, v in model.params.items())
     print(f"Checking {model.name}" + (f" ({ps})" if ps else "") + f": {plan.engine} breadth-first, "
           + ("state graph reduced by partial order" if opts.por else "whole state graph")
-          + f", {opts.workers} worker{'s' if opts.workers > 1 else ''}")
+          + f", {opts.workers} worker{'s' if opts.workers > 1 else ''}" + (", symmetry reduction" if model.symmetry else ""))
     for p in plan.properties:
         print(f"  property {p.name}: {p.formula}")
     print(f"  fairness: {plan.fairness.describe()}")

@@ -44,9 +44,10 @@ class _Found(Exception):
     """Stops the search: a violation at a state (by fingerprint), possibly via one more step."""
 
     def __init__(self, kind: str, name: str, message: str, location: str | None, fp: int,
-                 last: tuple[Any, Any] | None = None, state: Any = None):
+                 last: tuple[Any, Any] | None = None, state: Any = None, step: bool = False):
         self.kind, self.name, self.message, self.location = kind, name, message, location
         self.fp, self.last, self.state = fp, last, state
+        self.step = step  # a step fails in the state (diagnosed on the state the search stored)
 
 
 def check_serial(model: Model, opts: Options, progress: Progress | None = None) -> CheckResult:
@@ -106,7 +107,7 @@ class _Search:
 
     def _step_failure(self, fp: int, st: Any) -> _Found:
         f: StepFailure = self.model.diagnose(st)
-        return _Found(f.kind, f.action, f.describe(), f.location, fp, None, st)
+        return _Found(f.kind, f.action, f.describe(), f.location, fp, None, st, step=True)
 
     def _seed(self) -> list[tuple[int, Any]]:
         m, parents = self.model, self.parents
@@ -305,6 +306,9 @@ class _Search:
         path = rebuild_path(self.model, self.parents.get, f.fp)
         if f.last is not None:
             path.append(_matching_step(self.model, path[-1][1], f.state))
+        if f.step and self.model.symmetry:  # the representative's failing instance, said of the path's own state
+            fail = self.model.diagnose(path[-1][1])
+            f = _Found(fail.kind, fail.action, fail.describe(), fail.location, f.fp, None, path[-1][1], step=True)
         kind = f.kind
         prop = {"kind": "invariant" if kind == "invariant" else ("deadlock" if kind == "deadlock" else "step"),
                 "name": f.name}

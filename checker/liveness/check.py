@@ -17,16 +17,16 @@ from ..trace import Trace
 from .explore import Stop, explore
 from .graph import StateGraph
 from .lasso import Lasso, find_lasso
+from .symmetric import Quotient
 
 
 def check_properties(model: Model, props: list[Property], fair: Fairness, opts: Options,
                      progress: Progress | None = None, engine: str = "scalar", vm: Any = None) -> CheckResult:
     """Explore `model` once and decide each of `props` under `fair`; the first violation comes with a lasso.
     `engine` is "scalar" (state by state, one worker) or "vector" (the compiled kernels, on two threads if
-    `opts.workers` > 1; `vm`: the model prepared for it, `choose_engine`'s)."""
-    if model.symmetry:
-        raise SpecError(f"spec {model.name}: temporal properties are checked without symmetry reduction "
-                        "(it is not sound for per-process fairness); load the model with symmetry=False")
+    `opts.workers` > 1; `vm`: the model prepared for it, `choose_engine`'s). A model loaded with symmetry is
+    checked over its orbits' representatives, where that is sound (`symmetric`)."""
+    quotient = Quotient(model, props, fair) if model.symmetry else None
     progress = progress or NoProgress()
     t0 = time.monotonic()
     red = None
@@ -35,7 +35,7 @@ def check_properties(model: Model, props: list[Property], fair: Fairness, opts: 
 
         red = liveness_reduction(model, props, fair)
     try:
-        g = _build(model, fair, opts, progress, engine, vm, props, red)
+        g = _build(model, fair, opts, progress, engine, vm, props, quotient, red)
     except Stop as stop:
         return CheckResult(VIOLATION, stop.distinct, stop.generated, stop.depth, time.monotonic() - t0,
                            violation=stop.violation, fingerprinted=engine == "vector")
@@ -53,7 +53,7 @@ def check_properties(model: Model, props: list[Property], fair: Fairness, opts: 
         lasso = find_lasso(g, prop, fair)
         if lasso is not None:
             res.verdict = VIOLATION
-            res.violation = temporal_violation(model, g, prop, fair, lasso)
+            res.violation = temporal_violation(model, g, prop, fair, lasso, quotient)
             break
     else:
         if g.cut:
@@ -95,23 +95,29 @@ def choose_engine(asked: str, model: Model, workers: int, por: bool = False) -> 
 
 
 def _build(model: Model, fair: Fairness, opts: Options, progress: Progress, engine: str, vm: Any,
-           props: list[Property], red: Any) -> StateGraph:
+           props: list[Property], quotient: Quotient | None, red: Any) -> StateGraph:
     if engine == "vector":
         from ..vector.graph import build_graph
         from ..vector.search import VectorModel
 
-        return build_graph(vm or VectorModel(model), fair, opts, progress, props)
-    return explore(model, fair, opts, progress, red)
+        return build_graph(vm or VectorModel(model), fair, opts, progress, props, quotient)
+    return explore(model, fair, opts, progress, quotient, red)
 
 
-def temporal_violation(model: Model, g: StateGraph, prop: Property, fair: Fairness, lasso: Lasso) -> Violation:
-    """The violation of `prop` that `lasso` shows, with its trace."""
-    states = g.path_states(lasso.path) if g.path_states is not None else [g.state_of(i) for _lid, i in lasso.path]
-    path: list[tuple[Any, Any]] = [(None if lid is None else g.label_of(lid), st) for (lid, _i), st in zip(lasso.path, states)]
+def temporal_violation(model: Model, g: StateGraph, prop: Property, fair: Fairness, lasso: Lasso,
+                       quotient: Quotient | None = None) -> Violation:
+    """The violation of `prop` that `lasso` shows, with its trace (of concrete states, lifted from the
+    representatives by `quotient` under symmetry reduction)."""
+    loop = lasso.loop
+    if quotient is not None:
+        path, loop = quotient.lift_lasso(g, lasso)
+    else:
+        states = g.path_states(lasso.path) if g.path_states is not None else [g.state_of(i) for _lid, i in lasso.path]
+        path = [(None if lid is None else g.label_of(lid), st) for (lid, _i), st in zip(lasso.path, states)]
     last = len(path) - 1
-    how = (f"the behaviour stutters for ever in state {last}" if lasso.loop == last
-           else f"states {lasso.loop}..{last} repeat for ever")
+    how = (f"the behaviour stutters for ever in state {last}" if loop == last
+           else f"states {loop}..{last} repeat for ever")
     message = f"temporal property {prop.name} ({prop.formula}) is violated: {how}"
     kinds = {"kind": "temporal", "name": prop.name, "fairness": fair.describe(), "overrides": fair.overrides}
-    trace = Trace.from_states(model, path, property=kinds, message=message, loop=lasso.loop)
+    trace = Trace.from_states(model, path, property=kinds, message=message, loop=loop)
     return Violation("temporal", prop.name, message, None, trace)

@@ -13,6 +13,7 @@ from ..result import Violation
 from ..temporal import Fairness
 from ..trace import Trace
 from .graph import Builder, StateGraph
+from .symmetric import Quotient
 
 
 class Stop(Exception):
@@ -23,15 +24,21 @@ class Stop(Exception):
         self.distinct, self.generated, self.depth = distinct, generated, depth
 
 
-def explore(model: Model, fair: Fairness, opts: Options, progress: Progress, red: Any = None) -> StateGraph:
-    """The reachable graph of `model`; raises Stop at an invariant violation, a deadlock or a failing step.
-    With `red` (a `LivenessReduction`) each state's steps are its reduced set, under the cycle proviso."""
+def explore(model: Model, fair: Fairness, opts: Options, progress: Progress, quotient: Quotient | None = None,
+            red: Any = None) -> StateGraph:
+    """The reachable graph of `model`, or with `quotient` of its canonical representatives (symmetry reduction);
+    raises Stop at an invariant violation, a deadlock or a failing step. With `red` (a `LivenessReduction`) each
+    state's steps are its reduced set, under the cycle proviso."""
     b = Builder(fair, interned=not hasattr(model, "prog"))
+    canon = quotient.canonical if quotient is not None else None
     queue: deque[int] = deque()
     counts = {"generated": 0, "outside": 0}
 
     def stop(i: int, kind: str, name: str, message: str, location: str | None) -> Stop:
-        return Stop(safety(model, b.path_to(i), b.states, kind, name, message, location), len(b.states),
+        steps = [(label, b.states[j]) for label, j in b.path_to(i)]
+        if quotient is not None:
+            steps, kind, name, message, location = quotient.lift_stop(steps, kind, name, message, location)
+        return Stop(safety(model, steps, kind, name, message, location), len(b.states),
                     counts["generated"], max(b.depth, default=-1) + 1)
 
     def add(st: Any, parent: int, label: int) -> int:
@@ -58,6 +65,8 @@ def explore(model: Model, fair: Fairness, opts: Options, progress: Progress, red
 
     for st in model.initial_states():
         counts["generated"] += 1
+        if canon is not None:
+            st = canon(st)
         if st not in b.index:
             b.initial.append(add(st, -1, -1))
     cap = opts.max_states
@@ -84,6 +93,8 @@ def explore(model: Model, fair: Fairness, opts: Options, progress: Progress, red
             lid = b.label_id(label)
             if t == st:
                 continue  # a step that changes nothing is a stuttering step
+            if canon is not None:
+                t = canon(t)
             j = b.index.get(t)
             if j is None:
                 if cap is not None and len(b.states) >= cap:
@@ -150,10 +161,9 @@ def _proviso(b: Builder, i: int, succs: list, picked: list[int], red: Any) -> li
     return reduced
 
 
-def safety(model: Model, path: list[tuple[Any, int]], states: Any, kind: str, name: str, message: str,
+def safety(model: Model, steps: list[tuple[Any, Any]], kind: str, name: str, message: str,
            location: str | None) -> Violation:
-    """The violation of an invariant, a deadlock or a failing step at the end of `path` [(label, index)]."""
-    steps = [(lid, states[j]) for lid, j in path]
+    """The violation of an invariant, a deadlock or a failing step at the end of `steps` [(label, state)]."""
     prop = {"kind": "invariant" if kind == "invariant" else ("deadlock" if kind == "deadlock" else "step"), "name": name}
     return Violation(kind, name, message, location, Trace.from_states(model, steps, property=prop, message=message,
                                                                         location=location))

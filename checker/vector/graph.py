@@ -26,6 +26,7 @@ from ..explicit import Options
 from ..liveness import native
 from ..liveness.explore import Stop
 from ..liveness.graph import StateGraph
+from ..liveness.symmetric import Quotient
 from ..progress import Progress, Stats
 from ..temporal import Fairness, Property
 from . import kernels
@@ -140,8 +141,10 @@ class GraphBuilder:
     ahead on a second thread with two workers (the kernel's outputs double-buffered), while the batch
     before is numbered and stored in order."""
 
-    def __init__(self, vm: VectorModel, fair: Fairness, opts: Options, progress: Progress, props: list[Property]):
+    def __init__(self, vm: VectorModel, fair: Fairness, opts: Options, progress: Progress, props: list[Property],
+                 quotient: Quotient | None = None):
         self.vm, self.model, self.opts, self.progress = vm, vm.model, opts, progress
+        self.quotient = quotient  # under symmetry reduction: each successor stored as its orbit's representative
         self.layout, self.program, self.nt = vm.layout, vm.program, vm.ntrans
         self.label_cons = np.array([fair.of(t) for t in range(self.nt)] or [-1], dtype=np.int32)
         # the C kernels: at once if cached, else built in the background while the first levels run as numpy passes
@@ -210,7 +213,8 @@ class GraphBuilder:
 
         def gen(k: int) -> list:
             c, cols = batches[k]
-            return self._successors(np.ascontiguousarray(parts[c][:, cols]), k % 2)
+            segments = self._successors(np.ascontiguousarray(parts[c][:, cols]), k % 2)
+            return segments if self.quotient is None else self._representatives(segments)
 
         ahead = self.pool.submit(gen, 0) if self.pool is not None and batches else None
         for k, (c, cols) in enumerate(batches):
@@ -238,6 +242,8 @@ class GraphBuilder:
         m = self.model
         states = list(m.initial_states())
         self.generated += len(states)
+        if self.quotient is not None:
+            states = [self.quotient.canonical(st) for st in states]
         words = self.layout.pack_many(states) if states else np.zeros((self.layout.words, 0), dtype=np.uint64)
         fps = self.layout.fingerprints(words) if states else np.zeros(0, dtype=np.uint64)
         idx, new = self.index.index(fps, self.limit)
@@ -336,6 +342,20 @@ class GraphBuilder:
         k = keys[:m]
         return [(cand[:, :m], fps[:m], k // (nt + 1), k % (nt + 1))]
 
+    def _representatives(self, segments: list[tuple[np.ndarray, ...]]) -> list[tuple[np.ndarray, ...]]:
+        """`segments` with each successor replaced by its orbit's representative; a SpecError where a property's
+        condition tells a successor from its representative (`liveness.symmetric`)."""
+        out = []
+        for cand, _fps, rows, tids in segments:
+            reps = np.ascontiguousarray(self.vm.canonical(cand))
+            moved = np.flatnonzero((reps != cand).any(axis=0))
+            if moved.size:
+                j = self.conditions.first_unlike(cand[:, moved], reps[:, moved])
+                if j >= 0:
+                    self.quotient.canonical(tuple(self.layout.unpack(cand[:, int(moved[j])].tolist())))
+            out.append((reps, self.layout.fingerprints(reps), rows, tids))
+        return out
+
     # -- the graph -------------------------------------------------------------------------------
     def _graph(self, initial: np.ndarray) -> StateGraph:
         offsets = np.zeros(self.n + 1, dtype=np.int64)
@@ -347,19 +367,20 @@ class GraphBuilder:
             state_of=lambda i: g.path_states(g.path_to(i))[-1], evaluate=self.conditions.values, extra=self.extra,
             generated=self.generated, cut=self.cut, outside=int(self.outside.whole().sum()),
             fingerprinted=not self.layout.exact)
-        g.path_states = _rebuilder(self.model, self.layout, self.initial_words)
+        g.path_states = _rebuilder(self.model, self.layout, self.initial_words, self.quotient is not None)
         return g
 
 
-def _rebuilder(model: Any, layout: Any, initial: dict[int, list[int]]) -> Callable[[list], list]:
+def _rebuilder(model: Any, layout: Any, initial: dict[int, list[int]], reduced: bool) -> Callable[[list], list]:
     """The states along a path [(None, initial index), (transition, index), ...]: the initial state's words
-    unpacked, then each step's transition taken."""
+    unpacked, then each step's transition taken (and, `reduced` by symmetry, the representative of its successor)."""
+    canon = model.canonical if reduced else (lambda st: st)
 
     def states(path: list) -> list:
         st = layout.unpack(initial[path[0][1]])
         out = [st]
         for tid, _i in path[1:]:
-            st = next(t for label, t in model.successors(st) if label == tid)
+            st = canon(next(t for label, t in model.successors(st) if label == tid))
             out.append(st)
         return out
 
@@ -398,6 +419,20 @@ class Conditions:
                 holds[a:a + m] = ~nb
             self.holds[(name, k)].append(holds)
 
+    def first_unlike(self, a: np.ndarray, b: np.ndarray) -> int:
+        """The first column where a condition that evaluates on both batches of packed states (as many columns
+        each) differs between them, or -1."""
+        first = -1
+        for _name, _k, bad, inside in self.passes:
+            m = a.shape[1]
+            nb_a, nf_a = np.asarray(bad(a, m), dtype=bool), np.asarray(inside(a, m), dtype=bool)
+            nb_b, nf_b = np.asarray(bad(b, m), dtype=bool), np.asarray(inside(b, m), dtype=bool)
+            evaluated = ~(nb_a & ~nf_a) & ~(nb_b & ~nf_b)
+            hit = np.flatnonzero(evaluated & (nb_a != nb_b))
+            if hit.size and (first < 0 or hit[0] < first):
+                first = int(hit[0])
+        return first
+
     def values(self, prop: Property) -> list[np.ndarray]:
         """The property's conditions over every state, one bool array per operand."""
         out = []
@@ -420,12 +455,13 @@ def _compiled(src: str) -> Callable[..., Any]:
 
 
 def build_graph(vm: VectorModel, fair: Fairness, opts: Options, progress: Progress,
-                props: list[Property]) -> StateGraph:
+                props: list[Property], quotient: Quotient | None = None) -> StateGraph:
     """The reachable graph of a typed spec, built by the vector engine (two threads if `opts.workers` > 1), with
-    the conditions of `props` evaluated on its states; a safety violation on the way raises
+    the conditions of `props` evaluated on its states, or with `quotient` the graph of its orbits' representatives
+    (symmetry reduction, as `liveness.explore` builds it); a safety violation on the way raises
     `liveness.explore.Stop` with the safety search's report."""
     model = vm.model
-    b = GraphBuilder(vm, fair, opts, progress, props)
+    b = GraphBuilder(vm, fair, opts, progress, props, quotient)
     try:
         return b.run()
     except _Unsafe:
@@ -435,7 +471,7 @@ def build_graph(vm: VectorModel, fair: Fairness, opts: Options, progress: Progre
     if model.constraint_names:  # the safety search stores no state outside the constraints; the scalar one does
         from ..liveness.explore import explore
 
-        explore(model, fair, opts, progress)
+        explore(model, fair, opts, progress, quotient)
     from .search import VectorOptions, VectorSearch
 
     s = VectorSearch(vm, Options(deadlock=opts.deadlock, max_depth=opts.max_depth, max_states=opts.max_states),

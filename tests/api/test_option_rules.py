@@ -20,8 +20,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 REFUSED = [
     (CheckChoices(dfs=True, workers=2), ["--dfs", "--workers", "2"], {"dfs": True, "workers": 2}),
     (CheckChoices(fairness=True), ["--fairness", "wants=weak"], {"fairness": {"wants": "weak"}}),
-    (CheckChoices(properties=True, symmetry=True), ["--property", "no_starvation", "--symmetry"],
-     {"properties": ["no_starvation"], "symmetry": True}),
     (CheckChoices(properties=True, dfs=True), ["--property", "no_starvation", "--dfs"],
      {"properties": ["no_starvation"], "dfs": True}),
     (CheckChoices(properties=True, max_violations=2), ["--property", "no_starvation", "--max-violations", "2"],
