@@ -47,7 +47,9 @@ def lasso_ok(model, prop, fair, res) -> None:
     if v is None or v.kind != "temporal":
         return
     states = [model.decode_state(s.state) for s in v.trace.steps]
-    labels = [None] + [next(lid for lid, t in model.successors(a) if t == b) for a, b in zip(states, states[1:])]
+    labels = [None]  # each step by the action it records: two actions may lead to one state, one fair, one not
+    for a, step, b in zip(states, v.trace.steps[1:], states[1:]):
+        labels.append(next(lid for lid, t in model.successors(a) if t == b and model.label_json(lid) == step.action))
     assert lasso_violates(model, prop, fair, states, labels, v.trace.loop) is None
 
 
