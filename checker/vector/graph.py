@@ -358,10 +358,15 @@ class GraphBuilder:
 
     # -- the graph -------------------------------------------------------------------------------
     def _graph(self, initial: np.ndarray) -> StateGraph:
+        # the steps' two arrays are the largest: on two workers each is joined on its own thread (numpy's copies
+        # release the GIL)
+        targets = self.pool.submit(self.targets.whole) if self.pool is not None else None
+        labels = self.labels.whole()
         offsets = np.zeros(self.n + 1, dtype=np.int64)
         np.cumsum(self.counts.whole(), out=offsets[1:])
         g = StateGraph(
-            offsets=offsets, targets=self.targets.whole(), labels=self.labels.whole(), label_cons=self.label_cons,
+            offsets=offsets, targets=targets.result() if targets is not None else self.targets.whole(), labels=labels,
+            label_cons=self.label_cons,
             parent=self.parent.whole(), parent_label=self.parent_label.whole(), depth=self.depth.whole(),
             expanded=self.expanded.whole(), initial=np.asarray(initial, dtype=np.int64), label_of=lambda lid: lid,
             state_of=lambda i: g.path_states(g.path_to(i))[-1], evaluate=self.conditions.values, extra=self.extra,
