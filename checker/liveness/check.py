@@ -35,7 +35,7 @@ def check_properties(model: Model, props: list[Property], fair: Fairness, opts: 
 
         red = liveness_reduction(model, props, fair)
     try:
-        g = _build(model, fair, opts, progress, engine, vm, props, quotient, red)
+        g = _build(model, fair, opts, progress, engine, vm, props, quotient, red if red is None or not red.idle else None)
     except Stop as stop:
         return CheckResult(VIOLATION, stop.distinct, stop.generated, stop.depth, time.monotonic() - t0,
                            violation=stop.violation, fingerprinted=engine == "vector")
@@ -48,7 +48,9 @@ def check_properties(model: Model, props: list[Property], fair: Fairness, opts: 
     if g.outside:
         res.notes.append(f"{g.outside:,} states outside the state constraints were not expanded")
     if red is not None:
-        res.notes.append(red.stats.note())
+        res.notes.append(red.stats.note() if not red.idle else
+                         "partial-order reduction: no event can be in a reduced set (each is fair or may write a "
+                         "network slot that a fair event's guard or a property reads), so the whole graph was built")
     for prop in props:
         lasso = find_lasso(g, prop, fair)
         if lasso is not None:

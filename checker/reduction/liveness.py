@@ -43,6 +43,8 @@ class LivenessReduction:
         self.fair_events = fair_events  # bool per transition
         self.visible = red.visible
         self.stats = PorStats()
+        # every event fair, or writing a visible network slot wherever it sends: no reduced set can be chosen
+        self.idle = bool((fair_events | red.always_visible).all())
 
     def choose(self, states: list[tuple], succs: list[list[tuple[int, tuple]]]) -> tuple[np.ndarray, np.ndarray]:
         """(ample, reduced) for the states and their successors [(transition, state)]: the reduced set of a row
