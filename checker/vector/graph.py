@@ -13,6 +13,7 @@ search, which stops at the same place as the scalar engine.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -43,29 +44,68 @@ class _Unsafe(Exception):
     """A state violates an invariant, a step fails or a state deadlocks: the safety search reports it."""
 
 
-class FingerprintIndex:
-    """State indices by fingerprint (C where built, else a dict)."""
+class _Rebuild(threading.Thread):
+    """A table of `cap` slots holding the first n fingerprints of `fps`, built on a thread of its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, lib: Any, fps: np.ndarray, n: int, cap: int):
+        super().__init__(name="lockstep-index", daemon=True)
+        self.lib, self.fps, self.n, self.cap = lib, fps, n, cap
+        self.table: np.ndarray | None = None
+
+    def run(self) -> None:
+        table = np.zeros(2 * self.cap, dtype=np.uint64)
+        idx = np.arange(self.n, dtype=np.int64)  # held while C reads it
+        self.lib.put_fps(table.ctypes.data, self.cap - 1, self.fps.ctypes.data, idx.ctypes.data, self.n)
+        self.table = table
+
+
+class FingerprintIndex:
+    """State indices by fingerprint (C where built, else a dict). With `ahead`, the next, larger table is built on
+    another thread from a third of the slots used on, while this one goes on numbering; it then takes only the
+    fingerprints numbered meanwhile."""
+
+    def __init__(self, ahead: bool = False) -> None:
         self.lib = native.library()
         self.n = 0
         self.fps = np.zeros(1 << 16, dtype=np.uint64)  # by index
         self.table = np.zeros(2 << 17, dtype=np.uint64)  # (fingerprint, index + 1) per slot, 0: empty
         self.map: dict[int, int] = {}
+        self.ahead = ahead and self.lib is not None
+        self.next: _Rebuild | None = None
 
     def _fit(self, more: int) -> None:
         need = self.n + more
         if need > len(self.fps):
             fps = np.zeros(max(need, 2 * len(self.fps)), dtype=np.uint64)
             fps[:self.n] = self.fps[:self.n]
-            self.fps = fps
+            self.fps = fps  # the first n stay as they are in the array before: a rebuild may be reading them
+        if self.lib is None:
+            return
         cap = len(self.table) // 2
-        if self.lib is not None and 2 * need > cap:
-            while 2 * need > cap:
-                cap *= 2
-            self.table = np.zeros(2 * cap, dtype=np.uint64)
-            idx = np.arange(self.n, dtype=np.int64)
-            self.lib.put_fps(self.table.ctypes.data, cap - 1, self.fps.ctypes.data, idx.ctypes.data, self.n)
+        if 2 * need > cap:
+            self._grow(need)
+        elif self.ahead and self.next is None and 3 * need > cap:
+            self.next = _Rebuild(self.lib, self.fps, self.n, 2 * cap)
+            self.next.start()
+
+    def _grow(self, need: int) -> None:
+        """Switch to a table of at least 2 * need slots: the one built ahead where it is large enough, completed
+        with the fingerprints numbered since it began, else a new one."""
+        ahead, self.next = self.next, None
+        if ahead is not None:
+            ahead.join()
+            if ahead.table is not None and 2 * need <= ahead.cap:
+                rest = np.ascontiguousarray(self.fps[ahead.n:self.n])
+                idx = np.arange(ahead.n, self.n, dtype=np.int64)
+                self.lib.put_fps(ahead.table.ctypes.data, ahead.cap - 1, rest.ctypes.data, idx.ctypes.data, len(rest))
+                self.table = ahead.table
+                return
+        cap = len(self.table) // 2
+        while 2 * need > cap:
+            cap *= 2
+        self.table = np.zeros(2 * cap, dtype=np.uint64)
+        idx = np.arange(self.n, dtype=np.int64)
+        self.lib.put_fps(self.table.ctypes.data, cap - 1, self.fps.ctypes.data, idx.ctypes.data, self.n)
 
     def index(self, fps: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """(each fingerprint's state index, -1 past `limit` states; the positions of the new ones, in order)."""
@@ -154,7 +194,7 @@ class GraphBuilder:
         nt = max(self.nt, 1)
         self.batch = int(np.clip(min(TARGET_CANDIDATES // nt, TARGET_WORDS // (nt * self.layout.words)), 1 << 4, 1 << 18))
         self.limit = opts.max_states if opts.max_states is not None else 1 << 62
-        self.index = FingerprintIndex()
+        self.index = FingerprintIndex(ahead=self.pool is not None)
         self.n = 0
         self.frontier = _Chunks(np.uint64, self.layout.words)  # the words of the states not yet expanded
         self.initial_words: dict[int, list[int]] = {}
@@ -168,6 +208,7 @@ class GraphBuilder:
         self.generated = 0
         self.cut: str | None = None
         self._buffers: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._checks: list[Any] = []  # the invariants' checks and conditions of new states, on the second thread
 
     def close(self) -> None:
         self.native.cancel()
@@ -189,6 +230,7 @@ class GraphBuilder:
             else:
                 self._use_native(hi - lo)
                 self._level(lo, hi, inside, level)
+            self._checked()
             self.frontier.drop(hi)
             lo = hi
             level += 1
@@ -214,7 +256,11 @@ class GraphBuilder:
         def gen(k: int) -> list:
             c, cols = batches[k]
             segments = self._successors(np.ascontiguousarray(parts[c][:, cols]), k % 2)
-            return segments if self.quotient is None else self._representatives(segments)
+            if self.quotient is not None:
+                segments = self._representatives(segments)
+            # the labels as stored and the steps per state, made here: on two workers, on the second thread
+            return [(cand, fps, rows, tids.astype(np.int32, copy=False), np.bincount(rows, minlength=len(cols)))
+                    for cand, fps, rows, tids in segments]
 
         ahead = self.pool.submit(gen, 0) if self.pool is not None and batches else None
         for k, (c, cols) in enumerate(batches):
@@ -258,18 +304,30 @@ class GraphBuilder:
         n = words.shape[1]
         if n == 0:
             return
-        if self.model.invariant_names and self._first_bad(words) >= 0:
-            raise _Unsafe
+        if self.pool is not None:  # on the second thread, in order; the answers are read at the level's end
+            if self.model.invariant_names:
+                self._checks.append(self.pool.submit(self._first_bad, words))
+            self._checks.append(self.pool.submit(self.conditions.add, words, self.n))
+        else:
+            if self.model.invariant_names and self._first_bad(words) >= 0:
+                raise _Unsafe
+            self.conditions.add(words, self.n)
         outside = np.zeros(n, dtype=bool)
         if self.model.constraint_names:
             outside = np.asarray(self.program.outside(words, n), dtype=bool).copy()
-        self.conditions.add(words, self.n)
         self.frontier.append(words)
         self.n += n
         self.parent.append(parents)
         self.parent_label.append(labels)
         self.depth.append(np.full(n, depth, dtype=np.int32))
         self.outside.append(outside)
+
+    def _checked(self) -> None:
+        """Wait for the invariants' checks and the conditions' evaluations on the second thread: _Unsafe where a
+        new state violates an invariant."""
+        checks, self._checks = self._checks, []
+        if any([f.result() is not None and f.result() >= 0 for f in checks]):
+            raise _Unsafe
 
     def _first_bad(self, words: np.ndarray) -> int:
         if self.fused is not None:
@@ -281,10 +339,10 @@ class GraphBuilder:
         """Number the steps of states `sel` (ascending; `segments` of their successors in serial order) and
         store them and the new states; the steps stored per state."""
         stored = np.zeros(len(sel), dtype=np.int64)
-        for cand, fps, rows, tids in segments:
+        for cand, fps, rows, tids, per_row in segments:
             idx, new = self.index.index(fps, self.limit)
             if len(new):
-                self._add(np.ascontiguousarray(cand[:, new]), sel[rows[new]], tids[new].astype(np.int32), level + 1)
+                self._add(np.ascontiguousarray(cand[:, new]), sel[rows[new]], tids[new], level + 1)
             dropped = idx < 0
             if dropped.any():
                 self.cut = f"state bound {self.opts.max_states} reached"
@@ -294,9 +352,10 @@ class GraphBuilder:
                         self.extra.setdefault(int(sel[r]), set()).add(c)
                 keep = ~dropped
                 idx, rows, tids = idx[keep], rows[keep], tids[keep]
+                per_row = np.bincount(rows, minlength=len(sel))
             self.targets.append(idx.astype(np.int32))
-            self.labels.append(tids.astype(np.int32))
-            stored += np.bincount(rows, minlength=len(sel))
+            self.labels.append(tids)
+            stored += per_row
         return stored
 
     def _successors(self, words: np.ndarray, buffer: int) -> list[tuple[np.ndarray, ...]]:

@@ -211,3 +211,21 @@ def test_generated_specs_with_fairness(case):
     prop = properties(model)["p"]
     for r in results:
         lasso_ok(model, prop, fairness(model), r)
+
+
+def test_the_index_built_ahead_numbers_as_the_index_built_in_turn(monkeypatch):
+    """On two workers the next fingerprint table is built on another thread while numbering goes on: through many
+    growths it numbers every batch exactly as the table grown in place, and keeps no state twice."""
+    from lockstep.checker.liveness import native
+
+    monkeypatch.setenv("LOCKSTEP_NATIVE", "auto")
+    monkeypatch.delitem(native._STATE, "lib", raising=False)  # loaded afresh: an earlier test may have said never
+    rng = np.random.default_rng(1)
+    plain, ahead = graph.FingerprintIndex(), graph.FingerprintIndex(ahead=True)
+    if plain.lib is None:
+        pytest.skip("the tables are C's: no C compiler here")
+    for _ in range(120):
+        fps = rng.integers(1, 1 << 21, size=int(rng.integers(1, 30_000)), dtype=np.uint64)
+        want, got = plain.index(fps, 1 << 40), ahead.index(fps, 1 << 40)
+        assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])
+    assert ahead.n == plain.n == len(np.unique(ahead.fps[:ahead.n])) > 1_000_000
