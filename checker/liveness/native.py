@@ -282,7 +282,7 @@ out:
 #define PF 12
 static inline uint64_t slot_of(uint64_t f, uint64_t mask) { return (f ^ (f >> 31)) & mask; }
 
-int64_t index_fps(uint64_t *tab, uint64_t mask, const uint64_t *fps, int64_t m, int64_t *out,
+int64_t index_fps(uint64_t *tab, uint64_t mask, const uint64_t *fps, int64_t m, int32_t *out,
                   int64_t next, int64_t limit, int64_t *newpos) {
     int64_t added = 0;
     for (int64_t j = 0; j < m; j++) {
@@ -293,10 +293,10 @@ int64_t index_fps(uint64_t *tab, uint64_t mask, const uint64_t *fps, int64_t m, 
             if (v == 0) {
                 if (next + added >= limit) { out[j] = -1; break; }
                 tab[2 * h] = f; tab[2 * h + 1] = (uint64_t)(next + added) + 1;
-                out[j] = next + added; newpos[added++] = j;
+                out[j] = (int32_t)(next + added); newpos[added++] = j;
                 break;
             }
-            if (tab[2 * h] == f) { out[j] = (int64_t)v - 1; break; }
+            if (tab[2 * h] == f) { out[j] = (int32_t)(v - 1); break; }
             h = (h + 1) & mask;
         }
     }

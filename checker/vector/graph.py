@@ -71,6 +71,7 @@ class FingerprintIndex:
         self.table = np.zeros(2 << 17, dtype=np.uint64)  # (fingerprint, index + 1) per slot, 0: empty
         self.map: dict[int, int] = {}
         self.ahead = ahead and self.lib is not None
+        self.newpos = np.empty(0, dtype=np.int64)
         self.next: _Rebuild | None = None
 
     def _fit(self, more: int) -> None:
@@ -108,16 +109,18 @@ class FingerprintIndex:
         self.lib.put_fps(self.table.ctypes.data, cap - 1, self.fps.ctypes.data, idx.ctypes.data, self.n)
 
     def index(self, fps: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
-        """(each fingerprint's state index, -1 past `limit` states; the positions of the new ones, in order)."""
+        """(each fingerprint's state index as the graph stores it (int32), -1 past `limit` states; the positions of
+        the new ones, in order)."""
         m = len(fps)
         self._fit(m)
-        out = np.empty(m, dtype=np.int64)
+        out = np.empty(m, dtype=np.int32)
         fps = np.ascontiguousarray(fps, dtype=np.uint64)
         if self.lib is not None:
-            newpos = np.empty(m, dtype=np.int64)
+            if len(self.newpos) < m:  # reused: the new ones are few
+                self.newpos = np.empty(max(m, 2 * len(self.newpos)), dtype=np.int64)
             k = self.lib.index_fps(self.table.ctypes.data, len(self.table) // 2 - 1, fps.ctypes.data, m, out.ctypes.data,
-                                   self.n, limit, newpos.ctypes.data)
-            newpos = newpos[:k]
+                                   self.n, limit, self.newpos.ctypes.data)
+            newpos = self.newpos[:k].copy()
         else:
             new = []
             for j, f in enumerate(fps.tolist()):
@@ -207,7 +210,7 @@ class GraphBuilder:
         self.extra: dict[int, set[int]] = {}
         self.generated = 0
         self.cut: str | None = None
-        self._buffers: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._buffers: list[tuple[np.ndarray, ...]] = []  # per output buffer: words, fps, keys, rows, transitions
         self._checks: list[Any] = []  # the invariants' checks and conditions of new states, on the second thread
 
     def close(self) -> None:
@@ -343,8 +346,8 @@ class GraphBuilder:
             idx, new = self.index.index(fps, self.limit)
             if len(new):
                 self._add(np.ascontiguousarray(cand[:, new]), sel[rows[new]], tids[new], level + 1)
-            dropped = idx < 0
-            if dropped.any():
+            dropped = idx < 0 if self.index.n >= self.limit else None  # only a full index leaves a state out
+            if dropped is not None and dropped.any():
                 self.cut = f"state bound {self.opts.max_states} reached"
                 for r, t in zip(rows[dropped].tolist(), tids[dropped].tolist()):
                     c = int(self.label_cons[t])
@@ -353,7 +356,7 @@ class GraphBuilder:
                 keep = ~dropped
                 idx, rows, tids = idx[keep], rows[keep], tids[keep]
                 per_row = np.bincount(rows, minlength=len(sel))
-            self.targets.append(idx.astype(np.int32))
+            self.targets.append(idx)
             self.labels.append(tids)
             stored += per_row
         return stored
@@ -385,21 +388,22 @@ class GraphBuilder:
         n, nt = words.shape[1], self.nt
         need = max(n * nt, 1)
         while len(self._buffers) <= buffer:
-            self._buffers.append((np.zeros((self.layout.words, 0), dtype=np.uint64), np.zeros(0, dtype=np.uint64),
-                                  np.zeros(0, dtype=np.int64)))
-        cand, fps, keys = self._buffers[buffer]
-        if len(fps) < need:
+            self._buffers.append(tuple(np.zeros((self.layout.words, 0) if j == 0 else 0,
+                                                dtype=np.uint64 if j < 2 else np.int64) for j in range(5)))
+        cand, fps, keys, rows, tids = self._buffers[buffer]
+        if len(fps) < need:  # reused from batch to batch: fresh memory would cost its pages' zeroing every time
             need = max(need, self.batch * nt)
             cand = np.zeros((self.layout.words, need), dtype=np.uint64)
-            fps, keys = np.zeros(need, dtype=np.uint64), np.zeros(need, dtype=np.int64)
-            self._buffers[buffer] = (cand, fps, keys)
+            fps, keys, rows, tids = (np.zeros(need, dtype=np.uint64), np.zeros(need, dtype=np.int64),
+                                     np.zeros(need, dtype=np.int64), np.zeros(need, dtype=np.int64))
+            self._buffers[buffer] = (cand, fps, keys, rows, tids)
         info = np.zeros(4, dtype=np.int64)
         m = self.fused.gen(words, 0, n, self.opts.deadlock, cand, fps, keys, info, 0)
         if info[0]:
             raise _Unsafe
         self.generated += int(info[3])
-        k = keys[:m]
-        return [(cand[:, :m], fps[:m], k // (nt + 1), k % (nt + 1))]
+        np.divmod(keys[:m], nt + 1, out=(rows[:m], tids[:m]))
+        return [(cand[:, :m], fps[:m], rows[:m], tids[:m])]
 
     def _representatives(self, segments: list[tuple[np.ndarray, ...]]) -> list[tuple[np.ndarray, ...]]:
         """`segments` with each successor replaced by its orbit's representative; a SpecError where a property's
