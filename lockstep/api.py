@@ -362,7 +362,7 @@ def liveness_por(m: Model, props: list[Any], fair: Any, names: OptionNames) -> N
     try:
         liveness_reduction(m, props, fair)
     except PorUnsupported as e:
-        raise UsageError(f"{names.por} with {names.properties}: {e}") from None
+        raise UsageError(f"{names.por} with {names.properties}: {e}; drop {names.por}") from None
 
 
 def _typed(spec: SpecLike, what: str, invariants: list[str] | None = None, **params: int) -> Any:
