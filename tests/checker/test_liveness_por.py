@@ -150,3 +150,13 @@ def test_random_actor_systems_with_fairness_reduced_and_full(desc, kind, p, q, t
     event(f"{full.verdict}: {full.violation.kind if full.violation else 'holds'}")
     event("pruned" if reduced.distinct < full.distinct else "not pruned")
     agree(model, props, fair, full, reduced)
+
+
+def test_the_lasso_found_with_the_reduction_replays(cli, tmp_path):
+    out = str(tmp_path / "lasso.json")
+    r = cli("check", "two_phase_commit", "--property", "all_decide", "--por", "--no-deadlock", "--out", out)
+    assert r.code == 1 and "temporal property all_decide (◇P) is violated" in r.out
+    assert "624 distinct states" in r.out
+    replayed = cli("replay", out)
+    assert replayed.code == 0, replayed.out
+    assert "that violates all_decide" in replayed.out
