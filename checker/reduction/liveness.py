@@ -29,7 +29,7 @@ from lockstep.specs.lang.actors.networks import SetNetwork
 
 from ..temporal import Fairness, Property
 from .actors import PorUnsupported, slots_read
-from .ample import PorStats, Reducer, for_model
+from .ample import PorStats, Reducer, TupleColumns, for_model
 
 __all__ = ["LivenessReduction", "liveness_reduction"]
 
@@ -49,8 +49,6 @@ class LivenessReduction:
     def choose(self, states: list[tuple], succs: list[list[tuple[int, tuple]]]) -> tuple[np.ndarray, np.ndarray]:
         """(ample, reduced) for the states and their successors [(transition, state)]: the reduced set of a row
         where `reduced` holds is its events with `ample` set (the caller applies the cycle proviso)."""
-        from .ample import TupleColumns
-
         nt, rows = self.red.ntrans, len(states)
         enabled = np.zeros((nt, rows), dtype=bool)
         unsafe = np.zeros((nt, rows), dtype=bool)

@@ -71,7 +71,6 @@ class FingerprintIndex:
         self.table = np.zeros(2 << 17, dtype=np.uint64)  # (fingerprint, index + 1) per slot, 0: empty
         self.map: dict[int, int] = {}
         self.ahead = ahead and self.lib is not None
-        self.newpos = np.empty(0, dtype=np.int64)
         self.next: _Rebuild | None = None
 
     def _fit(self, more: int) -> None:
@@ -116,11 +115,10 @@ class FingerprintIndex:
         out = np.empty(m, dtype=np.int32)
         fps = np.ascontiguousarray(fps, dtype=np.uint64)
         if self.lib is not None:
-            if len(self.newpos) < m:  # reused: the new ones are few
-                self.newpos = np.empty(max(m, 2 * len(self.newpos)), dtype=np.int64)
+            newpos = np.empty(m, dtype=np.int64)
             k = self.lib.index_fps(self.table.ctypes.data, len(self.table) // 2 - 1, fps.ctypes.data, m, out.ctypes.data,
-                                   self.n, limit, self.newpos.ctypes.data)
-            newpos = self.newpos[:k].copy()
+                                   self.n, limit, newpos.ctypes.data)
+            newpos = newpos[:k]
         else:
             new = []
             for j, f in enumerate(fps.tolist()):
@@ -211,7 +209,7 @@ class GraphBuilder:
         self.generated = 0
         self.cut: str | None = None
         self._buffers: list[tuple[np.ndarray, ...]] = []  # per output buffer: words, fps, keys, rows, transitions
-        self._checks: list[Any] = []  # the invariants' checks and conditions of new states, on the second thread
+        self._checks: list[Any] = []  # the judgements of new states running on the second thread (`_judge`)
 
     def close(self) -> None:
         self.native.cancel()
@@ -308,13 +306,9 @@ class GraphBuilder:
         if n == 0:
             return
         if self.pool is not None:  # on the second thread, in order; the answers are read at the level's end
-            if self.model.invariant_names:
-                self._checks.append(self.pool.submit(self._first_bad, words))
-            self._checks.append(self.pool.submit(self.conditions.add, words, self.n))
-        else:
-            if self.model.invariant_names and self._first_bad(words) >= 0:
-                raise _Unsafe
-            self.conditions.add(words, self.n)
+            self._checks.append(self.pool.submit(self._judge, words, self.n))
+        elif self._judge(words, self.n):
+            raise _Unsafe
         outside = np.zeros(n, dtype=bool)
         if self.model.constraint_names:
             outside = np.asarray(self.program.outside(words, n), dtype=bool).copy()
@@ -325,11 +319,17 @@ class GraphBuilder:
         self.depth.append(np.full(n, depth, dtype=np.int32))
         self.outside.append(outside)
 
+    def _judge(self, words: np.ndarray, first: int) -> bool:
+        """Evaluate the properties' conditions on new states `first`, `first` + 1, ...; whether one of them
+        violates an invariant."""
+        self.conditions.add(words, first)
+        return bool(self.model.invariant_names) and self._first_bad(words) >= 0
+
     def _checked(self) -> None:
-        """Wait for the invariants' checks and the conditions' evaluations on the second thread: _Unsafe where a
-        new state violates an invariant."""
+        """Wait for the judgements of new states made on the second thread: _Unsafe where one violates an
+        invariant."""
         checks, self._checks = self._checks, []
-        if any([f.result() is not None and f.result() >= 0 for f in checks]):
+        if any([f.result() for f in checks]):
             raise _Unsafe
 
     def _first_bad(self, words: np.ndarray) -> int:
@@ -388,15 +388,10 @@ class GraphBuilder:
         n, nt = words.shape[1], self.nt
         need = max(n * nt, 1)
         while len(self._buffers) <= buffer:
-            self._buffers.append(tuple(np.zeros((self.layout.words, 0) if j == 0 else 0,
-                                                dtype=np.uint64 if j < 2 else np.int64) for j in range(5)))
+            self._buffers.append(self._new_buffer(0))
+        if len(self._buffers[buffer][1]) < need:  # reused from batch to batch, grown where a batch needs more
+            self._buffers[buffer] = self._new_buffer(max(need, self.batch * nt))
         cand, fps, keys, rows, tids = self._buffers[buffer]
-        if len(fps) < need:  # reused from batch to batch: fresh memory would cost its pages' zeroing every time
-            need = max(need, self.batch * nt)
-            cand = np.zeros((self.layout.words, need), dtype=np.uint64)
-            fps, keys, rows, tids = (np.zeros(need, dtype=np.uint64), np.zeros(need, dtype=np.int64),
-                                     np.zeros(need, dtype=np.int64), np.zeros(need, dtype=np.int64))
-            self._buffers[buffer] = (cand, fps, keys, rows, tids)
         info = np.zeros(4, dtype=np.int64)
         m = self.fused.gen(words, 0, n, self.opts.deadlock, cand, fps, keys, info, 0)
         if info[0]:
@@ -404,6 +399,12 @@ class GraphBuilder:
         self.generated += int(info[3])
         np.divmod(keys[:m], nt + 1, out=(rows[:m], tids[:m]))
         return [(cand[:, :m], fps[:m], rows[:m], tids[:m])]
+
+    def _new_buffer(self, size: int) -> tuple[np.ndarray, ...]:
+        """The fused kernel's outputs for `size` candidates (words, fingerprints, keys) and the keys split into
+        rows and transitions."""
+        return (np.zeros((self.layout.words, size), dtype=np.uint64), np.zeros(size, dtype=np.uint64),
+                *(np.zeros(size, dtype=np.int64) for _ in range(3)))
 
     def _representatives(self, segments: list[tuple[np.ndarray, ...]]) -> list[tuple[np.ndarray, ...]]:
         """`segments` with each successor replaced by its orbit's representative; a SpecError where a property's
