@@ -772,9 +772,29 @@ class VectorSearch:
         for pos, c in b.routes[part]:
             k.probe(table.table, level.table, b.fingerprints[0], flags, b.c.keys, self.vm.ntrans + 1, pos, c, back[part])
 
+    def settle_pruned(self, b: Prepared) -> None:
+        """Under symmetry, the kernel canonicalizes a candidate left out of its row's reduced set only where the
+        cycle proviso expands the row, which is known now; with two tables every candidate is then routed again
+        (an unsettled one went to the first)."""
+        if not self.fused.lazy:
+            return
+        flags, _ren, _ramp, back = b.reduced
+        fps = b.fingerprints[0]
+        settled = sum(self.fused.settle_pruned(b.c.cand, fps, flags, b.c.keys, back, lo, hi) for lo, hi in b.segments)
+        if settled and len(self.table.parts) == 2:
+
+            counts = np.zeros(2, dtype=np.int64)
+            for k, (lo, hi) in enumerate(b.segments):
+                r0, r1 = b.routes[0][k][0], b.routes[1][k][0]
+                counts[:] = 0
+                self.k.route(fps[lo:hi], int(self.table.mask), lo, r0, r1, counts)
+                b.routes[0][k], b.routes[1][k] = (r0, int(counts[0])), (r1, int(counts[1]))
+
     def settle_reduction(self, b: Prepared) -> None:
         """A reduced fused batch's counts, once the proviso's marks are in: steps explored per row (all enabled
-        ones where the proviso applies or no reduced set was chosen) and the reduction's statistics."""
+        ones where the proviso applies or no reduced set was chosen) and the reduction's statistics; the
+        candidates the proviso brings back settled (`settle_pruned`)."""
+        self.settle_pruned(b)
         _flags, ren, ramp, back = b.reduced
         n = b.words.shape[1]
         en, amp = ren[:n].astype(np.int64), ramp[:n].astype(np.int64)

@@ -179,6 +179,20 @@ def test_the_vector_engine_reduces_as_the_scalar_engine(ref, params, opts, nativ
     assert outcome(vector) == outcome(check(model, Options(**opts)))
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("params, expanded", [({"lossy": 1}, 86), ({"lossy": 1, "rm": 3}, 640)])
+def test_steps_the_cycle_proviso_brings_back_are_canonicalized(params, expanded, threads):
+    """Under symmetry the fused kernel canonicalizes a step left out of its row's reduced set only once the cycle
+    proviso expands the row: where it does, the states, the counts and the reduction's statistics are the scalar
+    engine's, on one thread and on two (those steps then routed again between the two tables)."""
+    model = load_model("two_phase_commit", params, symmetry=True)
+    opts = Options(por=True, deadlock=False)
+    vector, scalar = vector_reduced(model, opts, "always", threads), check(model, opts)
+    assert outcome(vector) == outcome(scalar)
+    notes = [[n for n in r.notes if n.startswith("partial-order reduction:")] for r in (vector, scalar)]
+    assert notes[0] == notes[1] and f", {expanded} expanded fully by the cycle proviso" in notes[0][0]
+
+
 @pytest.mark.parametrize("ref, params", [("two_phase", {"rm": 5}), ("two_phase_commit_eager", {"rm": 3}),
                                          ("two_phase_commit", {"rm": 3}), (SHAPES + "TwoWay", {})])
 def test_vector_workers_reduce_as_one_process(ref, params):

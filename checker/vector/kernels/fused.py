@@ -495,7 +495,8 @@ class _Source:
         steps `gen` chooses its reduced set: `ramp[r]` is how many steps it explores (-1: all of them),
         `ren[r]` how many are enabled, and each candidate's flag says 0: explore, 1: in the reduced set (its
         state decides the cycle proviso), 2: explore only if the proviso expands the row fully. With
-        symmetry, the row's candidates are then replaced by their representatives and fingerprinted."""
+        symmetry, the row's candidates are then replaced by their representatives and fingerprinted, those
+        flagged 2 only by `settle_pruned`, once the proviso has expanded their row (most rows it does not)."""
         funcs: list[list[str]] = []
         for tid, t in enumerate(self.prog.transitions):
             ex = _Expr(self.chunks)
@@ -530,10 +531,14 @@ class _Source:
         ind = "        "
         marks, T, lay = self.marks, self.T1 - 1, self.layout
         if self.symmetric:
-            out += ["static void settle_row(uint64_t *out_w, int64_t ldo, uint64_t *out_fp, int64_t m0, int64_t m) {",
-                    "    /* the row's candidates m0..m-1: each replaced by its orbit's representative, and hashed */",
+            out += ["static void settle_row(uint64_t *out_w, int64_t ldo, uint64_t *out_fp, int64_t m0, int64_t m,",
+                    "                       const uint8_t *flag) {",
+                    "    /* the row's candidates m0..m-1: each replaced by its orbit's representative, and hashed; with",
+                    "       `flag`, one left out of the reduced set (2) only once the proviso expands its row (fingerprint 0",
+                    "       till then: `settle_pruned`) */",
                     f"    uint64_t c[{lay.words}];",
                     "    for (int64_t j = m0; j < m; j++) {",
+                    "        if (flag && flag[j] == 2) { out_fp[j] = 0; continue; }",
                     f"        for (int64_t k = 0; k < {lay.words}; k++) c[k] = out_w[k * ldo + j];",
                     "        canon(c);",
                     f"        for (int64_t k = 0; k < {lay.words}; k++) out_w[k * ldo + j] = c[k];",
@@ -543,6 +548,21 @@ class _Source:
                     "        out_fp[j] = h;",
                     "    }",
                     "}"]
+            if marks:
+                out += ["int64_t settle_pruned(uint64_t *out_w, int64_t ldo, uint64_t *out_fp, const uint8_t *flag,",
+                        "                      const int64_t *out_key, const uint8_t *back0, const uint8_t *back1,",
+                        "                      int64_t lo, int64_t hi) {",
+                        "    /* the candidates lo..hi-1 left out of their row's reduced set whose row the cycle proviso",
+                        "       expands, settled as `settle_row` does; how many */",
+                        "    int64_t n = 0;",
+                        "    for (int64_t j = lo; j < hi; j++) {",
+                        f"        const int64_t r = out_key[j] / {self.T1};",
+                        "        if (flag[j] != 2 || !(back0[r] | back1[r])) continue;",
+                        "        settle_row(out_w, ldo, out_fp, j, j + 1, NULL);",
+                        "        n++;",
+                        "    }",
+                        "    return n;",
+                        "}"]
         out += ["int64_t gen(const uint64_t *W, int64_t ld, int64_t start, int64_t stop, int deadlock, uint64_t *out_w,",
                 "            int64_t ldo, uint64_t *out_fp, int64_t *out_key, int64_t *info, uint8_t *flag, int32_t *ren,",
                 "            int32_t *ramp) {",
@@ -567,10 +587,10 @@ class _Source:
                     f"{ind}ramp[r] = amp; ren[r] = (int32_t)(g - g0);",
                     f"{ind}for (int64_t j = m0; j < m; j++) flag[j] = amp < 0 ? 0 : A[out_key[j] % {self.T1}] ? 1 : 2;"]
         if self.symmetric:
-            out += [f"{ind}settle_row(out_w, ldo, out_fp, m0, m);", f"{ind}m0 = m;"]
+            out += [f"{ind}settle_row(out_w, ldo, out_fp, m0, m, {'flag' if marks else 'NULL'});", f"{ind}m0 = m;"]
         out += ["    }", "    info[3] = g;", "done:"]
         if self.symmetric:  # a step that failed inside a row: the candidates before it
-            out += ["    settle_row(out_w, ldo, out_fp, m0, m);"]
+            out += ["    settle_row(out_w, ldo, out_fp, m0, m, NULL);"]
         if marks:
             out += ["    free(S);"]
         out += ["    (void)m0;", "    return m;", "}"]
@@ -643,6 +663,7 @@ class Fused:
         self.source = _Source(prog, layout, reduction, symmetry, loops, tail)
         self.marks = self.source.marks
         self.symmetric = self.source.symmetric
+        self.lazy = self.symmetric and self.marks  # candidates left out of a reduced set settled on demand
         self.T1 = self.source.T1
         self.words = layout.words
         self.library = Library(self.source.text, "lockstep_kernel")
@@ -676,6 +697,9 @@ class Fused:
             lib.canon_init.restype = ctypes.c_int
             if lib.canon_init():
                 raise MemoryError("the fused kernel could not allocate its symmetry tables")
+        if self.lazy:
+            lib.settle_pruned.argtypes = [_P, _I, _P, _P, _P, _P, _P, _I, _I]
+            lib.settle_pruned.restype = _I
         self.lib = lib
 
     def gen(self, words: np.ndarray, start: int, stop: int, deadlock: bool, out_w: np.ndarray, out_fp: np.ndarray,
@@ -699,6 +723,16 @@ class Fused:
         if info[0] == 3:
             raise MemoryError("the fused kernel could not allocate its reduction's scratch space")
         return m
+
+    def settle_pruned(self, out_w: np.ndarray, out_fp: np.ndarray, flags: np.ndarray, keys: np.ndarray,
+                      back: np.ndarray, lo: int, hi: int) -> int:
+        """Candidates lo..hi-1 that `gen` left out of their row's reduced set (flag 2), unsettled (fingerprint 0),
+        where `back` (the cycle proviso's marks per row, one line per visited table) expands the row: each
+        replaced by its orbit's representative and fingerprinted; how many (a `lazy` kernel)."""
+        assert self.lib is not None and self.lazy and out_w.flags.c_contiguous and back.flags.c_contiguous
+        assert back.dtype == flags.dtype == np.uint8 and back.shape[0] == 2 and hi <= min(out_fp.size, flags.size)
+        return int(self.lib.settle_pruned(out_w.ctypes.data, out_w.shape[1], out_fp.ctypes.data, flags.ctypes.data,
+                                          keys.ctypes.data, back[0].ctypes.data, back[1].ctypes.data, lo, hi))
 
     def canonical(self, words: np.ndarray) -> np.ndarray:
         """The packed canonical forms of a batch's rows, by the kernel's `canon` (a kernel built for symmetry)."""
