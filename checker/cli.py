@@ -214,6 +214,9 @@ def _print_error_json(code: int, message: str, command: str) -> None:
 
 
 def entry() -> None:
+    # Before numpy loads: its OpenBLAS starts a thread per core that spins for a tenth of a second of CPU, on the
+    # cores the checker's own threads use, and no command does dense linear algebra that its threads would speed up.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         code = main()
         sys.stdout.flush()
