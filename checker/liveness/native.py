@@ -303,6 +303,17 @@ int64_t index_fps(uint64_t *tab, uint64_t mask, const uint64_t *fps, int64_t m, 
     return added;
 }
 
+/* Serial keys (row * T1 + transition, ascending) of m steps split into rows and transitions, and the steps of
+   each of the n rows counted into counts (zero on entry): one pass, no division. */
+void split_keys(const int64_t *keys, int64_t m, int64_t T1, int64_t *rows, int32_t *tids, int64_t *counts) {
+    int64_t r = 0, base = 0;
+    for (int64_t j = 0; j < m; j++) {
+        const int64_t k = keys[j];
+        if (k >= base + T1) { r = k / T1; base = r * T1; }
+        rows[j] = r; tids[j] = (int32_t)(k - base); counts[r]++;
+    }
+}
+
 /* Put m (fingerprint, index) pairs into a table (growing it). */
 void put_fps(uint64_t *tab, uint64_t mask, const uint64_t *fps, const int64_t *idx, int64_t m) {
     for (int64_t j = 0; j < m; j++) {
@@ -344,6 +355,8 @@ def library() -> ctypes.CDLL | None:
                 lib.index_fps.restype = _I
                 lib.put_fps.argtypes = [_P, _I, _P, _P, _I]
                 lib.put_fps.restype = None
+                lib.split_keys.argtypes = [_P, _I, _I, _P, _P, _P]
+                lib.split_keys.restype = None
         _STATE["lib"] = lib
         return lib
 

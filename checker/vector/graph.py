@@ -208,7 +208,7 @@ class GraphBuilder:
         self.extra: dict[int, set[int]] = {}
         self.generated = 0
         self.cut: str | None = None
-        self._buffers: list[tuple[np.ndarray, ...]] = []  # per output buffer: words, fps, keys, rows, transitions
+        self._buffers: list[tuple[np.ndarray, ...]] = []  # per output buffer: words, fps, keys, rows
         self._checks: list[Any] = []  # the judgements of new states running on the second thread (`_judge`)
 
     def close(self) -> None:
@@ -257,11 +257,7 @@ class GraphBuilder:
         def gen(k: int) -> list:
             c, cols = batches[k]
             segments = self._successors(np.ascontiguousarray(parts[c][:, cols]), k % 2)
-            if self.quotient is not None:
-                segments = self._representatives(segments)
-            # the labels as stored and the steps per state, made here: on two workers, on the second thread
-            return [(cand, fps, rows, tids.astype(np.int32, copy=False), np.bincount(rows, minlength=len(cols)))
-                    for cand, fps, rows, tids in segments]
+            return self._representatives(segments) if self.quotient is not None else segments
 
         ahead = self.pool.submit(gen, 0) if self.pool is not None and batches else None
         for k, (c, cols) in enumerate(batches):
@@ -362,9 +358,11 @@ class GraphBuilder:
         return stored
 
     def _successors(self, words: np.ndarray, buffer: int) -> list[tuple[np.ndarray, ...]]:
-        """[(successor words, fingerprints, rows, transitions)] of the batch's steps that change the state, in
-        serial order (row, then transition); raises _Unsafe at a failing step or a deadlock. The fused kernel
-        writes into output buffer 0 or 1 (one batch is generated while the one before is stored)."""
+        """[(successor words, fingerprints, rows, transitions, steps per row)] of the batch's steps that change the
+        state, in serial order (row, then transition), the transitions as the graph stores them (int32, an array of
+        their own) and the steps per row made here (on two workers, on the second thread); raises _Unsafe at a
+        failing step or a deadlock. The fused kernel writes into output buffer 0 or 1 (one batch is generated
+        while the one before is stored)."""
         if self.fused is not None:
             return self._fused(words, buffer)
         n = words.shape[1]
@@ -381,8 +379,8 @@ class GraphBuilder:
         moved = c.moved()
         order = np.lexsort((tids, c.rows))
         order = order[moved[order]]
-        cand = np.ascontiguousarray(c.states(order))
-        return [(cand, self.layout.fingerprints(cand), c.rows[order], tids[order])]
+        cand, rows = np.ascontiguousarray(c.states(order)), c.rows[order]
+        return [(cand, self.layout.fingerprints(cand), rows, tids[order].astype(np.int32), np.bincount(rows, minlength=n))]
 
     def _fused(self, words: np.ndarray, buffer: int) -> list[tuple[np.ndarray, ...]]:
         n, nt = words.shape[1], self.nt
@@ -391,33 +389,37 @@ class GraphBuilder:
             self._buffers.append(self._new_buffer(0))
         if len(self._buffers[buffer][1]) < need:  # reused from batch to batch, grown where a batch needs more
             self._buffers[buffer] = self._new_buffer(max(need, self.batch * nt))
-        cand, fps, keys, rows, tids = self._buffers[buffer]
+        cand, fps, keys, rows = self._buffers[buffer]
         info = np.zeros(4, dtype=np.int64)
         m = self.fused.gen(words, 0, n, self.opts.deadlock, cand, fps, keys, info, 0)
         if info[0]:
             raise _Unsafe
         self.generated += int(info[3])
-        np.divmod(keys[:m], nt + 1, out=(rows[:m], tids[:m]))
-        return [(cand[:, :m], fps[:m], rows[:m], tids[:m])]
+        tids, per_row = np.empty(m, dtype=np.int32), np.zeros(n, dtype=np.int64)
+        if self.index.lib is not None:
+            self.index.lib.split_keys(keys.ctypes.data, m, nt + 1, rows.ctypes.data, tids.ctypes.data, per_row.ctypes.data)
+        else:
+            rows[:m], tids[:] = np.divmod(keys[:m], nt + 1)
+            per_row = np.bincount(rows[:m], minlength=n)
+        return [(cand[:, :m], fps[:m], rows[:m], tids, per_row)]
 
     def _new_buffer(self, size: int) -> tuple[np.ndarray, ...]:
-        """The fused kernel's outputs for `size` candidates (words, fingerprints, keys) and the keys split into
-        rows and transitions."""
+        """The fused kernel's outputs for `size` candidates (words, fingerprints, keys) and the keys' rows."""
         return (np.zeros((self.layout.words, size), dtype=np.uint64), np.zeros(size, dtype=np.uint64),
-                *(np.zeros(size, dtype=np.int64) for _ in range(3)))
+                *(np.zeros(size, dtype=np.int64) for _ in range(2)))
 
     def _representatives(self, segments: list[tuple[np.ndarray, ...]]) -> list[tuple[np.ndarray, ...]]:
         """`segments` with each successor replaced by its orbit's representative; a SpecError where a property's
         condition tells a successor from its representative (`liveness.symmetric`)."""
         out = []
-        for cand, _fps, rows, tids in segments:
+        for cand, _fps, rows, tids, per_row in segments:
             reps = np.ascontiguousarray(self.vm.canonical(cand))
             moved = np.flatnonzero((reps != cand).any(axis=0))
             if moved.size:
                 j = self.conditions.first_unlike(cand[:, moved], reps[:, moved])
                 if j >= 0:
                     self.quotient.canonical(tuple(self.layout.unpack(cand[:, int(moved[j])].tolist())))
-            out.append((reps, self.layout.fingerprints(reps), rows, tids))
+            out.append((reps, self.layout.fingerprints(reps), rows, tids, per_row))
         return out
 
     # -- the graph -------------------------------------------------------------------------------

@@ -58,6 +58,22 @@ def outcome(res) -> tuple:
     return res.verdict, res.distinct, v and v.kind, v and len(v.trace.steps), v and v.trace.loop
 
 
+@pytest.mark.parametrize(("spec", "params"), [("two_phase_commit", {}), ("ewd840", {}), ("lock_weak", {})])
+def test_the_graph_without_the_liveness_library_is_the_same(spec, params, monkeypatch):
+    """With the spec's kernel but not the graph's own C (its build failed), the steps' rows, labels and counts per
+    state come from numpy passes, and the graph and every verdict are the same."""
+    from lockstep.checker.liveness import native
+
+    monkeypatch.setenv("LOCKSTEP_NATIVE", "always")
+    model = load_model(spec, params)
+    props = list(properties(model).values())
+    with_c = [check_properties(model, props, fairness(model), Options(workers=w), engine="vector") for w in (1, 2)]
+    monkeypatch.setattr(native, "library", lambda: None)
+    without = [check_properties(model, props, fairness(model), Options(workers=w), engine="vector") for w in (1, 2)]
+    assert [outcome(r) for r in without] == [outcome(r) for r in with_c]
+    assert [(r.distinct, r.generated) for r in without] == [(r.distinct, r.generated) for r in with_c]
+
+
 @pytest.mark.parametrize("native", ["never", "always"])
 @pytest.mark.parametrize(("spec", "params"), SPECS)
 def test_vector_and_scalar_agree_on_every_temporal_property(spec, params, native, monkeypatch):
