@@ -161,13 +161,13 @@ def plan_check(spec: SpecLike, given: CheckChoices, names: OptionNames, *, engin
         opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states, workers=given.workers,
                        por=bool(given.por))
         return CheckPlan(m, opts, chosen, vm, notes_on(engine, chosen, why, None), props, fair)
-    use_por, por_note = por_choice(m, given.por, por_blockers(given, names), names.por)
     requested = "scalar" if given.coverage else engine  # counting steps runs the scalar engine
     asked, several_note = several_engine(requested, given.max_violations, several_blockers(given, names),
                                          names.max_violations)
+    chosen, vm, why = choice.choose(asked, m, Options(dfs=given.dfs))
+    use_por, por_note = por_choice(m, given.por, por_blockers(given, names, chosen), names.por)
     opts = Options(deadlock=deadlock, max_depth=max_depth, max_states=max_states, dfs=given.dfs, workers=given.workers,
                    por=use_por, max_violations=given.max_violations)
-    chosen, vm, why = choice.choose(asked, m, opts)
     return CheckPlan(m, opts, chosen, vm, notes_on(requested, chosen, why or several_note, por_note))
 
 
@@ -243,11 +243,14 @@ def check_rules(c: CheckChoices, names: OptionNames) -> None:
                 raise UsageError(f"{names.por} with {names.properties} and {option}: {why}; drop one of them")
 
 
-def por_blockers(c: CheckChoices, names: OptionNames) -> list[tuple[bool, str, str]]:
-    """The options given that exclude partial-order reduction, each with why, for `por_choice`."""
+def por_blockers(c: CheckChoices, names: OptionNames, engine: str) -> list[tuple[bool, str, str]]:
+    """The options given that exclude partial-order reduction on the chosen `engine`, each with why, for
+    `por_choice`. The vector engine's two workers are two threads of one search, which apply its cycle proviso
+    between batches; more workers, or the scalar engine's, are processes that each expand every event."""
     return [(c.dfs, names.dfs, "its cycle proviso is the breadth-first one"),
             (c.max_violations > 1, names.max_violations, SEVERAL_POR),
-            (c.workers > 1, names.workers, "it runs on one worker"),
+            (c.workers > (2 if engine == "vector" else 1), names.workers,
+             "it runs on one worker, or on the vector engine's two"),
             (c.cluster, names.cluster, "the partitioned search expands every event"),
             (c.coverage, names.coverage, "it counts every interleaving"),
             (bool(c.resume_full), names.resume, f"the checkpoint in {c.resume_full} is of the full search")]

@@ -68,8 +68,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--symmetry", action="store_true", help="reduce by the spec's symmetric Ranges")
     p.add_argument("--por", action=Either, default=None,
                    help="partial-order reduction of actor specs (default: on for actor specs, breadth-first, one "
-                        "worker, no --property; with --property, on where asked, on the scalar engine; --no-por "
-                        "explores every interleaving)")
+                        "worker or the vector engine's two, no --property; with --property, on where asked, on the "
+                        "scalar engine; --no-por explores every interleaving)")
     p.add_argument("--workers", type=positive, metavar="N",
                    help="worker processes (breadth-first only; default 1); with --cluster, Ray actors "
                         "(default one per CPU of the cluster)")

@@ -7,6 +7,7 @@ offers (cluster, checkpoints, bitstate) and prints."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -92,3 +93,24 @@ def test_counting_coverage_is_refused_where_the_plan_cannot_count(cli):
     assert r.code == 2 and "--coverage counts steps in the scalar engine, one worker" in r.err
     r = cli("check", "chang_roberts", "--coverage", "cov.json", "--por", "--quiet")
     assert r.code == 2 and r.err == "lockstep: error: --por with --coverage: it counts every interleaving; drop one of them\n"
+
+
+def test_partial_order_reduction_runs_on_the_vector_engines_two_workers(cli):
+    """The vector engine's two workers are two threads of one search, which keep its cycle proviso: --workers 2
+    keeps the reduction (the counts of one worker's), while more workers, or the scalar engine's two, refuse --por
+    and, where it was not asked for, search without it and say why."""
+    base = ["check", "bracha_low_echo_quorum", "--no-deadlock"]
+    one, two = cli(*base), cli(*base, "--workers", "2")
+    assert one.code == two.code == 1 and "vector breadth-first, 2 workers, partial-order reduction" in two.out
+    counts = [re.search(r"([\d,]+) distinct states, ([\d,]+) generated", r.out).groups() for r in (one, two)]
+    pruned = [re.search(r"partial-order reduction: ([\d,]+) of", r.out).group(1) for r in (one, two)]
+    assert counts[0] == counts[1] and pruned[0] == pruned[1]
+    res = lockstep.check("bracha_low_echo_quorum", deadlock=False, workers=2)
+    assert res.distinct == int(counts[0][0].replace(",", ""))
+    assert any(n.startswith("partial-order reduction: ") for n in res.notes)
+    why = "it runs on one worker, or on the vector engine's two; drop one of them"
+    for flags in (["--workers", "3"], ["--workers", "2", "--engine", "scalar"]):
+        r = cli(*base, "--por", *flags, "--quiet")
+        assert r.code == 2 and r.err == f"lockstep: error: --por with --workers: {why}\n"
+    r = cli(*base, "--workers", "2", "--engine", "scalar", "--max-states", "2000")
+    assert "partial-order reduction off with --workers: it runs on one worker, or on the vector engine's two" in r.out
