@@ -19,6 +19,11 @@ are printed: POR at least 10 times and POR with symmetry at least 40 times faste
     python -m bench.actor_reduction --all                  # also honest and equivocating Bracha (12.6 M states),
                                                            # Autobahn at its defaults and at slots=2 k=2
     python -m bench.actor_reduction --spec bracha_equivocating_sender --modes none,por,both --rounds 3
+    python -m bench.actor_reduction --spec bracha_equivocating_sender --modes none,por --rounds 3 --two-workers
+
+With `--two-workers` each mode also runs on the vector engine's two workers in the same rounds (a row marked
+`2w`), and a target line gives the median of the rounds' one-worker over two-worker times: at least 1.6 for a
+search of five million states or more, at least 1 (never slower) below.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ QUICK = ["two_phase_commit", "psmr", "bracha_byzantine_relay", "bracha_low_echo_
 ALL = QUICK + ["bracha", "bracha_equivocating_sender", "autobahn", "autobahn:slots=2,k=2"]
 MODES = {"none": (False, False), "por": (True, False), "symmetry": (False, True), "both": (True, True)}
 TARGETS = {("bracha_equivocating_sender", "por"): 10.0, ("bracha_equivocating_sender", "both"): 40.0}  # time factor
+SPLIT = 5_000_000  # searches of at least this many states: two workers at least TWO_WORKERS times one worker's speed
+TWO_WORKERS = 1.6
 
 
 def measure(spec: str, params: dict[str, int], mode: str, engine: str, max_states: int | None,
@@ -59,6 +66,19 @@ def measure(spec: str, params: dict[str, int], mode: str, engine: str, max_state
     return mode, res.distinct, res.seconds, res.verdict, prop
 
 
+def shown_of(run: tuple[str, int, float, str, str]) -> str:
+    """A run's verdict as the table shows it, with the violated property."""
+    return run[3] if run[4] == "-" else f"{run[3]} ({run[4]})"
+
+
+def two_worker_target(label: str, mode: str, distinct: int, ratios: list[float]) -> str:
+    """The target line of two workers against one: each round's one-worker time over its two-worker time."""
+    goal = TWO_WORKERS if distinct >= SPLIT else 1.0
+    r = statistics.median(ratios)
+    return (f"target: {label}, {mode}, two workers {r:.2f}x one worker's speed (median of {len(ratios)} paired "
+            f"round(s), rounds {min(ratios):.2f}-{max(ratios):.2f}x; >= {goal:g}x): {'met' if r >= goal else 'missed'}")
+
+
 def split_spec(spec: str) -> tuple[str, dict[str, int]]:
     """`name:k=v,k=v` as (name, parameters)."""
     name, _, given = spec.partition(":")
@@ -76,7 +96,12 @@ def main() -> None:
     ap.add_argument("--param", "-p", action="append", default=[], metavar="K=V",
                     help="a parameter, for the specs that declare it (repeatable)")
     ap.add_argument("--max-states", type=int, default=None, help="stop each search after this many states")
+    ap.add_argument("--two-workers", action="store_true",
+                    help="also run each mode on the vector engine's two workers, in the same rounds, with the targets: "
+                         f"at least {TWO_WORKERS:g}x one worker's speed from {SPLIT:,} states, never slower below")
     args = ap.parse_args()
+    if args.two_workers and (args.workers != 1 or args.engine != "vector"):
+        ap.error("--two-workers compares the vector engine's two workers with one: drop --workers and --engine")
     modes = [m for m in args.modes.split(",") if m]
     for m in modes:
         if m not in MODES:
@@ -96,16 +121,20 @@ def main() -> None:
         params = {**{k: v for k, v in given.items() if k in declared}, **own}
         label = name + "".join(f" {k}={v}" for k, v in params.items())
         runs: dict[str, list] = {m: [] for m in modes}
+        pairs: dict[str, list] = {m: [] for m in modes}  # (one worker's run, two workers') per round
         for _ in range(args.rounds):
             for mode in modes:
-                runs[mode].append(measure(name, params, mode, args.engine, args.max_states, args.workers))
+                one = measure(name, params, mode, args.engine, args.max_states, args.workers)
+                runs[mode].append(one)
+                if args.two_workers:
+                    pairs[mode].append((one, measure(name, params, mode, args.engine, args.max_states, 2)))
         base = None
         for mode in modes:
             rows = [r for r in runs[mode] if r is not None]
             if not rows:
                 print(f"{label:<36}{mode:<10}{'-':>13}{'-':>10}{'-':>12}{'-':>9}{'-':>8}  (does not apply)", flush=True)
                 continue
-            m, distinct, _secs, verdict, prop = rows[0]
+            m, distinct, _secs, verdict, _prop = rows[0]
             secs = statistics.median(r[2] for r in rows)
             cut = verdict == "inconclusive"
             if m == "none":
@@ -114,7 +143,7 @@ def main() -> None:
             if base is not None and m != "none" and not cut:
                 states_f = ("≥" if base[2] else "") + f"{base[0] / max(distinct, 1):.1f}"
                 time_f = ("≥" if base[2] else "") + f"{base[1] / max(secs, 1e-9):.1f}"
-            shown = verdict if prop == "-" else f"{verdict} ({prop})"
+            shown = shown_of(rows[0])
             print(f"{label:<36}{m:<10}{('>' if cut else '') + f'{distinct:,}':>13}{secs:>10.2f}"
                   f"{distinct / max(secs, 1e-9):>12,.0f}{states_f:>9}{time_f:>8}  {shown}", flush=True)
             goal = TARGETS.get((name, m))
@@ -122,6 +151,12 @@ def main() -> None:
                 factor = base[1] / max(secs, 1e-9)  # type: ignore[index]
                 targets.append(f"target: {label}, {m} {factor:.1f}x faster than the full search (>= {goal:g}x, "
                                f"medians of {args.rounds} interleaved round(s)): {'met' if factor >= goal else 'missed'}")
+            both = [(a, b) for a, b in pairs[mode] if a is not None and b is not None]
+            if both:
+                two = statistics.median(b[2] for _a, b in both)
+                print(f"{label:<36}{m + ' 2w':<10}{both[0][1][1]:>13,}{two:>10.2f}{both[0][1][1] / max(two, 1e-9):>12,.0f}"
+                      f"{'':>9}{'':>8}  {shown_of(both[0][1])}", flush=True)
+                targets.append(two_worker_target(label, m, distinct, [a[2] / max(b[2], 1e-9) for a, b in both]))
     for line in targets:
         print(line)
 

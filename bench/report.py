@@ -46,6 +46,8 @@ SECTIONS = [
     Section("vs_peers", "Model checking: lockstep (one and two workers) against SPIN",
             ("bench.vs_peers", "--models", "filter_lock:5", "two_phase:7", "two_phase:8", "two_phase:9", "filter_lock:6",
              "--tools", "vector", "vector-2w", "spin", "--repeat", "2")),
+    Section("two_workers", "Two workers against one on the phase clock of ten agents (9.8 M states)",
+            ("bench.vs_peers", "--models", "agent_clock:10", "--tools", "vector", "vector-2w", "--repeat", "2")),
     Section("datalog", "Datalog at 10^6 edges against scipy (and networkx)",
             ("bench.datalog", "--skip-workers"), runs=3),
     Section("psmr", "P-SMR: W = 2 against classic SMR (W = 1), I/O-like commands",
@@ -58,7 +60,8 @@ SECTIONS = [
     Section("smt", "Bounded model checking and induction", ("bench.smt", "--default-only")),
     Section("actor_reduction", "Partial-order and symmetry reduction on actor specs", ("bench.actor_reduction",)),
     Section("bracha_reduction", "Reductions on Bracha with an equivocating sender (n = 4, 12.6 M states)",
-            ("bench.actor_reduction", "--spec", "bracha_equivocating_sender", "--modes", "none,por,both", "--rounds", "3")),
+            ("bench.actor_reduction", "--spec", "bracha_equivocating_sender", "--modes", "none,por,both", "--rounds", "3",
+             "--two-workers")),
 ]
 
 
