@@ -56,12 +56,14 @@ def shape(g: StateGraph, prop: Property) -> tuple[np.ndarray, np.ndarray, np.nda
 def find_lasso(g: StateGraph, prop: Property, fair: Fairness) -> Lasso | None:
     """A fair behaviour of the graph that violates `prop`, or None."""
     region, starts, accepting = shape(g, prop)
-    reach = scc.reach_within(g, starts, region)
-    comp, _ = scc.fair_components(g, reach, accepting, constraint_kinds(fair))
-    stutter = reach & ~scc.fair_enabled(g)
+    stutter = region & ~scc.fair_enabled(g)  # where a behaviour may stop for ever
     if accepting is not None:
         stutter &= accepting
-    targets = stutter | (comp >= 0)
+    if not stutter.any() and not scc.on_cycles(g, region).any():
+        return None  # neither stopping nor a cycle in the region: no violation, whatever the start states reach
+    reach = scc.reach_within(g, starts, region)
+    comp, _ = scc.fair_components(g, reach, accepting, constraint_kinds(fair))
+    targets = (stutter & reach) | (comp >= 0)
     if not targets.any():
         return None
     hit, pred, pedge = scc.nearest(g, starts, reach, targets)

@@ -303,6 +303,21 @@ int64_t index_fps(uint64_t *tab, uint64_t mask, const uint64_t *fps, int64_t m, 
     return added;
 }
 
+/* The states of `region` that a step inside it enters from a state numbered after it, or from itself, marked in
+   `out`; how many. Numbers cannot rise all the way round a cycle, so each cycle inside the region takes such a
+   step: its states are reachable from these. The steps are read in order, the region only at such a step. */
+int64_t back_targets(int64_t n, const int64_t *off, const int32_t *tgt, const uint8_t *region, uint8_t *out) {
+    int64_t k = 0;
+    for (int64_t u = 0; u < n; u++) {
+        if (!region[u]) continue;
+        for (int64_t e = off[u]; e < off[u + 1]; e++) {
+            const int64_t w = tgt[e];
+            if (w <= u && region[w] && !out[w]) { out[w] = 1; k++; }
+        }
+    }
+    return k;
+}
+
 /* Serial keys (row * T1 + transition, ascending) of m steps split into rows and transitions, and the steps of
    each of the n rows counted into counts (zero on entry): one pass, no division. */
 void split_keys(const int64_t *keys, int64_t m, int64_t T1, int64_t *rows, int32_t *tids, int64_t *counts) {
@@ -355,6 +370,8 @@ def library() -> ctypes.CDLL | None:
                 lib.index_fps.restype = _I
                 lib.put_fps.argtypes = [_P, _I, _P, _P, _I]
                 lib.put_fps.restype = None
+                lib.back_targets.argtypes = [_I, _P, _P, _P, _P]
+                lib.back_targets.restype = _I
                 lib.split_keys.argtypes = [_P, _I, _I, _P, _P, _P]
                 lib.split_keys.restype = None
         _STATE["lib"] = lib

@@ -58,17 +58,38 @@ def reach_within(g: StateGraph, starts: np.ndarray, region: np.ndarray, python: 
     return np.array(out, dtype=bool)
 
 
+def on_cycles(g: StateGraph, region: np.ndarray) -> np.ndarray:
+    """The states of `region` that may lie on a cycle inside it (a superset): those reachable inside it from a state
+    that a step inside it enters from a state numbered after it, or from itself. Numbers cannot rise all the way
+    round a cycle, so every cycle takes such a step; a graph explored breadth-first without cycles has none, and its
+    region is left empty after one pass over the steps in order (in C; without it, the whole region)."""
+    lib = native.library()
+    if lib is None:
+        return region
+    reg = _b(region)
+    seeds = np.zeros(g.n, dtype=np.uint8)
+    k = lib.back_targets(g.n, native.ptr(g.offsets), native.ptr(g.targets), native.ptr(reg), native.ptr(seeds))
+    if 4 * k >= g.n:  # cycles everywhere: the search of what they reach would keep most of the region
+        return region
+    return reach_within(g, np.flatnonzero(seeds), reg)
+
+
 def fair_components(g: StateGraph, region: np.ndarray, accepting: np.ndarray | None, kinds: np.ndarray,
                     python: bool = False) -> tuple[np.ndarray, int]:
     """(each state's fair component inside `region`, or -1; how many components). A fair component is a
     strongly connected set of states (more than one, or one with a step to itself) that takes a step of each
     weakly fair constraint enabled in all its states and of each strongly fair one enabled in any, and (with
     `accepting`) holds an accepting state. A strongly connected component with a strongly fair constraint
-    enabled but not taken loses the states where it is enabled, and what is left is decomposed again."""
+    enabled but not taken loses the states where it is enabled, and what is left is decomposed again. In C the
+    region is first cut to the states that may lie on a cycle in it (`on_cycles`), which leaves every component
+    as it is; the Python fallback decomposes the whole region, with the same components."""
     lib = None if python else native.library()
     xoff, xcons = g.extra_arrays()
     kinds = np.ascontiguousarray(kinds, dtype=np.uint8)
     if lib is not None:
+        region = on_cycles(g, region)
+        if not region.any():  # no component: -1 for every state, read only (no array as large as the graph made)
+            return np.broadcast_to(np.int64(-1), (g.n,)), 0
         comp = np.empty(g.n, dtype=np.int64)
         acc = None if accepting is None else _b(accepting)
         reg = _b(region)

@@ -91,3 +91,58 @@ def test_c_and_python_agree(case):
     hc, pc, ec = scc.nearest(g, starts, reach_c, target)
     hp, pp, ep = scc.nearest(g, starts, reach_c, target, python=True)
     assert hc == hp and (pc == pp).all() and (ec == ep).all()
+
+
+@st.composite
+def mostly_forward_graphs(draw):
+    """Graphs whose steps mostly go to higher numbers (as breadth-first ones without cycles do), with a few others."""
+    n = draw(st.integers(2, 60))
+    pairs = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1))
+    forward = [(min(a, b), 0, max(a, b)) for a, b in draw(st.lists(pairs, max_size=120)) if a != b]
+    other = [(a, 1, b) for a, b in draw(st.lists(pairs, max_size=3))]
+    region = draw(st.lists(st.booleans(), min_size=n, max_size=n).filter(lambda r: sum(r) > n // 2))
+    return n, sorted(set(forward + other)), region
+
+
+def on_a_cycle(g: StateGraph, region: np.ndarray) -> np.ndarray:
+    """By brute force: the states of `region` that reach themselves in one step or more inside it."""
+    out = np.zeros(g.n, dtype=bool)
+    for v in np.flatnonzero(region).tolist():
+        seen, todo = set(), [w for w, _ in g.steps(v) if region[w]]
+        while todo and not out[v]:
+            u = todo.pop()
+            out[v] = u == v
+            if u not in seen:
+                seen.add(u)
+                todo += [w for w, _ in g.steps(u) if region[w]]
+    return out
+
+
+@needs_c
+@settings(max_examples=200, deadline=None)
+@given(mostly_forward_graphs())
+def test_the_region_cut_to_cycles_keeps_every_fair_component(case):
+    """The C decomposition first cuts the region to the states reachable from the targets of steps that do not rise
+    in number: that keeps every state on a cycle, so the fair components are those of the whole region."""
+    n, edges, region = case
+    g = graph(n, edges, [0, 1])
+    reg = np.array(region, dtype=bool)
+    assert not (on_a_cycle(g, reg) & ~scc.on_cycles(g, reg)).any()
+    for kinds in ([1, 1], [2, 1], [1, 2]):
+        k = np.array(kinds, dtype=np.uint8)
+        c_comp, c_k = scc.fair_components(g, reg, None, k)
+        p_comp, p_k = scc.fair_components(g, reg, None, k, python=True)
+        assert c_k == p_k and partition(c_comp) == partition(p_comp)
+
+
+def test_a_graph_without_cycles_has_no_fair_component_and_none_is_searched():
+    """A breadth-first graph without cycles: one pass over its steps finds none that does not rise, and leaves the
+    region empty (the decomposition is not run)."""
+    g = graph(5, [(0, 0, 1), (0, 0, 2), (1, 0, 3), (2, 0, 3), (3, 0, 4)], [0])
+    assert not scc.on_cycles(g, np.ones(5, dtype=bool)).any()
+    comp, k = scc.fair_components(g, np.ones(5, dtype=bool), None, np.array([1], dtype=np.uint8))
+    assert k == 0 and (comp == -1).all()
+    g = graph(5, [(0, 0, 1), (0, 0, 2), (1, 0, 3), (2, 0, 3), (3, 0, 4), (4, 0, 4)], [0])  # a step to itself
+    assert scc.on_cycles(g, np.ones(5, dtype=bool)).tolist() == [False, False, False, False, True]
+    comp, k = scc.fair_components(g, np.ones(5, dtype=bool), None, np.array([1], dtype=np.uint8))
+    assert k == 1 and partition(comp) == {frozenset({4})}
