@@ -32,6 +32,7 @@ from ..progress import Progress, Stats
 from ..temporal import Fairness, Property
 from . import kernels
 from .compile import HELPERS, predicate_source
+from .reserved import Reserved
 from .search import WARM_FROM, Candidates, VectorModel
 
 TARGET_CANDIDATES = 1 << 21  # candidate successors per batch
@@ -134,10 +135,10 @@ class FingerprintIndex:
 
 
 class _Chunks:
-    """An array grown by appending chunks (no copy until `whole`), along its last axis."""
+    """The packed words of the states not yet expanded, in chunks along the last axis; positions keep counting as
+    chunks are handed over or dropped."""
 
-    def __init__(self, dtype: type, rows: int | None = None):
-        self.dtype, self.rows = dtype, rows
+    def __init__(self) -> None:
         self.parts: list[np.ndarray] = []
         self.n = 0
 
@@ -146,10 +147,6 @@ class _Chunks:
             self.parts.append(a)
             self.n += a.shape[-1]
 
-    def since(self, start: int) -> np.ndarray:
-        """The items from `start` on (`start` at a chunk boundary, not dropped)."""
-        return self._join(self.parts[self._part(start):])
-
     def take(self) -> list[np.ndarray]:
         """The chunks held, handed over (positions keep counting)."""
         parts, self.parts = self.parts, []
@@ -157,24 +154,11 @@ class _Chunks:
 
     def drop(self, start: int) -> None:
         """Forget the items before `start` (a chunk boundary); positions keep counting from the first item."""
-        self.parts = self.parts[self._part(start):]
-
-    def _part(self, start: int) -> int:
         k, at = len(self.parts), self.n
         while at > start:
             k -= 1
             at -= self.parts[k].shape[-1]
-        return k
-
-    def whole(self) -> np.ndarray:
-        joined = self._join(self.parts)
-        self.parts = [joined] if joined.shape[-1] else []
-        return joined
-
-    def _join(self, parts: list[np.ndarray]) -> np.ndarray:
-        if not parts:
-            return np.zeros((self.rows, 0) if self.rows is not None else 0, dtype=self.dtype)
-        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=-1)
+        self.parts = self.parts[k:]
 
 
 class GraphBuilder:
@@ -197,14 +181,14 @@ class GraphBuilder:
         self.limit = opts.max_states if opts.max_states is not None else 1 << 62
         self.index = FingerprintIndex(ahead=self.pool is not None)
         self.n = 0
-        self.frontier = _Chunks(np.uint64, self.layout.words)  # the words of the states not yet expanded
+        self.frontier = _Chunks()  # the words of the states not yet expanded
         self.initial_words: dict[int, list[int]] = {}
         self.conditions = Conditions(self.model, self.layout, props)
-        self.parent, self.parent_label = _Chunks(np.int64), _Chunks(np.int32)
-        self.depth, self.outside = _Chunks(np.int32), _Chunks(np.bool_)
-        self.targets, self.labels = _Chunks(np.int32), _Chunks(np.int32)
-        self.counts = _Chunks(np.int64)  # steps stored per state, in index order (0 for states not expanded)
-        self.expanded = _Chunks(np.bool_)
+        self.parent, self.parent_label = Reserved(np.int64), Reserved(np.int32)
+        self.depth, self.outside = Reserved(np.int32), Reserved(np.bool_)
+        self.targets, self.labels = Reserved(np.int32), Reserved(np.int32)
+        self.counts = Reserved(np.int64)  # steps stored per state, in index order (0 for states not expanded)
+        self.expanded = Reserved(np.bool_)
         self.extra: dict[int, set[int]] = {}
         self.generated = 0
         self.cut: str | None = None
@@ -424,14 +408,10 @@ class GraphBuilder:
 
     # -- the graph -------------------------------------------------------------------------------
     def _graph(self, initial: np.ndarray) -> StateGraph:
-        # the steps' two arrays are the largest: on two workers each is joined on its own thread (numpy's copies
-        # release the GIL)
-        targets = self.pool.submit(self.targets.whole) if self.pool is not None else None
-        labels = self.labels.whole()
         offsets = np.zeros(self.n + 1, dtype=np.int64)
         np.cumsum(self.counts.whole(), out=offsets[1:])
         g = StateGraph(
-            offsets=offsets, targets=targets.result() if targets is not None else self.targets.whole(), labels=labels,
+            offsets=offsets, targets=self.targets.whole(), labels=self.labels.whole(),
             label_cons=self.label_cons,
             parent=self.parent.whole(), parent_label=self.parent_label.whole(), depth=self.depth.whole(),
             expanded=self.expanded.whole(), initial=np.asarray(initial, dtype=np.int64), label_of=lambda lid: lid,
@@ -473,7 +453,7 @@ class Conditions:
                 pred = [Predicate(prop.name, term, None)]
                 self.passes.append((prop.name, k, _compiled(predicate_source(layout, pred, "invariant")),
                                     _compiled(predicate_source(layout, pred, "constraint"))))
-        self.holds = {(name, k): _Chunks(np.bool_) for name, k, _b, _i in self.passes}
+        self.holds = {(name, k): Reserved(np.bool_) for name, k, _b, _i in self.passes}
         self.failed: dict[tuple[str, int], tuple] = {}
 
     def add(self, words: np.ndarray, first: int) -> None:

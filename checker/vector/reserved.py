@@ -1,0 +1,62 @@
+"""An append-only array on reserved address space: appended to in place and read whole without a copy.
+
+The liveness graph's per-state and per-step arrays grow a batch at a time to hundreds of megabytes. Kept as chunks
+and joined at the end, each is written twice, and the join touches as much fresh memory again, which the kernel
+must zero page by page (on a virtual machine, a large part of a search's time). Here the array lives in an
+anonymous mapping as large as the machine's memory, reserved but not committed: only the pages written are backed,
+once. Where the system will not reserve so much (strict overcommit accounting), it is an ordinary array grown by
+doubling.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+
+import numpy as np
+
+
+def _machine_bytes() -> int:
+    """The machine's physical memory in bytes (no array of a search can be larger), or 64 GiB if unknown."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 36
+
+
+def _reserve(nbytes: int) -> mmap.mmap | None:
+    """An anonymous private mapping of `nbytes` whose pages are backed only when written, or None where it cannot
+    be had."""
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", 0)
+    try:
+        return mmap.mmap(-1, nbytes, flags=flags)
+    except (OSError, OverflowError, ValueError):
+        return None
+
+
+class Reserved:
+    """A 1-D array of `dtype` that only grows at its end: `append`, then `since(start)` or `whole()` as views."""
+
+    def __init__(self, dtype: type, nbytes: int | None = None):
+        self.dtype = np.dtype(dtype)
+        self.n = 0
+        mm = _reserve(nbytes if nbytes is not None else _machine_bytes())
+        # the view keeps the mapping alive; it is unmapped once the last view of it goes
+        self.data = np.frombuffer(mm, dtype=self.dtype) if mm is not None else np.zeros(1 << 12, dtype=self.dtype)
+
+    def append(self, a: np.ndarray) -> None:
+        m = len(a)
+        if self.n + m > len(self.data):  # past the reservation (or without one): an array twice as large
+            grown = np.empty(max(self.n + m, 2 * len(self.data)), dtype=self.dtype)
+            grown[:self.n] = self.data[:self.n]
+            self.data = grown
+        self.data[self.n:self.n + m] = a
+        self.n += m
+
+    def since(self, start: int) -> np.ndarray:
+        """The items from `start` on (a view)."""
+        return self.data[start:self.n]
+
+    def whole(self) -> np.ndarray:
+        """Every item (a view)."""
+        return self.data[:self.n]
