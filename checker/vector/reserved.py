@@ -3,9 +3,9 @@
 The liveness graph's per-state and per-step arrays grow a batch at a time to hundreds of megabytes. Kept as chunks
 and joined at the end, each is written twice, and the join touches as much fresh memory again, which the kernel
 must zero page by page (on a virtual machine, a large part of a search's time). Here the array lives in an
-anonymous mapping as large as the machine's memory, reserved but not committed: only the pages written are backed,
-once. Where the system will not reserve so much (strict overcommit accounting), it is an ordinary array grown by
-doubling.
+anonymous mapping of half the machine's memory, reserved but not committed: only the pages written are backed,
+once. Where the system will not reserve so much (strict overcommit accounting), or past the reservation, it is an
+ordinary array grown by doubling.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ import numpy as np
 
 
 def _machine_bytes() -> int:
-    """The machine's physical memory in bytes (no array of a search can be larger), or 64 GiB if unknown."""
+    """Half the machine's physical memory in bytes (an array of a search past it grows by doubling; a kernel that
+    estimates whether memory can be had refuses one mapping larger than the machine), or 16 GiB if unknown."""
     try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
     except (ValueError, OSError, AttributeError):
-        return 1 << 36
+        return 1 << 34
 
 
 def _reserve(nbytes: int) -> mmap.mmap | None:
