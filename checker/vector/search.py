@@ -782,7 +782,6 @@ class VectorSearch:
         fps = b.fingerprints[0]
         settled = sum(self.fused.settle_pruned(b.c.cand, fps, flags, b.c.keys, back, lo, hi) for lo, hi in b.segments)
         if settled and len(self.table.parts) == 2:
-
             counts = np.zeros(2, dtype=np.int64)
             for k, (lo, hi) in enumerate(b.segments):
                 r0, r1 = b.routes[0][k][0], b.routes[1][k][0]
