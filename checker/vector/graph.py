@@ -4,7 +4,7 @@ numbered through a fingerprint index, in the scalar engine's order (frontier row
 graph is the one `lockstep.checker.liveness.explore` builds, state for state.
 
 On two workers the next batch is generated on a second thread while one is numbered and stored (ctypes
-releases the GIL). The graph keeps no state: the properties' conditions are evaluated on each new batch of
+releases the GIL), on levels of 65,536 states or more (`search.THREADED_LEVEL`; smaller ones run on one). The graph keeps no state: the properties' conditions are evaluated on each new batch of
 packed states by numpy passes compiled from the spec's terms, only the level being expanded keeps its words,
 and a lasso's states are rebuilt from an initial state by its steps' transitions. A safety
 violation on the way (an invariant, a deadlock, a failing step) is reported by the vector engine's safety
@@ -33,7 +33,7 @@ from ..temporal import Fairness, Property
 from . import kernels
 from .compile import HELPERS, predicate_source
 from .reserved import Reserved
-from .search import WARM_FROM, Candidates, VectorModel
+from .search import THREADED_LEVEL, WARM_FROM, Candidates, VectorModel
 
 TARGET_CANDIDATES = 1 << 21  # candidate successors per batch
 TARGET_WORDS = 1 << 24  # and their packed words (128 MB; an output buffer of the kernel holds that much)
@@ -162,7 +162,7 @@ class _Chunks:
 
 
 class GraphBuilder:
-    """One breadth-first construction of a typed spec's state graph. A level's batches are generated one
+    """One breadth-first construction of a typed spec's state graph. A large level's batches are generated one
     ahead on a second thread with two workers (the kernel's outputs double-buffered), while the batch
     before is numbered and stored in order."""
 
@@ -180,6 +180,7 @@ class GraphBuilder:
         self.batch = int(np.clip(min(TARGET_CANDIDATES // nt, TARGET_WORDS // (nt * self.layout.words)), 1 << 4, 1 << 18))
         self.limit = opts.max_states if opts.max_states is not None else 1 << 62
         self.index = FingerprintIndex(ahead=self.pool is not None)
+        self.split = False  # this level's batches are generated, and its new states judged, on the second thread
         self.n = 0
         self.frontier = _Chunks()  # the words of the states not yet expanded
         self.initial_words: dict[int, list[int]] = {}
@@ -214,12 +215,14 @@ class GraphBuilder:
                 self.expanded.append(np.zeros(hi - lo, dtype=bool))
             else:
                 self._use_native(hi - lo)
+                # a level too small to gain from a second thread runs on one, as the safety search's do
+                self.split = self.pool is not None and hi - lo >= THREADED_LEVEL
                 self._level(lo, hi, inside, level)
             self._checked()
             self.frontier.drop(hi)
             lo = hi
             level += 1
-        self.index = FingerprintIndex()  # every state is numbered: the table goes before the graph's arrays are joined
+        self.index = FingerprintIndex()  # every state is numbered: the table can go
         return self._graph(initial)
 
     def _level(self, lo: int, hi: int, inside: np.ndarray, level: int) -> None:
@@ -228,7 +231,7 @@ class GraphBuilder:
         parts = self.frontier.take()
         batches: list[tuple[int, np.ndarray]] = []  # (chunk, its columns to expand), in state order
         size = self.batch
-        if self.pool is not None:  # at least four batches a level where it has a thousand states, to overlap
+        if self.split:  # at least four batches a level where it has a thousand states, to overlap
             size = min(size, max(MIN_AHEAD, -(-int(inside.sum()) // 4)))
         at = lo
         for c, part in enumerate(parts):
@@ -243,7 +246,7 @@ class GraphBuilder:
             segments = self._successors(np.ascontiguousarray(parts[c][:, cols]), k % 2)
             return self._representatives(segments) if self.quotient is not None else segments
 
-        ahead = self.pool.submit(gen, 0) if self.pool is not None and batches else None
+        ahead = self.pool.submit(gen, 0) if self.split and batches else None
         for k, (c, cols) in enumerate(batches):
             if ahead is not None:
                 segments = ahead.result()
@@ -285,7 +288,7 @@ class GraphBuilder:
         n = words.shape[1]
         if n == 0:
             return
-        if self.pool is not None:  # on the second thread, in order; the answers are read at the level's end
+        if self.split:  # on the second thread, in order; the answers are read at the level's end
             self._checks.append(self.pool.submit(self._judge, words, self.n))
         elif self._judge(words, self.n):
             raise _Unsafe

@@ -47,6 +47,13 @@ TOKEN = model_path("symmetric_lock.py") + ":TokenPassing"
 ENGINES = [("scalar", 1), ("vector", 1), ("vector", 2)]
 
 
+@pytest.fixture(autouse=True)
+def second_thread_from_the_first_level(monkeypatch):
+    """Two workers here use the second thread from the first level on, as on large graphs (a level of fewer than
+    `THREADED_LEVEL` states runs on one thread otherwise, and these graphs are small)."""
+    monkeypatch.setattr(graph, "THREADED_LEVEL", 1)
+
+
 def _both(spec: str, prop: str, fair: dict[str, str] | None = None, engine: str = "auto", workers: int = 1,
           **params: int):
     """(the check without symmetry, the check with it) of `prop` on `engine`, deadlocks not checked."""

@@ -41,6 +41,13 @@ SPECS = [("ewd840", {}), ("ewd840_unstained", {}), ("lock", {"n": 3}), ("lock_we
 LARGER = [("autobahn", {"views": 1, "lanes": 0}), ("autobahn_wrong_tc_quorum", {}), ("bracha_low_echo_quorum", {})]
 
 
+@pytest.fixture(autouse=True)
+def second_thread_from_the_first_level(monkeypatch):
+    """Two workers here use the second thread from the first level on, as on large graphs (a level of fewer than
+    `THREADED_LEVEL` states runs on one thread otherwise, and these graphs are small)."""
+    monkeypatch.setattr(graph, "THREADED_LEVEL", 1)
+
+
 def lasso_ok(model, prop, fair, res) -> None:
     """A temporal violation's trace is a fair lasso that violates the property (what `lockstep replay` checks)."""
     v = res.violation
