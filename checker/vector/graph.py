@@ -4,9 +4,10 @@ numbered through a fingerprint index, in the scalar engine's order (frontier row
 graph is the one `lockstep.checker.liveness.explore` builds, state for state.
 
 On two workers the next batch is generated on a second thread while one is numbered and stored (ctypes
-releases the GIL), on levels of 65,536 states or more (`search.THREADED_LEVEL`; smaller ones run on one). The graph keeps no state: the properties' conditions are evaluated on each new batch of
-packed states by numpy passes compiled from the spec's terms, only the level being expanded keeps its words,
-and a lasso's states are rebuilt from an initial state by its steps' transitions. A safety
+releases the GIL), on levels of 65,536 states or more (`search.THREADED_LEVEL`; smaller ones run on one).
+The graph keeps no state: the properties' conditions are evaluated on each new batch of packed states by
+numpy passes compiled from the spec's terms, only the level being expanded keeps its words, and a lasso's
+states are rebuilt from an initial state by its steps' transitions. A safety
 violation on the way (an invariant, a deadlock, a failing step) is reported by the vector engine's safety
 search, which stops at the same place as the scalar engine.
 """
