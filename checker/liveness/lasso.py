@@ -59,10 +59,12 @@ def find_lasso(g: StateGraph, prop: Property, fair: Fairness) -> Lasso | None:
     stutter = region & ~scc.fair_enabled(g)  # where a behaviour may stop for ever
     if accepting is not None:
         stutter &= accepting
-    if not stutter.any() and not scc.on_cycles(g, region).any():
+    cycles = scc.on_cycles(g, region)
+    if not stutter.any() and not cycles.any():
         return None  # neither stopping nor a cycle in the region: no violation, whatever the start states reach
     reach = scc.reach_within(g, starts, region)
-    comp, _ = scc.fair_components(g, reach, accepting, constraint_kinds(fair))
+    # the states of `reach` that may lie on a cycle: every fair component of `reach` is among them
+    comp, _ = scc.fair_components(g, reach & cycles, accepting, constraint_kinds(fair))
     targets = (stutter & reach) | (comp >= 0)
     if not targets.any():
         return None

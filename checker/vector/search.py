@@ -729,11 +729,15 @@ class VectorSearch:
             por = (scratch.flags, scratch.ren, scratch.ramp)
         m = self.fused.gen(words, lo, hi, self.opts.deadlock, scratch.cand, scratch.fps, scratch.keys, info, off, por)
         if routes is not None:
-            pos, counts = scratch.routes[k], scratch.counts[k]
-            counts[:] = 0
-            self.k.route(scratch.fps[off:off + m], int(self.table.mask), off, pos[0], pos[1], counts)
-            routes[k] = [(pos[0], int(counts[0])), (pos[1], int(counts[1]))]
+            routes[k] = self.route(scratch.fps, off, off + m, scratch.routes[k], scratch.counts[k])
         return m
+
+    def route(self, fps: np.ndarray, lo: int, hi: int, pos: list[np.ndarray], counts: np.ndarray) -> list[tuple]:
+        """The positions lo..hi-1 sorted by visited table into `pos` (one array per table, `counts` their lengths):
+        [(positions, how many)] per table."""
+        counts[:] = 0
+        self.k.route(fps[lo:hi], int(self.table.mask), lo, pos[0], pos[1], counts)
+        return [(pos[0], int(counts[0])), (pos[1], int(counts[1]))]
 
     def fused_prepared(self, words: np.ndarray, base: int, scratch: _Scratch, halves: list, infos: list,
                        counts: list, routes: list | None) -> Prepared:
@@ -784,10 +788,7 @@ class VectorSearch:
         if settled and len(self.table.parts) == 2:
             counts = np.zeros(2, dtype=np.int64)
             for k, (lo, hi) in enumerate(b.segments):
-                r0, r1 = b.routes[0][k][0], b.routes[1][k][0]
-                counts[:] = 0
-                self.k.route(fps[lo:hi], int(self.table.mask), lo, r0, r1, counts)
-                b.routes[0][k], b.routes[1][k] = (r0, int(counts[0])), (r1, int(counts[1]))
+                b.routes[0][k], b.routes[1][k] = self.route(fps, lo, hi, [b.routes[0][k][0], b.routes[1][k][0]], counts)
 
     def settle_reduction(self, b: Prepared) -> None:
         """A reduced fused batch's counts, once the proviso's marks are in: steps explored per row (all enabled

@@ -663,13 +663,17 @@ class Fused:
         self.source = _Source(prog, layout, reduction, symmetry, loops, tail)
         self.marks = self.source.marks
         self.symmetric = self.source.symmetric
-        self.lazy = self.symmetric and self.marks  # candidates left out of a reduced set settled on demand
         self.T1 = self.source.T1
         self.words = layout.words
         self.library = Library(self.source.text, "lockstep_kernel")
         self.parts = [Library(text, "lockstep_kernel_part") for text in self.source.parts]
         self.lib: ctypes.CDLL | None = None
         self._part_libs: list[ctypes.CDLL] = []
+
+    @property
+    def lazy(self) -> bool:
+        """Whether candidates left out of a reduced set are canonicalized on demand (`settle_pruned`)."""
+        return self.symmetric and self.marks
 
     @property
     def libraries(self) -> list[Library]:
