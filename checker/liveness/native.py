@@ -278,15 +278,23 @@ out:
    pairs side by side in `tab` (index + 1 = 0: empty), so a probe reads one cache line; the slot of the
    fingerprint PF positions ahead is prefetched. For each of m fingerprints in order: its state's index; a new
    one (next, next + 1, ...) for a fingerprint not in the table while fewer than `limit` states are known (its
-   position in newpos), else -1. Returns the number of new states. */
+   position in newpos), else -1. Where `first` is given (`first_fps`), each of the first `start` fingerprints
+   that repeats an earlier one takes that one's answer without a lookup. Returns the number of new states. */
 #define PF 12
 static inline uint64_t slot_of(uint64_t f, uint64_t mask) { return (f ^ (f >> 31)) & mask; }
 
+static inline int looked_up(const int32_t *first, int64_t start, int64_t j) { return j >= start || first[j] == j; }
+
 int64_t index_fps(uint64_t *tab, uint64_t mask, const uint64_t *fps, int64_t m, int32_t *out,
-                  int64_t next, int64_t limit, int64_t *newpos) {
-    int64_t added = 0;
+                  int64_t next, int64_t limit, int64_t *newpos, const int32_t *first, int64_t start) {
+    int64_t added = 0, pf = 0;
+    if (!first) start = 0;
+    for (int ahead = 0; pf < m && ahead < PF; pf++)  /* the slots of the first PF lookups */
+        if (looked_up(first, start, pf)) { __builtin_prefetch(&tab[2 * slot_of(fps[pf], mask)], 1); ahead++; }
     for (int64_t j = 0; j < m; j++) {
-        if (j + PF < m) __builtin_prefetch(&tab[2 * slot_of(fps[j + PF], mask)], 1);
+        if (!looked_up(first, start, j)) { out[j] = out[first[j]]; continue; }
+        for (; pf < m; pf++)  /* and the slot of the lookup PF ahead of this one */
+            if (looked_up(first, start, pf)) { __builtin_prefetch(&tab[2 * slot_of(fps[pf++], mask)], 1); break; }
         uint64_t f = fps[j], h = slot_of(f, mask);
         for (;;) {
             uint64_t v = tab[2 * h + 1];
@@ -301,6 +309,32 @@ int64_t index_fps(uint64_t *tab, uint64_t mask, const uint64_t *fps, int64_t m, 
         }
     }
     return added;
+}
+
+/* For m fingerprints in order, each one's first position among them (j itself where it is the first) within its
+   block of FIRST_BLOCK (repeats are mostly near one another, and a block's table stays in cache), found by open
+   addressing over positions + 1 in `tab` (2 * FIRST_BLOCK slots, zero on entry and on return), until *stop is set
+   (read between blocks): returns how many were placed. */
+#define FIRST_BLOCK 65536
+int64_t first_fps(const uint64_t *fps, int64_t m, int32_t *tab, int32_t *first, const int64_t *stop) {
+    const uint64_t mask = 2 * FIRST_BLOCK - 1;
+    int64_t b = 0;
+    for (; b < m && !__atomic_load_n(stop, __ATOMIC_RELAXED); b += FIRST_BLOCK) {
+        const int64_t e = b + FIRST_BLOCK < m ? b + FIRST_BLOCK : m;
+        for (int64_t j = b; j < e; j++) {
+            if (j + PF < e) __builtin_prefetch(&tab[slot_of(fps[j + PF], mask)], 1);
+            const uint64_t f = fps[j];
+            uint64_t h = slot_of(f, mask);
+            for (;;) {
+                const int32_t v = tab[h];
+                if (v == 0) { tab[h] = (int32_t)(j - b + 1); first[j] = (int32_t)j; break; }
+                if (fps[b + v - 1] == f) { first[j] = (int32_t)(b + v - 1); break; }
+                h = (h + 1) & mask;
+            }
+        }
+        memset(tab, 0, (mask + 1) * sizeof(int32_t));
+    }
+    return b < m ? b : m;
 }
 
 /* The states of `region` that a step inside it enters from a state numbered after it, or from itself, marked in
@@ -366,8 +400,10 @@ def library() -> ctypes.CDLL | None:
                 lib.nearest.restype = _I
                 lib.fair_sccs.argtypes = [_I, _P, _P, _P, _P, _P, _P, _P, _I, _P, _P, _P]
                 lib.fair_sccs.restype = _I
-                lib.index_fps.argtypes = [_P, _I, _P, _I, _P, _I, _I, _P]
+                lib.index_fps.argtypes = [_P, _I, _P, _I, _P, _I, _I, _P, _P, _I]
                 lib.index_fps.restype = _I
+                lib.first_fps.argtypes = [_P, _I, _P, _P, _P]
+                lib.first_fps.restype = _I
                 lib.put_fps.argtypes = [_P, _I, _P, _P, _I]
                 lib.put_fps.restype = None
                 lib.back_targets.argtypes = [_I, _P, _P, _P, _P]
@@ -376,6 +412,9 @@ def library() -> ctypes.CDLL | None:
                 lib.split_keys.restype = None
         _STATE["lib"] = lib
         return lib
+
+
+FIRST_BLOCK = 65536  # fingerprints per block of `first_fps`, whose table has twice as many slots
 
 
 def ptr(a: np.ndarray | None) -> int | None:

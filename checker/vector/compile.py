@@ -463,6 +463,11 @@ def transitions_source(prog: Program, layout: Layout, transitions: list[Transiti
     return em.source("def batch(W, n):", ["    return out"])
 
 
+def can_fail(layout: Layout, term: Term | bool) -> bool:
+    """Whether evaluating `term` may fail on some state (a division by zero, an index out of range, ...)."""
+    return _Emitter(layout).can_fail(term)
+
+
 def predicate_source(layout: Layout, preds: list[Predicate], kind: str) -> str:
     """`def pred(W, n)`: the rows that are bad (invariants) or outside (constraints), as the scalar
     engine's `safe_predicates` decides: an invariant that fails to evaluate is bad, a constraint

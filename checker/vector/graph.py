@@ -4,7 +4,10 @@ numbered through a fingerprint index, in the scalar engine's order (frontier row
 graph is the one `lockstep.checker.liveness.explore` builds, state for state.
 
 On two workers the next batch is generated on a second thread while one is numbered and stored (ctypes
-releases the GIL), on levels of 65,536 states or more (`search.THREADED_LEVEL`; smaller ones run on one).
+releases the GIL), on levels of 65,536 states or more (`search.THREADED_LEVEL`; smaller ones run on one). That
+thread also finds, until the batch is taken, each successor's first occurrence in its block of the batch (a state
+is reached several times from neighbouring states), so that the numbering looks up only first occurrences; and
+it judges the new states. A level's batches start small and grow, so that the numbering waits little for its first.
 The graph keeps no state: the properties' conditions are evaluated on each new batch of packed states by
 numpy passes compiled from the spec's terms, only the level being expanded keeps its words, and a lasso's
 states are rebuilt from an initial state by its steps' transitions. A safety
@@ -32,13 +35,14 @@ from ..liveness.symmetric import Quotient
 from ..progress import Progress, Stats
 from ..temporal import Fairness, Property
 from . import kernels
-from .compile import HELPERS, predicate_source
+from .compile import HELPERS, can_fail, predicate_source
 from .reserved import Reserved
 from .search import THREADED_LEVEL, WARM_FROM, Candidates, VectorModel
 
 TARGET_CANDIDATES = 1 << 21  # candidate successors per batch
 TARGET_WORDS = 1 << 24  # and their packed words (128 MB; an output buffer of the kernel holds that much)
 MIN_AHEAD = 256  # states per batch at least, when batches are generated ahead on a second thread
+RAMP_FROM, RAMP = 16, 1.5  # a level's first batch is 1/16 of the others (on two threads), each next one 1.5 times larger
 EVAL_CHUNK = 1 << 20  # states per pass of a property's conditions
 
 
@@ -74,6 +78,7 @@ class FingerprintIndex:
         self.map: dict[int, int] = {}
         self.ahead = ahead and self.lib is not None
         self.next: _Rebuild | None = None
+        self.local = np.zeros(2 * native.FIRST_BLOCK, dtype=np.int32)  # the table of `firsts`, zero between uses
 
     def _fit(self, more: int) -> None:
         need = self.n + more
@@ -109,17 +114,27 @@ class FingerprintIndex:
         idx = np.arange(self.n, dtype=np.int64)
         self.lib.put_fps(self.table.ctypes.data, cap - 1, self.fps.ctypes.data, idx.ctypes.data, self.n)
 
-    def index(self, fps: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    def firsts(self, fps: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, int]:
+        """Each fingerprint's first position among `fps` (within a block of `native.FIRST_BLOCK`), found in order on a
+        thread other than the one numbering until `stop[0]` is set: (the positions, how many were found), for `index`
+        to look up only the first ones."""
+        first = np.empty(len(fps), dtype=np.int32)
+        done = self.lib.first_fps(fps.ctypes.data, len(fps), self.local.ctypes.data, first.ctypes.data, stop.ctypes.data)
+        return first, done
+
+    def index(self, fps: np.ndarray, limit: int, firsts: tuple[np.ndarray, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(each fingerprint's state index as the graph stores it (int32), -1 past `limit` states; the positions of
-        the new ones, in order)."""
+        the new ones, in order). `firsts`: the answer of `firsts` on these fingerprints, whose repeats take the
+        answer of their first occurrence."""
         m = len(fps)
         self._fit(m)
         out = np.empty(m, dtype=np.int32)
+        first, start = firsts if firsts is not None else (None, 0)
         fps = np.ascontiguousarray(fps, dtype=np.uint64)
         if self.lib is not None:
             newpos = np.empty(m, dtype=np.int64)
             k = self.lib.index_fps(self.table.ctypes.data, len(self.table) // 2 - 1, fps.ctypes.data, m, out.ctypes.data,
-                                   self.n, limit, newpos.ctypes.data)
+                                   self.n, limit, newpos.ctypes.data, None if first is None else first.ctypes.data, start)
             newpos = newpos[:k]
         else:
             new = []
@@ -196,6 +211,7 @@ class GraphBuilder:
         self.cut: str | None = None
         self._buffers: list[tuple[np.ndarray, ...]] = []  # per output buffer: words, fps, keys, rows
         self._checks: list[Any] = []  # the judgements of new states running on the second thread (`_judge`)
+        self._stop = np.zeros(1, dtype=np.int64)  # set when the numbering thread takes the batch generated ahead
 
     def close(self) -> None:
         self.native.cancel()
@@ -227,39 +243,60 @@ class GraphBuilder:
         return self._graph(initial)
 
     def _level(self, lo: int, hi: int, inside: np.ndarray, level: int) -> None:
-        """Expand the states lo..hi-1 that are inside the constraints, a batch at a time; each chunk of their
-        packed words is let go once its last batch is stored."""
+        """Expand the states lo..hi-1 that are inside the constraints, a batch at a time (a batch may take states
+        from several chunks of the frontier's words); each chunk is let go once its last state is stored."""
         parts = self.frontier.take()
-        batches: list[tuple[int, np.ndarray]] = []  # (chunk, its columns to expand), in state order
+        starts = np.cumsum([0] + [part.shape[1] for part in parts])  # each chunk's first position from lo
+        pos = np.flatnonzero(inside)  # the positions from lo of the states to expand
         size = self.batch
         if self.split:  # at least four batches a level where it has a thousand states, to overlap
-            size = min(size, max(MIN_AHEAD, -(-int(inside.sum()) // 4)))
-        at = lo
-        for c, part in enumerate(parts):
-            cols = np.flatnonzero(inside[at - lo:at - lo + part.shape[1]])
-            batches += [(c, cols[a:a + size]) for a in range(0, len(cols), size)]
-            at += part.shape[1]
-        starts = np.cumsum([0] + [part.shape[1] for part in parts])
+            size = min(size, max(MIN_AHEAD, -(-len(pos) // 4)))
+        # on two threads the numbering waits for a level's first batch: it is small, and the batches grow from it
+        # by a factor under the numbering's cost over the generation's, so that each is ready when it is wanted
+        step = min(size, max(MIN_AHEAD, size // RAMP_FROM)) if self.split else size
+        bounds = [0]
+        while bounds[-1] < len(pos):
+            bounds.append(min(len(pos), bounds[-1] + step))
+            step = min(size, int(step * RAMP))
         per_state = np.zeros(hi - lo, dtype=np.int64)
 
-        def gen(k: int) -> list:
-            c, cols = batches[k]
-            segments = self._successors(np.ascontiguousarray(parts[c][:, cols]), k % 2)
-            return self._representatives(segments) if self.quotient is not None else segments
+        def words(p: np.ndarray) -> np.ndarray:
+            """The packed words of the states at positions `p` (ascending), from the chunks they lie in."""
+            first, last = (int(np.searchsorted(starts, x, side="right")) - 1 for x in (p[0], p[-1]))
+            pieces = np.split(p, np.searchsorted(p, starts[first + 1:last + 1]))
+            out = [parts[c][:, q - starts[c]] for c, q in zip(range(first, last + 1), pieces, strict=True)]
+            if len(out) == 1:
+                return np.ascontiguousarray(out[0])
+            return np.concatenate(out, axis=1, out=np.empty((self.layout.words, len(p)), dtype=np.uint64))
 
+        def gen(k: int) -> tuple[list, list]:
+            """The batch's segments of successors and, generated ahead, their fingerprints' first positions, found
+            until the numbering thread takes them: the numbering looks up only the first occurrences."""
+            segments = self._successors(words(pos[bounds[k]:bounds[k + 1]]), k % 2)
+            if self.quotient is not None:
+                segments = self._representatives(segments)
+            if not self.split or self.index.lib is None:
+                return segments, [None] * len(segments)
+            return segments, [self.index.firsts(s[1], self._stop) for s in segments]
+
+        batches = len(bounds) - 1
         ahead = self.pool.submit(gen, 0) if self.split and batches else None
-        for k, (c, cols) in enumerate(batches):
+        done = 0  # the chunks before this one are let go
+        for k in range(batches):
             if ahead is not None:
-                segments = ahead.result()
-                ahead = self.pool.submit(gen, k + 1) if k + 1 < len(batches) else None
+                self._stop[0] = 1
+                segments, firsts = ahead.result()
+                self._stop[0] = 0
+                ahead = self.pool.submit(gen, k + 1) if k + 1 < batches else None
             else:
-                segments = gen(k)
-            sel = lo + int(starts[c]) + cols
-            per_state[sel - lo] = self._store(sel, segments, level)
-            if k + 1 == len(batches) or batches[k + 1][0] != c:
-                parts[c] = None  # every batch of this chunk is generated and stored
+                segments, firsts = gen(k)
+            p = pos[bounds[k]:bounds[k + 1]]
+            per_state[p] = self._store(lo + p, segments, firsts, level)
+            while done < len(parts) and (starts[done + 1] <= p[-1] + 1 or k + 1 == batches):
+                parts[done] = None  # every state of this chunk is generated and stored
+                done += 1
             if self.progress.due():
-                self.progress.report(Stats(self.n, self.generated, hi - int(sel[-1]) - 1, level + 1))
+                self.progress.report(Stats(self.n, self.generated, hi - lo - int(p[-1]) - 1, level + 1))
         self.counts.append(per_state)
         self.expanded.append(inside)
 
@@ -322,12 +359,12 @@ class GraphBuilder:
         hit = np.asarray(self.program.bad(words, words.shape[1])).nonzero()[0]
         return int(hit[0]) if hit.size else -1
 
-    def _store(self, sel: np.ndarray, segments: list, level: int) -> np.ndarray:
-        """Number the steps of states `sel` (ascending; `segments` of their successors in serial order) and
-        store them and the new states; the steps stored per state."""
+    def _store(self, sel: np.ndarray, segments: list, firsts: list, level: int) -> np.ndarray:
+        """Number the steps of states `sel` (ascending; `segments` of their successors in serial order, with their
+        first positions where found ahead) and store them and the new states; the steps stored per state."""
         stored = np.zeros(len(sel), dtype=np.int64)
-        for cand, fps, rows, tids, per_row in segments:
-            idx, new = self.index.index(fps, self.limit)
+        for (cand, fps, rows, tids, per_row), ahead in zip(segments, firsts, strict=True):
+            idx, new = self.index.index(fps, self.limit, ahead)
             if len(new):
                 self._add(np.ascontiguousarray(cand[:, new]), sel[rows[new]], tids[new], level + 1)
             dropped = idx < 0 if self.index.n >= self.limit else None  # only a full index leaves a state out
@@ -455,8 +492,9 @@ class Conditions:
         for prop in props:
             for k, term in enumerate(terms[prop.name]):
                 pred = [Predicate(prop.name, term, None)]
-                self.passes.append((prop.name, k, _compiled(predicate_source(layout, pred, "invariant")),
-                                    _compiled(predicate_source(layout, pred, "constraint"))))
+                # where the term may fail to evaluate, a second pass tells the states where it fails
+                inside = _compiled(predicate_source(layout, pred, "constraint")) if can_fail(layout, term) else None
+                self.passes.append((prop.name, k, _compiled(predicate_source(layout, pred, "invariant")), inside))
         self.holds = {(name, k): Reserved(np.bool_) for name, k, _b, _i in self.passes}
         self.failed: dict[tuple[str, int], tuple] = {}
 
@@ -467,11 +505,12 @@ class Conditions:
             for a in range(0, words.shape[1], EVAL_CHUNK):
                 w = words[:, a:a + EVAL_CHUNK]
                 m = w.shape[1]
-                nb, nf = np.asarray(bad(w, m), dtype=bool), np.asarray(inside(w, m), dtype=bool)
-                failed = np.flatnonzero(nb & ~nf)  # neither true nor false: the term failed to evaluate
-                if failed.size and (name, k) not in self.failed:
-                    self.failed[(name, k)] = tuple(self.layout.unpack(w[:, int(failed[0])].tolist()))
-                holds[a:a + m] = ~nb
+                nb = np.asarray(bad(w, m), dtype=bool)
+                if inside is not None and (name, k) not in self.failed:
+                    failed = np.flatnonzero(nb & ~np.asarray(inside(w, m), dtype=bool))  # neither true nor false
+                    if failed.size:
+                        self.failed[(name, k)] = tuple(self.layout.unpack(w[:, int(failed[0])].tolist()))
+                np.logical_not(nb, out=holds[a:a + m])
             self.holds[(name, k)].append(holds)
 
     def first_unlike(self, a: np.ndarray, b: np.ndarray) -> int:
@@ -480,10 +519,11 @@ class Conditions:
         first = -1
         for _name, _k, bad, inside in self.passes:
             m = a.shape[1]
-            nb_a, nf_a = np.asarray(bad(a, m), dtype=bool), np.asarray(inside(a, m), dtype=bool)
-            nb_b, nf_b = np.asarray(bad(b, m), dtype=bool), np.asarray(inside(b, m), dtype=bool)
-            evaluated = ~(nb_a & ~nf_a) & ~(nb_b & ~nf_b)
-            hit = np.flatnonzero(evaluated & (nb_a != nb_b))
+            nb_a, nb_b = np.asarray(bad(a, m), dtype=bool), np.asarray(bad(b, m), dtype=bool)
+            differs = nb_a != nb_b
+            if inside is not None:  # where the term fails to evaluate on either, it is not told apart here
+                differs &= ~(nb_a & ~np.asarray(inside(a, m), dtype=bool)) & ~(nb_b & ~np.asarray(inside(b, m), dtype=bool))
+            hit = np.flatnonzero(differs)
             if hit.size and (first < 0 or hit[0] < first):
                 first = int(hit[0])
         return first

@@ -117,10 +117,14 @@ def test_vector_and_scalar_agree_on_the_larger_specs(spec, params):
             lasso_ok(model, prop, fair, vector)
 
 
-@pytest.mark.parametrize(("spec", "params"), [("alternating_bit", {}), ("lock_weak", {"n": 5}), ("two_phase", {})])
-def test_the_same_graph_in_batches_of_sixteen_states(spec, params, monkeypatch):
-    """Levels cut into many batches and chunks (and, in the alternating bit, states outside the constraints that
-    are not expanded) give the scalar engine's graph, array for array, and its conditions."""
+@pytest.mark.parametrize("native", ["never", "always"])
+@pytest.mark.parametrize(("spec", "params"), [("alternating_bit", {}), ("lock_weak", {"n": 5}), ("two_phase", {}),
+                                            ("two_phase_commit", {"crashes": 0})])
+def test_the_same_graph_in_batches_of_sixteen_states(spec, params, native, monkeypatch):
+    """Levels cut into many batches and chunks, batches that take states from several chunks (and, in the
+    alternating bit, states outside the constraints that are not expanded) give the scalar engine's graph, array
+    for array, and its conditions, from the numpy passes and from the compiled kernel."""
+    monkeypatch.setenv("LOCKSTEP_NATIVE", native)
     monkeypatch.setattr(graph, "TARGET_WORDS", 1)
     model = load_model(spec, params)
     fair, props = fairness(model), list(properties(model).values())
@@ -252,3 +256,35 @@ def test_the_index_built_ahead_numbers_as_the_index_built_in_turn(monkeypatch):
         want, got = plain.index(fps, 1 << 40), ahead.index(fps, 1 << 40)
         assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])
     assert ahead.n == plain.n == len(np.unique(ahead.fps[:ahead.n])) > 1_000_000
+
+
+def test_repeats_found_ahead_take_their_first_occurrences_number(monkeypatch):
+    """On two workers each batch's repeated fingerprints are found on the generating thread, a block at a time, as
+    far as it gets before the numbering takes the batch: whether all, none or some blocks were done, and up to the
+    state bound, the numbering is the one made without them."""
+    from lockstep.checker.liveness import native
+
+    monkeypatch.setenv("LOCKSTEP_NATIVE", "auto")
+    monkeypatch.delitem(native._STATE, "lib", raising=False)
+    if native.library() is None:
+        pytest.skip("the tables are C's: no C compiler here")
+    rng = np.random.default_rng(2)
+    go, stop = np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.int64)
+    for limit in (1 << 40, 150_000):
+        plain, ahead = graph.FingerprintIndex(), graph.FingerprintIndex()
+        seen = []
+        for _ in range(6):  # repeats within a block and across blocks, and of fingerprints numbered before
+            fps = rng.integers(1, 1 << 18, size=int(rng.integers(1, 3 * native.FIRST_BLOCK)), dtype=np.uint64)
+            seen.append(fps)
+            first, done = ahead.firsts(fps, go)
+            assert done == len(fps)
+            for b in range(0, len(fps), native.FIRST_BLOCK):  # each one's first occurrence in its block
+                block = fps[b:b + native.FIRST_BLOCK]
+                _u, at, inverse = np.unique(block, return_index=True, return_inverse=True)
+                assert np.array_equal(first[b:b + native.FIRST_BLOCK], b + at[inverse])
+            assert ahead.firsts(fps, stop)[1] == 0
+            some = native.FIRST_BLOCK * int(rng.integers(0, 3))  # as if stopped after some blocks
+            first[some:] = -7  # not read past the blocks done
+            want, got = plain.index(fps, limit), ahead.index(fps, limit, (first, min(some, len(fps))))
+            assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])
+        assert ahead.n == plain.n == min(limit, len(np.unique(np.concatenate(seen))))
