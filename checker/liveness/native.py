@@ -312,15 +312,14 @@ int64_t index_fps(uint64_t *tab, uint64_t mask, const uint64_t *fps, int64_t m, 
 }
 
 /* For m fingerprints in order, each one's first position among them (j itself where it is the first) within its
-   block of FIRST_BLOCK (repeats are mostly near one another, and a block's table stays in cache), found by open
-   addressing over positions + 1 in `tab` (2 * FIRST_BLOCK slots, zero on entry and on return), until *stop is set
-   (read between blocks): returns how many were placed. */
-#define FIRST_BLOCK 65536
-int64_t first_fps(const uint64_t *fps, int64_t m, int32_t *tab, int32_t *first, const int64_t *stop) {
-    const uint64_t mask = 2 * FIRST_BLOCK - 1;
+   block of `block` (a power of two: repeats are mostly near one another, and a block's table stays in cache),
+   found by open addressing over positions + 1 in `tab` (2 * block slots, zero on entry and on return), until
+   *stop is set (read between blocks): returns how many were placed. */
+int64_t first_fps(const uint64_t *fps, int64_t m, int32_t *tab, int64_t block, int32_t *first, const int64_t *stop) {
+    const uint64_t mask = 2 * (uint64_t)block - 1;
     int64_t b = 0;
-    for (; b < m && !__atomic_load_n(stop, __ATOMIC_RELAXED); b += FIRST_BLOCK) {
-        const int64_t e = b + FIRST_BLOCK < m ? b + FIRST_BLOCK : m;
+    for (; b < m && !__atomic_load_n(stop, __ATOMIC_RELAXED); b += block) {
+        const int64_t e = b + block < m ? b + block : m;
         for (int64_t j = b; j < e; j++) {
             if (j + PF < e) __builtin_prefetch(&tab[slot_of(fps[j + PF], mask)], 1);
             const uint64_t f = fps[j];
@@ -402,7 +401,7 @@ def library() -> ctypes.CDLL | None:
                 lib.fair_sccs.restype = _I
                 lib.index_fps.argtypes = [_P, _I, _P, _I, _P, _I, _I, _P, _P, _I]
                 lib.index_fps.restype = _I
-                lib.first_fps.argtypes = [_P, _I, _P, _P, _P]
+                lib.first_fps.argtypes = [_P, _I, _P, _I, _P, _P]
                 lib.first_fps.restype = _I
                 lib.put_fps.argtypes = [_P, _I, _P, _P, _I]
                 lib.put_fps.restype = None
@@ -414,7 +413,7 @@ def library() -> ctypes.CDLL | None:
         return lib
 
 
-FIRST_BLOCK = 65536  # fingerprints per block of `first_fps`, whose table has twice as many slots
+FIRST_BLOCK = 1 << 16  # fingerprints per block of `first_fps` (a power of two), whose table has twice as many slots
 
 
 def ptr(a: np.ndarray | None) -> int | None:

@@ -118,8 +118,10 @@ class FingerprintIndex:
         """Each fingerprint's first position among `fps` (within a block of `native.FIRST_BLOCK`), found in order on a
         thread other than the one numbering until `stop[0]` is set: (the positions, how many were found), for `index`
         to look up only the first ones."""
+        fps = np.ascontiguousarray(fps, dtype=np.uint64)
         first = np.empty(len(fps), dtype=np.int32)
-        done = self.lib.first_fps(fps.ctypes.data, len(fps), self.local.ctypes.data, first.ctypes.data, stop.ctypes.data)
+        done = self.lib.first_fps(fps.ctypes.data, len(fps), self.local.ctypes.data, native.FIRST_BLOCK, first.ctypes.data,
+                                  stop.ctypes.data)
         return first, done
 
     def index(self, fps: np.ndarray, limit: int, firsts: tuple[np.ndarray, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
