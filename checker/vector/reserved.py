@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import mmap
 import os
+import platform
+import sys
 
 import numpy as np
 
@@ -25,12 +27,38 @@ def _machine_bytes() -> int:
         return 1 << 34
 
 
-def _reserve(nbytes: int) -> mmap.mmap | None:
-    """An anonymous private mapping of `nbytes` whose pages are backed only when written, or None where it cannot
-    be had."""
-    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", 0)
+def _no_reserve() -> int | None:
+    """The flag that keeps a private mapping out of the system's commit accounting (Linux's MAP_NORESERVE, which
+    Python's mmap module does not name before 3.13; by architecture), 0 where mappings are not accounted, or None
+    where they would be: strict accounting (vm.overcommit_memory = 2), which ignores the flag."""
+    if hasattr(mmap, "MAP_NORESERVE"):
+        flag = mmap.MAP_NORESERVE
+    elif not sys.platform.startswith("linux"):
+        return 0
+    else:
+        arch = platform.machine().lower()
+        flag = next((v for prefix, v in _NORESERVE if arch.startswith(prefix)), 0x4000)
     try:
-        return mmap.mmap(-1, nbytes, flags=flags)
+        with open("/proc/sys/vm/overcommit_memory", encoding="ascii") as f:
+            if f.read().strip() == "2":
+                return None
+    except OSError:
+        pass
+    return flag
+
+
+_NORESERVE = (("mips", 0x0400), ("ppc", 0x40), ("powerpc", 0x40), ("sparc", 0x40), ("alpha", 0x10000))
+
+
+def _reserve(nbytes: int) -> mmap.mmap | None:
+    """An anonymous private mapping of `nbytes` whose pages are backed only when written and which the system does
+    not count as committed, or None where it cannot be had. A counted one would make every fork of the process fail
+    (it would have to commit the whole reservation again): a check run in a process that then starts others."""
+    flag = _no_reserve()
+    if flag is None:
+        return None
+    try:
+        return mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | flag)
     except (OSError, OverflowError, ValueError):
         return None
 

@@ -3,6 +3,9 @@ and grown as ordinary arrays past the reservation or where none can be had."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -40,3 +43,14 @@ def test_a_reservation_is_only_backed_where_written():
     with open("/proc/sys/vm/overcommit_memory") as f:
         strict = f.read().strip() == "2"  # strict accounting: no reservation, ordinary arrays
     assert strict or all(isinstance(a.data.base, memoryview) and len(a.data) > 1 << 20 for a in arrays)
+
+
+def test_a_process_holding_reservations_can_start_others():
+    """The reservations are not committed memory: a process that holds several (a liveness check in a user's tests,
+    say) still forks, which it could not if each counted as half the machine's memory."""
+    arrays = [Reserved(np.int64) for _ in range(8)]
+    for a in arrays:
+        a.append(np.arange(1000, dtype=np.int64))
+    # a preexec_fn makes subprocess fork (rather than vfork), which commits the parent's counted mappings again
+    done = subprocess.run([sys.executable, "-c", "pass"], preexec_fn=lambda: None, check=False)
+    assert done.returncode == 0 and all(int(a.whole().sum()) == 499_500 for a in arrays)
