@@ -27,9 +27,13 @@ def _machine_bytes() -> int:
         return 1 << 34
 
 
+# Linux's MAP_NORESERVE where it is not 0x4000, by the machine's name
+_NORESERVE = (("mips", 0x0400), ("ppc", 0x40), ("powerpc", 0x40), ("sparc", 0x40), ("alpha", 0x10000))
+
+
 def _no_reserve() -> int | None:
     """The flag that keeps a private mapping out of the system's commit accounting (Linux's MAP_NORESERVE, which
-    Python's mmap module does not name before 3.13; by architecture), 0 where mappings are not accounted, or None
+    older versions of Python's mmap module do not name: then by architecture), 0 where mappings are not accounted, or None
     where they would be: strict accounting (vm.overcommit_memory = 2), which ignores the flag."""
     if hasattr(mmap, "MAP_NORESERVE"):
         flag = mmap.MAP_NORESERVE
@@ -45,9 +49,6 @@ def _no_reserve() -> int | None:
     except OSError:
         pass
     return flag
-
-
-_NORESERVE = (("mips", 0x0400), ("ppc", 0x40), ("powerpc", 0x40), ("sparc", 0x40), ("alpha", 0x10000))
 
 
 def _reserve(nbytes: int) -> mmap.mmap | None:
