@@ -10,6 +10,7 @@ ordinary array grown by doubling.
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import platform
@@ -31,10 +32,11 @@ def _machine_bytes() -> int:
 _NORESERVE = (("mips", 0x0400), ("ppc", 0x40), ("powerpc", 0x40), ("sparc", 0x40), ("alpha", 0x10000))
 
 
+@functools.cache
 def _no_reserve() -> int | None:
     """The flag that keeps a private mapping out of the system's commit accounting (Linux's MAP_NORESERVE, which
     older versions of Python's mmap module do not name: then by architecture), 0 where mappings are not accounted, or None
-    where they would be: strict accounting (vm.overcommit_memory = 2), which ignores the flag."""
+    where they would be: strict accounting (vm.overcommit_memory = 2), which ignores the flag. Read once per process."""
     if hasattr(mmap, "MAP_NORESERVE"):
         flag = mmap.MAP_NORESERVE
     elif not sys.platform.startswith("linux"):
