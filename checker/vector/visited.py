@@ -19,8 +19,8 @@ import numpy as np
 
 from .kernels import backend, bitstate_backend
 
-MAX_LOAD = 0.8  # the table never holds more than this fraction of its slots
-TARGET_LOAD = 0.6  # load after a rebuild, once the expected new keys are in
+MAX_LOAD = 0.6  # the table never holds more than this fraction of its slots
+TARGET_LOAD = 0.4  # load after a rebuild, once the expected new keys are in
 MIN_CAPACITY = 1 << 8
 GROW_SLICE = 1 << 20  # old slots moved at a time when growing (a multiple of the page size in bytes)
 MADV_POPULATE_WRITE = 23  # Linux 5.14 and later: fault a range's pages in at once
