@@ -10,7 +10,9 @@ transition` — straight into output arrays. Candidates come out in serial order
 occurrence of a state is simply the first one inserted. `bad` tests the invariants of new states.
 
 Python's semantics are kept: floor division and modulo round towards minus infinity, `and`, `or`
-and conditional expressions are lazy (`&&`, `||`, `?:`), and an operation that would raise in the
+and conditional expressions are lazy (`&&`, `||`, `?:`; in invariants and constraints, an `and` or
+`or` of at most `EAGER` operands none of which can fail evaluates them all, with `&` and `|`: the
+same value without a branch on each state's data), and an operation that would raise in the
 scalar engine (an index outside its type, a zero divisor) sets `err` and yields a harmless stand-in;
 `err` is tested after each transition, and a set flag makes that step a failure, as the scalar
 engine's exception does. The kernel stops at the first failing step or (if asked) deadlocked row and
@@ -43,6 +45,7 @@ from .runtime import PRELUDE
 
 MAX_LINES = 1_000_000  # larger kernels would take the C compiler too long (Autobahn at its default bounds: 86,000 lines)
 PART_LINES = 12_000  # a spec's transitions go into sources of about this many lines, compiled at once
+EAGER = 8  # an invariant's `and` or `or` of at most this many operands that cannot fail has no branches
 WIDE = 4  # states of more words are copied and hashed by loops rather than word by word
 _I64 = 1 << 63
 _LOCAL = re.compile(r"\bs\d+(?:_\d+)?\b")
@@ -150,8 +153,9 @@ class _Expr:
 
     BINARY = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "add": "+", "sub": "-", "mul": "*"}
 
-    def __init__(self, chunks: dict[int, int]):
+    def __init__(self, chunks: dict[int, int], eager: bool = False):
         self.chunks = chunks  # slot -> chunk count, for the sets of more than one chunk
+        self.eager = eager  # `and` and `or` of operands that cannot fail evaluate all of them, without branches
         self.used: set[int] = set()
         self.temps: dict[int, str | tuple] = {}
         self._ntemps = 0
@@ -186,7 +190,9 @@ class _Expr:
         if op == "not":
             return f"(!{self(a[0])})"
         if op in ("and", "or"):
-            return "(" + (" && " if op == "and" else " || ").join(self(x) for x in a) + ")"
+            parts = [self(x) for x in a]
+            eager = self.eager and len(parts) <= EAGER and not any(_ERR.search(x) for x in parts)
+            return "(" + ((" & " if eager else " && ") if op == "and" else (" | " if eager else " || ")).join(parts) + ")"
         if op == "ite":
             c = self(a[0])
             if k > 1:
@@ -613,14 +619,14 @@ class _Source:
                 f"    uint64_t w[{self.layout.words}];",
                 "    for (int64_t r = start; r < stop; r++) {"]
         out += self._words("        ")
-        out += [f"        if ({' || '.join(tests)}) return r;" if tests else "        (void)w;",
+        out += [f"        if ({' | '.join(tests)}) return r;" if tests else "        (void)w;",
                 "    }", "    return -1;", "}"]
         return "\n".join(out)
 
     def _predicate(self, name: str, term: Term, tail) -> list[str]:
         """A static function `name(w)` of one state's words: evaluates `term` (sharing its repeated subterms)
         and ends with the lines `tail` makes of the value's C expression."""
-        ex = _Expr(self.chunks)
+        ex = _Expr(self.chunks, eager=True)
         body = ex.share([term], "    ")
         body += tail(ex(term)) + ["}"]
         return [f"static int {name}(const uint64_t *w) {{", "    int err = 0;"] + self._unpack(ex.used, "    ", body) + body
