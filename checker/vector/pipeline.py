@@ -19,6 +19,10 @@ visited tables, which after a stop only the reported table size can show. Search
 constraints do not run this way (`VectorSearch.routed`). Under a partial-order reduction a batch's
 insertion starts with the cycle proviso: each thread marks the rows whose reduced successors its own
 table holds from an earlier level (`probe_part`), then waits for the other's marks before inserting.
+
+A level is read in batches of at most a quarter of its rows (`LEVEL_BATCHES`, down to `MIN_BATCH`), so
+that a level of one or two of the search's batches is pipelined too: a single batch would leave
+every phase's wait for the slower thread, and the level's last gather, unshared.
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from .spool import Spool
+
+LEVEL_BATCHES = 4  # a level is cut into at least this many batches (of `MIN_BATCH` rows or more), so that they overlap
+MIN_BATCH = 1 << 14
 
 
 class Stages(Protocol):
@@ -94,7 +101,8 @@ class LevelPipeline:
                  outputs: list[list[Any]]):
         self.s, self.level, self.nxt, self.links, self.cap = search, level, nxt, links, cap
         self.size = len(frontier)
-        self.source: Iterator[np.ndarray] = frontier.batches(search.batch)
+        size = min(search.batch, max(self.size // LEVEL_BATCHES, MIN_BATCH))
+        self.source: Iterator[np.ndarray] = frontier.batches(size)
         self.outputs = outputs  # per scratch slot, per table
         self.batches: dict[int, _Batch] = {}  # read and not yet committed, by index in the level
         self.read = 0  # batches read so far
