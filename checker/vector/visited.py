@@ -53,31 +53,24 @@ def _first_empty(table: np.ndarray) -> int:
 
 
 class FingerprintTable:
-    """A set of non-zero uint64 fingerprints. With `huge`, a large table asks for huge pages: fewer TLB misses
-    for the random probes of the one-thread search. The two tables of the two-thread search do not: grown at
-    once, each on its thread, their huge pages came with the kernel compacting memory for both, and TwoPhase
-    RM=9 on two workers took 1.25 s with them against 1.11 s without (7 interleaved rounds; filter lock N=6,
-    0.97 s against 0.92 s)."""
+    """A set of non-zero uint64 fingerprints. A large table is an anonymous mapping of ordinary pages: asked for
+    huge pages, its rebuilds waited on the kernel compacting memory for them (0.18 to 0.36 s in a search of the
+    filter lock N=6, against 0.16 to 0.18 s), and the probes were no faster: medians of 7 interleaved rounds,
+    1.48 s against 1.42 s on one worker, and TwoPhase RM=9 on two workers 1.25 s against 1.11 s."""
 
-    def __init__(self, capacity: int = MIN_CAPACITY, huge: bool = True):
+    def __init__(self, capacity: int = MIN_CAPACITY):
         self.size = 0
-        self.huge = huge
-        self.table, self.mm = self._allocate(max(capacity, 8), huge)
+        self.table, self.mm = self._allocate(max(capacity, 8))
         self.rebuilds = 0
 
     @staticmethod
-    def _allocate(capacity: int, huge: bool) -> tuple[np.ndarray, mmap.mmap | None]:
+    def _allocate(capacity: int) -> tuple[np.ndarray, mmap.mmap | None]:
         """A zeroed table, and the anonymous mapping under it when it is large (its pages can be released)."""
         if capacity >= 1 << 32:
             raise MemoryError(f"a visited table of {capacity:,} slots is beyond this engine's limit (2^32)")
         if capacity * 8 < GROW_SLICE * 8:
             return np.zeros(capacity, dtype=np.uint64), None
         mm = mmap.mmap(-1, capacity * 8, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        if huge and hasattr(mmap, "MADV_HUGEPAGE"):  # huge pages: far fewer page faults and TLB misses on random probes
-            try:
-                mm.madvise(mmap.MADV_HUGEPAGE)
-            except OSError:
-                pass
         return np.frombuffer(mm, dtype=np.uint64), mm
 
     @property
@@ -120,7 +113,7 @@ class FingerprintTable:
         end: it is kept aside and moved last, so that the rest arrives almost in order of home slot."""
         old, release = self.table, self.mm
         k = backend()
-        new, self.mm = self._allocate(capacity, self.huge)
+        new, self.mm = self._allocate(capacity)
         first = _first_empty(old)
         head = old[:first].copy()
         state = np.array([-1, 0], dtype=np.int64)  # the rehash's place in the new table (see `runtime`)
@@ -222,13 +215,12 @@ class VisitedSet:
     that each insert only the keys of their own table need no locks, and the keys a table gets are
     exactly those it would hold alone (the home slot uses a key's high bits, the part its low bits)."""
 
-    def __init__(self, parts: int = 1, bitstate: int | None = None, huge: bool = True):
-        """`bitstate`: bytes of bits in all, shared equally by the tables, instead of exact tables; `huge`: exact
-        tables on huge pages (see `FingerprintTable`)."""
+    def __init__(self, parts: int = 1, bitstate: int | None = None):
+        """`bitstate`: bytes of bits in all, shared equally by the tables, instead of exact tables."""
         if parts < 1 or parts & (parts - 1):
             raise ValueError(f"a visited set splits into a power of two of tables, not {parts}")
         self.parts: list = ([BitTable(bitstate // parts) for _ in range(parts)] if bitstate is not None
-                            else [FingerprintTable(huge=huge) for _ in range(parts)])
+                            else [FingerprintTable() for _ in range(parts)])
         self.mask = np.uint64(parts - 1)
 
     @property
@@ -243,7 +235,7 @@ class VisitedSet:
     def split(self) -> VisitedSet:
         """This one-table set as two tables (its keys moved a slice at a time, releasing the old table)."""
         assert len(self.parts) == 1 and not self.bit_tables
-        two = VisitedSet(2, huge=False)
+        two = VisitedSet(2)
         old = self.parts[0]
         for t in two.parts:
             t.reserve(old.size // 2 + old.size // 16 + 64)
