@@ -4,7 +4,7 @@ numbered through a fingerprint index, in the scalar engine's order (frontier row
 graph is the one `lockstep.checker.liveness.explore` builds, state for state.
 
 On two workers the next batch is generated on a second thread while one is numbered and stored (ctypes
-releases the GIL), on levels of 65,536 states or more (`search.THREADED_LEVEL`; smaller ones run on one). That
+releases the GIL), on levels of 32,768 states or more (`search.THREADED_LEVEL`; smaller ones run on one). That
 thread also finds, until the batch is taken, each successor's first occurrence in its block of the batch (a state
 is reached several times from neighbouring states), so that the numbering looks up only first occurrences; and
 it judges the new states. A level's batches start small and grow, so that the numbering waits little for its first.

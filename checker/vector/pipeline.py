@@ -36,7 +36,7 @@ import numpy as np
 from .spool import Spool
 
 LEVEL_BATCHES = 4  # a level is cut into at least this many batches (of `MIN_BATCH` rows or more), so that they overlap
-MIN_BATCH = 1 << 14
+MIN_BATCH = 1 << 13
 
 
 class Stages(Protocol):

@@ -44,7 +44,7 @@ MAX_CANDIDATES = 1 << 31  # a batch's candidates are numbered in 32 bits (the po
 LINKS_IN_MEMORY = 1 << 28  # bytes of parent links kept in memory (32 million states)
 WARM_FROM = 1 << 12  # a level of this many states starts building the C loops (unless they are cached)
 WARM_AFTER = 1.0  # seconds of search on the numpy loops after which their C form is built in any case
-THREADED_LEVEL = 1 << 16  # smaller levels run on one thread (a second one costs more than it saves there)
+THREADED_LEVEL = 1 << 15  # smaller levels run on one thread (a second one costs more than it saves there)
 
 
 @dataclass
