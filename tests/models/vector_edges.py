@@ -1,6 +1,24 @@
 """Specs that exercise the corners of the vector interpreter: wide sets, lazy errors, bad indices."""
 
-from lockstep.specs.lang import And, Bool, If, Implies, Int, Map, Range, Set, Spec, Var, action, constraint, invariant, require
+from lockstep.specs.lang import (
+    And,
+    Bool,
+    Exists,
+    ForAll,
+    If,
+    Implies,
+    Int,
+    Map,
+    Not,
+    Range,
+    Set,
+    Spec,
+    Var,
+    action,
+    constraint,
+    invariant,
+    require,
+)
 
 Big = Range(70)  # a set over 70 elements spans two 63-bit columns
 
@@ -105,3 +123,59 @@ class ChunkedConst(Spec):
     def count(s):
         require(s.x < 64)
         s.x = s.x + 1
+
+
+Proc = Range(4)
+
+
+class Split(Spec):
+    """Processes step their state up; no process may be at 1 while one (any, itself included) is at 3: the
+    invariant unrolls into 16 pairs, a product of two sets of tests."""
+
+    st = Map(Proc, Int(0, 3), init=0)
+
+    @action
+    def step(s, p: Proc):
+        require(s.st[p] < 3)
+        s.st[p] = s.st[p] + 1
+
+    @invariant
+    def not_split(s):
+        return ForAll(Proc, Proc, lambda a, b: Not(And(s.st[a] == 1, s.st[b] == 3)))
+
+
+class Exclusive(Split):
+    """As `Split`, with mutual exclusion at state 2 instead: the pairs of distinct processes, 12 of them."""
+
+    @invariant
+    def not_split(s):
+        return True
+
+    @invariant
+    def exclusive(s):
+        return ForAll(Proc, Proc, lambda a, b: Implies(a != b, Not(And(s.st[a] == 2, s.st[b] == 2))))
+
+
+class Either(Split):
+    """As `Split`, stated as no pair existing (an `or` of the pairs) and with exclusion at 2 likewise: the same
+    shapes under `not`."""
+
+    @invariant
+    def not_split(s):
+        return Not(Exists(Proc, Proc, lambda a, b: And(s.st[a] == 1, s.st[b] == 3)))
+
+    @invariant
+    def exclusive(s):
+        return Not(Exists(Proc, Proc, lambda a, b: And(a != b, s.st[a] == 2, s.st[b] == 2)))
+
+
+class Shared(Split):
+    """As `Split`, with pairs that share neither shape (one test repeated, one missing): evaluated pair by pair."""
+
+    @invariant
+    def not_split(s):
+        return True
+
+    @invariant
+    def uneven(s):
+        return And(*[Not(And(s.st[a] == 1, s.st[b] == 3)) for a in range(4) for b in range(4) if (a, b) != (0, 1)])

@@ -12,7 +12,8 @@ occurrence of a state is simply the first one inserted. `bad` tests the invarian
 Python's semantics are kept: floor division and modulo round towards minus infinity, `and`, `or`
 and conditional expressions are lazy (`&&`, `||`, `?:`; in invariants and constraints, an `and` or
 `or` of at most `EAGER` operands none of which can fail evaluates them all, with `&` and `|`: the
-same value without a branch on each state's data), and an operation that would raise in the
+same value without a branch on each state's data, and one over every pair of a product of such tests, or
+of its distinct elements, is tested once per element: `_Expr._product`), and an operation that would raise in the
 scalar engine (an index outside its type, a zero divisor) sets `err` and yields a harmless stand-in;
 `err` is tested after each transition, and a set flag makes that step a failure, as the scalar
 engine's exception does. The kernel stops at the first failing step or (if asked) deadlocked row and
@@ -190,6 +191,9 @@ class _Expr:
         if op == "not":
             return f"(!{self(a[0])})"
         if op in ("and", "or"):
+            product = self._product(op, a) if self.eager else None
+            if product is not None:
+                return product
             parts = [self(x) for x in a]
             eager = self.eager and len(parts) <= EAGER and not any(_ERR.search(x) for x in parts)
             return "(" + ((" & " if eager else " && ") if op == "and" else (" | " if eager else " || ")).join(parts) + ")"
@@ -237,6 +241,35 @@ class _Expr:
                            f"sel({kc}, {len(items)}, (const int64_t[]){{{body}}}, &err)")
             return tuple(out) if k > 1 else out[0]
         raise Unfusable(f"no C for the term operator {op!r}")
+
+    def _product(self, op: str, args: tuple) -> str | None:
+        """An `and` of `not (x and y)` (or an `or` of `x and y`) over every pair of a product X × Y of operands
+        that cannot fail, as one test of each side: `not (any X and any Y)` (or `any X and any Y`); over every
+        pair of distinct elements of one set X, as a count: at most one of X holds (or at least two do). A
+        quantifier over two variables (`ForAll(R, R, lambda a, b: Not(And(p(a), q(b))))`, or mutual exclusion
+        over pairs a != b) unrolls into about |X| · |Y| tests; this is |X| + |Y|. None where the operands are not
+        of one of these shapes."""
+        if len(args) < 4:
+            return None
+        pairs = []
+        for t in args:
+            if op == "and":
+                if not (isinstance(t, Term) and t.op == "not" and isinstance(t.args[0], Term)):
+                    return None
+                t = t.args[0]
+            if not (isinstance(t, Term) and t.op == "and" and len(t.args) == 2):
+                return None
+            pairs.append((self(t.args[0]), self(t.args[1])))
+        xs, ys = list(dict.fromkeys(x for x, _ in pairs)), list(dict.fromkeys(y for _, y in pairs))
+        if len(set(pairs)) != len(pairs) or any(_ERR.search(v) for v in xs + ys):
+            return None
+        if len(pairs) == len(xs) * len(ys):
+            both = f"(({' | '.join(xs)}) & ({' | '.join(ys)}))"
+            return f"(!{both})" if op == "and" else both
+        if set(xs) == set(ys) and len(pairs) == len(xs) * (len(xs) - 1) and all(x != y for x, y in pairs):
+            total = " + ".join(f"(int64_t){x}" for x in xs)  # the pairs of distinct elements: how many hold
+            return f"(({total}) <= 1)" if op == "and" else f"(({total}) >= 2)"
+        return None
 
     def _member(self, s: Term, i: Term) -> str:
         chunks = self.sets(s)
