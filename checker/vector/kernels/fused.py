@@ -46,7 +46,7 @@ from .runtime import PRELUDE
 
 MAX_LINES = 1_000_000  # larger kernels would take the C compiler too long (Autobahn at its default bounds: 86,000 lines)
 PART_LINES = 12_000  # a spec's transitions go into sources of about this many lines, compiled at once
-EAGER = 8  # an invariant's `and` or `or` of at most this many operands that cannot fail has no branches
+EAGER = 8  # an `and` or `or` of at most this many operands that cannot fail, in an invariant or a constraint, has no branches
 WIDE = 4  # states of more words are copied and hashed by loops rather than word by word
 _I64 = 1 << 63
 _LOCAL = re.compile(r"\bs\d+(?:_\d+)?\b")
