@@ -68,7 +68,10 @@ def shiviz_of_chart(chart: Chart) -> str:
     n = max(chart.pids) + 1
     clocks: list[list[int]] = []
     vc = {p: [0] * n for p in chart.pids}
-    sent_by = {a.received: a.sent for a in chart.arrows if a.received is not None and a.kind != "dropped"}
+    # a delivery whose send the trace never shows (its message was not in flight: a trace that does not follow
+    # its spec) is drawn as an arrow from its own row; it takes no sender's clock
+    sent_by = {a.received: a.sent for a in chart.arrows
+               if a.received is not None and a.kind != "dropped" and a.sent < a.received}
     entries = []
     for i, r in enumerate(chart.rows):
         cur = list(vc[r.pid])

@@ -69,6 +69,28 @@ def test_counterexample_export_computes_clocks(cli, tmp_path, eager_cex):
     assert "violates follows_tm" in entries[-1][0]
 
 
+def test_a_delivery_of_a_message_never_sent_takes_no_senders_clock(cli, tmp_path, eager_cex):
+    """A counterexample edited so that its first delivery's message was never in flight (a trace that does not
+    follow its spec) is still drawn and exported: that delivery's clock counts only its own process."""
+    trace = json.loads(eager_cex.read_text())
+    first = next(s["#meta"] for s in trace["states"] if s["#meta"].get("action") == "deliver")
+    args = first["args"]
+    msg = {"src": args["src"], "dst": args["dst"], "msg": args["msg"]}
+    network = trace["states"][0]["network"]["#set"]
+    assert msg in network
+    network.remove(msg)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(trace))
+    assert cli("draw", str(path), "--out", str(tmp_path / "chart.svg")).code in (0, 1)
+    out = tmp_path / "edited.shiviz"
+    r = cli("export", str(path), "--shiviz", str(out))
+    assert r.code == 0, r.err
+    entries = check_log(out.read_text())
+    dst = int(args["dst"]["#bigint"])
+    got = next(c for e, h, c in entries if h == f"process{dst}" and " from " in e)
+    assert got == {f"process{dst}": 2}  # its start, then this delivery; nothing of the sender's
+
+
 def test_runs_without_clocks_are_refused(cli, tmp_path):
     path = tmp_path / "run.jsonl"
     run_actors("two_phase_commit", {}, 0.3, None, str(path), seed=1)
