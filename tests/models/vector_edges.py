@@ -1,4 +1,4 @@
-"""Specs that exercise the corners of the vector interpreter: wide sets, lazy errors, bad indices."""
+"""Specs that exercise the corners of the vector interpreter: wide sets, lazy errors, bad indices, invariants over pairs."""
 
 from lockstep.specs.lang import (
     And,
