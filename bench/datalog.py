@@ -9,15 +9,18 @@ a straggler.
 
 Wall time of each engine's input step (lockstep: deduplicating and indexing the rows; scipy: building the CSR
 matrix; networkx: building the graph) and of its algorithm, apart; ratios on the algorithm alone and end to end.
-The workers' start-up is reported apart. Peak memory is tracemalloc's peak over the algorithm (lockstep: input
-step included; numpy allocations counted), from a second, untimed run. Each
-result is checked against scipy's. DuckDB's recursive CTEs are timed too when `duckdb` is installed.
+scipy and lockstep are timed in `--rounds` interleaved rounds, and their medians compared (each row shows the
+range of its algorithm's times); networkx and DuckDB once. The workers' start-up is reported apart. Peak memory
+is tracemalloc's peak over the algorithm (lockstep: input step included; numpy allocations counted), from an
+untimed run. Each result is checked against scipy's. DuckDB's recursive CTEs are timed too when `duckdb` is
+installed.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import tempfile
 import time
 import tracemalloc
@@ -39,17 +42,27 @@ from lockstep.specs.datalog.graphs import Graph
 ALONE, WHOLE = 2.0, 1.0  # targets: lockstep's time over scipy's, the algorithm alone and end to end
 
 
-def measure(fn: Callable[[], Any]) -> tuple[float, float, Any]:
-    """(seconds, peak MiB, result): the time of one call, and the peak of a second call under tracemalloc
-    (whose tracing slows allocation-heavy code, numpy's included, so it is not timed)."""
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """(result, seconds) of one call."""
     t0 = time.perf_counter()
     out = fn()
-    seconds = time.perf_counter() - t0
+    return out, time.perf_counter() - t0
+
+
+def peak(fn: Callable[[], Any]) -> float:
+    """The peak MiB of one call under tracemalloc (whose tracing slows allocation-heavy code, numpy's included, so
+    it is not timed)."""
     tracemalloc.start()
     fn()
-    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    mib = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
-    return seconds, peak, out
+    return mib
+
+
+def measure(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """(seconds, peak MiB, result): the time of one call, and the peak of a second, untimed call."""
+    out, seconds = timed(fn)
+    return seconds, peak(fn), out
 
 
 def ours(name: str, edges: np.ndarray) -> tuple[float, float, Any]:
@@ -84,6 +97,8 @@ def main() -> None:
     ap.add_argument("--transient-p", type=float, default=0.3, help="transient stragglers: the chance of a delay")
     ap.add_argument("--grid", default="grid:60:60", help="a second workers' graph, of high diameter ('' for none)")
     ap.add_argument("--repeats", type=int, default=3, help="worker runs per cell (the median is shown)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="timed rounds of scipy and lockstep, interleaved (the medians are compared)")
     args = ap.parse_args()
     m = args.edges
     n = args.nodes or m // 5
@@ -98,37 +113,51 @@ def main() -> None:
     # Every engine starts from the same edge arrays. "input" is what it does before the algorithm proper:
     # lockstep deduplicates and indexes the rows; scipy builds a CSR matrix (lightest parallel edge; for CC
     # also the symmetric one); networkx builds its graph. Ratios are given on the algorithm alone and end to end.
-    t0 = time.perf_counter()
-    ls, ld, lw = _lightest(src, dst, w, n)  # parallel edges: the lightest counts (csgraph would add them up)
-    M = csr_matrix((lw.astype(np.float64), (ls, ld)), shape=(n, n))
-    t_csr = time.perf_counter() - t0
+    # scipy and lockstep are timed in `--rounds` rounds of one call each (so that a slow spell of a shared
+    # machine, or the first touch of fresh memory, falls on both alike), and the medians compared.
+    times: dict[str, list[float]] = {k: [] for k in ("csr", "dijkstra", "sssp in", "sssp", "sym", "cc", "cc in",
+                                                      "ours cc")}
+    for _ in range(args.rounds):
+        t0 = time.perf_counter()
+        ls, ld, lw = _lightest(src, dst, w, n)  # parallel edges: the lightest counts (csgraph would add them up)
+        M = csr_matrix((lw.astype(np.float64), (ls, ld)), shape=(n, n))
+        times["csr"].append(time.perf_counter() - t0)
+        dist, t = timed(lambda: csgraph.dijkstra(M, indices=0))
+        times["dijkstra"].append(t)
+        o_load, o_alg, res = ours("sssp", edges)
+        times["sssp in"].append(o_load)
+        times["sssp"].append(o_alg)
+        ref = {i: int(d) for i, d in enumerate(dist) if np.isfinite(d)}
+        assert res.mapping("sp") == ref, "SSSP differs from scipy"
+        t0 = time.perf_counter()
+        U = M + M.T
+        times["sym"].append(time.perf_counter() - t0)
+        (_, labels), t = timed(lambda: csgraph.connected_components(U, directed=False))
+        times["cc"].append(t)
+        o2_load, o2_alg, res = ours("cc", edges[:, :2])
+        times["cc in"].append(o2_load)
+        times["ours cc"].append(o2_alg)
+        cc = res.mapping("cc")
+        present = np.unique(np.concatenate([src, dst]))
+        assert len(set(cc.values())) == len(np.unique(labels[present])) and len(cc) == len(present), "CC differs"
+    med = {k: statistics.median(v) for k, v in times.items()}
+    span = {k: f"{min(v):.3f}-{max(v):.3f}" for k, v in times.items()}
+    t_csr, s_t, o_load, o_alg = med["csr"], med["dijkstra"], med["sssp in"], med["sssp"]
+    t_u, c_t, o2_load, o2_alg = med["csr"] + med["sym"], med["cc"], med["cc in"], med["ours cc"]
+    s_m, o_m = peak(lambda: csgraph.dijkstra(M, indices=0)), peak(lambda: ours("sssp", edges))
+    c_m, o2_m = peak(lambda: csgraph.connected_components(U, directed=False)), peak(lambda: ours("cc", edges[:, :2]))
     rows = []  # (query, engine, input s, algorithm s, peak MiB, note)
 
     def ratio(a_in: float, a_alg: float, b_in: float, b_alg: float) -> str:
         return f"{a_alg / b_alg:.1f}x alone, {(a_in + a_alg) / (b_in + b_alg):.1f}x end to end"
 
-    # SSSP
-    s_t, s_m, dist = measure(lambda: csgraph.dijkstra(M, indices=0))
-    ref = {i: int(d) for i, d in enumerate(dist) if np.isfinite(d)}
-    _, o_m, (o_load, o_alg, res) = measure(lambda: ours("sssp", edges))
-    got = res.mapping("sp")
-    assert got == ref, "SSSP differs from scipy"
     rows.append(("SSSP", f"lockstep (semi-naive, {engine})", o_load, o_alg, o_m,
-                 "scipy: " + ratio(o_load, o_alg, t_csr, s_t)))
-    rows.append(("SSSP", "scipy.sparse.csgraph.dijkstra", t_csr, s_t, s_m, ""))
-    # CC
-    t0 = time.perf_counter()
-    U = M + M.T
-    t_u = t_csr + time.perf_counter() - t0
-    c_t, c_m, (_, labels) = measure(lambda: csgraph.connected_components(U, directed=False))
-    _, o2_m, (o2_load, o2_alg, res) = measure(lambda: ours("cc", edges[:, :2]))
-    cc = res.mapping("cc")
-    present = np.unique(np.concatenate([src, dst]))
-    assert len(set(cc.values())) == len(np.unique(labels[present])) and len(cc) == len(present), "CC differs"
+                 f"algorithm {span['sssp']} s; scipy: " + ratio(o_load, o_alg, t_csr, s_t)))
+    rows.append(("SSSP", "scipy.sparse.csgraph.dijkstra", t_csr, s_t, s_m, f"algorithm {span['dijkstra']} s"))
     how = "chaotic iteration" if kernels().propagates else "semi-naive"  # the recursion taken in place (C), or not
     rows.append(("CC", f"lockstep ({how}, {engine})", o2_load, o2_alg, o2_m,
-                 "scipy: " + ratio(o2_load, o2_alg, t_u, c_t)))
-    rows.append(("CC", "scipy.sparse.csgraph.connected_components", t_u, c_t, c_m, ""))
+                 f"algorithm {span['ours cc']} s; scipy: " + ratio(o2_load, o2_alg, t_u, c_t)))
+    rows.append(("CC", "scipy.sparse.csgraph.connected_components", t_u, c_t, c_m, f"algorithm {span['cc']} s"))
     if not args.skip_networkx:
         t0 = time.perf_counter()
         G = nx.DiGraph()

@@ -717,11 +717,20 @@ class VectorSearch:
         every candidate stored or flagged for the reduction's proviso: no state constraints)."""
         return self.fused is not None and not self.constrained
 
+    def _out_offset(self, lo: int, scratch: _Scratch) -> int:
+        """Where the candidates of a batch's rows from `lo` on start in the scratch outputs: the first half of the
+        rows at 0, the second at the middle of the outputs. The outputs have room for `transitions` candidates a
+        row, for R >= the batch's rows, so each half fits; and the second half's place does not move with the
+        batch's size, so that the pages its candidates touch are the same from batch to batch (at `lo *
+        transitions`, batches of every size met in a search would fault in most of the outputs' pages)."""
+        nt = max(self.vm.ntrans, 1)
+        return 0 if lo == 0 else scratch.cand.shape[1] // nt // 2 * nt
+
     def gen_rows(self, words: np.ndarray, lo: int, hi: int, k: int, scratch: _Scratch, info: np.ndarray,
                  routes: list | None) -> int:
         """The fused kernel over rows lo..hi-1 of a batch, into their stretch of the scratch outputs (from
-        `lo * transitions`); routed, the positions of each table's candidates then go to `routes[k]`."""
-        off = lo * self.vm.ntrans
+        `_out_offset`); routed, the positions of each table's candidates then go to `routes[k]`."""
+        off = self._out_offset(lo, scratch)
         por = None
         if self.por is not None:
             scratch.ren[lo:hi] = 0  # rows after a stop are left as explored by no step
@@ -742,7 +751,7 @@ class VectorSearch:
     def fused_prepared(self, words: np.ndarray, base: int, scratch: _Scratch, halves: list, infos: list,
                        counts: list, routes: list | None) -> Prepared:
         """A batch the fused kernel has generated (in `halves` of its rows), prepared for insertion."""
-        T1, nt = self.vm.ntrans + 1, self.vm.ntrans
+        T1 = self.vm.ntrans + 1
         reduced = self.por is not None
         stops: list[tuple[int, str, Any]] = []
         for info in infos:  # a reduced search stops at a failing or deadlocked row before any of its steps
@@ -752,7 +761,8 @@ class VectorSearch:
                 stops.append(((base + int(info[1])) * T1 + (-1 if reduced else T1 - 1), "deadlock", int(info[1])))
             if stops:
                 break  # the first half's stop comes before anything of the second
-        segments = tuple((lo * nt, lo * nt + m) for (lo, _hi), m in zip(halves, counts))
+        segments = tuple((off, off + m) for off, m in ((self._out_offset(lo, scratch), m)
+                                                        for (lo, _hi), m in zip(halves, counts)))
         c = FusedCandidates(words, scratch.cand, scratch.keys, T1)
         fingerprints = (scratch.fps, None, segments[-1][1])  # positions: the candidates' own indices
         if self.constrained:  # only the candidates inside the constraints are stored
