@@ -571,7 +571,7 @@ class VectorSearch:
             if self.judge_cores:
                 self.cores.start()
             if self.split and len(self.table.parts) == 1:  # from here on the visited set is two tables
-                self.table = self.table.split()
+                self.table = self.table.split(self.expected, self.expect_after(level))
             if len(self.table.parts) == 2 and len(self.outputs) == 1:  # (a bitstate set is two from the start)
                 self.outputs = [self.outputs[0], _Outputs()]
                 self.spare_outputs = [_Outputs(), _Outputs()]

@@ -106,33 +106,40 @@ class FingerprintTable:
         self._grow(max(int((self.size + max(expected, 0)) / TARGET_LOAD), len(self.table) * 5 // 4))
 
     def _grow(self, capacity: int) -> None:
-        """Move every key into a table of `capacity` slots, a slice at a time, releasing each slice
-        of the old table once its keys have moved. Home slots are monotone in the key, so a slice's keys
-        land in the matching stretch of the new table: each stretch is faulted in just before. The old
-        table's first run of keys (up to its first empty slot) may hold keys that wrapped around from its
-        end: it is kept aside and moved last, so that the rest arrives almost in order of home slot."""
-        old, release = self.table, self.mm
+        """Move every key into a table of `capacity` slots (`_moved`)."""
+        self.table, self.mm = self._moved(self.table, self.mm, capacity)
+        self.rebuilds += 1
+
+    @classmethod
+    def _moved(cls, old: np.ndarray, release: mmap.mmap | None, capacity: int, mask: int = 0,
+               part: int = 0) -> tuple[np.ndarray, mmap.mmap | None]:
+        """A table of `capacity` slots holding the keys k of `old` with `k & mask == part` (every key: mask 0),
+        moved a slice at a time; with `release` (the old table's mapping), each slice of the old table is
+        released once its keys have moved. Home slots are monotone in the key, so a slice's keys land in the
+        matching stretch of the new table: each stretch is faulted in just before. The old table's first run
+        of keys (up to its first empty slot) may hold keys that wrapped around from its end: it is kept aside
+        and moved last, so that the rest arrives almost in order of home slot."""
         k = backend()
-        new, self.mm = self._allocate(capacity)
+        new, mm = cls._allocate(capacity)
         first = _first_empty(old)
         head = old[:first].copy()
+        head = head[head & np.uint64(mask) == np.uint64(part)]
         state = np.array([-1, 0], dtype=np.int64)  # the rehash's place in the new table (see `runtime`)
         released = 0  # bytes of the old table given back (whole pages)
         populated = 0  # slots of the new table faulted in
         for start in range(0, len(old), GROW_SLICE):
             stop = min(start + GROW_SLICE, len(old))
-            if self.mm is not None:  # this slice's keys land below `reach` in the new table (a few probe past it)
+            if mm is not None:  # this slice's keys land below `reach` in the new table (a few probe past it)
                 reach = len(new) if stop == len(old) else min(len(new), stop * len(new) // len(old) + GROW_SLICE // 8)
                 _populate(new, populated, reach)
                 populated = max(populated, reach)
-            k.rehash(old, new, max(start, first), stop, state)
+            k.rehash(old, new, max(start, first), stop, state, mask, part)
             upto = _whole_pages(stop)
             if release is not None and upto > released:
                 release.madvise(mmap.MADV_DONTNEED, released, upto - released)
                 released = upto
         k.insert(new, head)
-        self.table = new
-        self.rebuilds += 1
+        return new, mm
 
 
 class BitTable:
@@ -232,19 +239,20 @@ class VisitedSet:
     def size(self) -> int:
         return sum(t.size for t in self.parts)
 
-    def split(self) -> VisitedSet:
-        """This one-table set as two tables (its keys moved a slice at a time, releasing the old table)."""
+    def split(self, expected: int = 0, then: int = 0) -> VisitedSet:
+        """This one-table set as two tables, each sized at once for its share of the keys and of the `expected`
+        keys to come (and room for `then` more after those, as `reserve`), so that the level's `reserve` after
+        the split need not rebuild them. Each table's keys are moved from the old table as a rebuild moves
+        them; the second move releases the old table's pages as it goes."""
         assert len(self.parts) == 1 and not self.bit_tables
         two = VisitedSet(2)
         old = self.parts[0]
-        for t in two.parts:
-            t.reserve(old.size // 2 + old.size // 16 + 64)
-        for start in range(0, len(old.table), GROW_SLICE):
-            keys = old.table[start:start + GROW_SLICE]
-            keys = keys[keys != 0]
-            for p, t in enumerate(two.parts):
-                mine = keys[(keys & two.mask) == np.uint64(p)]
-                t.size += backend().insert(t.table, mine)
+        odd = int(np.count_nonzero(old.table & two.mask))
+        for part, (t, size) in enumerate(zip(two.parts, (old.size - odd, odd))):
+            need = size + int(expected / 2 * 1.05) + 64
+            capacity = max(int((need + max(then, 0) // 2) / TARGET_LOAD), MIN_CAPACITY)
+            t.table, t.mm = FingerprintTable._moved(old.table, old.mm if part else None, capacity, int(two.mask), part)
+            t.size = size
         self.parts = []
         return two
 

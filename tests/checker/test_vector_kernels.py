@@ -72,12 +72,15 @@ crowded_st = st.lists(st.one_of(spread_st, st.integers(2**64 - 2**58, 2**64 - 1)
 
 
 @settings(max_examples=80, deadline=None)
-@given(crowded_st, st.integers(1, 9), st.integers(0, 600), st.sampled_from([1, 7, 64, 1000]))
-def test_a_table_moved_in_slices_keeps_every_key_on_its_probe_chain(native, inserted, tenths, more, slice_):
+@given(crowded_st, st.integers(1, 9), st.integers(0, 600), st.sampled_from([1, 7, 64, 1000]),
+       st.sampled_from([(0, 0), (1, 0), (1, 1)]))
+def test_a_table_moved_in_slices_keeps_every_key_on_its_probe_chain(native, inserted, tenths, more, slice_, part):
     """Rehashing a slice at a time, the old table's first run (with the keys wrapped around from its end)
-    kept aside and moved last, as `FingerprintTable._grow` does: the same keys, each found by probing from
-    its home slot, in C (ordered placement) and in numpy."""
+    kept aside and moved last, as `FingerprintTable._grow` does: the same keys (those of one part, when a
+    table is split in two), each found by probing from its home slot, in C (ordered placement) and in numpy."""
+    mask, which = part
     keys = np.array(sorted(set(inserted)), dtype=np.uint64)
+    mine = keys[keys & np.uint64(mask) == np.uint64(which)]
     cap = max(int(len(keys) / 0.8) + 1, 8)
     old = np.zeros(cap, dtype=np.uint64)
     portable.insert(old, keys)
@@ -86,11 +89,30 @@ def test_a_table_moved_in_slices_keeps_every_key_on_its_probe_chain(native, inse
     for loops in (native, portable):
         new, state = np.zeros(new_cap, dtype=np.uint64), np.array([-1, 0], dtype=np.int64)
         for start in range(0, cap, slice_):
-            loops.rehash(old, new, max(start, first), min(start + slice_, cap), state)
-        loops.insert(new, old[:first].copy())
-        assert np.array_equal(np.sort(new[new != 0]), keys)
+            loops.rehash(old, new, max(start, first), min(start + slice_, cap), state, mask, which)
+        head = old[:first].copy()
+        loops.insert(new, head[head & np.uint64(mask) == np.uint64(which)])
+        assert np.array_equal(np.sort(new[new != 0]), mine)
         assert _probe_chains_unbroken(new)
-        assert loops.contains(new, keys).all()
+        assert loops.contains(new, mine).all()
+
+
+@pytest.mark.parametrize("expected", [0, 5_000, 400_000])
+def test_a_visited_set_split_in_two_keeps_each_key_in_its_part(expected):
+    """A one-table set split in two tables (the second move releasing the old table's pages): each key in the
+    table of its low bit, found there and nowhere else, the sizes right, and room for the expected keys."""
+    from lockstep.checker.vector import visited
+
+    keys = np.arange(1, 700_001, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    one = visited.VisitedSet(1)
+    assert one.add(keys) == keys.size and one.parts[0].mm is not None  # large enough for a mapped table
+    two = one.split(expected)
+    assert [t.size for t in two.parts] == [int(np.count_nonzero(keys & np.uint64(1) == p)) for p in (0, 1)]
+    for p, t in enumerate(two.parts):
+        assert np.array_equal(np.sort(t.table[t.table != 0]), np.sort(keys[keys & np.uint64(1) == np.uint64(p)]))
+        assert _probe_chains_unbroken(t.table)
+        assert t.size + expected // 2 <= t.limit
+    assert two.contains(keys).all() and not two.contains(keys + np.uint64(2)).any()
 
 
 @settings(max_examples=60, deadline=None)

@@ -85,11 +85,12 @@ def insert(table: np.ndarray, keys: np.ndarray) -> int:
     return int(fresh.size)
 
 
-def rehash(old: np.ndarray, new: np.ndarray, start: int, stop: int, state: np.ndarray) -> None:
-    """Move the keys of `old[start:stop]` into `new` (`state`, which the C loop keeps between slices, is not
-    needed here)."""
+def rehash(old: np.ndarray, new: np.ndarray, start: int, stop: int, state: np.ndarray, mask: int = 0,
+           part: int = 0) -> None:
+    """Move the keys k of `old[start:stop]` with `k & mask == part` (every key: mask 0) into `new` (`state`,
+    which the C loop keeps between slices, is not needed here)."""
     keys = old[start:stop]
-    _place(new, keys[keys != _Z])
+    _place(new, keys[(keys != _Z) & (keys & np.uint64(mask) == np.uint64(part))])
 
 
 def serial_order(rows: np.ndarray, seg_start: np.ndarray, seg_tid: np.ndarray, n: int,

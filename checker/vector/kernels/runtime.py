@@ -121,8 +121,10 @@ int64_t insert(uint64_t *table, int64_t cap, const uint64_t *keys, int64_t n) {
     return added;
 }
 
-void rehash(const uint64_t *old, uint64_t *table, int64_t cap, int64_t start, int64_t stop, int64_t *state) {
-    /* Move old[start..stop) into `table`, as inserting each key (first empty slot from its home on) would.
+void rehash(const uint64_t *old, uint64_t *table, int64_t cap, int64_t start, int64_t stop, int64_t *state,
+            uint64_t mask, uint64_t part) {
+    /* Move the keys k of old[start..stop) with (k & mask) == part (every key: mask 0) into `table`, as inserting
+       each key (first empty slot from its home on) would.
        An old table read in slot order gives keys almost in order of home, so `state` follows the placing:
        the highest slot written (every slot above it is empty) and the start of the run of occupied slots
        that ends there. A key whose home is in that run or above it goes right after the run or to its home,
@@ -135,7 +137,7 @@ void rehash(const uint64_t *old, uint64_t *table, int64_t cap, int64_t start, in
     for (int64_t i = start; i < stop; i += 256) {
         const int64_t end = i + 256 < stop ? i + 256 : stop;
         int64_t n = 0;
-        for (int64_t j = i; j < end; j++) { const uint64_t k = old[j]; keys[n] = k; n += k != 0; }
+        for (int64_t j = i; j < end; j++) { const uint64_t k = old[j]; keys[n] = k; n += (k != 0) & ((k & mask) == part); }
         for (int64_t q = 0; q < n; q++) {
             const uint64_t k = keys[q];
             const int64_t h = home(k, (uint64_t)cap);
@@ -336,7 +338,7 @@ _SIGS = {
     "fingerprints": ([_P, _I, _I, _I, ctypes.c_uint64, ctypes.c_int, _P], None),
     "contains": ([_P, _I, _P, _I, _P], None),
     "insert": ([_P, _I, _P, _I], _I),
-    "rehash": ([_P, _P, _I, _I, _I, _P], None),
+    "rehash": ([_P, _P, _I, _I, _I, _P, ctypes.c_uint64, ctypes.c_uint64], None),
     "serial_order": ([_P, _I, _P, _P, _I, _I, _P, _P], None),
     "candidate_fps": ([_P, _I, _I, _P, _P, _I, _P, _I, _P, ctypes.c_uint64, ctypes.c_int, _P, _P], _I),
     "keep_allowed": ([_P, _P, _I, _P, _P], _I),
@@ -380,9 +382,10 @@ class Runtime:
         keys = np.ascontiguousarray(keys, dtype=np.uint64)
         return int(self.lib.insert(_ptr(table), table.size, _ptr(keys), keys.size))
 
-    def rehash(self, old: np.ndarray, new: np.ndarray, start: int, stop: int, state: np.ndarray) -> None:
+    def rehash(self, old: np.ndarray, new: np.ndarray, start: int, stop: int, state: np.ndarray, mask: int = 0,
+               part: int = 0) -> None:
         assert state.dtype == np.int64 and state.size == 2
-        self.lib.rehash(_ptr(old), _ptr(new), new.size, start, stop, _ptr(state))
+        self.lib.rehash(_ptr(old), _ptr(new), new.size, start, stop, _ptr(state), mask, part)
 
     def serial_order(self, rows: np.ndarray, seg_start: np.ndarray, seg_tid: np.ndarray, n: int,
                      order: np.ndarray, tids: np.ndarray) -> None:
