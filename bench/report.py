@@ -49,7 +49,7 @@ SECTIONS = [
     Section("two_workers", "Two workers against one on the phase clock of ten agents (9.8 M states)",
             ("bench.vs_peers", "--models", "agent_clock:10", "--tools", "vector", "vector-2w", "--repeat", "2")),
     Section("datalog", "Datalog at 10^6 edges against scipy (and networkx)",
-            ("bench.datalog", "--skip-workers"), runs=3),
+            ("bench.datalog", "--skip-workers", "--rounds", "5")),
     Section("psmr", "P-SMR: W = 2 against classic SMR (W = 1), I/O-like commands",
             ("bench.psmr", "--workers", "1,2", "--dependent", "0", "--kinds", "io", "--seconds", "2")),
     Section("startup", "Start-up of lockstep check against the interpreter with numpy", ("bench.startup", "--runs", "9")),

@@ -9,7 +9,10 @@
 Models: TwoPhase (RM = 7, 8, 9), the filter lock (N = 5, 6) and the phase clock of 8 named agents
 (every ordered pair interacting). SPIN runs the Promela models in bench/promela/ (one process, one
 d_step per action, so its states are the spec's states), compiled with -DNOREDUCE (and, for
-`spin-por`, with partial-order reduction, which finds nothing to reduce in one process).
+`spin-por`, with partial-order reduction, which finds nothing to reduce in one process). Both check
+deadlocks. Lockstep checks every invariant the spec declares; the Promela models assert the TLA+ spec's
+own: for TwoPhase, TPConsistent alone where the Python spec has it and six invariants that strengthen
+it (`lockstep check two_phase --param rm=8 --invariant consistent` searches about 7 % faster).
 
 Every run is a fresh process. For Lockstep, the run is the command a user types, `lockstep check
 MODEL --param ...`: *wall* is that process's whole life (interpreter start-up, imports, building
