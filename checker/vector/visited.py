@@ -247,7 +247,7 @@ class VisitedSet:
         assert len(self.parts) == 1 and not self.bit_tables
         two = VisitedSet(2)
         old = self.parts[0]
-        odd = int(np.count_nonzero(old.table & two.mask))
+        odd = sum(int(np.count_nonzero(old.table[i:i + GROW_SLICE] & two.mask)) for i in range(0, len(old.table), GROW_SLICE))
         for part, (t, size) in enumerate(zip(two.parts, (old.size - odd, odd))):
             need = size + int(expected / 2 * 1.05) + 64
             capacity = max(int((need + max(then, 0) // 2) / TARGET_LOAD), MIN_CAPACITY)
