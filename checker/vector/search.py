@@ -575,7 +575,7 @@ class VectorSearch:
             if len(self.table.parts) == 2 and len(self.outputs) == 1:  # (a bitstate set is two from the start)
                 self.outputs = [self.outputs[0], _Outputs()]
                 self.spare_outputs = [_Outputs(), _Outputs()]
-            self.table.reserve(self.expected, self.insert_pool, self.expect_after(level))
+            self.table.reserve(self.expected, self.insert_pool, self.expect_after(level), self.expect_rest(level))
             if self.por is not None:
                 self.por.new_level(len(self.table.parts))
             if self.split and self.routed():
@@ -630,6 +630,12 @@ class VectorSearch:
     def expect_after(self, level: int) -> int:
         """New states expected from expanding the level after `level`, at the same growth."""
         return int(self.expect(level) * self._growth(level))
+
+    def expect_rest(self, level: int) -> int | None:
+        """When the levels shrink, every new state still expected: the levels after `level` at its growth (a
+        geometric series); None while they grow."""
+        g = self._growth(level)
+        return int(self.expect(level) / (1 - g)) if g < 1 else None
 
     def _growth(self, level: int) -> float:
         now = len(self.levels[level])

@@ -19,8 +19,9 @@ import numpy as np
 
 from .kernels import backend, bitstate_backend
 
-MAX_LOAD = 0.6  # the table never holds more than this fraction of its slots
+MAX_LOAD = 0.6  # the table never holds more than this fraction of its slots (but see TAIL_LOAD)
 TARGET_LOAD = 0.4  # load after a rebuild, once the expected new keys are in
+TAIL_LOAD = 0.7  # a search whose levels shrink may fill the table to this rather than rebuild it for its last keys
 MIN_CAPACITY = 1 << 8
 GROW_SLICE = 1 << 20  # old slots moved at a time when growing (a multiple of the page size in bytes)
 MADV_POPULATE_WRITE = 23  # Linux 5.14 and later: fault a range's pages in at once
@@ -62,6 +63,7 @@ class FingerprintTable:
         self.size = 0
         self.table, self.mm = self._allocate(max(capacity, 8))
         self.rebuilds = 0
+        self.max_load = MAX_LOAD  # TAIL_LOAD once the search's last keys are known to fit under it
 
     @staticmethod
     def _allocate(capacity: int) -> tuple[np.ndarray, mmap.mmap | None]:
@@ -80,7 +82,7 @@ class FingerprintTable:
     @property
     def limit(self) -> int:
         """How many keys the table may hold before it must grow."""
-        return int(MAX_LOAD * len(self.table))
+        return int(self.max_load * len(self.table))
 
     def contains(self, keys: np.ndarray) -> np.ndarray:
         """A bool array: which keys are in the set."""
@@ -94,12 +96,19 @@ class FingerprintTable:
         self.size += added
         return added
 
-    def reserve(self, expected: int, then: int = 0) -> None:
+    def reserve(self, expected: int, then: int = 0, rest: int | None = None) -> None:
         """Make room for `expected` more keys, rebuilding once if they would pass `MAX_LOAD`; a rebuild
-        makes room for the `then` keys expected after those as well, so that it need not rebuild again."""
+        makes room for the `then` keys expected after those as well, so that it need not rebuild again.
+        `rest`, given when the search's levels shrink, is every key still expected: when they all fit under
+        `TAIL_LOAD`, the table fills to that instead (a rebuild for a search's last few keys would move all
+        the others for them; if more come than expected, the table grows when it reaches `TAIL_LOAD`)."""
         need = self.size + max(expected, 0)
-        if need > self.limit:
-            self._grow(max(int((need + max(then, 0)) / TARGET_LOAD), MIN_CAPACITY))
+        if need <= self.limit:
+            return
+        if rest is not None and self.size + max(rest, expected, 0) <= TAIL_LOAD * len(self.table):
+            self.max_load = TAIL_LOAD
+            return
+        self._grow(max(int((need + max(then, 0)) / TARGET_LOAD), MIN_CAPACITY))
 
     def grow_for(self, expected: int) -> None:
         """Grow now (the table is at its limit) for `expected` more keys, by at least a quarter."""
@@ -109,6 +118,7 @@ class FingerprintTable:
         """Move every key into a table of `capacity` slots (`_moved`)."""
         self.table, self.mm = self._moved(self.table, self.mm, capacity)
         self.rebuilds += 1
+        self.max_load = MAX_LOAD
 
     @classmethod
     def _moved(cls, old: np.ndarray, release: mmap.mmap | None, capacity: int, mask: int = 0,
@@ -201,7 +211,7 @@ class BitTable:
         self.settle()
         return added
 
-    def reserve(self, expected: int, then: int = 0) -> None:
+    def reserve(self, expected: int, then: int = 0, rest: int | None = None) -> None:
         """A bitstate table never grows (the interface of `FingerprintTable`)."""
 
 
@@ -279,18 +289,20 @@ class VisitedSet:
             return self.parts[0].add(keys)
         return sum(t.add(keys[sel]) for t, sel in zip(self.parts, self._route(keys)))
 
-    def reserve(self, expected: int, pool: Any = None, then: int = 0) -> None:
+    def reserve(self, expected: int, pool: Any = None, then: int = 0, rest: int | None = None) -> None:
         """Make room for `expected` more keys in all (a little more than its share in each), and in a
-        table that must grow for them, for `then` more after those; with a thread pool, the tables grow
-        at once."""
+        table that must grow for them, for `then` more after those (`rest`: every key still expected, when
+        the search's levels shrink; see `FingerprintTable.reserve`); with a thread pool, the tables grow at
+        once."""
         n = len(self.parts)
         share = expected if n == 1 else int(expected / n * 1.05) + 64
         later = then // n
+        left = None if rest is None else rest if n == 1 else int(rest / n * 1.05) + 64
         if pool is None or n == 1:
             for t in self.parts:
-                t.reserve(share, later)
+                t.reserve(share, later, left)
             return
-        others = [pool.submit(t.reserve, share, later) for t in self.parts[1:]]
-        self.parts[0].reserve(share, later)
+        others = [pool.submit(t.reserve, share, later, left) for t in self.parts[1:]]
+        self.parts[0].reserve(share, later, left)
         for f in others:
             f.result()

@@ -400,3 +400,26 @@ def test_merging_two_runs_in_two_ranges_gives_the_whole_merge(native, keys, spli
         loops.merge_range(k0, f0, k1, f1, 0, lo, pos, fps)
         assert pos.tolist() == sorted(keys)
         assert fps.tolist() == [3 * k + 1 for k in sorted(keys)]
+
+
+def test_a_shrinking_search_fills_the_table_further_rather_than_rebuild_it_for_its_last_keys():
+    """Keys that would pass the table's usual limit are let in up to `TAIL_LOAD` when the search says every
+    key still to come fits under it; while the levels grow, or when more are to come, the table is rebuilt."""
+    from lockstep.checker.vector import visited
+
+    def table_at(fill: float) -> visited.FingerprintTable:
+        t = visited.FingerprintTable(1 << 16)
+        t.add(np.arange(1, int(fill * (1 << 16)) + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+        assert t.rebuilds == 0
+        return t
+
+    slots = 1 << 16
+    tail = table_at(0.58)
+    tail.reserve(int(0.04 * slots), rest=int(0.08 * slots))  # 0.66 in the end: the table fills instead
+    assert tail.rebuilds == 0 and tail.limit == int(visited.TAIL_LOAD * slots)
+    more = table_at(0.58)
+    more.reserve(int(0.04 * slots), rest=int(0.2 * slots))  # 0.78 in the end: rebuilt
+    assert more.rebuilds == 1 and more.limit == int(visited.MAX_LOAD * len(more.table))
+    growing = table_at(0.58)
+    growing.reserve(int(0.04 * slots))  # levels that grow say nothing of the rest: rebuilt
+    assert growing.rebuilds == 1
