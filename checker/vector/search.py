@@ -45,6 +45,7 @@ LINKS_IN_MEMORY = 1 << 28  # bytes of parent links kept in memory (32 million st
 WARM_FROM = 1 << 12  # a level of this many states starts building the C loops (unless they are cached)
 WARM_AFTER = 1.0  # seconds of search on the numpy loops after which their C form is built in any case
 THREADED_LEVEL = 1 << 15  # smaller levels run on one thread (a second one costs more than it saves there)
+SPLIT_FROM = 8  # the visited set splits at a level that must rebuild it, or once it holds this many times as many
 
 
 @dataclass
@@ -298,6 +299,7 @@ class VectorSearch:
         self.spare_outputs: list[_Outputs] = []  # two tables, pipelined: the outputs of every other batch
         self.threads = 1
         self.threaded_level = THREADED_LEVEL
+        self.split_from = 0  # the visited set splits for two threads once it holds this many states (`_bfs`)
         self.judge_cores = False  # whether levels go to one thread while no second core is to be had
         self.cores = CoreJudge()  # whether the levels get a second core (`judge_cores`)
         self.crowded_levels = 0  # levels large enough for two threads that ran on one for want of a core
@@ -333,6 +335,7 @@ class VectorSearch:
         if self.bitstate is not None:  # bits cannot be split later, as keys are: two tables from the start
             self.table = VisitedSet(2, bitstate=self.bitstate)
         self.threads, self.threaded_level, self.judge_cores = 2, threaded_level, judge_cores
+        self.split_from = SPLIT_FROM * threaded_level
         from concurrent.futures import ThreadPoolExecutor
 
         self.insert_pool = ThreadPoolExecutor(1, thread_name_prefix="lockstep-insert")
@@ -564,14 +567,20 @@ class VectorSearch:
             self._keep_fps(np.zeros(0, np.uint64), new_level=True)
             self.expected = self.expect(level)
             self._use_native(len(frontier))
-            splittable = self.threads == 2 and len(frontier) >= self.threaded_level
+            # the one-thread visited set splits in two at a level it must be rebuilt for anyway (the split is a
+            # rebuild): on a small search, where the levels large enough for two threads are few, splitting at
+            # once cost more than they saved (TwoPhase RM=7, 0.30 M states: 44 ms on two threads, 40 on one)
+            splittable = (self.threads == 2 and len(frontier) >= self.threaded_level
+                          and (len(self.table.parts) == 2 or self.table.size >= self.split_from
+                               or self.table.parts[0].must_grow(self.expected, self.expect_rest(level))))
             crowded = self.judge_cores and self.cores.crowded
             self.split = splittable and not crowded
             self.crowded_levels += splittable and crowded
-            if self.judge_cores:
+            judged = self.judge_cores and splittable  # (a smaller level runs on one thread either way)
+            if judged:
                 self.cores.start()
             if self.split and len(self.table.parts) == 1:  # from here on the visited set is two tables
-                self.table = self.table.split(self.expected, self.expect_after(level))
+                self.table = self.table.split(self.expected, self.expect_after(level), self.insert_pool)
             if len(self.table.parts) == 2 and len(self.outputs) == 1:  # (a bitstate set is two from the start)
                 self.outputs = [self.outputs[0], _Outputs()]
                 self.spare_outputs = [_Outputs(), _Outputs()]
@@ -583,7 +592,7 @@ class VectorSearch:
             else:
                 for b in self._prepared(frontier):
                     self._expand(b, level, nxt, links, cap, len(frontier))
-            if self.judge_cores:
+            if judged:
                 self.cores.end(self.split)
             if frontier is not self.resumed_frontier:
                 frontier.close()

@@ -105,10 +105,15 @@ class FingerprintTable:
         need = self.size + max(expected, 0)
         if need <= self.limit:
             return
-        if rest is not None and self.size + max(rest, expected, 0) <= TAIL_LOAD * len(self.table):
+        if not self.must_grow(expected, rest):
             self.max_load = TAIL_LOAD
             return
         self._grow(max(int((need + max(then, 0)) / TARGET_LOAD), MIN_CAPACITY))
+
+    def must_grow(self, expected: int, rest: int | None = None) -> bool:
+        """Whether `reserve` rebuilds the table for these keys."""
+        fits = rest is not None and self.size + max(rest, expected, 0) <= TAIL_LOAD * len(self.table)
+        return self.size + max(expected, 0) > self.limit and not fits
 
     def grow_for(self, expected: int) -> None:
         """Grow now (the table is at its limit) for `expected` more keys, by at least a quarter."""
@@ -249,20 +254,31 @@ class VisitedSet:
     def size(self) -> int:
         return sum(t.size for t in self.parts)
 
-    def split(self, expected: int = 0, then: int = 0) -> VisitedSet:
+    def split(self, expected: int = 0, then: int = 0, pool: Any = None) -> VisitedSet:
         """This one-table set as two tables, each sized at once for its share of the keys and of the `expected`
         keys to come (and room for `then` more after those, as `reserve`), so that the level's `reserve` after
         the split need not rebuild them. Each table's keys are moved from the old table as a rebuild moves
-        them; the second move releases the old table's pages as it goes."""
+        them: with a thread pool, the two at once; else one after the other, the second releasing the old
+        table's pages as it goes."""
         assert len(self.parts) == 1 and not self.bit_tables
         two = VisitedSet(2)
         old = self.parts[0]
         odd = sum(int(np.count_nonzero(old.table[i:i + GROW_SLICE] & two.mask)) for i in range(0, len(old.table), GROW_SLICE))
-        for part, (t, size) in enumerate(zip(two.parts, (old.size - odd, odd))):
+
+        def move(part: int, size: int, release: mmap.mmap | None) -> None:
+            t = two.parts[part]
             need = size + int(expected / 2 * 1.05) + 64
             capacity = max(int((need + max(then, 0) // 2) / TARGET_LOAD), MIN_CAPACITY)
-            t.table, t.mm = FingerprintTable._moved(old.table, old.mm if part else None, capacity, int(two.mask), part)
+            t.table, t.mm = FingerprintTable._moved(old.table, release, capacity, int(two.mask), part)
             t.size = size
+
+        if pool is not None:
+            other = pool.submit(move, 1, odd, None)
+            move(0, old.size - odd, None)
+            other.result()
+        else:
+            move(0, old.size - odd, None)
+            move(1, odd, old.mm)
         self.parts = []
         return two
 
@@ -298,11 +314,12 @@ class VisitedSet:
         share = expected if n == 1 else int(expected / n * 1.05) + 64
         later = then // n
         left = None if rest is None else rest if n == 1 else int(rest / n * 1.05) + 64
-        if pool is None or n == 1:
-            for t in self.parts:
+        growing = [t for t in self.parts if t.size + share > t.limit]  # (a table with room has nothing to do)
+        if pool is None or len(growing) < 2:
+            for t in growing:
                 t.reserve(share, later, left)
             return
-        others = [pool.submit(t.reserve, share, later, left) for t in self.parts[1:]]
-        self.parts[0].reserve(share, later, left)
+        others = [pool.submit(t.reserve, share, later, left) for t in growing[1:]]
+        growing[0].reserve(share, later, left)
         for f in others:
             f.result()
