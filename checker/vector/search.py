@@ -45,7 +45,8 @@ LINKS_IN_MEMORY = 1 << 28  # bytes of parent links kept in memory (32 million st
 WARM_FROM = 1 << 12  # a level of this many states starts building the C loops (unless they are cached)
 WARM_AFTER = 1.0  # seconds of search on the numpy loops after which their C form is built in any case
 THREADED_LEVEL = 1 << 15  # smaller levels run on one thread (a second one costs more than it saves there)
-SPLIT_FROM = 8  # the visited set splits at a level that must rebuild it, or once it holds this many times as many
+AHEAD = 4  # ... and the visited set splits in two only when the next two levels hold this many times as many
+SPLIT_FROM = 8  # (at a level that must rebuild it, or once it holds this many times as many)
 
 
 @dataclass
@@ -567,12 +568,10 @@ class VectorSearch:
             self._keep_fps(np.zeros(0, np.uint64), new_level=True)
             self.expected = self.expect(level)
             self._use_native(len(frontier))
-            # the one-thread visited set splits in two at a level it must be rebuilt for anyway (the split is a
-            # rebuild): on a small search, where the levels large enough for two threads are few, splitting at
-            # once cost more than they saved (TwoPhase RM=7, 0.30 M states: 44 ms on two threads, 40 on one)
+            # a small search, whose few levels large enough for two threads cannot repay the split, stays on one
+            # thread (TwoPhase RM=7, 0.30 M states: 44 ms on two threads, 40 on one, had it split)
             splittable = (self.threads == 2 and len(frontier) >= self.threaded_level
-                          and (len(self.table.parts) == 2 or self.table.size >= self.split_from
-                               or self.table.parts[0].must_grow(self.expected, self.expect_rest(level))))
+                          and (len(self.table.parts) == 2 or self._worth_splitting(level)))
             crowded = self.judge_cores and self.cores.crowded
             self.split = splittable and not crowded
             self.crowded_levels += splittable and crowded
@@ -639,6 +638,15 @@ class VectorSearch:
     def expect_after(self, level: int) -> int:
         """New states expected from expanding the level after `level`, at the same growth."""
         return int(self.expect(level) * self._growth(level))
+
+    def _worth_splitting(self, level: int) -> bool:
+        """Whether the one-table visited set should split in two for this level, the first large enough for two
+        threads: when the next two levels are expected to hold `AHEAD` times as many states (work enough to
+        repay the split and the two tables' costs), at a level that must rebuild the table anyway (the split is
+        a rebuild) or once it holds `split_from` states."""
+        ahead = self.expected + self.expect_after(level) >= AHEAD * self.threaded_level
+        return ahead and (self.table.size >= self.split_from
+                          or self.table.parts[0].must_grow(self.expected, self.expect_rest(level)))
 
     def expect_rest(self, level: int) -> int | None:
         """When the levels shrink, every new state still expected: the levels after `level` at its growth (a
@@ -900,11 +908,33 @@ class VectorSearch:
         outs = self.outputs
         if len(self.table.parts) == 1:
             counts = [self.insert_part(b, 0, progress_of_level, outs)]
+        elif not self.split and self.por is None and self.bit_ops is None and hasattr(self.k, "insert_pair"):
+            return [self._insert_pair(b, progress_of_level, outs[0])]
         else:  # a level too small for two threads inserts the two tables one after the other
             other = self.insert_pool.submit(self.insert_part, b, 1, progress_of_level, outs) if self.split else None
             m0 = self.insert_part(b, 0, progress_of_level, outs)
             counts = [m0, other.result() if other is not None else self.insert_part(b, 1, progress_of_level, outs)]
         return [(out.k[:m], out.fp[:m]) for out, m in zip(outs, counts)]
+
+    def _insert_pair(self, b: Prepared, progress_of_level: float, out: _Outputs) -> tuple[np.ndarray, np.ndarray]:
+        """A level too small for two threads, into the two tables in one pass (the C loops): (positions,
+        fingerprints) of the new states in serial order, as one table would give them."""
+        t0, t1 = self.table.parts
+        fps, ks, count = b.fingerprints
+        out.fit(count)
+        sizes, m = np.array([t0.size, t1.size], dtype=np.int64), 0
+        for lo, hi in b.segments or ((0, count),):
+            i = lo
+            while True:
+                limits = np.array([t0.limit, t1.limit], dtype=np.int64)
+                i, m = self.k.insert_pair(t0.table, t1.table, sizes, limits, fps, ks, hi, i, out.k, out.fp, m)
+                t0.size, t1.size = int(sizes[0]), int(sizes[1])
+                if i == hi:
+                    break
+                full = t0 if int(fps[i]) & 1 == 0 else t1  # the table the key at `i` found at its limit
+                done = len(self.levels[-1]) // 2 + m // 2  # each table's new states in this level so far, about
+                full.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
+        return out.k[:m], out.fp[:m]
 
     def _new_fused(self, b: Prepared, progress_of_level: float) -> tuple[np.ndarray, ...]:
         """The fused kernel's new states, inserted: (fingerprints, words, parent links, serial keys, index of

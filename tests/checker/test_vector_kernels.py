@@ -116,6 +116,37 @@ def test_a_visited_set_split_in_two_keeps_each_key_in_its_part(expected):
 
 
 @settings(max_examples=60, deadline=None)
+@given(keys_st, keys_st, st.lists(st.integers(1, 40), max_size=300), st.integers(0, 300), st.integers(0, 300))
+def test_both_tables_in_one_pass_agree_with_one_after_the_other(native, present0, present1, candidates, room0, room1):
+    """`insert_pair` inserts into the two tables of a two-table set in one pass: the same new keys, in serial
+    order, as inserting each table's keys on its own and merging the two runs by position; and at a table's
+    limit it stops where the first of the two would have."""
+    fps = np.array(candidates, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    ks = np.arange(len(candidates), dtype=np.int64) * 3
+    tables = [_table([k for k in present0 if k & 1 == 0]), _table([k for k in present1 if k & 1])]
+    sizes = [int(np.count_nonzero(t)) for t in tables]
+    limits = [sizes[0] + room0, sizes[1] + room1]
+    runs, stops = [], []
+    for part in (0, 1):  # one after the other, each stopping at its own limit
+        t = tables[part].copy()
+        out_k, out_fp = np.zeros(len(candidates), np.int64), np.zeros(len(candidates), np.uint64)
+        i, _size, m = native.insert_serial(t, sizes[part], limits[part], fps, ks, len(fps), 0, 1, part, out_k, out_fp, 0)
+        runs.append((out_k[:m], out_fp[:m]))
+        stops.append(i)
+    stop = min(stops)
+    want = [(int(k), int(f)) for k, f in sorted(zip(*map(np.concatenate, zip(*runs))), key=lambda x: x[0])
+            if k // 3 < stop]
+    pair = [t.copy() for t in tables]
+    got_sizes = np.array(sizes, dtype=np.int64)
+    out_k, out_fp = np.zeros(len(candidates), np.int64), np.zeros(len(candidates), np.uint64)
+    i, m = native.insert_pair(pair[0], pair[1], got_sizes, np.array(limits, dtype=np.int64), fps, ks, len(fps), 0,
+                              out_k, out_fp, 0)
+    assert i == stop
+    assert list(zip(out_k[:m].tolist(), out_fp[:m].tolist())) == want
+    assert got_sizes.tolist() == [int(np.count_nonzero(t)) for t in pair]
+
+
+@settings(max_examples=60, deadline=None)
 @given(keys_st, st.lists(st.integers(1, 40), max_size=300), st.integers(0, 1), st.integers(0, 300))
 def test_serial_insertion_agrees(native, present, candidates, part, room):
     """Each part's keys inserted in order, first occurrences winning, stopping at the table's limit."""

@@ -314,6 +314,30 @@ int64_t insert_at(uint64_t *table, int64_t cap, int64_t *size, int64_t limit, co
     return q;
 }
 
+int64_t insert_pair(uint64_t *t0, int64_t cap0, uint64_t *t1, int64_t cap1, int64_t *sizes, const int64_t *limits,
+                    const uint64_t *fps, const int64_t *ks, int64_t n, int64_t start, int64_t *out_k, uint64_t *out_fp,
+                    int64_t *m) {
+    /* `insert_serial` into both tables of a two-table set in one pass: each key of fps[start..n) into table
+       (key & 1), in order, each if absent (the table chosen without a branch), prefetching ahead; the new keys
+       come out in serial order. Stops before either table holds more than its limit. Returns the position to
+       go on from. */
+    uint64_t *T[2] = {t0, t1};
+    const uint64_t C[2] = {(uint64_t)cap0, (uint64_t)cap1};
+    int64_t S[2] = {sizes[0], sizes[1]};
+    int64_t j = *m, i = start;
+    for (; i < n; i++) {
+        if (i + PREFETCH < n) { const uint64_t f = fps[i + PREFETCH]; table_prefetch(T[f & 1], C[f & 1], f); }
+        const uint64_t h = fps[i];
+        const int p = (int)(h & 1);
+        if (S[p] >= limits[p]) break;
+        if (table_add(T[p], C[p], h)) { S[p]++; out_k[j] = ks ? ks[i] : i; out_fp[j] = h; j++; }
+    }
+    sizes[0] = S[0];
+    sizes[1] = S[1];
+    *m = j;
+    return i;
+}
+
 int64_t insert_serial(uint64_t *table, int64_t cap, int64_t *size, int64_t limit, const uint64_t *fps,
                       const int64_t *ks, int64_t n, int64_t start, uint64_t parts_mask, uint64_t part,
                       int64_t *out_k, uint64_t *out_fp, int64_t *m, int32_t *mine) {
@@ -345,6 +369,7 @@ _SIGS = {
     "gather_range": ([_P, _I, _I, _P, _P, _I, _I, _I, _I, _I, _I, _P, _P, _P], None),
     "merge_range": ([_P, _P, _I, _P, _P, _I, _I, _I, _P, _P], None),
     "insert_serial": ([_P, _I, _IP, _I, _P, _P, _I, _I, ctypes.c_uint64, ctypes.c_uint64, _P, _P, _IP, _P], _I),
+    "insert_pair": ([_P, _I, _P, _I, _P, _P, _P, _P, _I, _I, _P, _P, _IP], _I),
     "insert_at": ([_P, _I, _IP, _I, _P, _P, _P, _I, _I, _P, _P, _IP, _P, _P, _I, _P, _P], _I),
     "probe": ([_P, _I, _P, _I, _P, _P, _P, _I, _P, _I, _P], None),
     "route": ([_P, _I, ctypes.c_uint64, _I, _P, _P, _P], None),
@@ -420,6 +445,18 @@ class Runtime:
         fps = np.empty(pos.size, dtype=np.uint64)
         self.merge_range(k0, f0, k1, f1, 0, pos.size, pos, fps)
         return pos, fps
+
+    def insert_pair(self, t0: np.ndarray, t1: np.ndarray, sizes: np.ndarray, limits: np.ndarray, fps: np.ndarray,
+                    ks: np.ndarray | None, n: int, start: int, out_k: np.ndarray, out_fp: np.ndarray,
+                    m: int) -> tuple[int, int]:
+        """Both tables of a two-table set at once (C only: `portable` inserts them one after the other):
+        `sizes` (updated) and `limits` are the tables' int64 pairs; (the position to go on from, m)."""
+        assert sizes.dtype == limits.dtype == np.int64 and sizes.size == limits.size == 2
+        mm = ctypes.c_int64(m)
+        i = self.lib.insert_pair(_ptr(t0), t0.size, _ptr(t1), t1.size, _ptr(sizes), _ptr(limits), _ptr(fps),
+                                 None if ks is None else _ptr(ks), n, start, _ptr(out_k), _ptr(out_fp),
+                                 ctypes.byref(mm))
+        return int(i), mm.value
 
     def insert_serial(self, table: np.ndarray, size: int, limit: int, fps: np.ndarray, ks: np.ndarray | None, n: int,
                       start: int, parts_mask: int, part: int, out_k: np.ndarray, out_fp: np.ndarray,
