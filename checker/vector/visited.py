@@ -103,17 +103,15 @@ class FingerprintTable:
         `TAIL_LOAD`, the table fills to that instead (a rebuild for a search's last few keys would move all
         the others for them; if more come than expected, the table grows when it reaches `TAIL_LOAD`)."""
         need = self.size + max(expected, 0)
-        if need <= self.limit:
-            return
-        if not self.must_grow(expected, rest):
-            self.max_load = TAIL_LOAD
+        if not self.must_grow(expected, rest):  # (a search whose levels grow again gets MAX_LOAD back)
+            self.max_load = MAX_LOAD if need <= MAX_LOAD * len(self.table) else TAIL_LOAD
             return
         self._grow(max(int((need + max(then, 0)) / TARGET_LOAD), MIN_CAPACITY))
 
     def must_grow(self, expected: int, rest: int | None = None) -> bool:
         """Whether `reserve` rebuilds the table for these keys."""
         fits = rest is not None and self.size + max(rest, expected, 0) <= TAIL_LOAD * len(self.table)
-        return self.size + max(expected, 0) > self.limit and not fits
+        return self.size + max(expected, 0) > MAX_LOAD * len(self.table) and not fits
 
     def grow_for(self, expected: int) -> None:
         """Grow now (the table is at its limit) for `expected` more keys, by at least a quarter."""

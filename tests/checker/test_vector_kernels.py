@@ -454,3 +454,7 @@ def test_a_shrinking_search_fills_the_table_further_rather_than_rebuild_it_for_i
     growing = table_at(0.58)
     growing.reserve(int(0.04 * slots))  # levels that grow say nothing of the rest: rebuilt
     assert growing.rebuilds == 1
+    tail.reserve(int(0.01 * slots))  # the levels grow again: back to the usual limit,
+    assert tail.rebuilds == 0 and tail.limit == int(visited.MAX_LOAD * slots)
+    tail.reserve(int(0.04 * slots))  # which these keys would pass: rebuilt
+    assert tail.rebuilds == 1
