@@ -54,7 +54,7 @@ SECTIONS = [
             ("bench.psmr", "--workers", "1,2", "--dependent", "0", "--kinds", "io", "--seconds", "2")),
     Section("startup", "Start-up of lockstep check against the interpreter with numpy", ("bench.startup", "--runs", "9")),
     Section("explicit", "The scalar engine, one and two workers", ("bench.explicit", "--quick")),
-    Section("liveness", "Temporal properties", ("bench.liveness",)),
+    Section("liveness", "Temporal properties", ("bench.liveness", "--repeat", "2")),
     Section("simulation", "Random walks", ("bench.simulation", "--runs", "500")),
     Section("population", "Population protocols", ("bench.population", "--quick")),
     Section("smt", "Bounded model checking and induction", ("bench.smt", "--default-only")),
