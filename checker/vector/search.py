@@ -300,7 +300,6 @@ class VectorSearch:
         self.spare_outputs: list[_Outputs] = []  # two tables, pipelined: the outputs of every other batch
         self.threads = 1
         self.threaded_level = THREADED_LEVEL
-        self.split_from = 0  # the visited set splits for two threads once it holds this many states (`_bfs`)
         self.judge_cores = False  # whether levels go to one thread while no second core is to be had
         self.cores = CoreJudge()  # whether the levels get a second core (`judge_cores`)
         self.crowded_levels = 0  # levels large enough for two threads that ran on one for want of a core
@@ -336,7 +335,6 @@ class VectorSearch:
         if self.bitstate is not None:  # bits cannot be split later, as keys are: two tables from the start
             self.table = VisitedSet(2, bitstate=self.bitstate)
         self.threads, self.threaded_level, self.judge_cores = 2, threaded_level, judge_cores
-        self.split_from = SPLIT_FROM * threaded_level
         from concurrent.futures import ThreadPoolExecutor
 
         self.insert_pool = ThreadPoolExecutor(1, thread_name_prefix="lockstep-insert")
@@ -643,9 +641,9 @@ class VectorSearch:
         """Whether the one-table visited set should split in two for this level, the first large enough for two
         threads: when the next two levels are expected to hold `AHEAD` times as many states (work enough to
         repay the split and the two tables' costs), at a level that must rebuild the table anyway (the split is
-        a rebuild) or once it holds `split_from` states."""
+        a rebuild) or once it holds `SPLIT_FROM` times `threaded_level` states."""
         ahead = self.expected + self.expect_after(level) >= AHEAD * self.threaded_level
-        return ahead and (self.table.size >= self.split_from
+        return ahead and (self.table.size >= SPLIT_FROM * self.threaded_level
                           or self.table.parts[0].must_grow(self.expected, self.expect_rest(level)))
 
     def expect_rest(self, level: int) -> int | None:
@@ -932,9 +930,14 @@ class VectorSearch:
                 if i == hi:
                     break
                 full = t0 if int(fps[i]) & 1 == 0 else t1  # the table the key at `i` found at its limit
-                done = len(self.levels[-1]) // 2 + m // 2  # each table's new states in this level so far, about
-                full.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
+                self._grow_in_level(full, m // 2, progress_of_level)  # (about half the batch's new states are its)
         return out.k[:m], out.fp[:m]
+
+    def _grow_in_level(self, table: Any, batch_new: int, progress_of_level: float) -> None:
+        """Grow a table that reached its limit inside a level, for the rest of the level at the rate so far
+        (`batch_new`: its new states in this batch until now)."""
+        done = len(self.levels[-1]) // len(self.table.parts) + batch_new  # its new states in this level so far
+        table.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
 
     def _new_fused(self, b: Prepared, progress_of_level: float) -> tuple[np.ndarray, ...]:
         """The fused kernel's new states, inserted: (fingerprints, words, parent links, serial keys, index of
@@ -984,8 +987,7 @@ class VectorSearch:
         m = 0
 
         def grow() -> None:
-            done = len(self.levels[-1]) // n + m  # this table's new states in this level so far
-            table.grow_for(int(1.1 * done / max(progress_of_level, 1e-3)) - done)
+            self._grow_in_level(table, m, progress_of_level)
 
         if b.routes is not None:  # the positions of this table's candidates, stretch by stretch
             por = None

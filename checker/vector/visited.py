@@ -106,7 +106,12 @@ class FingerprintTable:
         if not self.must_grow(expected, rest):  # (a search whose levels grow again gets MAX_LOAD back)
             self.max_load = MAX_LOAD if need <= MAX_LOAD * len(self.table) else TAIL_LOAD
             return
-        self._grow(max(int((need + max(then, 0)) / TARGET_LOAD), MIN_CAPACITY))
+        self._grow(self.capacity_for(need, then))
+
+    @staticmethod
+    def capacity_for(need: int, then: int = 0) -> int:
+        """The slots of a table rebuilt for `need` keys and `then` more after those."""
+        return max(int((need + max(then, 0)) / TARGET_LOAD), MIN_CAPACITY)
 
     def must_grow(self, expected: int, rest: int | None = None) -> bool:
         """Whether `reserve` rebuilds the table for these keys."""
@@ -265,8 +270,7 @@ class VisitedSet:
 
         def move(part: int, size: int, release: mmap.mmap | None) -> None:
             t = two.parts[part]
-            need = size + int(expected / 2 * 1.05) + 64
-            capacity = max(int((need + max(then, 0) // 2) / TARGET_LOAD), MIN_CAPACITY)
+            capacity = FingerprintTable.capacity_for(size + two.share(expected), max(then, 0) // 2)
             t.table, t.mm = FingerprintTable._moved(old.table, release, capacity, int(two.mask), part)
             t.size = size
 
@@ -303,15 +307,17 @@ class VisitedSet:
             return self.parts[0].add(keys)
         return sum(t.add(keys[sel]) for t, sel in zip(self.parts, self._route(keys)))
 
+    def share(self, keys: int) -> int:
+        """A table's share of `keys` keys of the set, with a margin for the parts' unequal draws."""
+        n = len(self.parts)
+        return keys if n == 1 else int(keys / n * 1.05) + 64
+
     def reserve(self, expected: int, pool: Any = None, then: int = 0, rest: int | None = None) -> None:
         """Make room for `expected` more keys in all (a little more than its share in each), and in a
         table that must grow for them, for `then` more after those (`rest`: every key still expected, when
         the search's levels shrink; see `FingerprintTable.reserve`); with a thread pool, the tables grow at
         once."""
-        n = len(self.parts)
-        share = expected if n == 1 else int(expected / n * 1.05) + 64
-        later = then // n
-        left = None if rest is None else rest if n == 1 else int(rest / n * 1.05) + 64
+        share, later, left = self.share(expected), then // len(self.parts), None if rest is None else self.share(rest)
         growing = [t for t in self.parts if t.size + share > t.limit]  # (a table with room has nothing to do)
         if pool is None or len(growing) < 2:
             for t in growing:
